@@ -1,0 +1,57 @@
+/*
+ * refgate: the entry point. It dispatches to one subcommand (gateway/cli_*.c)
+ * and does nothing else, so every subcommand is reachable from tests and the
+ * demo through the same functions.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "gateway/cli.h"
+
+static const struct {
+    const char *name;
+    int (*run)(int argc, char **argv);
+    const char *summary;
+} commands[] = {
+    {"serve", cli_serve, "run the gateway in the foreground"},
+    {"token", cli_token, "mint or revoke run tokens"},
+    {"audit", cli_audit, "read or verify the audit log"},
+    {"diff", cli_diff, "show what a sandboxed run changed in its fork"},
+    {"demo", cli_demo, "push through a gateway to a throwaway upstream"},
+};
+
+static void usage(FILE *f)
+{
+    size_t i;
+
+    fprintf(f, "usage: refgate <command> [options]\n\n"
+               "A loopback smart-HTTP git gateway that enforces branch rules on pushes.\n\n"
+               "Commands:\n");
+    for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        fprintf(f, "  %-7s %s\n", commands[i].name, commands[i].summary);
+    fprintf(f, "\nRun `refgate <command> --help` for a command's options.\n");
+}
+
+int main(int argc, char **argv)
+{
+    size_t i;
+
+    if (argc < 2) {
+        usage(stderr);
+        return 2;
+    }
+    if (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "--version")) {
+        printf("refgate 0.1.0\n");
+        return 0;
+    }
+    for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+        if (!strcmp(argv[1], commands[i].name))
+            return commands[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "refgate: unknown command '%s'\n\n", argv[1]);
+    usage(stderr);
+    return 2;
+}

@@ -1,0 +1,47 @@
+/*
+ * Pack inspection with libgit2. A pushed pack is indexed into a private
+ * quarantine directory, with the upstream repository's objects available
+ * read-only to resolve thin-pack deltas, so that questions such as "is the
+ * old commit an ancestor of the new one?" can be answered before anything
+ * reaches upstream. Nothing is ever written into the upstream repository.
+ *
+ * Later content rules (changed paths, blob sizes, identities) ask their
+ * questions through this same object.
+ */
+#ifndef RG_GIT_QUARANTINE_H
+#define RG_GIT_QUARANTINE_H
+
+#include <stddef.h>
+
+#include "util/error.h"
+
+typedef struct git_quarantine git_quarantine;
+
+/*
+ * Create a quarantine under `tmp_parent` (a fresh directory inside it) for a
+ * push to the bare repository `upstream_gitdir`. `oid_hexlen` is 40 or 64;
+ * libgit2 1.5 reads only SHA-1 objects, so 64 fails with RG_E_PROTOCOL and
+ * a message saying so (callers then fail closed).
+ */
+int git_quarantine_new(git_quarantine **out, const char *upstream_gitdir, const char *tmp_parent,
+                       size_t oid_hexlen, rg_error *err);
+
+/* Stream the next bytes of the pack into the indexer. */
+int git_quarantine_write(git_quarantine *q, const void *data, size_t len, rg_error *err);
+
+/* The pack is complete: finish indexing (resolving thin deltas). */
+int git_quarantine_finish(git_quarantine *q, rg_error *err);
+
+/*
+ * *out = 1 when `ancestor_hex` is `descendant_hex` or one of its ancestors,
+ * 0 when it is not. Both must name commits in the upstream or the pack;
+ * when either is missing or not a commit, returns RG_E_PROTOCOL, so the
+ * caller can treat the update as a force (fail closed).
+ */
+int git_quarantine_is_ancestor(int *out, git_quarantine *q, const char *ancestor_hex,
+                               const char *descendant_hex, rg_error *err);
+
+/* Remove the quarantine directory and free. Accepts NULL. */
+void git_quarantine_free(git_quarantine *q);
+
+#endif

@@ -1,0 +1,88 @@
+/*
+ * The gateway's configuration: one JSON file, loaded with jansson into a
+ * read-only model. Relative paths are relative to the file. Every error
+ * names the file, the key and what is wrong, and loading refuses unknown
+ * keys so a typo never silently weakens a rule.
+ *
+ *   {
+ *     "listen": "127.0.0.1:8470",        optional; port 0 picks a free port
+ *     "state_dir": "state",              required; keys, audit log, url file
+ *     "default": "deny",                 optional; "allow" | "deny" | "ask"
+ *     "max_body_bytes": 2147483648,      optional cap on one push body
+ *     "upstreams": [ {"host": "local", "url": "file:///srv/git"} ],
+ *     "rules": [ {"name": "protect-main", "repos": ["local/acme/*"],
+ *                 "refs": ["refs/heads/main"], "actions": ["update","force","delete"],
+ *                 "effect": "deny", "reason": "main is protected",
+ *                 "mode": "enforce" | "evaluate"} ]
+ *   }
+ */
+#ifndef RG_POLICY_CONFIG_H
+#define RG_POLICY_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+typedef enum policy_action {
+    POLICY_ACTION_CREATE = 1 << 0,
+    POLICY_ACTION_UPDATE = 1 << 1, /* fast-forward */
+    POLICY_ACTION_FORCE = 1 << 2,  /* old is not an ancestor of new */
+    POLICY_ACTION_DELETE = 1 << 3,
+} policy_action;
+
+#define POLICY_ACTION_ALL 0xf
+
+/* Ordered so that a larger value wins: deny over ask over allow. */
+typedef enum policy_effect {
+    POLICY_ALLOW = 0,
+    POLICY_ASK = 1,
+    POLICY_DENY = 2,
+} policy_effect;
+
+typedef struct policy_rule {
+    char *name;    /* "name", or "rules[<index>]" when absent */
+    char **repos;  /* NULL: any repo */
+    size_t nrepos;
+    char **refs;   /* NULL: any ref */
+    size_t nrefs;
+    unsigned actions; /* bitmask of policy_action; POLICY_ACTION_ALL when absent */
+    policy_effect effect;
+    char *reason;  /* may be NULL */
+    int evaluate_only; /* "mode": "evaluate": logged, never enforced */
+} policy_rule;
+
+typedef struct policy_upstream {
+    char *host; /* the first path segment clients use */
+    char *url;  /* as configured */
+    char *root; /* for file:// upstreams, the absolute directory; else NULL */
+} policy_upstream;
+
+typedef struct policy_config {
+    char *path;       /* the file it was loaded from (absolute) */
+    char *listen_host;
+    unsigned listen_port; /* 0: any free port */
+    char *state_dir;  /* absolute */
+    policy_effect default_effect;
+    uint64_t max_body_bytes;
+    policy_upstream *upstreams;
+    size_t nupstreams;
+    policy_rule *rules;
+    size_t nrules;
+} policy_config;
+
+int policy_config_load(policy_config **out, const char *path, rg_error *err);
+
+/* Parse a config from memory; `path` names it in errors and anchors paths. */
+int policy_config_parse(policy_config **out, const char *json, size_t len, const char *path,
+                        rg_error *err);
+
+void policy_config_free(policy_config *cfg);
+
+/* The upstream whose host is `host`, or NULL. */
+const policy_upstream *policy_config_upstream(const policy_config *cfg, const char *host);
+
+const char *policy_action_name(policy_action a);
+const char *policy_effect_name(policy_effect e);
+
+#endif
