@@ -31,8 +31,10 @@ typedef struct git_pktline {
 /*
  * Parse the packet at the start of buf[0..len). Returns the number of bytes
  * it takes (> 0), 0 when buf holds only part of a packet (read more), or
- * RG_E_PROTOCOL for bad hex, the reserved length 0003, a length 0004 or one
- * over 65520.
+ * RG_E_PROTOCOL for bad hex, the reserved length 0003 or one over 65520.
+ * A length 0004 is an empty DATA packet (len 0): senders should not send
+ * one, but it is not a flush, and git itself sends it for an empty push
+ * option, so each caller decides whether empty data is valid where it is.
  */
 int git_pktline_parse(git_pktline *out, const char *buf, size_t len, rg_error *err);
 
@@ -44,5 +46,37 @@ int git_pktline_printf(rg_buf *out, const char *fmt, ...) __attribute__((format(
 
 /* Append 0000. */
 int git_pktline_flush(rg_buf *out);
+
+/*
+ * Incremental framing for a stream that arrives in chunks of any size. A
+ * packet is copied into the reader only when it straddles two chunks, and
+ * the reader never takes a byte past the end of the packet it completes, so
+ * a caller can stop exactly where the pkt-lines end (in a push, the pack
+ * follows). The fields are private; initialise with git_pktline_reader_init.
+ */
+typedef struct git_pktline_reader {
+    size_t len; /* bytes of an unfinished packet held in buf */
+    char buf[GIT_PKTLINE_MAX];
+} git_pktline_reader;
+
+void git_pktline_reader_init(git_pktline_reader *r);
+
+/*
+ * Take the next packet from data[0..len). Returns 1 with *out set (its data
+ * valid until the next call, and only while `data` is), 0 when every byte
+ * was taken without completing a packet, or RG_E_PROTOCOL as
+ * git_pktline_parse does. *consumed says how many bytes of data were taken.
+ */
+int git_pktline_reader_next(git_pktline *out, git_pktline_reader *r, const char *data, size_t len,
+                            size_t *consumed, rg_error *err);
+
+/* 1 when the reader holds part of a packet, so the stream must not end. */
+int git_pktline_reader_pending(const git_pktline_reader *r);
+
+/*
+ * Render data[0..len) for an error message: printable ASCII as is, other
+ * bytes as \xNN, cut with "..." to fit out_size. Returns out.
+ */
+const char *git_pktline_quote(char *out, size_t out_size, const void *data, size_t len);
 
 #endif

@@ -1,9 +1,10 @@
 /*
- * Pack inspection with libgit2. A pushed pack is indexed into a private
- * quarantine directory, with the upstream repository's objects available
- * read-only to resolve thin-pack deltas, so that questions such as "is the
- * old commit an ancestor of the new one?" can be answered before anything
- * reaches upstream. Nothing is ever written into the upstream repository.
+ * Pack inspection. A pushed pack is indexed (by git index-pack, in a child
+ * that can be killed) into a private quarantine directory, with the
+ * upstream repository's objects available read-only to resolve thin-pack
+ * deltas, so that questions such as "is the old commit an ancestor of the
+ * new one?" can be answered with libgit2 before anything reaches upstream.
+ * Nothing is ever written into the upstream repository.
  *
  * Later content rules (changed paths, blob sizes, identities) ask their
  * questions through this same object.
@@ -19,9 +20,10 @@ typedef struct git_quarantine git_quarantine;
 
 /*
  * Create a quarantine under `tmp_parent` (a fresh directory inside it) for a
- * push to the bare repository `upstream_gitdir`. `oid_hexlen` is 40 or 64;
- * libgit2 1.5 reads only SHA-1 objects, so 64 fails with RG_E_PROTOCOL and
- * a message saying so (callers then fail closed).
+ * push to the bare repository `upstream_gitdir`. `oid_hexlen` is 40 or 64
+ * (SHA-256 questions are answered by git, which libgit2 1.5 cannot read).
+ * Writing to the indexer after it gave up raises SIGPIPE: callers ignore
+ * that signal.
  */
 int git_quarantine_new(git_quarantine **out, const char *upstream_gitdir, const char *tmp_parent,
                        size_t oid_hexlen, rg_error *err);

@@ -10,11 +10,28 @@
  *     "default": "deny",                 optional; "allow" | "deny" | "ask"
  *     "max_body_bytes": 2147483648,      optional cap on one push body
  *     "upstreams": [ {"host": "local", "url": "file:///srv/git"} ],
- *     "rules": [ {"name": "protect-main", "repos": ["local/acme/*"],
+ *     "rules": [ {"name": "protect-main", "repos": ["local/acme/app"],
  *                 "refs": ["refs/heads/main"], "actions": ["update","force","delete"],
  *                 "effect": "deny", "reason": "main is protected",
  *                 "mode": "enforce" | "evaluate"} ]
  *   }
+ *
+ * listen: "a.b.c.d:port" or "[v6]:port", numeric addresses only.
+ * upstreams: optional. `host` is one path segment of [A-Za-z0-9._-] (no
+ *   leading dot), unique. `url` is `file:///abs/dir`, a directory path
+ *   (relative to the file), or an `http://` / `https://` URL. Local
+ *   directories must exist when the config loads. Only http(s) upstreams
+ *   may also carry "credentials" and "read_credentials" (object or string),
+ *   "ca_file" (string), "connect_timeout" and "idle_timeout" (seconds);
+ *   they are type-checked now and used by forwarding.
+ * rules: optional; every selector is optional and matches anything when
+ *   absent. `repos` globs match "<host>/<path>" without ".git", `refs`
+ *   globs match full ref names (see policy_glob_match). `effect` is
+ *   required; `mode` defaults to "enforce"; `name` defaults to
+ *   "rules[<index>]", names are unique and "default" is reserved. Patterns
+ *   that can never match (empty segments, a repo ending in .git or naming
+ *   no configured host, a ref outside refs, `***`, a `**` that is not a
+ *   whole segment, `[` or `\`) are errors rather than dead rules.
  */
 #ifndef RG_POLICY_CONFIG_H
 #define RG_POLICY_CONFIG_H
@@ -41,14 +58,14 @@ typedef enum policy_effect {
 } policy_effect;
 
 typedef struct policy_rule {
-    char *name;    /* "name", or "rules[<index>]" when absent */
-    char **repos;  /* NULL: any repo */
+    char *name;   /* "name", or "rules[<index>]" when absent */
+    char **repos; /* NULL: any repo */
     size_t nrepos;
-    char **refs;   /* NULL: any ref */
+    char **refs; /* NULL: any ref */
     size_t nrefs;
     unsigned actions; /* bitmask of policy_action; POLICY_ACTION_ALL when absent */
     policy_effect effect;
-    char *reason;  /* may be NULL */
+    char *reason;      /* may be NULL */
     int evaluate_only; /* "mode": "evaluate": logged, never enforced */
 } policy_rule;
 
@@ -59,10 +76,10 @@ typedef struct policy_upstream {
 } policy_upstream;
 
 typedef struct policy_config {
-    char *path;       /* the file it was loaded from (absolute) */
+    char *path; /* the file it was loaded from (absolute) */
     char *listen_host;
     unsigned listen_port; /* 0: any free port */
-    char *state_dir;  /* absolute */
+    char *state_dir;      /* absolute */
     policy_effect default_effect;
     uint64_t max_body_bytes;
     policy_upstream *upstreams;
@@ -71,9 +88,17 @@ typedef struct policy_config {
     size_t nrules;
 } policy_config;
 
+/*
+ * Load the config at `path`. On success *out is the caller's, freed with
+ * policy_config_free; on failure *out is NULL and err says why (RG_E_CONFIG
+ * for a bad config, a negative errno when the file cannot be read).
+ */
 int policy_config_load(policy_config **out, const char *path, rg_error *err);
 
-/* Parse a config from memory; `path` names it in errors and anchors paths. */
+/*
+ * Parse a config from memory; `path` names it in errors and anchors paths
+ * (it need not exist, but its directory must for local upstreams to resolve).
+ */
 int policy_config_parse(policy_config **out, const char *json, size_t len, const char *path,
                         rg_error *err);
 
@@ -82,6 +107,7 @@ void policy_config_free(policy_config *cfg);
 /* The upstream whose host is `host`, or NULL. */
 const policy_upstream *policy_config_upstream(const policy_config *cfg, const char *host);
 
+/* Static names as the config spells them; "unknown" for other values. */
 const char *policy_action_name(policy_action a);
 const char *policy_effect_name(policy_effect e);
 

@@ -1,8 +1,859 @@
-/* refgate-run: placeholder until the sandbox runner lands. */
+/*
+ * refgate-run: run a command in a copy-on-write fork of the working
+ * directory that only it may write, with secrets unreadable and a clean
+ * environment, and exit with its status.
+ *
+ * This file decides what the user sees and in which order the layers are
+ * set up; each layer lives in its own module: home.c (what must stay
+ * hidden), fork.c and tree.c (the fork), env.c (the environment),
+ * landlock.c (file access and scoping), privs.c (no_new_privs,
+ * capabilities) and proc.c (session, descriptors, exec, signals). Every
+ * refusal happens before anything is created, so a refused run leaves no
+ * trace.
+ */
+#include <getopt.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
 
-int main(void)
+#include "sandbox/env.h"
+#include "sandbox/fork.h"
+#include "sandbox/home.h"
+#include "sandbox/landlock.h"
+#include "sandbox/privs.h"
+#include "sandbox/proc.h"
+
+#define RUN_VERSION "0.1.0"
+
+/* Secret inodes indexed before a fork, at most (a bound against caches). */
+#define RUN_SECRET_INODES_MAX 100000
+
+extern char **environ;
+
+/* Devices the command may open: the bit buckets, randomness, terminals. */
+static const struct {
+    const char *path;
+    unsigned access;
+} run_devices[] = {
+    {"/dev/null", SANDBOX_LANDLOCK_DEV},    {"/dev/zero", SANDBOX_LANDLOCK_DEV},
+    {"/dev/full", SANDBOX_LANDLOCK_DEV},    {"/dev/random", SANDBOX_LANDLOCK_READ},
+    {"/dev/urandom", SANDBOX_LANDLOCK_READ}, {"/dev/tty", SANDBOX_LANDLOCK_DEV},
+    {"/dev/ptmx", SANDBOX_LANDLOCK_DEV},    {"/dev/pts", SANDBOX_LANDLOCK_DEV},
+};
+
+typedef struct run_opts {
+    const char *dir; /* -d */
+    const char **reads, **writes, **envs;
+    size_t nreads, nwrites, nenvs;
+    int rm, keep_tmp, force, no_scope, no_truncate, allow_unconfined;
+    int quiet, verbose, check;
+    int debug_abi; /* -1 unless --debug-landlock-abi */
+    char **argv;   /* the command */
+} run_opts;
+
+typedef struct run_state {
+    run_opts o;
+    sandbox_home home;
+    sandbox_landlock_plan plan;
+    sandbox_landlock *ll;
+    sandbox_fork fork;
+    char *workdir; /* canonical: the fork or -d */
+    char *tmpdir;  /* the private TMPDIR, once created */
+    char **reads, **writes;
+    char **env;
+    sandbox_home_inode *inodes;
+    size_t ninodes;
+} run_state;
+
+/* ------------------------------------------------------------------------ */
+/* Messages                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static int run_quiet, run_verbose;
+
+static void __attribute__((format(printf, 1, 2))) say(const char *fmt, ...)
 {
-    fprintf(stderr, "refgate-run: not built yet\n");
-    return 2;
+    va_list ap;
+
+    fputs("refgate-run: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputc('\n', stderr);
+}
+
+#define note(...)                                                                              \
+    do {                                                                                       \
+        if (!run_quiet)                                                                        \
+            say(__VA_ARGS__);                                                                  \
+    } while (0)
+
+#define verbose(...)                                                                           \
+    do {                                                                                       \
+        if (run_verbose)                                                                       \
+            say(__VA_ARGS__);                                                                  \
+    } while (0)
+
+static void run_trace_rule(void *ctx, const char *path, const char *what)
+{
+    (void)ctx;
+    say("rule: %-6s %s", what, path);
+}
+
+static const char help_text[] =
+    "usage: refgate-run [options] -- CMD [ARGS...]\n"
+    "\n"
+    "Run CMD in a copy-on-write fork of the current directory that only it may\n"
+    "write, with your secrets unreadable and a clean environment. refgate-run\n"
+    "exits with CMD's status.\n"
+    "\n"
+    "The fork: the working directory DIR is cloned to .DIR.N.base beside it (the\n"
+    "directory as it was) and that to DIR.N (N: the first free number), where CMD\n"
+    "runs; the path is printed on stderr. Everything is in it: .git, uncommitted\n"
+    "work, build output. Files are cloned with FICLONE on btrfs, XFS (reflink=1)\n"
+    "and bcachefs, so a fork takes no space until written, and copied with\n"
+    "copy_file_range elsewhere; stderr says which. Modes, times, symlinks (as\n"
+    "links, never followed), FIFOs and empty directories are kept; owners too\n"
+    "when run as root. Each hard-linked name becomes an independent file (the\n"
+    "fork never shares an inode with anything). Sockets and device nodes are\n"
+    "skipped. `refgate diff DIR.N` shows what the run changed.\n"
+    "\n"
+    "Options:\n"
+    "  -d, --dir DIR        run in DIR itself, no fork; DIR is writable\n"
+    "  -r, --read PATH      also let CMD read PATH (repeatable)\n"
+    "  -w, --write PATH     also let CMD write PATH (repeatable)\n"
+    "  -e, --env NAME       pass NAME from this environment (repeatable)\n"
+    "  -e, --env NAME=VAL   set NAME for CMD\n"
+    "      --rm             remove the fork and its base after CMD exits\n"
+    "      --keep-tmp       keep CMD's private TMPDIR (removed by default)\n"
+    "      --force          allow a fork, -d, -r or -w that is, contains or lies\n"
+    "                       inside a secret, or contains the home directory\n"
+    "      --no-scope       on Landlock ABI < 6, run although CMD could signal, or\n"
+    "                       connect to abstract sockets of, processes outside\n"
+    "      --no-truncate-control\n"
+    "                       on Landlock ABI < 3, run although truncate(2) is not\n"
+    "                       confined\n"
+    "      --allow-unconfined\n"
+    "                       run even without Landlock, or with an ABI that lacks\n"
+    "                       what is needed; a loud warning says what is lost\n"
+    "      --check          say what this kernel can confine, and exit\n"
+    "  -q, --quiet          print only the fork's path, warnings and errors\n"
+    "  -v, --verbose        also print every rule and environment decision\n"
+    "  -h, --help           print this text\n"
+    "      --version        print the version\n"
+    "\n"
+    "Confinement (Landlock, fail closed):\n"
+    "  Writable: the fork (or -d DIR), a private TMPDIR made for the run,\n"
+    "    /dev/null, /dev/zero, /dev/full, /dev/tty, /dev/ptmx, /dev/pts, -w paths.\n"
+    "  Readable: everything outside the home directory ($HOME, else the passwd\n"
+    "    entry) except /dev; inside it only the fork, -r and -w paths and what\n"
+    "    toolchains need: ~/.gitconfig, ~/.config/git/{config,ignore,attributes},\n"
+    "    ~/.local/bin, ~/.local/lib, ~/.cargo/{bin,registry,git}, ~/.rustup,\n"
+    "    ~/go/bin, ~/go/pkg/mod, ~/.cache/go-build, ~/.nvm, ~/.volta, ~/.npm,\n"
+    "    ~/.bun/bin, ~/.deno, ~/.pyenv, ~/.cache/pip, ~/.cache/uv,\n"
+    "    ~/.local/share/uv, ~/.rbenv, ~/.local/share/gem, ~/.m2/repository,\n"
+    "    ~/.gradle/{caches,wrapper}, ~/.sdkman/candidates, ~/.asdf,\n"
+    "    ~/.local/share/mise (read-only: a cache CMD must write needs -w).\n"
+    "  So ~/.ssh, ~/.aws, ~/.gnupg, ~/.kube, ~/.docker, ~/.netrc, ~/.config/gh\n"
+    "    and every other file in the home directory are unreadable without being\n"
+    "    listed. A fork, -d, -r or -w that is, contains or lies inside a known\n"
+    "    secret (those, git and registry credentials, cloud CLIs' configs, password\n"
+    "    stores, browser profiles, and paths named by GNUPGHOME, KUBECONFIG,\n"
+    "    AWS_SHARED_CREDENTIALS_FILE and the like) is refused unless --force, and\n"
+    "    so is one that contains the home directory. A fork of a tree holding a\n"
+    "    hard link or bind mount of a secret is refused too.\n"
+    "  Signals and abstract unix sockets are scoped (ABI 6): CMD cannot signal,\n"
+    "    or connect to an abstract socket of, anything outside the sandbox.\n"
+    "  Also: no_new_privs; a new session, so CMD has no controlling terminal and\n"
+    "    TIOCSTI cannot type into yours; every descriptor but 0-2 closed; as root,\n"
+    "    the capabilities that bypass file rules dropped (all but CHOWN,\n"
+    "    DAC_OVERRIDE, FOWNER, FSETID, SETUID, SETGID, NET_BIND_SERVICE,\n"
+    "    SYS_CHROOT, AUDIT_WRITE, SYS_RESOURCE, IPC_LOCK, LEASE).\n"
+    "  Without Landlock, or when the kernel's ABI cannot express the above,\n"
+    "    refgate-run refuses and says why. ABI 1 lacks REFER: renames across\n"
+    "    directories fail with EXDEV even in the fork (run anyway). ABI < 3 cannot\n"
+    "    confine truncate(2) (--no-truncate-control). ABI < 5 cannot confine\n"
+    "    device ioctls (run anyway: only the devices above can be opened).\n"
+    "    ABI < 6 cannot scope signals and abstract sockets (--no-scope).\n"
+    "  Not covered yet (later layers: namespaces, seccomp): the network, unix\n"
+    "    sockets by path (an ssh-agent socket is reachable), chmod/chown of\n"
+    "    files CMD owns outside the fork, other processes' /proc/PID/cmdline.\n"
+    "\n"
+    "Environment: only PATH, HOME, USER, LOGNAME, LANG, LC_*, TERM, TZ, SHELL,\n"
+    "  SSL_CERT_* and --env names pass; TMPDIR is the private directory. LD_*,\n"
+    "  DYLD_*, NODE_OPTIONS, BASH_ENV, ENV, PYTHONSTARTUP, PERL5OPT, RUBYOPT,\n"
+    "  JAVA_TOOL_OPTIONS, GIT_SSH_COMMAND, GIT_CONFIG_* (and similar startup\n"
+    "  hooks) and names that look like credentials (*TOKEN*, *SECRET*,\n"
+    "  *PASSWORD*, *_KEY) never pass unless named with --env.\n"
+    "\n"
+    "Exit status: CMD's; when a signal kills CMD, the same signal ends\n"
+    "  refgate-run. 125: refused, or the sandbox could not be set up;\n"
+    "  126: CMD cannot run; 127: CMD not found. SIGINT, SIGTERM, SIGHUP, SIGQUIT,\n"
+    "  SIGUSR1, SIGUSR2 and SIGWINCH are forwarded to CMD's process group.\n"
+    "\n"
+    "Testing:\n"
+    "  --debug-landlock-abi=N  act as if the kernel offered at most Landlock ABI\n"
+    "                          N (0: none), to exercise refusals; it can only\n"
+    "                          lower the ABI, never raise it.\n"
+    "\n"
+    "Examples:\n"
+    "  refgate-run -- claude                 # an agent in a fork of $PWD\n"
+    "  refgate-run --rm -- make test         # throwaway fork\n"
+    "  refgate-run -d /tmp/scratch -- sh     # no fork\n"
+    "  refgate-run -w ~/.cache/go-build -e GOFLAGS -- go test ./...\n";
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                   */
+/* ------------------------------------------------------------------------ */
+
+enum {
+    OPT_RM = 256,
+    OPT_KEEP_TMP,
+    OPT_FORCE,
+    OPT_NO_SCOPE,
+    OPT_NO_TRUNCATE,
+    OPT_UNCONFINED,
+    OPT_CHECK,
+    OPT_VERSION,
+    OPT_DEBUG_ABI,
+};
+
+static int run_push(const char ***list, size_t *n, const char *v)
+{
+    const char **grown = realloc(*list, (*n + 1) * sizeof(*grown));
+
+    if (grown == NULL)
+        return -ENOMEM;
+    grown[(*n)++] = v;
+    *list = grown;
+    return 0;
+}
+
+/* Returns 0 to run, 1 to exit 0 (help, version), or a negative error. */
+static int run_parse(run_opts *o, int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"dir", required_argument, NULL, 'd'},
+        {"read", required_argument, NULL, 'r'},
+        {"write", required_argument, NULL, 'w'},
+        {"env", required_argument, NULL, 'e'},
+        {"rm", no_argument, NULL, OPT_RM},
+        {"keep-tmp", no_argument, NULL, OPT_KEEP_TMP},
+        {"force", no_argument, NULL, OPT_FORCE},
+        {"no-scope", no_argument, NULL, OPT_NO_SCOPE},
+        {"no-truncate-control", no_argument, NULL, OPT_NO_TRUNCATE},
+        {"allow-unconfined", no_argument, NULL, OPT_UNCONFINED},
+        {"check", no_argument, NULL, OPT_CHECK},
+        {"quiet", no_argument, NULL, 'q'},
+        {"verbose", no_argument, NULL, 'v'},
+        {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, OPT_VERSION},
+        {"debug-landlock-abi", required_argument, NULL, OPT_DEBUG_ABI},
+        {NULL, 0, NULL, 0},
+    };
+    char *end;
+    long v;
+    int c, rc = 0;
+
+    o->debug_abi = -1;
+    /* "+": options end at the command, so its own options stay its own. */
+    while (rc == 0 && (c = getopt_long(argc, argv, "+d:r:w:e:qvh", longopts, NULL)) != -1) {
+        switch (c) {
+        case 'd':
+            o->dir = optarg;
+            break;
+        case 'r':
+            rc = run_push(&o->reads, &o->nreads, optarg);
+            break;
+        case 'w':
+            rc = run_push(&o->writes, &o->nwrites, optarg);
+            break;
+        case 'e':
+            rc = run_push(&o->envs, &o->nenvs, optarg);
+            break;
+        case OPT_RM:
+            o->rm = 1;
+            break;
+        case OPT_KEEP_TMP:
+            o->keep_tmp = 1;
+            break;
+        case OPT_FORCE:
+            o->force = 1;
+            break;
+        case OPT_NO_SCOPE:
+            o->no_scope = 1;
+            break;
+        case OPT_NO_TRUNCATE:
+            o->no_truncate = 1;
+            break;
+        case OPT_UNCONFINED:
+            o->allow_unconfined = 1;
+            break;
+        case OPT_CHECK:
+            o->check = 1;
+            break;
+        case 'q':
+            o->quiet = 1;
+            break;
+        case 'v':
+            o->verbose = 1;
+            break;
+        case 'h':
+            fputs(help_text, stdout);
+            return 1;
+        case OPT_VERSION:
+            printf("refgate-run %s (Landlock ABI up to %d)\n", RUN_VERSION,
+                   SANDBOX_LANDLOCK_ABI_LAST);
+            return 1;
+        case OPT_DEBUG_ABI:
+            errno = 0;
+            v = strtol(optarg, &end, 10);
+            if (errno || *end || end == optarg || v < 0 || v > 100) {
+                say("--debug-landlock-abi: expected a number from 0, got '%s'", optarg);
+                return -EINVAL;
+            }
+            o->debug_abi = (int)v;
+            break;
+        default:
+            say("try 'refgate-run --help'");
+            return -EINVAL;
+        }
+    }
+    if (rc < 0) {
+        say("out of memory");
+        return rc;
+    }
+    o->argv = argv + optind;
+    if (!o->check && o->argv[0] == NULL) {
+        say("no command given; usage: refgate-run [options] -- CMD [ARGS...]");
+        return -EINVAL;
+    }
+    if (o->dir != NULL && o->rm) {
+        say("--rm removes a fork; with -d there is none");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Steps                                                                     */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Make sure 0, 1 and 2 are open, so nothing opened later lands on them and
+ * reaches the command as its stdin or stdout.
+ */
+static void run_guard_stdio(void)
+{
+    int fd;
+
+    while ((fd = open("/dev/null", O_RDWR | O_CLOEXEC)) >= 0 && fd <= 2)
+        fcntl(fd, F_SETFD, 0);
+    if (fd > 2)
+        close(fd);
+}
+
+static int run_plan(run_state *s)
+{
+    rg_error why_none = RG_ERROR_INIT, err = RG_ERROR_INIT;
+    unsigned accept = 0;
+    int abi, rc;
+
+    sandbox_landlock_probe(&abi, s->o.debug_abi, &why_none);
+    if (s->o.no_scope)
+        accept |= SANDBOX_LANDLOCK_ACCEPT_NO_SCOPE;
+    if (s->o.no_truncate)
+        accept |= SANDBOX_LANDLOCK_ACCEPT_NO_TRUNCATE;
+    if (s->o.allow_unconfined)
+        accept |= SANDBOX_LANDLOCK_ACCEPT_ANY;
+    rc = sandbox_landlock_plan_make(&s->plan, abi, accept, &err);
+    if (rc < 0) {
+        if (abi == 0)
+            say("%s", why_none.msg);
+        say("%s", err.msg);
+    }
+    return rc;
+}
+
+static void run_report_plan(const run_state *s)
+{
+    size_t i;
+
+    if (s->plan.loud) {
+        say("WARNING: ******************************************************");
+        say("WARNING: %s", s->plan.enforce ? "RUNNING WITH WEAKENED CONFINEMENT"
+                                           : "RUNNING UNCONFINED (--allow-unconfined)");
+        for (i = 0; i < s->plan.ndegraded; i++)
+            say("WARNING: %s", s->plan.degraded[i]);
+        say("WARNING: ******************************************************");
+        return;
+    }
+    for (i = 0; i < s->plan.ndegraded; i++)
+        say("degraded: %s", s->plan.degraded[i]);
+}
+
+/* Canonicalise a -r/-w/-d path and refuse one that would expose a secret. */
+static int run_grant_path(run_state *s, char **out, const char *arg, const char *opt)
+{
+    char buf[PATH_MAX];
+    const char *secret;
+
+    if (realpath(arg, buf) == NULL) {
+        say("%s %s: %s", opt, arg, strerror(errno));
+        return -errno;
+    }
+    secret = sandbox_home_conflict(&s->home, buf);
+    if (secret != NULL) {
+        if (!s->o.force) {
+            say("refusing %s %s: it is, contains or lies inside %s, which must stay "
+                "unreadable; --force grants it anyway",
+                opt, buf, secret);
+            return RG_E_DENIED;
+        }
+        say("warning: %s %s exposes %s (--force)", opt, buf, secret);
+    }
+    *out = strdup(buf);
+    return *out ? 0 : -ENOMEM;
+}
+
+static int run_resolve_paths(run_state *s)
+{
+    char cwd[PATH_MAX];
+    const char *secret;
+    size_t i;
+    int rc = 0;
+
+    s->reads = calloc(s->o.nreads + 1, sizeof(char *));
+    s->writes = calloc(s->o.nwrites + 1, sizeof(char *));
+    if (s->reads == NULL || s->writes == NULL)
+        return -ENOMEM;
+    for (i = 0; rc == 0 && i < s->o.nreads; i++)
+        rc = run_grant_path(s, &s->reads[i], s->o.reads[i], "-r");
+    for (i = 0; rc == 0 && i < s->o.nwrites; i++)
+        rc = run_grant_path(s, &s->writes[i], s->o.writes[i], "-w");
+    if (rc < 0)
+        return rc;
+    if (s->o.dir != NULL) {
+        struct stat st;
+
+        rc = run_grant_path(s, &s->workdir, s->o.dir, "-d");
+        if (rc == 0 && (stat(s->workdir, &st) < 0 || !S_ISDIR(st.st_mode))) {
+            say("-d %s: not a directory", s->workdir);
+            rc = -ENOTDIR;
+        }
+        return rc;
+    }
+    if (realpath(".", cwd) == NULL) {
+        say("the working directory: %s", strerror(errno));
+        return -errno;
+    }
+    secret = sandbox_home_conflict(&s->home, cwd);
+    if (secret != NULL) {
+        if (!s->o.force) {
+            say("refusing to fork %s: it is, contains or lies inside %s, and the fork would "
+                "copy that where the command can read it; --force forks anyway",
+                cwd, secret);
+            return RG_E_DENIED;
+        }
+        say("warning: the fork of %s copies %s (--force)", cwd, secret);
+    }
+    if (strcmp(cwd, "/") == 0) {
+        say("refusing to fork /: a fork lives beside its directory");
+        return -EINVAL;
+    }
+    s->workdir = strdup(cwd); /* replaced by the fork's path once made */
+    return s->workdir ? 0 : -ENOMEM;
+}
+
+/*
+ * The private TMPDIR: under the caller's TMPDIR when usable, else /tmp or
+ * /var/tmp; made 0700 by mkdtemp(), so no other user can reach it.
+ */
+static int run_make_tmpdir(run_state *s)
+{
+    const char *cands[] = {getenv("TMPDIR"), "/tmp", "/var/tmp"};
+    char parent[PATH_MAX], tmpl[PATH_MAX + 32];
+    size_t i;
+
+    for (i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
+        if (cands[i] == NULL || cands[i][0] != '/' || realpath(cands[i], parent) == NULL)
+            continue;
+        snprintf(tmpl, sizeof(tmpl), "%s/refgate-run.XXXXXX", strcmp(parent, "/") ? parent : "");
+        if (mkdtemp(tmpl) == NULL)
+            continue;
+        if (sandbox_home_conflict(&s->home, tmpl) != NULL) {
+            rmdir(tmpl);
+            continue;
+        }
+        s->tmpdir = strdup(tmpl);
+        if (s->tmpdir == NULL) {
+            rmdir(tmpl);
+            return -ENOMEM;
+        }
+        return 0;
+    }
+    say("cannot create a private temporary directory in $TMPDIR, /tmp or /var/tmp");
+    return -ENOENT;
+}
+
+static int run_build_env(run_state *s)
+{
+    sandbox_env_opts eo = SANDBOX_ENV_OPTS_INIT;
+    rg_error err = RG_ERROR_INIT;
+    size_t i, len;
+    int rc;
+
+    eo.named = s->o.envs;
+    eo.nnamed = s->o.nenvs;
+    eo.home = s->home.env;
+    eo.tmpdir = s->tmpdir;
+    rc = sandbox_env_build(&s->env, environ, &eo, &err);
+    if (rc < 0) {
+        say("%s", err.msg);
+        return rc;
+    }
+    for (i = 0; run_verbose && environ[i]; i++) {
+        sandbox_env_verdict v;
+
+        len = strcspn(environ[i], "=");
+        v = sandbox_env_classify(environ[i], len);
+        if (v != SANDBOX_ENV_PASS)
+            say("env: %.*s dropped: %s", (int)len, environ[i], sandbox_env_verdict_str(v));
+    }
+    for (i = 0; i < s->o.nenvs; i++) {
+        const char *a = s->o.envs[i];
+        sandbox_env_verdict v;
+
+        len = strcspn(a, "=");
+        v = sandbox_env_classify(a, len);
+        if (a[len] == '\0' && getenv(a) == NULL)
+            say("warning: --env %s: not set here, so not passed", a);
+        else if (v == SANDBOX_ENV_HOOK || v == SANDBOX_ENV_CREDENTIAL)
+            note("passing %.*s as asked, although it %s", (int)len, a,
+                 sandbox_env_verdict_str(v));
+    }
+    return 0;
+}
+
+static int run_refuse_inode(void *ctx, const struct stat *st)
+{
+    const run_state *s = ctx;
+
+    return sandbox_home_inode_find(s->inodes, s->ninodes, st->st_dev, st->st_ino);
+}
+
+static void run_human_bytes(char *out, size_t len, unsigned long long b)
+{
+    if (b >= 1024ULL * 1024 * 1024)
+        snprintf(out, len, "%.1f GiB", (double)b / (1024.0 * 1024 * 1024));
+    else if (b >= 1024ULL * 1024)
+        snprintf(out, len, "%.1f MiB", (double)b / (1024.0 * 1024));
+    else
+        snprintf(out, len, "%.1f KiB", (double)b / 1024.0);
+}
+
+static int run_make_fork(run_state *s)
+{
+    sandbox_tree_opts to = SANDBOX_TREE_OPTS_INIT;
+    const sandbox_tree_stats *b = &s->fork.base_stats, *f = &s->fork.fork_stats;
+    rg_error err = RG_ERROR_INIT;
+    unsigned long cloned, copied;
+    int truncated = 0, rc, why;
+    char size[32];
+
+    if (!s->o.force) {
+        rc = sandbox_home_secret_inodes(&s->inodes, &s->ninodes, &truncated, &s->home,
+                                        RUN_SECRET_INODES_MAX, &err);
+        if (rc < 0) {
+            say("%s", err.msg);
+            return rc;
+        }
+        if (truncated)
+            say("warning: more than %d entries in secret directories; hard links to the "
+                "rest are not recognised",
+                RUN_SECRET_INODES_MAX);
+        to.refuse = run_refuse_inode;
+        to.ctx = s;
+    }
+    to.keep_owner = geteuid() == 0;
+    rc = sandbox_fork_create(&s->fork, s->workdir, &to, &err);
+    if (rc < 0) {
+        say("%s%s", err.msg,
+            rc == RG_E_DENIED ? "; refusing to copy a secret into the fork (--force copies it)"
+                              : "");
+        return rc;
+    }
+    free(s->workdir);
+    s->workdir = strdup(s->fork.path);
+    if (s->workdir == NULL)
+        return -ENOMEM;
+    say("fork: %s (base %s)", s->fork.path, s->fork.base);
+    cloned = b->cloned + f->cloned;
+    copied = b->copied + f->copied;
+    why = f->clone_errno ? f->clone_errno : b->clone_errno;
+    run_human_bytes(size, sizeof(size), f->bytes);
+    if (copied == 0 && cloned > 0)
+        note("%lu file%s cloned with FICLONE (reflink): %s, no data copied, in %.2f s",
+             f->files, f->files == 1 ? "" : "s", size, s->fork.seconds);
+    else if (cloned == 0 && copied > 0)
+        note("%lu file%s copied with copy_file_range (no reflink here: %s): %s twice "
+             "(base and fork), in %.2f s",
+             f->files, f->files == 1 ? "" : "s", strerror(why), size, s->fork.seconds);
+    else if (cloned > 0)
+        note("%lu files: %lu cloned with FICLONE, %lu copied with copy_file_range (%s), "
+             "in %.2f s",
+             f->files, cloned, copied, strerror(why), s->fork.seconds);
+    else
+        note("no files to clone; %lu directories, in %.2f s", f->dirs, s->fork.seconds);
+    /* Counted on the first copy: the base has no hard links left. */
+    if (b->hardlinks > 0)
+        note("note: %lu hard-linked names became independent files in the fork "
+             "(hard links are not kept)",
+             b->hardlinks);
+    if (b->skipped > 0)
+        note("note: %lu sockets or device nodes were not copied", b->skipped);
+    return 0;
+}
+
+static int run_build_rules(run_state *s)
+{
+    const char *skip[] = {"/dev"};
+    rg_error err = RG_ERROR_INIT;
+    char buf[PATH_MAX];
+    size_t i;
+    int rc;
+
+    rc = sandbox_landlock_new(&s->ll, &s->plan, &err);
+    if (rc < 0)
+        goto done;
+    if (run_verbose)
+        sandbox_landlock_set_trace(s->ll, run_trace_rule, NULL);
+    /* Everything outside the home directory and the hidden secrets... */
+    rc = sandbox_landlock_allow_all_except(s->ll, (const char *const *)s->home.hidden,
+                                           s->home.nhidden, skip, 1, &err);
+    /* ...but of /dev only what a command needs, not raw disks or memory. */
+    for (i = 0; rc == 0 && i < sizeof(run_devices) / sizeof(run_devices[0]); i++)
+        rc = sandbox_landlock_allow(s->ll, run_devices[i].path,
+                                    run_devices[i].access | SANDBOX_LANDLOCK_OPTIONAL, &err);
+    for (i = 0; rc == 0 && sandbox_home_readable_names[i]; i++) {
+        char path[PATH_MAX];
+
+        snprintf(path, sizeof(path), "%s/%s", s->home.path, sandbox_home_readable_names[i]);
+        /* A toolchain path may be a symlink (dotfiles); grant where it points,
+         * unless that is a secret. */
+        if (realpath(path, buf) == NULL)
+            continue;
+        if (sandbox_home_conflict(&s->home, buf) != NULL) {
+            verbose("not granting %s: it resolves to %s", path, buf);
+            continue;
+        }
+        rc = sandbox_landlock_allow(s->ll, buf, SANDBOX_LANDLOCK_READ | SANDBOX_LANDLOCK_OPTIONAL,
+                                    &err);
+    }
+    for (i = 0; rc == 0 && i < s->o.nreads; i++)
+        rc = sandbox_landlock_allow(s->ll, s->reads[i], SANDBOX_LANDLOCK_READ, &err);
+    for (i = 0; rc == 0 && i < s->o.nwrites; i++)
+        rc = sandbox_landlock_allow(s->ll, s->writes[i], SANDBOX_LANDLOCK_WRITE, &err);
+    if (rc == 0)
+        rc = sandbox_landlock_allow(s->ll, s->workdir, SANDBOX_LANDLOCK_WRITE, &err);
+    if (rc == 0)
+        rc = sandbox_landlock_allow(s->ll, s->tmpdir, SANDBOX_LANDLOCK_WRITE, &err);
+done:
+    if (rc < 0)
+        say("%s", err.msg);
+    return rc;
+}
+
+/* Runs in the child, just before exec. */
+static int run_confine(void *ctx, rg_error *err)
+{
+    run_state *s = ctx;
+    int rc;
+
+    rc = sandbox_privs_drop(err);
+    if (rc == 0)
+        rc = sandbox_landlock_enforce(s->ll, err);
+    return rc;
+}
+
+static void run_cleanup(run_state *s)
+{
+    rg_error err = RG_ERROR_INIT;
+
+    if (s->tmpdir != NULL) {
+        if (s->o.keep_tmp)
+            note("kept TMPDIR %s", s->tmpdir);
+        else if (sandbox_tree_remove(s->tmpdir, &err) < 0)
+            say("warning: %s", err.msg);
+    }
+    if (s->fork.path == NULL)
+        return;
+    if (s->o.rm) {
+        if (sandbox_fork_remove(&s->fork, &err) < 0)
+            say("warning: %s", err.msg);
+    } else {
+        note("the fork stays at %s; `refgate diff %s` shows what the run changed",
+             s->fork.path, s->fork.path);
+    }
+}
+
+static void run_free(run_state *s)
+{
+    size_t i;
+
+    for (i = 0; s->reads && s->reads[i]; i++)
+        free(s->reads[i]);
+    for (i = 0; s->writes && s->writes[i]; i++)
+        free(s->writes[i]);
+    free(s->reads);
+    free(s->writes);
+    free(s->o.reads);
+    free(s->o.writes);
+    free(s->o.envs);
+    free(s->workdir);
+    free(s->tmpdir);
+    free(s->inodes);
+    sandbox_env_free(s->env);
+    sandbox_landlock_free(s->ll);
+    sandbox_fork_free(&s->fork);
+    sandbox_home_free(&s->home);
+}
+
+/* Exit as the command did: with its code, or killed by the same signal. */
+static void __attribute__((noreturn)) run_exit_like(int status)
+{
+    if (WIFSIGNALED(status)) {
+        struct rlimit none = {0, 0};
+        int sig = WTERMSIG(status);
+        sigset_t set;
+
+        /* The command dumped its core already, if it was to. */
+        setrlimit(RLIMIT_CORE, &none);
+        signal(sig, SIG_DFL);
+        sigemptyset(&set);
+        sigaddset(&set, sig);
+        sigprocmask(SIG_UNBLOCK, &set, NULL);
+        fflush(NULL);
+        raise(sig);
+    }
+    exit(sandbox_proc_status_code(status));
+}
+
+static int run_check(run_state *s)
+{
+    rg_error why = RG_ERROR_INIT, err = RG_ERROR_INIT;
+    sandbox_landlock_plan plan;
+    char buf[PATH_MAX];
+    struct stat st;
+    size_t i;
+    int abi, rc;
+
+    sandbox_landlock_probe(&abi, s->o.debug_abi, &why);
+    if (abi == 0)
+        printf("Landlock: not available: %s\n", why.msg);
+    else
+        printf("Landlock: ABI %d (refgate-run knows up to %d)\n", abi,
+               SANDBOX_LANDLOCK_ABI_LAST);
+    rc = sandbox_landlock_plan_make(&plan, abi, 0, &err);
+    if (rc < 0) {
+        printf("  a run would be refused: %s\n", err.msg);
+        sandbox_landlock_plan_make(&plan, abi, SANDBOX_LANDLOCK_ACCEPT_ANY, &err);
+    } else {
+        printf("  a run is fully confined\n");
+    }
+    for (i = 0; i < plan.ndegraded; i++)
+        printf("  lost at this ABI: %s\n", plan.degraded[i]);
+    printf("home: %s\n", s->home.path);
+    for (i = 0; i < s->home.nsecrets; i++)
+        if (lstat(s->home.secrets[i], &st) == 0)
+            printf("  secret present (unreadable): %s\n", s->home.secrets[i]);
+    for (i = 1; i < s->home.nhidden; i++)
+        printf("  hidden outside home: %s\n", s->home.hidden[i]);
+    for (i = 0; sandbox_home_readable_names[i]; i++) {
+        snprintf(buf, sizeof(buf), "%s/%s", s->home.path, sandbox_home_readable_names[i]);
+        if (lstat(buf, &st) == 0)
+            printf("  toolchain path readable: %s\n", buf);
+    }
+    return rc < 0 ? SANDBOX_PROC_EXIT_FAILED : 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* main                                                                      */
+/* ------------------------------------------------------------------------ */
+
+int main(int argc, char **argv)
+{
+    sandbox_proc_opts po = SANDBOX_PROC_OPTS_INIT;
+    rg_error err = RG_ERROR_INIT;
+    run_state s;
+    int rc, status = 0, code = SANDBOX_PROC_EXIT_FAILED, started = 0;
+    pid_t pid;
+
+    memset(&s, 0, sizeof(s));
+    run_guard_stdio();
+    rc = run_parse(&s.o, argc, argv);
+    if (rc != 0) {
+        code = rc > 0 ? 0 : SANDBOX_PROC_EXIT_FAILED;
+        goto done;
+    }
+    run_quiet = s.o.quiet;
+    run_verbose = s.o.verbose;
+    rc = sandbox_home_load(&s.home, environ, &err);
+    if (rc < 0) {
+        say("%s", err.msg);
+        goto done;
+    }
+    if (s.o.check) {
+        code = run_check(&s);
+        goto done;
+    }
+    /* Every refusal comes before anything is created. */
+    if (run_plan(&s) < 0 || run_resolve_paths(&s) < 0)
+        goto done;
+    run_report_plan(&s);
+    if (run_make_tmpdir(&s) < 0 || run_build_env(&s) < 0)
+        goto done;
+    if (s.o.dir == NULL && run_make_fork(&s) < 0)
+        goto done;
+    if (run_build_rules(&s) < 0)
+        goto done;
+    if (s.plan.enforce)
+        note("confined by Landlock ABI %d: writes only to %s and TMPDIR; home %s hidden "
+             "(%zu rules)",
+             s.plan.abi, s.workdir, s.home.path, sandbox_landlock_count(s.ll));
+    po.argv = s.o.argv;
+    po.envp = s.env;
+    po.cwd = s.workdir;
+    po.confine = run_confine;
+    po.ctx = &s;
+    fflush(NULL);
+    rc = sandbox_proc_spawn(&pid, &code, &po, &err);
+    if (rc < 0) {
+        say("%s", err.msg);
+        goto done;
+    }
+    started = 1;
+    rc = sandbox_proc_wait(&status, pid, &err);
+    if (rc < 0) {
+        say("%s", err.msg);
+        code = SANDBOX_PROC_EXIT_FAILED;
+        started = 0;
+    }
+done:
+    /* A fork the command never ran in is of no use: remove it. */
+    if (!started && s.fork.path != NULL)
+        s.o.rm = 1;
+    run_cleanup(&s);
+    run_free(&s);
+    if (started)
+        run_exit_like(status);
+    return code;
 }

@@ -16,6 +16,15 @@
 
 #include "util/error.h"
 
+/* The longest token tokens_verify accepts (and tokens_mint produces). */
+#define TOKENS_MAX_LEN 8192
+/* The longest lifetime tokens_mint grants: 7 days. */
+#define TOKENS_TTL_MAX (7 * 24 * 3600)
+/* Run names are 1..TOKENS_RUN_MAX printable ASCII characters, no spaces. */
+#define TOKENS_RUN_MAX 64
+/* A token names 1..TOKENS_REPOS_MAX repositories. */
+#define TOKENS_REPOS_MAX 32
+
 typedef struct tokens_key tokens_key;
 
 /* Load the key from state_dir, creating it (0600) when absent. */
@@ -23,16 +32,18 @@ int tokens_key_load(tokens_key **out, const char *state_dir, rg_error *err);
 void tokens_key_free(tokens_key *k); /* wipes the key */
 
 typedef struct tokens_claims {
-    char *id;   /* random, 128 bits, hex */
-    char *run;  /* run name */
+    char *id;  /* random, 128 bits, hex */
+    char *run; /* run name */
     char **repos;
     size_t nrepos;
     int64_t exp; /* unix seconds */
 } tokens_claims;
 
 /*
- * Mint a token valid for `ttl` seconds from `now`. *out is a string the
- * caller frees with tokens_secret_free.
+ * Mint a token valid for `ttl` seconds (1..TOKENS_TTL_MAX) from `now`.
+ * Repos are `<host>/<path>` without `.git`, each segment a plain name as in
+ * gateway URLs (letters, digits, `._-+~`, not starting with `.` or `-`).
+ * *out is a string the caller frees with tokens_secret_free.
  */
 int tokens_mint(char **out, const tokens_key *k, const char *run, const char *const *repos,
                 size_t nrepos, int64_t ttl, int64_t now, rg_error *err);
@@ -51,7 +62,9 @@ typedef enum tokens_status {
  * `state_dir`. *status says why it was refused; claims are returned (in
  * *out, free with tokens_claims_free) only when *status is TOKENS_OK.
  * Returns 0 whenever the answer is known, negative only when a check could
- * not be made (e.g. the revocation file is unreadable: fail closed).
+ * not be made (e.g. the revocation file is unreadable: fail closed); then
+ * *status is never TOKENS_OK. A token expires at `exp`: valid while
+ * now < exp.
  */
 int tokens_verify(tokens_claims **out, tokens_status *status, const tokens_key *k,
                   const char *state_dir, const char *token, int64_t now, rg_error *err);
@@ -61,7 +74,10 @@ void tokens_claims_free(tokens_claims *c);
 /* 1 when the claims name `repo` (exactly, `<host>/<path>` without .git). */
 int tokens_claims_allow_repo(const tokens_claims *c, const char *repo);
 
-/* Record a revocation of `token` (which must verify, though it may be expired). */
+/*
+ * Record a revocation of `token` (which must verify, though it may be
+ * expired). Revoking a token twice is not an error.
+ */
 int tokens_revoke(const tokens_key *k, const char *state_dir, const char *token, rg_error *err);
 
 /* The first 12 hex digits of SHA-256(token): how logs name a token. */

@@ -1,0 +1,734 @@
+/*
+ * `refgate audit`: read and verify the audit log in the configured
+ * state_dir.
+ *
+ * Listing shows the records that pass the filters as an aligned table for
+ * people, or as the raw JSON lines (exactly as stored) for programs. The
+ * log can be large, so it is streamed twice for a table (once to size the
+ * columns, once to print) rather than held in memory. Everything shown in
+ * the table came from pushes, so it is cleaned for the terminal first:
+ * control characters and bidirectional overrides become '?', and a long
+ * field is shortened with an ellipsis.
+ *
+ * `verify` recomputes the hash chain (audit_verify) and says whether the
+ * log is intact or where it first breaks.
+ *
+ * Exit status: 0 done (verify: intact), 1 failed (verify: broken), 2 usage.
+ */
+#include "gateway/audit.h"
+#include "gateway/cli.h"
+#include "policy/config.h"
+
+#include <fnmatch.h>
+#include <jansson.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define EXIT_USAGE 2
+#define AUDIT_FILE "audit.jsonl"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: refgate audit --config FILE [--run RUN] [--repo REPO] [--ref REF]\n"
+               "                     [--decision allow|deny] [--since TIME] [--json]\n"
+               "       refgate audit verify --config FILE\n"
+               "\n"
+               "List the push decisions in the audit log (<state_dir>/" AUDIT_FILE "), oldest\n"
+               "first, as a table, or with --json as the stored JSON lines.\n"
+               "  --config FILE       the gateway's configuration\n"
+               "  --run RUN           only this run\n"
+               "  --repo REPO         only this repository (HOST/PATH; may be a glob)\n"
+               "  --ref REF           only this ref: refs/heads/main, or main for a branch or tag\n"
+               "                      (may be a glob)\n"
+               "  --decision D        only allow or only deny\n"
+               "  --since TIME        only records at or after TIME: 2026-11-30T12:00:00Z,\n"
+               "                      2026-11-30 (midnight UTC), or an age: 90s, 10m, 2h, 3d, 1w\n"
+               "  --json              print the matching lines as stored (JSON Lines)\n"
+               "\n"
+               "verify   recompute the hash chain; exit 0 when intact, 1 when broken\n");
+}
+
+static int is_help(const char *arg)
+{
+    return !strcmp(arg, "--help") || !strcmp(arg, "-h") || !strcmp(arg, "help");
+}
+
+/* As in cli_token.c: `--name VALUE` or `--name=VALUE`; 1 matched, 0 not, -1 no value. */
+static int opt_value(const char **value, int argc, char **argv, int *i, const char *name)
+{
+    size_t len = strlen(name);
+
+    if (strncmp(argv[*i], name, len) != 0)
+        return 0;
+    if (argv[*i][len] == '=') {
+        *value = argv[*i] + len + 1;
+        return 1;
+    }
+    if (argv[*i][len] != '\0')
+        return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "refgate audit: %s needs a value\n", name);
+        return -1;
+    }
+    *value = argv[++*i];
+    return 1;
+}
+
+/* ------------------------------------------------------------------------
+ * Times
+ * ------------------------------------------------------------------------ */
+
+/* Read exactly n digits at *p into *out and advance; 0 when they are not there. */
+static int digits(const char **p, int n, int *out)
+{
+    int v = 0, i;
+
+    for (i = 0; i < n; i++) {
+        if ((*p)[i] < '0' || (*p)[i] > '9')
+            return 0;
+        v = v * 10 + ((*p)[i] - '0');
+    }
+    *p += n;
+    *out = v;
+    return 1;
+}
+
+/*
+ * Milliseconds since the epoch from RFC 3339 (`2026-11-30T12:00:00Z`,
+ * fractions and `+02:00` offsets allowed, a space for the T), or a bare
+ * date taken as midnight UTC. A time without a zone is taken as UTC.
+ */
+static int parse_time(int64_t *out, const char *s)
+{
+    int y, mo, d, h = 0, mi = 0, sec = 0, oh = 0, om = 0, sign = 0, ms = 0, scale = 100;
+    const char *p = s;
+    struct tm tm;
+    time_t t;
+
+    if (!digits(&p, 4, &y) || *p++ != '-' || !digits(&p, 2, &mo) || *p++ != '-' ||
+        !digits(&p, 2, &d))
+        return -1;
+    if (*p == 'T' || *p == 't' || *p == ' ') {
+        p++;
+        if (!digits(&p, 2, &h) || *p++ != ':' || !digits(&p, 2, &mi))
+            return -1;
+        if (*p == ':') {
+            p++;
+            if (!digits(&p, 2, &sec))
+                return -1;
+            if (*p == '.') {
+                p++;
+                if (*p < '0' || *p > '9')
+                    return -1;
+                for (; *p >= '0' && *p <= '9'; p++, scale /= 10)
+                    ms += (*p - '0') * scale;
+            }
+        }
+        if (*p == 'Z' || *p == 'z') {
+            p++;
+        } else if (*p == '+' || *p == '-') {
+            sign = *p++ == '-' ? -1 : 1;
+            if (!digits(&p, 2, &oh))
+                return -1;
+            if (*p == ':')
+                p++;
+            if (!digits(&p, 2, &om))
+                return -1;
+        }
+    }
+    if (*p != '\0' || mo < 1 || mo > 12 || d < 1 || d > 31 || h > 23 || mi > 59 || sec > 60 ||
+        oh > 23 || om > 59)
+        return -1;
+    memset(&tm, 0, sizeof(tm));
+    tm.tm_year = y - 1900;
+    tm.tm_mon = mo - 1;
+    tm.tm_mday = d;
+    tm.tm_hour = h;
+    tm.tm_min = mi;
+    tm.tm_sec = sec;
+    t = timegm(&tm);
+    if (t == (time_t)-1)
+        return -1;
+    *out = ((int64_t)t - sign * (oh * 3600 + om * 60)) * 1000 + ms;
+    return 0;
+}
+
+/* --since: an RFC 3339 time, a date, or an age such as 10m, 2h, 3d, 1w. */
+static int parse_since(int64_t *out, const char *s)
+{
+    long long n = 0, unit;
+    const char *p = s;
+
+    if (parse_time(out, s) == 0)
+        return 0;
+    if (*p < '0' || *p > '9')
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        n = n * 10 + (*p - '0');
+        if (n > 100000000LL)
+            return -1;
+    }
+    switch (*p) {
+    case 's':
+        unit = 1;
+        break;
+    case 'm':
+        unit = 60;
+        break;
+    case 'h':
+        unit = 3600;
+        break;
+    case 'd':
+        unit = 86400;
+        break;
+    case 'w':
+        unit = 7 * 86400;
+        break;
+    default:
+        return -1;
+    }
+    if (p[1] != '\0')
+        return -1;
+    *out = ((int64_t)time(NULL) - n * unit) * 1000;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Cleaning and shortening fields for the terminal
+ * ------------------------------------------------------------------------ */
+
+/* Decode one UTF-8 character at s; *cp is U+FFFD for a malformed one. */
+static size_t utf8_next(uint32_t *cp, const unsigned char *s)
+{
+    size_t len, i;
+    uint32_t c;
+
+    if (s[0] < 0x80) {
+        *cp = s[0];
+        return 1;
+    }
+    if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+        len = 2;
+        c = s[0] & 0x1f;
+    } else if (s[0] >= 0xe0 && s[0] <= 0xef) {
+        len = 3;
+        c = s[0] & 0x0f;
+    } else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+        len = 4;
+        c = s[0] & 0x07;
+    } else {
+        *cp = 0xfffd;
+        return 1;
+    }
+    for (i = 1; i < len; i++) {
+        if ((s[i] & 0xc0) != 0x80) {
+            *cp = 0xfffd;
+            return i;
+        }
+        c = c << 6 | (s[i] & 0x3f);
+    }
+    *cp = c;
+    return len;
+}
+
+static size_t utf8_put(char *out, uint32_t c)
+{
+    if (c < 0x80) {
+        out[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        out[0] = (char)(0xc0 | c >> 6);
+        out[1] = (char)(0x80 | (c & 0x3f));
+        return 2;
+    }
+    if (c < 0x10000) {
+        out[0] = (char)(0xe0 | c >> 12);
+        out[1] = (char)(0x80 | (c >> 6 & 0x3f));
+        out[2] = (char)(0x80 | (c & 0x3f));
+        return 3;
+    }
+    out[0] = (char)(0xf0 | c >> 18);
+    out[1] = (char)(0x80 | (c >> 12 & 0x3f));
+    out[2] = (char)(0x80 | (c >> 6 & 0x3f));
+    out[3] = (char)(0x80 | (c & 0x3f));
+    return 4;
+}
+
+/*
+ * Characters a terminal would act on rather than show: C0 and C1 controls
+ * (ESC and CSI start escape sequences) and the bidirectional overrides that
+ * make text display in another order than it reads.
+ */
+static int unsafe_char(uint32_t c)
+{
+    return c < 0x20 || (c >= 0x7f && c < 0xa0) || (c >= 0x202a && c <= 0x202e) ||
+           (c >= 0x2066 && c <= 0x2069) || c == 0x200e || c == 0x200f;
+}
+
+enum cut { CUT_END, CUT_MIDDLE };
+
+typedef struct cell {
+    char *text;  /* cleaned and shortened, UTF-8 */
+    size_t cols; /* characters, taken as columns */
+} cell;
+
+/* Clean `s` for the terminal and shorten it to at most `max` columns. */
+static int cell_make(cell *out, const char *s, size_t max, enum cut cut)
+{
+    const unsigned char *p = (const unsigned char *)(s ? s : "-");
+    uint32_t *cps = NULL;
+    size_t n = 0, i, head, tail, k = 0, len = strlen((const char *)p);
+    int rc = -ENOMEM;
+
+    out->text = NULL;
+    out->cols = 0;
+    cps = malloc((len + 1) * sizeof(*cps));
+    if (cps == NULL)
+        goto done;
+    for (i = 0; p[i] != '\0'; n++) {
+        i += utf8_next(&cps[n], p + i);
+        if (unsafe_char(cps[n]))
+            cps[n] = '?';
+    }
+    out->text = malloc(max * 4 + 8);
+    if (out->text == NULL)
+        goto done;
+    if (n <= max) {
+        head = n;
+        tail = 0;
+    } else if (cut == CUT_MIDDLE) {
+        head = (max - 1) / 2;
+        tail = max - 1 - head;
+    } else {
+        head = max - 1;
+        tail = 0;
+    }
+    for (i = 0; i < head; i++)
+        k += utf8_put(out->text + k, cps[i]);
+    if (n > max)
+        k += utf8_put(out->text + k, 0x2026); /* … */
+    for (i = n - tail; i < n; i++)
+        k += utf8_put(out->text + k, cps[i]);
+    out->text[k] = '\0';
+    out->cols = n > max ? max : n;
+    rc = 0;
+done:
+    free(cps);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------
+ * Records and filters
+ * ------------------------------------------------------------------------ */
+
+typedef struct filters {
+    const char *run, *repo, *ref, *decision;
+    int has_since;
+    int64_t since_ms;
+} filters;
+
+static const char *str_field(json_t *rec, const char *key)
+{
+    return json_string_value(json_object_get(rec, key)); /* NULL unless a string */
+}
+
+static int glob_or_equal(const char *pattern, const char *s)
+{
+    if (strpbrk(pattern, "*?[") != NULL)
+        return fnmatch(pattern, s, 0) == 0;
+    return !strcmp(pattern, s);
+}
+
+static int ref_matches(const char *want, const char *ref)
+{
+    char full[1024];
+
+    if (glob_or_equal(want, ref))
+        return 1;
+    /* `main` names refs/heads/main (or a tag called main), as git does. */
+    if (strncmp(want, "refs/", 5) != 0) {
+        snprintf(full, sizeof(full), "refs/heads/%s", want);
+        if (glob_or_equal(full, ref))
+            return 1;
+        snprintf(full, sizeof(full), "refs/tags/%s", want);
+        if (glob_or_equal(full, ref))
+            return 1;
+    }
+    return 0;
+}
+
+static int record_matches(json_t *rec, const filters *f)
+{
+    const char *v;
+    int64_t t;
+
+    if (f->run && !((v = str_field(rec, "run")) && !strcmp(v, f->run)))
+        return 0;
+    if (f->repo && !((v = str_field(rec, "repo")) && glob_or_equal(f->repo, v)))
+        return 0;
+    if (f->ref && !((v = str_field(rec, "ref")) && ref_matches(f->ref, v)))
+        return 0;
+    if (f->decision && !((v = str_field(rec, "decision")) && !strcmp(v, f->decision)))
+        return 0;
+    if (f->has_since &&
+        !((v = str_field(rec, "time")) && parse_time(&t, v) == 0 && t >= f->since_ms))
+        return 0;
+    return 1;
+}
+
+/* ------------------------------------------------------------------------
+ * The table
+ * ------------------------------------------------------------------------ */
+
+enum { C_TIME, C_RUN, C_REPO, C_REF, C_ACTION, C_DECISION, C_RULE, C_REASON, C_OUTCOME, NCOLS };
+
+static const struct {
+    const char *title;
+    const char *key;
+    size_t max;
+    enum cut cut;
+} columns[NCOLS] = {
+    [C_TIME] = {"TIME", "time", 20, CUT_END},
+    [C_RUN] = {"RUN", "run", 20, CUT_END},
+    [C_REPO] = {"REPO", "repo", 32, CUT_MIDDLE},
+    [C_REF] = {"REF", "ref", 32, CUT_MIDDLE},
+    [C_ACTION] = {"ACTION", "action", 8, CUT_END},
+    [C_DECISION] = {"DECISION", "decision", 8, CUT_END},
+    [C_RULE] = {"RULE", "rule", 24, CUT_END},
+    [C_REASON] = {"REASON", "reason", 48, CUT_END},
+    [C_OUTCOME] = {"OUTCOME", "outcome", 40, CUT_END},
+};
+
+/* The cells of one record; the caller frees them with row_free. */
+static int row_make(cell row[NCOLS], json_t *rec)
+{
+    char when[32];
+    const char *v;
+    int c, rc = 0;
+
+    for (c = 0; c < NCOLS; c++)
+        row[c].text = NULL;
+    for (c = 0; c < NCOLS && rc == 0; c++) {
+        v = str_field(rec, columns[c].key);
+        if (c == C_TIME && v != NULL && strlen(v) >= 19 && strlen(v) < sizeof(when)) {
+            /* Seconds are enough on screen: 2026-11-30T12:00:05Z. */
+            snprintf(when, sizeof(when), "%.19sZ", v);
+            v = when;
+        } else if (c == C_REF && v != NULL && !strncmp(v, "refs/heads/", 11)) {
+            v += 11; /* branches as git shows them */
+        }
+        rc = cell_make(&row[c], v, columns[c].max, columns[c].cut);
+    }
+    return rc;
+}
+
+static void row_free(cell row[NCOLS])
+{
+    int c;
+
+    for (c = 0; c < NCOLS; c++)
+        free(row[c].text);
+}
+
+static void row_print(const char *const text[NCOLS], const size_t cols[NCOLS],
+                      const size_t width[NCOLS])
+{
+    size_t pad;
+    int c;
+
+    for (c = 0; c < NCOLS; c++) {
+        fputs(text[c], stdout);
+        if (c == NCOLS - 1)
+            break;
+        for (pad = cols[c]; pad < width[c] + 2; pad++)
+            putchar(' ');
+    }
+    putchar('\n');
+}
+
+/* ------------------------------------------------------------------------
+ * Listing
+ * ------------------------------------------------------------------------ */
+
+typedef int (*line_fn)(void *ctx, const audit_line *line, json_t *rec);
+
+/*
+ * Call fn for each record that passes the filters, stopping after line
+ * `upto` (0: no limit). Lines that are not records are skipped, and said
+ * so once on stderr when `warn` is set.
+ */
+static int scan(const char *path, const filters *f, uint64_t upto, int warn, line_fn fn, void *ctx,
+                uint64_t *last)
+{
+    rg_error err = RG_ERROR_INIT;
+    audit_reader *r = NULL;
+    audit_line line;
+    json_t *rec;
+    int rc;
+
+    rc = audit_reader_open(&r, path, &err);
+    if (rc < 0) {
+        fprintf(stderr, "refgate audit: %s\n", err.msg);
+        return -1;
+    }
+    while ((rc = audit_reader_next(r, &line, &err)) == 1) {
+        if (last != NULL)
+            *last = line.number;
+        rec = line.too_long ? NULL : json_loadb(line.data, line.len, 0, NULL);
+        if (!json_is_object(rec)) {
+            if (warn)
+                fprintf(stderr,
+                        "refgate audit: line %llu is not a record; skipped (run "
+                        "`refgate audit verify`)\n",
+                        (unsigned long long)line.number);
+        } else if (record_matches(rec, f)) {
+            rc = fn(ctx, &line, rec);
+        }
+        json_decref(rec);
+        if (rc < 0 || (upto && line.number >= upto))
+            break;
+    }
+    if (rc < 0)
+        fprintf(stderr, "refgate audit: %s\n", err.msg[0] ? err.msg : strerror(-rc));
+    audit_reader_free(r);
+    return rc < 0 ? -1 : 0;
+}
+
+static int print_json(void *ctx, const audit_line *line, json_t *rec)
+{
+    (void)ctx;
+    (void)rec;
+    fwrite(line->data, 1, line->len, stdout);
+    putchar('\n');
+    return 0;
+}
+
+typedef struct table {
+    size_t width[NCOLS];
+    uint64_t rows;
+} table;
+
+static int measure_row(void *ctx, const audit_line *line, json_t *rec)
+{
+    table *t = ctx;
+    cell row[NCOLS];
+    int c, rc;
+
+    (void)line;
+    rc = row_make(row, rec);
+    for (c = 0; c < NCOLS && rc == 0; c++)
+        if (row[c].cols > t->width[c])
+            t->width[c] = row[c].cols;
+    row_free(row);
+    t->rows++;
+    return rc;
+}
+
+static int print_row(void *ctx, const audit_line *line, json_t *rec)
+{
+    table *t = ctx;
+    const char *text[NCOLS];
+    size_t cols[NCOLS];
+    cell row[NCOLS];
+    int c, rc;
+
+    (void)line;
+    rc = row_make(row, rec);
+    if (rc == 0) {
+        for (c = 0; c < NCOLS; c++) {
+            text[c] = row[c].text;
+            cols[c] = row[c].cols;
+        }
+        row_print(text, cols, t->width);
+    }
+    row_free(row);
+    return rc;
+}
+
+static int load_log_path(char path[PATH_MAX], const char *config_path, const char *cmd)
+{
+    rg_error err = RG_ERROR_INIT;
+    policy_config *cfg = NULL;
+    int rc = 0;
+
+    if (policy_config_load(&cfg, config_path, &err) < 0) {
+        fprintf(stderr, "%s: %s\n", cmd, err.msg);
+        return -1;
+    }
+    if (snprintf(path, PATH_MAX, "%s/%s", cfg->state_dir, AUDIT_FILE) >= PATH_MAX) {
+        fprintf(stderr, "%s: %s: path too long\n", cmd, cfg->state_dir);
+        rc = -1;
+    }
+    policy_config_free(cfg);
+    return rc;
+}
+
+/* 1 when the log exists, 0 when not, -1 (said on stderr) when that cannot be told. */
+static int log_exists(const char *path, const char *cmd)
+{
+    struct stat st;
+
+    if (stat(path, &st) == 0)
+        return 1;
+    if (errno == ENOENT)
+        return 0;
+    fprintf(stderr, "%s: %s: %s\n", cmd, path, strerror(errno));
+    return -1;
+}
+
+static int audit_list(int argc, char **argv)
+{
+    const char *config_path = NULL, *since = NULL, *value = NULL;
+    filters f = {0};
+    char path[PATH_MAX];
+    table t = {{0}, 0};
+    const char *titles[NCOLS];
+    size_t title_cols[NCOLS];
+    uint64_t last = 0;
+    int json = 0, m, argi, c, exists;
+
+    for (argi = 1; argi < argc; argi++) {
+        if (is_help(argv[argi])) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[argi], "--json")) {
+            json = 1;
+            continue;
+        }
+        if ((m = opt_value(&value, argc, argv, &argi, "--config")) != 0)
+            config_path = value;
+        else if ((m = opt_value(&value, argc, argv, &argi, "--run")) != 0)
+            f.run = value;
+        else if ((m = opt_value(&value, argc, argv, &argi, "--repo")) != 0)
+            f.repo = value;
+        else if ((m = opt_value(&value, argc, argv, &argi, "--ref")) != 0)
+            f.ref = value;
+        else if ((m = opt_value(&value, argc, argv, &argi, "--decision")) != 0)
+            f.decision = value;
+        else if ((m = opt_value(&value, argc, argv, &argi, "--since")) != 0)
+            since = value;
+        else {
+            fprintf(stderr, "refgate audit: unexpected argument '%s'\n\n", argv[argi]);
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+        if (m < 0)
+            return EXIT_USAGE;
+    }
+    if (config_path == NULL) {
+        fprintf(stderr, "refgate audit: --config is required\n\n");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (f.decision && strcmp(f.decision, "allow") != 0 && strcmp(f.decision, "deny") != 0) {
+        fprintf(stderr, "refgate audit: --decision must be allow or deny\n");
+        return EXIT_USAGE;
+    }
+    if (since != NULL) {
+        if (parse_since(&f.since_ms, since) < 0) {
+            fprintf(stderr,
+                    "refgate audit: --since %s: expected 2026-11-30T12:00:00Z, 2026-11-30, or "
+                    "an age such as 10m, 2h, 3d\n",
+                    since);
+            return EXIT_USAGE;
+        }
+        f.has_since = 1;
+    }
+    if (load_log_path(path, config_path, "refgate audit") < 0)
+        return 1;
+    exists = log_exists(path, "refgate audit");
+    if (exists <= 0) {
+        if (exists == 0)
+            fprintf(json ? stderr : stdout, "no audit log yet\n");
+        return exists == 0 ? 0 : 1;
+    }
+
+    if (json)
+        return scan(path, &f, 0, 1, print_json, NULL, NULL) < 0 || fflush(stdout) != 0 ? 1 : 0;
+
+    /* Two passes: size the columns over the matching rows, then print them. */
+    for (c = 0; c < NCOLS; c++) {
+        titles[c] = columns[c].title;
+        title_cols[c] = strlen(columns[c].title);
+        t.width[c] = title_cols[c];
+    }
+    if (scan(path, &f, 0, 0, measure_row, &t, &last) < 0)
+        return 1;
+    if (t.rows == 0) {
+        printf("no matching audit records\n");
+        return fflush(stdout) != 0 ? 1 : 0;
+    }
+    row_print(titles, title_cols, t.width);
+    /* Stop where the first pass stopped: records appended since are not sized. */
+    if (scan(path, &f, last, 1, print_row, &t, NULL) < 0)
+        return 1;
+    return fflush(stdout) != 0 ? 1 : 0;
+}
+
+/* ------------------------------------------------------------------------
+ * verify
+ * ------------------------------------------------------------------------ */
+
+static int audit_verify_cmd(int argc, char **argv)
+{
+    const char *config_path = NULL, *value = NULL;
+    audit_verify_result res;
+    rg_error err = RG_ERROR_INIT;
+    char path[PATH_MAX];
+    int m, argi, exists;
+
+    for (argi = 1; argi < argc; argi++) {
+        if (is_help(argv[argi])) {
+            usage(stdout);
+            return 0;
+        }
+        if ((m = opt_value(&value, argc, argv, &argi, "--config")) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+            config_path = value;
+        } else {
+            fprintf(stderr, "refgate audit verify: unexpected argument '%s'\n\n", argv[argi]);
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (config_path == NULL) {
+        fprintf(stderr, "refgate audit verify: --config is required\n\n");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (load_log_path(path, config_path, "refgate audit verify") < 0)
+        return 1;
+    exists = log_exists(path, "refgate audit verify");
+    if (exists < 0)
+        return 1;
+    if (exists == 0) {
+        printf("no audit log yet\n");
+        return 0;
+    }
+    if (audit_verify(&res, path, &err) < 0) {
+        fprintf(stderr, "refgate audit verify: %s\n", err.msg);
+        return 1;
+    }
+    if (res.bad_line != 0) {
+        printf("audit log broken at line %llu: %s\n", (unsigned long long)res.bad_line, res.why);
+        fflush(stdout);
+        return 1;
+    }
+    printf("audit log intact: %llu records\n", (unsigned long long)res.lines);
+    return fflush(stdout) != 0 ? 1 : 0;
+}
+
+int cli_audit(int argc, char **argv)
+{
+    if (argc >= 2 && !strcmp(argv[1], "verify"))
+        return audit_verify_cmd(argc - 1, argv + 1);
+    return audit_list(argc, argv);
+}

@@ -1,0 +1,73 @@
+/*
+ * `refgate serve --config FILE`: run the gateway in the foreground until
+ * SIGTERM or SIGINT, then let in-flight pushes finish and exit 0.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "gateway/cli.h"
+#include "gateway/server.h"
+#include "policy/config.h"
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: refgate serve --config FILE\n\n"
+               "Serve git pushes on the config's \"listen\" address (default 127.0.0.1:8470;\n"
+               "port 0 picks a free port) and enforce its rules. Once it accepts connections\n"
+               "the base URL is written to <state_dir>/url. SIGTERM or SIGINT stops it after\n"
+               "in-flight pushes finish.\n");
+}
+
+int cli_serve(int argc, char **argv)
+{
+    const char *config = NULL;
+    policy_config *cfg = NULL;
+    gateway_server *srv = NULL;
+    rg_error err = RG_ERROR_INIT;
+    sigset_t set;
+    int sig = 0;
+
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            usage(stdout);
+            return 0;
+        } else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
+            config = argv[++i];
+        } else {
+            fprintf(stderr, "refgate serve: unexpected argument '%s'\n", argv[i]);
+            usage(stderr);
+            return 2;
+        }
+    }
+    if (config == NULL) {
+        usage(stderr);
+        return 2;
+    }
+    if (policy_config_load(&cfg, config, &err) < 0) {
+        fprintf(stderr, "refgate serve: %s\n", err.msg);
+        return 1;
+    }
+    /* Writes to a receive-pack that died must fail with EPIPE, not kill us;
+     * the stop signals are taken synchronously below, in this thread only,
+     * so every server thread inherits the blocked mask. */
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    if (gateway_server_start(&srv, cfg, &err) < 0) {
+        fprintf(stderr, "refgate serve: %s\n", err.msg);
+        policy_config_free(cfg);
+        return 1;
+    }
+    fprintf(stderr, "refgate: serving %s (state in %s)\n", gateway_server_url(srv),
+            cfg->state_dir);
+    sigwait(&set, &sig);
+    fprintf(stderr, "refgate: %s received, finishing in-flight pushes\n",
+            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    gateway_server_stop(srv);
+    policy_config_free(cfg);
+    return 0;
+}

@@ -1,0 +1,407 @@
+/*
+ * `refgate token`: mint and revoke run tokens from the command line.
+ *
+ * `mint` prints exactly the token and a newline on stdout, so that
+ * `TOKEN=$(refgate token mint ...)` is all a launcher needs; everything else
+ * goes to stderr. A token is a credential: it never appears in an error
+ * message, only its hash prefix (tokens_hash_prefix) does. `revoke` takes the
+ * token as an argument or, better because argv is visible to other users
+ * through ps, as `-` to read it from stdin.
+ *
+ * Exit status: 0 done, 1 failed, 2 usage.
+ */
+#include "gateway/cli.h"
+#include "policy/config.h"
+#include "tokens/token.h"
+
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_USAGE 2
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: refgate token mint --config FILE --repo HOST/PATH [--repo HOST/PATH ...]\n"
+            "                          [--ttl DURATION] [--run NAME]\n"
+            "       refgate token revoke --config FILE TOKEN|-\n"
+            "\n"
+            "mint     print a new run token (and nothing else) on stdout\n"
+            "  --config FILE     the gateway's configuration (its state_dir holds the key)\n"
+            "  --repo HOST/PATH  a repository the token may push to, e.g. local/acme/widgets;\n"
+            "                    HOST must be a configured upstream; a trailing .git is dropped;\n"
+            "                    repeat for more (at most %d)\n"
+            "  --ttl DURATION    lifetime in seconds, or with a unit: 90s, 30m, 2h, 7d\n"
+            "                    (default 3600, at most 7 days)\n"
+            "  --run NAME        the run's name in the audit log (default: run-<random>)\n"
+            "\n"
+            "revoke   revoke a token so that no gateway using this state_dir accepts it\n"
+            "  TOKEN             the token, or - to read it from stdin (keeps it out of ps)\n",
+            TOKENS_REPOS_MAX);
+}
+
+/*
+ * Match option `name` at argv[*i], as `--name VALUE` or `--name=VALUE`.
+ * Returns 1 (and *value) when it matched, 0 when argv[*i] is another
+ * option, -1 when the value is missing.
+ */
+static int opt_value(const char **value, int argc, char **argv, int *i, const char *name)
+{
+    size_t len = strlen(name);
+
+    if (strncmp(argv[*i], name, len) != 0)
+        return 0;
+    if (argv[*i][len] == '=') {
+        *value = argv[*i] + len + 1;
+        return 1;
+    }
+    if (argv[*i][len] != '\0')
+        return 0;
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "refgate token: %s needs a value\n", name);
+        return -1;
+    }
+    *value = argv[++*i];
+    return 1;
+}
+
+/*
+ * An argument as it may be echoed in an error: a mistyped command line
+ * often holds a token in the wrong place, and a token is never printed.
+ */
+static const char *safe_arg(const char *arg)
+{
+    /* Tokens start with rg1. and, being base64url, hold no '/'. */
+    if (!strncmp(arg, "rg1.", 4) || (strlen(arg) > 64 && strchr(arg, '/') == NULL))
+        return "(not shown: it may be a token)";
+    return arg;
+}
+
+static int is_help(const char *arg)
+{
+    return !strcmp(arg, "--help") || !strcmp(arg, "-h") || !strcmp(arg, "help");
+}
+
+/* Seconds from "3600", "90s", "30m", "2h" or "7d"; -1 when not a duration. */
+static long long parse_duration(const char *s)
+{
+    unsigned long long n = 0, unit = 1;
+    const char *p = s;
+
+    if (*p < '0' || *p > '9')
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        n = n * 10 + (unsigned long long)(*p - '0');
+        if (n > 1000000000ULL)
+            return -1;
+    }
+    if (*p != '\0') {
+        switch (*p) {
+        case 's':
+            unit = 1;
+            break;
+        case 'm':
+            unit = 60;
+            break;
+        case 'h':
+            unit = 3600;
+            break;
+        case 'd':
+            unit = 86400;
+            break;
+        default:
+            return -1;
+        }
+        if (p[1] != '\0')
+            return -1;
+    }
+    return (long long)(n * unit);
+}
+
+static int load(policy_config **cfg, tokens_key **key, const char *config_path)
+{
+    rg_error err = RG_ERROR_INIT;
+
+    if (policy_config_load(cfg, config_path, &err) < 0) {
+        fprintf(stderr, "refgate token: %s\n", err.msg);
+        return -1;
+    }
+    if (tokens_key_load(key, (*cfg)->state_dir, &err) < 0) {
+        fprintf(stderr, "refgate token: %s\n", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
+/*
+ * Check one --repo and write its canonical form (without .git) to `out`.
+ * The token library checks the shape again; this adds what only the
+ * configuration knows (is HOST an upstream?) and says what is wrong in
+ * terms of the option the user typed.
+ */
+static int repo_arg(char **out, const policy_config *cfg, const char *arg)
+{
+    const char *slash;
+    size_t len = strlen(arg), i;
+    char *repo, host[128];
+
+    *out = NULL;
+    if (len >= 4 && !strcmp(arg + len - 4, ".git"))
+        len -= 4;
+    if (len == 0 || arg[0] == '/') {
+        fprintf(stderr, "refgate token mint: --repo %s: name it HOST/PATH, without a leading '/'\n",
+                safe_arg(arg));
+        return -1;
+    }
+    slash = memchr(arg, '/', len);
+    if (slash == NULL || slash + 1 == arg + len) {
+        fprintf(stderr,
+                "refgate token mint: --repo %s: expected HOST/PATH, e.g. local/acme/widgets\n",
+                safe_arg(arg));
+        return -1;
+    }
+    for (i = 0; i + 1 < len; i++) {
+        if (arg[i] == '.' && arg[i + 1] == '.' && (i == 0 || arg[i - 1] == '/') &&
+            (i + 2 == len || arg[i + 2] == '/')) {
+            fprintf(stderr, "refgate token mint: --repo %s: '..' is not allowed in a path\n",
+                    safe_arg(arg));
+            return -1;
+        }
+    }
+    if ((size_t)(slash - arg) >= sizeof(host)) {
+        fprintf(stderr, "refgate token mint: --repo %s: host name is too long\n", safe_arg(arg));
+        return -1;
+    }
+    memcpy(host, arg, (size_t)(slash - arg));
+    host[slash - arg] = '\0';
+    if (policy_config_upstream(cfg, host) == NULL) {
+        fprintf(stderr, "refgate token mint: --repo %s: '%s' is not an upstream host in %s (",
+                safe_arg(arg), host, cfg->path);
+        for (i = 0; i < cfg->nupstreams; i++)
+            fprintf(stderr, "%s%s", i ? ", " : "configured: ", cfg->upstreams[i].host);
+        fprintf(stderr, "%s)\n", cfg->nupstreams ? "" : "none configured");
+        return -1;
+    }
+    repo = strndup(arg, len);
+    if (repo == NULL) {
+        fprintf(stderr, "refgate token: out of memory\n");
+        return -1;
+    }
+    *out = repo;
+    return 0;
+}
+
+static int token_mint(int argc, char **argv)
+{
+    const char *config_path = NULL, *ttl_arg = NULL, *run = NULL, *value = NULL;
+    char *repos[TOKENS_REPOS_MAX], *token = NULL, gen_run[32];
+    policy_config *cfg = NULL;
+    tokens_key *key = NULL;
+    rg_error err = RG_ERROR_INIT;
+    const char *repo_args[TOKENS_REPOS_MAX];
+    size_t nrepo_args = 0, nrepos = 0, i, j;
+    long long ttl = 3600;
+    int status = 1, m, argi;
+    unsigned char rnd[4];
+
+    for (argi = 1; argi < argc; argi++) {
+        if (is_help(argv[argi])) {
+            usage(stdout);
+            return 0;
+        }
+        if ((m = opt_value(&value, argc, argv, &argi, "--config")) != 0) {
+            config_path = value;
+        } else if ((m = opt_value(&value, argc, argv, &argi, "--repo")) != 0) {
+            if (m > 0 && nrepo_args == TOKENS_REPOS_MAX) {
+                fprintf(stderr, "refgate token: at most %d --repo options\n", TOKENS_REPOS_MAX);
+                return EXIT_USAGE;
+            }
+            if (m > 0)
+                repo_args[nrepo_args++] = value;
+        } else if ((m = opt_value(&value, argc, argv, &argi, "--ttl")) != 0) {
+            ttl_arg = value;
+        } else if ((m = opt_value(&value, argc, argv, &argi, "--run")) != 0) {
+            run = value;
+        } else {
+            fprintf(stderr, "refgate token mint: unexpected argument '%s'\n\n",
+                    safe_arg(argv[argi]));
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+        if (m < 0)
+            return EXIT_USAGE;
+    }
+    if (config_path == NULL || nrepo_args == 0) {
+        fprintf(stderr, "refgate token mint: --config and at least one --repo are required\n\n");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (ttl_arg != NULL) {
+        ttl = parse_duration(ttl_arg);
+        if (ttl <= 0 || ttl > TOKENS_TTL_MAX) {
+            fprintf(stderr,
+                    "refgate token mint: --ttl %s: expected 1 second to 7 days (e.g. 3600, 30m, "
+                    "2h, 7d)\n",
+                    ttl_arg);
+            return EXIT_USAGE;
+        }
+    }
+    if (run == NULL) {
+        if (RAND_bytes(rnd, sizeof(rnd)) != 1) {
+            fprintf(stderr, "refgate token mint: no randomness for a run name\n");
+            return 1;
+        }
+        snprintf(gen_run, sizeof(gen_run), "run-%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3]);
+        run = gen_run;
+    }
+
+    if (load(&cfg, &key, config_path) < 0)
+        goto done;
+    for (i = 0; i < nrepo_args; i++) {
+        char *repo;
+        if (repo_arg(&repo, cfg, repo_args[i]) < 0) {
+            status = EXIT_USAGE;
+            goto done;
+        }
+        /* Naming a repository twice is harmless; keep the token short. */
+        for (j = 0; j < nrepos && strcmp(repos[j], repo) != 0; j++)
+            ;
+        if (j < nrepos)
+            free(repo);
+        else
+            repos[nrepos++] = repo;
+    }
+    if (tokens_mint(&token, key, run, (const char *const *)repos, nrepos, (int64_t)ttl,
+                    (int64_t)time(NULL), &err) < 0) {
+        fprintf(stderr, "refgate token mint: %s\n", err.msg);
+        status = err.code == -EINVAL ? EXIT_USAGE : 1;
+        goto done;
+    }
+    if (printf("%s\n", token) < 0 || fflush(stdout) != 0) {
+        fprintf(stderr, "refgate token mint: cannot write the token to stdout\n");
+        goto done;
+    }
+    status = 0;
+done:
+    tokens_secret_free(token);
+    for (i = 0; i < nrepos; i++)
+        free(repos[i]);
+    tokens_key_free(key);
+    policy_config_free(cfg);
+    return status;
+}
+
+/* Read a token from stdin into buf (cap bytes); trailing whitespace is dropped. */
+static int read_stdin_token(char *buf, size_t cap)
+{
+    size_t len = 0;
+    ssize_t n;
+
+    for (;;) {
+        n = read(STDIN_FILENO, buf + len, cap - 1 - len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            fprintf(stderr, "refgate token revoke: reading stdin: %s\n", strerror(errno));
+            return -1;
+        }
+        if (n == 0)
+            break;
+        len += (size_t)n;
+        if (len == cap - 1) {
+            fprintf(stderr, "refgate token revoke: stdin holds more than a token (%d bytes)\n",
+                    TOKENS_MAX_LEN);
+            return -1;
+        }
+    }
+    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r' || buf[len - 1] == ' ' ||
+                       buf[len - 1] == '\t'))
+        len--;
+    buf[len] = '\0';
+    if (len == 0) {
+        fprintf(stderr, "refgate token revoke: no token on stdin\n");
+        return -1;
+    }
+    return 0;
+}
+
+static int token_revoke(int argc, char **argv)
+{
+    const char *config_path = NULL, *token_arg = NULL, *value = NULL;
+    char buf[TOKENS_MAX_LEN + 2], prefix[13];
+    policy_config *cfg = NULL;
+    tokens_key *key = NULL;
+    rg_error err = RG_ERROR_INIT;
+    int status = 1, m, argi;
+    const char *token;
+
+    for (argi = 1; argi < argc; argi++) {
+        if (is_help(argv[argi])) {
+            usage(stdout);
+            return 0;
+        }
+        if ((m = opt_value(&value, argc, argv, &argi, "--config")) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+            config_path = value;
+        } else if (argv[argi][0] == '-' && strcmp(argv[argi], "-") != 0) {
+            fprintf(stderr, "refgate token revoke: unknown option '%s'\n\n", safe_arg(argv[argi]));
+            usage(stderr);
+            return EXIT_USAGE;
+        } else if (token_arg != NULL) {
+            /* Do not echo it: the extra argument may well be a token. */
+            fprintf(stderr, "refgate token revoke: one token at a time\n");
+            return EXIT_USAGE;
+        } else {
+            token_arg = argv[argi];
+        }
+    }
+    if (config_path == NULL || token_arg == NULL) {
+        fprintf(stderr, "refgate token revoke: --config and a TOKEN (or -) are required\n\n");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    token = token_arg;
+    if (!strcmp(token_arg, "-")) {
+        if (read_stdin_token(buf, sizeof(buf)) < 0)
+            goto done;
+        token = buf;
+    }
+    tokens_hash_prefix(prefix, token);
+    if (load(&cfg, &key, config_path) < 0)
+        goto done;
+    if (tokens_revoke(key, cfg->state_dir, token, &err) < 0) {
+        fprintf(stderr, "refgate token revoke: token %s: %s\n", prefix, err.msg);
+        goto done;
+    }
+    printf("revoked %s\n", prefix);
+    status = fflush(stdout) == 0 ? 0 : 1;
+done:
+    explicit_bzero(buf, sizeof(buf));
+    tokens_key_free(key);
+    policy_config_free(cfg);
+    return status;
+}
+
+int cli_token(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (is_help(argv[1])) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "mint"))
+        return token_mint(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "revoke"))
+        return token_revoke(argc - 1, argv + 1);
+    fprintf(stderr, "refgate token: unknown subcommand '%s'\n\n", safe_arg(argv[1]));
+    usage(stderr);
+    return EXIT_USAGE;
+}

@@ -1,0 +1,20 @@
+/*
+ * What every request of a running gateway shares: the configuration, the
+ * token key and the audit log. Created by the server, read-only to requests
+ * (the audit log does its own locking).
+ */
+#ifndef RG_GATEWAY_CONTEXT_H
+#define RG_GATEWAY_CONTEXT_H
+
+#include "gateway/audit.h"
+#include "policy/config.h"
+#include "tokens/token.h"
+
+typedef struct gateway_ctx {
+    const policy_config *cfg;
+    tokens_key *key;
+    audit_log *audit;
+    char tmp_dir[4096]; /* <state_dir>/tmp: spools and quarantines */
+} gateway_ctx;
+
+#endif

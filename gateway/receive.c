@@ -1,0 +1,594 @@
+/*
+ * A push through the gateway, from the first body byte to the answer; see
+ * receive.h for the flow. Sections: state, policy, forwarding, body, answer.
+ */
+#include "gateway/receive.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include "gateway/inflate.h"
+#include "gateway/upstream.h"
+#include "git/push.h"
+#include "git/quarantine.h"
+#include "git/report.h"
+#include "policy/eval.h"
+#include "util/fs.h"
+
+/* ---------------------------------------------------------------- state */
+
+typedef enum body_mode {
+    MODE_HEADER,  /* still reading the command list */
+    MODE_STREAM,  /* pack bytes go straight to upstream */
+    MODE_SPOOL,   /* pack bytes go to disk and the quarantine */
+    MODE_DISCARD, /* nothing of the rest is needed */
+} body_mode;
+
+typedef struct ref_state {
+    policy_action action;
+    int needs_ancestry; /* an update whose class a rule cares about */
+    int classified;     /* action is known exactly (not "update or force") */
+    char note[256];     /* why ancestry could not be decided, if so */
+    policy_decision decision;
+    int allowed;
+    int forwarded;
+    char atomic_ref[256]; /* set when denied only because another ref was */
+} ref_state;
+
+struct gateway_receive {
+    const gateway_ctx *ctx;
+    gateway_route route;
+    const policy_upstream *up;
+    char *repo_dir;
+    char *run;
+    char token_hash[13];
+    char remote[64];
+    char push_id[17];
+
+    gateway_inflate *z;
+    uint64_t raw_bytes;
+    uint64_t decoded_bytes;
+    git_push_parser *parser;
+    const git_push_request *req;
+    ref_state *refs;
+    body_mode mode;
+    git_sideband_mode sideband;
+    int report_status;
+
+    upstream_push *upstream;
+    int upstream_failed;
+    rg_error upstream_err;
+    int send_pack;
+
+    int spool_fd;
+    git_quarantine *q;
+    int q_failed;
+    rg_error q_err;
+
+    int failed;
+    unsigned fail_status;
+    rg_error fail_err;
+};
+
+static int on_decoded(void *arg, const char *data, size_t len);
+
+static int fail(gateway_receive *r, unsigned status, int code, const char *msg)
+{
+    if (!r->failed) {
+        r->failed = 1;
+        r->fail_status = status;
+        rg_error_set(&r->fail_err, code, "%s", msg);
+    }
+    return code;
+}
+
+int gateway_receive_new(gateway_receive **out, const gateway_receive_info *info, rg_error *err)
+{
+    git_push_limits limits = GIT_PUSH_LIMITS_INIT;
+    gateway_receive *r;
+    unsigned char rnd[8];
+    int rc = -ENOMEM;
+
+    *out = NULL;
+    r = calloc(1, sizeof(*r));
+    if (r == NULL)
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    r->ctx = info->ctx;
+    r->route = *info->route;
+    r->up = info->upstream;
+    r->spool_fd = -1;
+    r->repo_dir = strdup(info->repo_dir);
+    r->run = strdup(info->claims->run ? info->claims->run : "");
+    snprintf(r->token_hash, sizeof(r->token_hash), "%s", info->token_hash);
+    snprintf(r->remote, sizeof(r->remote), "%s", info->remote ? info->remote : "");
+    if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+        memset(rnd, 0, sizeof(rnd));
+    for (size_t i = 0; i < sizeof(rnd); i++)
+        snprintf(r->push_id + 2 * i, 3, "%02x", rnd[i]);
+    if (r->repo_dir == NULL || r->run == NULL)
+        goto done;
+    if (git_push_parser_new(&r->parser, &limits) < 0)
+        goto done;
+    if (info->gzip &&
+        gateway_inflate_new(&r->z, r->ctx->cfg->max_body_bytes, on_decoded, r) < 0)
+        goto done;
+    rc = 0;
+done:
+    if (rc < 0) {
+        gateway_receive_free(r);
+        return rg_error_set(err, rc, "out of memory");
+    }
+    *out = r;
+    return 0;
+}
+
+/* --------------------------------------------------------------- policy */
+
+static const char *action_label(const ref_state *s)
+{
+    if (!s->classified)
+        return "update|force";
+    return policy_action_name(s->action);
+}
+
+/* Classify every command; mark the updates whose class a rule cares about. */
+static int classify(gateway_receive *r)
+{
+    const git_push_request *req = r->req;
+    policy_decision as_update, as_force;
+    int any = 0;
+
+    for (size_t i = 0; i < req->nupdates; i++) {
+        const git_ref_update *u = &req->updates[i];
+        ref_state *s = &r->refs[i];
+
+        s->classified = 1;
+        if (git_oid_hex_is_zero(u->old_id)) {
+            s->action = POLICY_ACTION_CREATE;
+        } else if (git_oid_hex_is_zero(u->new_id)) {
+            s->action = POLICY_ACTION_DELETE;
+        } else {
+            /* The protocol has no force bit: only ancestry tells, and
+             * computing it needs the pack. Ask the rules whether it matters. */
+            policy_eval(&as_update, r->ctx->cfg, r->route.repo, u->refname, POLICY_ACTION_UPDATE);
+            policy_eval(&as_force, r->ctx->cfg, r->route.repo, u->refname, POLICY_ACTION_FORCE);
+            s->action = POLICY_ACTION_UPDATE;
+            if (as_update.effect != as_force.effect ||
+                as_update.rule_index != as_force.rule_index ||
+                as_update.evaluate_matched != as_force.evaluate_matched ||
+                as_update.evaluate_effect != as_force.evaluate_effect) {
+                s->needs_ancestry = 1;
+                any = 1;
+            } else {
+                s->classified = 0;
+            }
+        }
+    }
+    return any;
+}
+
+/* Settle the updates that needed ancestry, from the quarantine. */
+static void resolve_ancestry(gateway_receive *r)
+{
+    for (size_t i = 0; i < r->req->nupdates; i++) {
+        const git_ref_update *u = &r->req->updates[i];
+        ref_state *s = &r->refs[i];
+        rg_error e = RG_ERROR_INIT;
+        int anc = 0;
+
+        if (!s->needs_ancestry)
+            continue;
+        if (r->q == NULL || r->q_failed) {
+            snprintf(s->note, sizeof(s->note), "ancestry undecidable (%s): treated as force",
+                     r->q_err.msg[0] ? r->q_err.msg : "no pack");
+            s->action = POLICY_ACTION_FORCE;
+        } else if (git_quarantine_is_ancestor(&anc, r->q, u->old_id, u->new_id, &e) < 0) {
+            snprintf(s->note, sizeof(s->note), "ancestry undecidable (%s): treated as force",
+                     e.msg);
+            s->action = POLICY_ACTION_FORCE;
+        } else {
+            s->action = anc ? POLICY_ACTION_UPDATE : POLICY_ACTION_FORCE;
+        }
+    }
+}
+
+static void decide_all(gateway_receive *r)
+{
+    const git_push_request *req = r->req;
+    const char *denied_ref = NULL;
+
+    for (size_t i = 0; i < req->nupdates; i++) {
+        ref_state *s = &r->refs[i];
+
+        policy_eval(&s->decision, r->ctx->cfg, r->route.repo, req->updates[i].refname, s->action);
+        s->allowed = s->decision.effect == POLICY_ALLOW;
+        if (!s->allowed && denied_ref == NULL)
+            denied_ref = req->updates[i].refname;
+    }
+    /* --atomic: one denied ref rejects every ref. */
+    if (denied_ref && git_push_has_cap(req, "atomic")) {
+        for (size_t i = 0; i < req->nupdates; i++) {
+            if (!r->refs[i].allowed)
+                continue;
+            r->refs[i].allowed = 0;
+            snprintf(r->refs[i].atomic_ref, sizeof(r->refs[i].atomic_ref), "%s", denied_ref);
+        }
+    }
+}
+
+/* ----------------------------------------------------------- forwarding */
+
+static void upstream_failed(gateway_receive *r, const rg_error *e)
+{
+    if (!r->upstream_failed) {
+        r->upstream_failed = 1;
+        r->upstream_err = *e;
+    }
+}
+
+/* Start upstream with the allowed commands; the pack follows if needed. */
+static int start_forward(gateway_receive *r)
+{
+    const git_push_request *req = r->req;
+    rg_buf header = RG_BUF_INIT(16 * 1024 * 1024);
+    rg_error e = RG_ERROR_INIT;
+    size_t *keep, nkeep = 0;
+    int rc = 0;
+
+    keep = calloc(req->nupdates ? req->nupdates : 1, sizeof(*keep));
+    if (keep == NULL)
+        return fail(r, 500, -ENOMEM, "out of memory");
+    r->send_pack = 0;
+    for (size_t i = 0; i < req->nupdates; i++) {
+        if (!r->refs[i].allowed)
+            continue;
+        keep[nkeep++] = i;
+        r->refs[i].forwarded = 1;
+        /* Upstream reads a pack unless every command it gets is a delete. */
+        if (!git_oid_hex_is_zero(req->updates[i].new_id))
+            r->send_pack = 1;
+    }
+    if (nkeep == 0) {
+        r->mode = MODE_DISCARD;
+        goto done;
+    }
+    rc = git_push_request_write(&header, req, keep, nkeep);
+    if (rc < 0) {
+        rc = fail(r, 500, rc, "cannot rewrite the command list");
+        goto done;
+    }
+    if (upstream_push_start(&r->upstream, r->up, r->repo_dir, r->sideband, &e) < 0 ||
+        upstream_push_write(r->upstream, header.data, header.len, &e) < 0)
+        upstream_failed(r, &e);
+    r->mode = (r->send_pack && !r->upstream_failed) ? MODE_STREAM : MODE_DISCARD;
+done:
+    rg_buf_free(&header);
+    free(keep);
+    return rc;
+}
+
+static int start_spool(gateway_receive *r)
+{
+    r->spool_fd = open(r->ctx->tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (r->spool_fd < 0)
+        return fail(r, 500, -errno, "cannot create a spool file for the pack");
+    if (git_quarantine_new(&r->q, r->repo_dir, r->ctx->tmp_dir, r->req->oid_hexlen, &r->q_err) <
+        0)
+        r->q_failed = 1;
+    r->mode = MODE_SPOOL;
+    return 0;
+}
+
+/* Send the spooled pack upstream once the decision is made. */
+static void send_spool(gateway_receive *r)
+{
+    char *chunk;
+    rg_error e = RG_ERROR_INIT;
+    ssize_t n;
+
+    chunk = malloc(1 << 20);
+    if (chunk == NULL || lseek(r->spool_fd, 0, SEEK_SET) < 0) {
+        rg_error_set(&e, RG_E_UPSTREAM, "cannot read the spooled pack");
+        upstream_failed(r, &e);
+        free(chunk);
+        return;
+    }
+    while ((n = read(r->spool_fd, chunk, 1 << 20)) > 0) {
+        if (upstream_push_write(r->upstream, chunk, (size_t)n, &e) < 0) {
+            upstream_failed(r, &e);
+            break;
+        }
+    }
+    free(chunk);
+}
+
+/* ----------------------------------------------------------------- body */
+
+static int header_done(gateway_receive *r)
+{
+    r->req = git_push_parser_request(r->parser);
+    if (git_push_has_cap(r->req, "side-band-64k"))
+        r->sideband = GIT_SIDEBAND_64K;
+    else if (git_push_has_cap(r->req, "side-band"))
+        r->sideband = GIT_SIDEBAND_1000;
+    r->report_status = git_push_has_cap(r->req, "report-status");
+    if (r->req->nupdates == 0) {
+        /* git's 4-byte probe before a large push: answer 200, do nothing. */
+        r->mode = MODE_DISCARD;
+        return 0;
+    }
+    r->refs = calloc(r->req->nupdates, sizeof(*r->refs));
+    if (r->refs == NULL)
+        return fail(r, 500, -ENOMEM, "out of memory");
+    if (classify(r))
+        return start_spool(r);
+    decide_all(r);
+    return start_forward(r);
+}
+
+static int on_pack(gateway_receive *r, const char *data, size_t len)
+{
+    rg_error e = RG_ERROR_INIT;
+    int rc;
+
+    switch (r->mode) {
+    case MODE_STREAM:
+        if (!r->upstream_failed && upstream_push_write(r->upstream, data, len, &e) < 0)
+            upstream_failed(r, &e);
+        return 0;
+    case MODE_SPOOL:
+        rc = rg_fs_write_all(r->spool_fd, data, len);
+        if (rc < 0)
+            return fail(r, 500, rc, "cannot spool the pack to disk");
+        if (r->q && !r->q_failed && git_quarantine_write(r->q, data, len, &r->q_err) < 0)
+            r->q_failed = 1;
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+static int on_decoded(void *arg, const char *data, size_t len)
+{
+    gateway_receive *r = arg;
+    rg_error e = RG_ERROR_INIT;
+    size_t consumed = 0;
+    int rc;
+
+    r->decoded_bytes += len;
+    if (r->decoded_bytes > r->ctx->cfg->max_body_bytes)
+        return fail(r, 413, RG_E_TOO_BIG, "push body larger than the configured max_body_bytes");
+    if (r->mode == MODE_HEADER) {
+        rc = git_push_parser_feed(r->parser, data, len, &consumed, &e);
+        if (rc < 0)
+            return fail(r, rc == RG_E_TOO_BIG ? 413 : 400, rc, e.msg);
+        if (rc == 0)
+            return 0;
+        rc = header_done(r);
+        if (rc < 0)
+            return rc;
+        data += consumed;
+        len -= consumed;
+    }
+    return len ? on_pack(r, data, len) : 0;
+}
+
+int gateway_receive_body(gateway_receive *r, const char *data, size_t len)
+{
+    rg_error e = RG_ERROR_INIT;
+    int rc;
+
+    if (r->failed)
+        return r->fail_err.code;
+    r->raw_bytes += len;
+    if (r->raw_bytes > r->ctx->cfg->max_body_bytes)
+        return fail(r, 413, RG_E_TOO_BIG, "push body larger than the configured max_body_bytes");
+    if (!r->z)
+        return on_decoded(r, data, len);
+    rc = gateway_inflate_feed(r->z, data, len, &e);
+    if (rc < 0 && !r->failed)
+        return fail(r, rc == RG_E_TOO_BIG ? 413 : 400, rc, e.msg);
+    return rc;
+}
+
+/* --------------------------------------------------------------- answer */
+
+static const git_ref_status *find_status(const git_report *rep, const char *ref)
+{
+    for (size_t i = 0; i < rep->nrefs; i++)
+        if (!strcmp(rep->refs[i].refname, ref))
+            return &rep->refs[i];
+    return NULL;
+}
+
+/* Printable, single-line text for report lines and the audit log. */
+static void one_line(char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            *s = ' ';
+}
+
+static int write_audit(gateway_receive *r, char (*reasons)[600], char (*outcomes)[600])
+{
+    const git_push_request *req = r->req;
+    audit_record *recs;
+    char (*evals)[300];
+    rg_error e = RG_ERROR_INIT;
+    int rc;
+
+    recs = calloc(req->nupdates, sizeof(*recs));
+    evals = calloc(req->nupdates, sizeof(*evals));
+    if (recs == NULL || evals == NULL) {
+        free(recs);
+        free(evals);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < req->nupdates; i++) {
+        const ref_state *s = &r->refs[i];
+
+        if (s->decision.evaluate_matched)
+            snprintf(evals[i], sizeof(evals[i]), "%s by %s",
+                     policy_effect_name(s->decision.evaluate_effect),
+                     s->decision.evaluate_rule_name);
+        recs[i] = (audit_record){
+            .push_id = r->push_id,
+            .run = r->run,
+            .token_hash = r->token_hash,
+            .remote = r->remote,
+            .repo = r->route.repo,
+            .ref = req->updates[i].refname,
+            .old_id = req->updates[i].old_id,
+            .new_id = req->updates[i].new_id,
+            .action = action_label(s),
+            .decision = s->allowed ? "allow" : "deny",
+            .rule = s->decision.rule_name,
+            .reason = reasons[i],
+            .outcome = outcomes[i],
+            .evaluate = s->decision.evaluate_matched ? evals[i] : NULL,
+        };
+    }
+    rc = audit_append_many(r->ctx->audit, recs, req->nupdates, &e);
+    if (rc < 0)
+        fprintf(stderr, "refgate: audit log append failed: %s\n", e.msg);
+    free(recs);
+    free(evals);
+    return rc;
+}
+
+static void error_response(rg_buf *response, unsigned *status, const char **ctype,
+                           unsigned code, const char *msg)
+{
+    rg_buf_reset(response);
+    rg_buf_printf(response, "refgate: %s\n", msg);
+    *status = code;
+    *ctype = "text/plain; charset=utf-8";
+}
+
+void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
+                         const char **content_type)
+{
+    git_report up_report = {0};
+    rg_buf progress = RG_BUF_INIT(UPSTREAM_PROGRESS_MAX);
+    git_ref_status *st = NULL;
+    char (*reasons)[600] = NULL, (*outcomes)[600] = NULL, (*errs)[600] = NULL;
+    char unpack[300] = "ok";
+    rg_error e = RG_ERROR_INIT;
+    const git_push_request *req;
+    int have_report = 0;
+
+    *status = 200;
+    *content_type = "application/x-git-receive-pack-result";
+    if (!r->failed && r->z && gateway_inflate_finish(r->z, &e) < 0)
+        fail(r, 400, RG_E_PROTOCOL, e.msg);
+    if (!r->failed && r->mode == MODE_HEADER)
+        fail(r, 400, RG_E_PROTOCOL, "the request ended before its command list did");
+    if (r->failed) {
+        error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
+        goto done;
+    }
+    req = r->req;
+    if (req->nupdates == 0)
+        goto done;
+
+    if (r->mode == MODE_SPOOL) {
+        if (r->q && !r->q_failed && git_quarantine_finish(r->q, &r->q_err) < 0)
+            r->q_failed = 1;
+        resolve_ancestry(r);
+        decide_all(r);
+        if (start_forward(r) < 0) {
+            error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
+            goto done;
+        }
+        if (r->upstream && r->send_pack && !r->upstream_failed)
+            send_spool(r);
+    }
+    if (r->upstream) {
+        if (upstream_push_finish(r->upstream, &up_report, &progress, &e) < 0)
+            upstream_failed(r, &e);
+        else
+            have_report = 1;
+    }
+
+    st = calloc(req->nupdates, sizeof(*st));
+    reasons = calloc(req->nupdates, sizeof(*reasons));
+    outcomes = calloc(req->nupdates, sizeof(*outcomes));
+    errs = calloc(req->nupdates, sizeof(*errs));
+    if (st == NULL || reasons == NULL || outcomes == NULL || errs == NULL) {
+        error_response(response, status, content_type, 500, "out of memory");
+        goto done;
+    }
+    if (have_report)
+        snprintf(unpack, sizeof(unpack), "%s", up_report.unpack ? up_report.unpack : "ok");
+    else if (r->upstream_failed)
+        snprintf(unpack, sizeof(unpack), "upstream: %s", r->upstream_err.msg);
+    one_line(unpack);
+    for (size_t i = 0; i < req->nupdates; i++) {
+        const ref_state *s = &r->refs[i];
+        const git_ref_status *us = have_report ? find_status(&up_report, req->updates[i].refname)
+                                               : NULL;
+
+        st[i].refname = req->updates[i].refname;
+        if (s->atomic_ref[0])
+            snprintf(reasons[i], sizeof(reasons[i]), "atomic push rejected because %s is denied",
+                     s->atomic_ref);
+        else
+            snprintf(reasons[i], sizeof(reasons[i]), "%s%s%s", s->decision.reason,
+                     s->note[0] && s->decision.reason[0] ? "; " : "", s->note);
+        one_line(reasons[i]);
+        if (!s->forwarded) {
+            snprintf(errs[i], sizeof(errs[i]), "policy: %s", reasons[i]);
+            snprintf(outcomes[i], sizeof(outcomes[i]), "rejected");
+        } else if (!have_report) {
+            snprintf(errs[i], sizeof(errs[i]), "upstream: %s", r->upstream_err.msg);
+            snprintf(outcomes[i], sizeof(outcomes[i]), "upstream error: %s", r->upstream_err.msg);
+        } else if (us == NULL) {
+            snprintf(errs[i], sizeof(errs[i]), "upstream: no status for this ref");
+            snprintf(outcomes[i], sizeof(outcomes[i]), "upstream error: no status for this ref");
+        } else if (us->error) {
+            snprintf(errs[i], sizeof(errs[i]), "%s", us->error);
+            snprintf(outcomes[i], sizeof(outcomes[i]), "forwarded: ng %s", us->error);
+        } else {
+            snprintf(outcomes[i], sizeof(outcomes[i]), "forwarded: ok");
+        }
+        one_line(errs[i]);
+        one_line(outcomes[i]);
+        st[i].error = errs[i][0] ? errs[i] : NULL;
+    }
+    /* Audit before answering: the pusher learns nothing the log lacks. */
+    write_audit(r, reasons, outcomes);
+    rg_buf_reset(response);
+    if (progress.len && r->sideband != GIT_SIDEBAND_NONE)
+        git_sideband_write(response, 2, progress.data, progress.len, r->sideband);
+    if (r->report_status)
+        git_report_write(response, unpack, st, req->nupdates, r->sideband);
+    else if (r->sideband != GIT_SIDEBAND_NONE)
+        rg_buf_append(response, "0000", 4);
+done:
+    git_report_free(&up_report);
+    rg_buf_free(&progress);
+    free(st);
+    free(reasons);
+    free(outcomes);
+    free(errs);
+}
+
+void gateway_receive_free(gateway_receive *r)
+{
+    if (r == NULL)
+        return;
+    upstream_push_free(r->upstream);
+    git_quarantine_free(r->q);
+    if (r->spool_fd >= 0)
+        close(r->spool_fd);
+    gateway_inflate_free(r->z);
+    git_push_parser_free(r->parser);
+    free(r->refs);
+    free(r->repo_dir);
+    free(r->run);
+    free(r);
+}

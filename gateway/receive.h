@@ -1,0 +1,59 @@
+/*
+ * One push (POST .../git-receive-pack) from the first body byte to the
+ * answer. The body streams through: the command list is parsed, every ref
+ * update classified (create, update, force, delete) and decided by policy
+ * before anything reaches upstream; the allowed commands are then forwarded
+ * with the pack and upstream's report merged with the gateway's own
+ * rejections into one report-status answer, audited before it is sent.
+ *
+ * When no rule needs to tell an update from a force, the pack streams
+ * straight to upstream as it arrives. When one does, the pack is spooled to
+ * disk and indexed in a quarantine so ancestry is computed, not guessed;
+ * what cannot be decided counts as a force (fail closed).
+ */
+#ifndef RG_GATEWAY_RECEIVE_H
+#define RG_GATEWAY_RECEIVE_H
+
+#include <stddef.h>
+
+#include "gateway/context.h"
+#include "gateway/route.h"
+#include "tokens/token.h"
+#include "util/buf.h"
+#include "util/error.h"
+
+typedef struct gateway_receive_info {
+    const gateway_ctx *ctx;
+    const gateway_route *route;
+    const policy_upstream *upstream;
+    const char *repo_dir;         /* local bare repository */
+    const tokens_claims *claims;  /* the authenticated run */
+    const char *token_hash;       /* tokens_hash_prefix() of its token */
+    const char *remote;           /* client address, for the audit log */
+    int gzip;                     /* Content-Encoding: gzip */
+} gateway_receive_info;
+
+typedef struct gateway_receive gateway_receive;
+
+/* The info is copied (strings included); nothing needs to outlive the call. */
+int gateway_receive_new(gateway_receive **out, const gateway_receive_info *info, rg_error *err);
+
+/*
+ * The next raw body bytes. A negative return means the request cannot go
+ * on (malformed, too large): answer with gateway_receive_end anyway, which
+ * turns the failure into an HTTP error.
+ */
+int gateway_receive_body(gateway_receive *r, const char *data, size_t len);
+
+/*
+ * The body is complete: decide what was not yet decided, forward, collect
+ * upstream's answer, write the audit records and build the response.
+ * *status is the HTTP status; *content_type its type.
+ */
+void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
+                         const char **content_type);
+
+/* Abort what is still running (a client that went away) and free. */
+void gateway_receive_free(gateway_receive *r);
+
+#endif

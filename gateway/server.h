@@ -1,0 +1,28 @@
+/*
+ * The HTTP side of the gateway: a libmicrohttpd daemon (a thread per
+ * connection, so a push may block on upstream without stalling others) on
+ * a socket the server binds itself, request validation with early returns,
+ * and graceful shutdown that lets in-flight pushes finish.
+ */
+#ifndef RG_GATEWAY_SERVER_H
+#define RG_GATEWAY_SERVER_H
+
+#include "policy/config.h"
+#include "util/error.h"
+
+typedef struct gateway_server gateway_server;
+
+/*
+ * Load the token key, open the audit log, bind cfg's listen address, start
+ * serving and write the base URL to <state_dir>/url. `cfg` must outlive the
+ * server.
+ */
+int gateway_server_start(gateway_server **out, const policy_config *cfg, rg_error *err);
+
+/* The base URL, e.g. "http://127.0.0.1:41234". */
+const char *gateway_server_url(const gateway_server *s);
+
+/* Stop accepting, let in-flight requests finish (bounded), stop and free. */
+void gateway_server_stop(gateway_server *s);
+
+#endif

@@ -1,0 +1,135 @@
+/*
+ * Directory diff: what a sandboxed run changed in its fork, as a patch that
+ * `git apply` applies to the original directory.
+ *
+ * refgate-run forks DIR into DIR.<N> and keeps .DIR.<N>.base beside it (DIR
+ * as it was at the fork). Both are read here as plain directories, never as
+ * repositories: every file is read with open(O_NOFOLLOW), symlinks are read
+ * with readlink and never followed, only regular files, symlinks and
+ * directories count (a FIFO or device is treated as absent), and `.git` is
+ * skipped at every level (with its case and NTFS variants). Nothing from the
+ * fork's .git -- config, hooks, attributes -- is ever read, and no git
+ * program is ever run, so nothing the run wrote there can execute.
+ *
+ * Which paths are hidden is decided by the base alone: its .gitignore files
+ * (nested ones too), its .git/info/exclude, and its .git/index (a tracked
+ * file stays visible even when a rule matches it, as in git). The same rules
+ * apply to both trees, so a run cannot hide a change by editing .gitignore;
+ * the user's global excludes file is not used, so the result does not depend
+ * on who runs the diff.
+ *
+ * The changed paths become two small git trees in a private object database
+ * (in memory; blobs are read back from the directories on demand and checked
+ * against their ids). Files that are byte-for-byte identical on both sides
+ * are left out of both trees without being hashed, which is what keeps a
+ * large tree fast; modification times are never trusted. libgit2 then diffs
+ * the trees without rename detection, so a type change prints as a deletion
+ * and an addition, exactly as git does.
+ */
+#ifndef RG_GIT_DIRDIFF_H
+#define RG_GIT_DIRDIFF_H
+
+#include <stddef.h>
+
+#include "util/buf.h"
+#include "util/error.h"
+
+typedef struct git_dirdiff git_dirdiff;
+
+typedef struct git_dirdiff_opts {
+    /* Parent of the short-lived private repository that holds the ignore
+     * machinery's state; NULL: $TMPDIR, else /tmp. Never the base or fork. */
+    const char *tmp_parent;
+    /* Deepest directory nesting read before failing; 0: 256. */
+    unsigned int max_depth;
+} git_dirdiff_opts;
+
+#define GIT_DIRDIFF_OPTS_INIT {NULL, 0}
+
+typedef enum git_dirdiff_status {
+    GIT_DIRDIFF_ADDED = 'A',
+    GIT_DIRDIFF_DELETED = 'D',
+    GIT_DIRDIFF_MODIFIED = 'M', /* content, mode or both */
+} git_dirdiff_status;
+
+/* One changed path. Modes are git's: 0100644, 0100755 or 0120000, 0 absent. */
+typedef struct git_dirdiff_change {
+    const char *path; /* '/'-separated, relative; owned by the diff */
+    git_dirdiff_status status;
+    unsigned int old_mode;
+    unsigned int new_mode;
+} git_dirdiff_change;
+
+/*
+ * Compare the directory `base` (the fork point) with `fork` and keep the
+ * result in *out (free with git_dirdiff_free). `opts` may be NULL. Fails
+ * with a message naming the path when a file cannot be read, a directory is
+ * nested deeper than opts->max_depth, or base and fork are the same.
+ */
+int git_dirdiff_new(git_dirdiff **out, const char *base, const char *fork,
+                    const git_dirdiff_opts *opts, rg_error *err);
+
+/* Number of changed paths; a type change counts twice (delete + add). */
+size_t git_dirdiff_count(const git_dirdiff *d);
+
+/* The i-th change in path order; -ERANGE when i >= count. */
+int git_dirdiff_get(git_dirdiff_change *out, const git_dirdiff *d, size_t i);
+
+/*
+ * Receives the patch in pieces, in order. Return 0 to go on; anything else
+ * stops the printing and is returned by git_dirdiff_print.
+ */
+typedef int (*git_dirdiff_write_fn)(const void *data, size_t len, void *payload);
+
+/*
+ * Write the patch: `diff --git a/<path> b/<path>` sections with modes,
+ * symlinks as links and binary files as git binary patches, so that
+ * `git apply` reproduces the fork from a copy of the base. Nothing is
+ * written when there are no changes.
+ */
+int git_dirdiff_print(git_dirdiff *d, git_dirdiff_write_fn write, void *payload, rg_error *err);
+
+/* The same patch appended to `out` (which keeps its cap). */
+int git_dirdiff_patch(rg_buf *out, git_dirdiff *d, rg_error *err);
+
+/* A `git diff --stat --summary` style summary, `width` columns (0: 80). */
+int git_dirdiff_stat(rg_buf *out, git_dirdiff *d, size_t width, rg_error *err);
+
+typedef enum git_dirdiff_outcome {
+    GIT_DIRDIFF_APPLIED, /* the original now has the fork's version */
+    GIT_DIRDIFF_ALREADY, /* the original already had the fork's version */
+    GIT_DIRDIFF_REFUSED, /* the original changed since the fork: left alone */
+} git_dirdiff_outcome;
+
+/* Told the outcome of each path as it is decided; `reason` is NULL unless
+ * refused. */
+typedef void (*git_dirdiff_apply_fn)(const char *path, git_dirdiff_outcome outcome,
+                                     const char *reason, void *payload);
+
+/*
+ * Apply the changes to the directory `original` by writing files directly
+ * (never through git, never through a symlink, never inside .git). Each
+ * path is applied only when the original still has exactly what the base
+ * has there (type, executable bit and content); otherwise it is refused and
+ * the rest go on. Deletions come first so type changes work; directories
+ * left empty by a deletion are removed, as git apply does. Each file is
+ * replaced by rename, so a reader sees the old or the new file. *refused
+ * gets the number of refused paths. A filesystem error stops the run
+ * (paths already reported as applied stay applied) and returns negative.
+ */
+int git_dirdiff_apply(size_t *refused, git_dirdiff *d, const char *original,
+                      git_dirdiff_apply_fn report, void *payload, rg_error *err);
+
+/* Free the diff and remove its private repository. Accepts NULL. */
+void git_dirdiff_free(git_dirdiff *d);
+
+/*
+ * refgate-run's naming: the base of FORK is `<dirname FORK>/.<basename
+ * FORK>.base` and the original is FORK without its trailing `.<N>`. Trailing
+ * slashes of `fork` are ignored. Appends to `out`; the original fails with
+ * -EINVAL when FORK does not end in `.<digits>`.
+ */
+int git_dirdiff_default_base(rg_buf *out, const char *fork, rg_error *err);
+int git_dirdiff_default_original(rg_buf *out, const char *fork, rg_error *err);
+
+#endif

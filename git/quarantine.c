@@ -1,0 +1,560 @@
+/*
+ * Pack quarantine; see quarantine.h.
+ *
+ * The pushed pack is indexed by git's own `git index-pack --stdin
+ * --fix-thin`, streamed into a child process as it arrives, writing only
+ * into a private directory created with mkdtemp (GIT_OBJECT_DIRECTORY),
+ * with the upstream's objects visible read-only as an alternate so thin
+ * deltas resolve. A child process, not libgit2's indexer, because libgit2
+ * 1.5.1's indexer spins forever, leaking memory, on a crafted pack that
+ * holds one object twice (see the duplicate-object test) — and the pusher
+ * chooses the pack. git index-pack rejects it at once, is the parser the
+ * upstream itself will run, and can be killed.
+ *
+ * The questions are then answered with libgit2 over an object database in
+ * which the upstream and the quarantined pack appear only as alternates, so
+ * nothing can be written anywhere. libgit2 1.5 reads only SHA-1 objects, so
+ * for SHA-256 repositories ancestry is asked of `git merge-base` instead,
+ * with the same read-only arrangement of object directories.
+ */
+#include "git/quarantine.h"
+#include "util/fs.h"
+#include "util/proc.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <git2.h>
+#include <git2/sys/odb_backend.h>
+
+/* libgit2 1.5 reads only SHA-1 repositories. */
+#define QUARANTINE_SHA1_HEXLEN   40
+#define QUARANTINE_SHA256_HEXLEN 64
+
+/* How long index-pack may take before it is killed and the pack refused. */
+#define QUARANTINE_INDEX_SECONDS 600
+
+/* What the child may say on stdout and stderr before the rest is dropped. */
+#define QUARANTINE_CHILD_OUTPUT_MAX (64 * 1024)
+
+/* The upstream's backends come first, so an object present in both is always read from there. */
+#define QUARANTINE_PACK_PRIORITY 0
+
+/* nftw may hold this many directory descriptors open at once. */
+#define QUARANTINE_NFTW_FDS 16
+
+enum quarantine_state {
+    QUARANTINE_OPEN,     /* accepting pack bytes */
+    QUARANTINE_FINISHED, /* the pack is indexed; questions may be asked */
+    QUARANTINE_FAILED,   /* an earlier step failed; everything else fails too */
+};
+
+struct git_quarantine {
+    enum quarantine_state state;
+    int libgit2_ready; /* git_libgit2_init() succeeded and needs its shutdown */
+    size_t hexlen;     /* 40 or 64 */
+    char *dir;         /* the quarantine directory, NULL until it exists */
+    char *objects;     /* <dir>/objects, where index-pack writes */
+    char *upstream;    /* the upstream git directory */
+    rg_proc indexer;   /* git index-pack, while the pack streams in */
+    git_odb *odb;      /* SHA-1: upstream objects and the pack, as alternates */
+    git_repository *repo; /* path-less, over odb, once finished */
+};
+
+/* ---------------------------------------------------------------------------
+ * Errors
+ * ------------------------------------------------------------------------- */
+
+/*
+ * Record the message of the libgit2 call that just failed. Allocation and
+ * I/O failures keep an errno-style code so callers can tell them from a bad
+ * pack; everything else gets `code`.
+ */
+static int quarantine_git_error(rg_error *err, int code, const char *what)
+{
+    const git_error *e = git_error_last();
+    const char *msg = e != NULL && e->message != NULL ? e->message : "unknown libgit2 error";
+
+    if (e != NULL && e->klass == GIT_ERROR_NOMEMORY)
+        code = -ENOMEM;
+    else if (e != NULL && e->klass == GIT_ERROR_OS)
+        code = -EIO;
+    return rg_error_set(err, code, "%s: %s", what, msg);
+}
+
+/* ---------------------------------------------------------------------------
+ * Removing the quarantine directory
+ * ------------------------------------------------------------------------- */
+
+/*
+ * remove() unlinks files and symbolic links themselves and rmdir()s
+ * directories; with FTW_PHYS a link is reported as a link and never followed,
+ * so nothing outside the quarantine can be touched.
+ */
+static int quarantine_remove_entry(const char *path, const struct stat *st, int flag,
+                                   struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void quarantine_remove_dir(const char *dir)
+{
+    nftw(dir, quarantine_remove_entry, QUARANTINE_NFTW_FDS, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+/* ---------------------------------------------------------------------------
+ * Setup
+ * ------------------------------------------------------------------------- */
+
+/*
+ * A SHA-256 upstream cannot be read by libgit2 1.5 even when the client
+ * claims SHA-1 ids, so look at its object format before trusting anything
+ * read from it.
+ */
+static int quarantine_check_format(const char *upstream_gitdir, rg_error *err)
+{
+    git_config *cfg = NULL;
+    git_buf fmt = GIT_BUF_INIT;
+    char path[PATH_MAX];
+    int rc = 0, grc;
+
+    if (snprintf(path, sizeof(path), "%s/config", upstream_gitdir) >= (int)sizeof(path))
+        return rg_error_set(err, -ENAMETOOLONG, "%s: path too long", upstream_gitdir);
+    if (git_config_open_ondisk(&cfg, path) < 0) {
+        rc = quarantine_git_error(err, RG_E_UPSTREAM, "reading the upstream configuration");
+        goto done;
+    }
+    grc = git_config_get_string_buf(&fmt, cfg, "extensions.objectformat");
+    if (grc == GIT_ENOTFOUND)
+        goto done;
+    if (grc < 0) {
+        rc = quarantine_git_error(err, RG_E_UPSTREAM, "reading extensions.objectformat");
+        goto done;
+    }
+    if (strcasecmp(fmt.ptr, "sha1") != 0)
+        rc = rg_error_set(err, RG_E_PROTOCOL,
+                          "%s uses object format %s; libgit2 1.5 cannot read SHA-256 objects",
+                          upstream_gitdir, fmt.ptr);
+done:
+    git_buf_dispose(&fmt);
+    git_config_free(cfg);
+    return rc;
+}
+
+/* The environment of every git child: nothing of the gateway's own but
+ * PATH, the quarantine as the only writable object directory. */
+static void quarantine_env(char **envp, char *bufs[3], const git_quarantine *q, int for_index)
+{
+    const char *path = getenv("PATH");
+
+    snprintf(bufs[0], PATH_MAX + 16, "PATH=%s", path ? path : "/usr/bin:/bin");
+    if (for_index) {
+        /* index-pack writes into GIT_OBJECT_DIRECTORY and reads thin-pack
+         * bases from the upstream as an alternate. */
+        snprintf(bufs[1], PATH_MAX + 32, "GIT_OBJECT_DIRECTORY=%s", q->objects);
+        snprintf(bufs[2], PATH_MAX + 48, "GIT_ALTERNATE_OBJECT_DIRECTORIES=%s/objects",
+                 q->upstream);
+    } else {
+        /* Readers see the upstream's objects first, the quarantine after. */
+        snprintf(bufs[1], PATH_MAX + 32, "LANG=C");
+        snprintf(bufs[2], PATH_MAX + 48, "GIT_ALTERNATE_OBJECT_DIRECTORIES=%s", q->objects);
+    }
+    envp[0] = bufs[0];
+    envp[1] = bufs[1];
+    envp[2] = bufs[2];
+    envp[3] = (char *)"GIT_CONFIG_NOSYSTEM=1";
+    envp[4] = (char *)"HOME=/nonexistent";
+    envp[5] = NULL;
+}
+
+static int quarantine_start_indexer(git_quarantine *q, rg_error *err)
+{
+    char gitdir[PATH_MAX + 16], b0[PATH_MAX + 16], b1[PATH_MAX + 32], b2[PATH_MAX + 48];
+    char *bufs[3] = {b0, b1, b2}, *envp[6];
+    const char *argv[] = {"git", gitdir, "index-pack", "--stdin", "--fix-thin", NULL};
+
+    snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", q->upstream);
+    quarantine_env(envp, bufs, q, 1);
+    return rg_proc_spawn(&q->indexer, argv, (const char *const *)envp, NULL,
+                         RG_PROC_STDIN | RG_PROC_STDOUT | RG_PROC_STDERR, err);
+}
+
+int git_quarantine_new(git_quarantine **out, const char *upstream_gitdir, const char *tmp_parent,
+                       size_t oid_hexlen, rg_error *err)
+{
+    git_quarantine *q = NULL;
+    char objects[PATH_MAX];
+    struct stat st;
+    int rc = 0;
+
+    *out = NULL;
+    if (oid_hexlen != QUARANTINE_SHA1_HEXLEN && oid_hexlen != QUARANTINE_SHA256_HEXLEN)
+        return rg_error_set(err, -EINVAL, "object ids of %zu hex digits are not SHA-1 or SHA-256",
+                            oid_hexlen);
+    if (snprintf(objects, sizeof(objects), "%s/objects", upstream_gitdir) >= (int)sizeof(objects))
+        return rg_error_set(err, -ENAMETOOLONG, "%s: path too long", upstream_gitdir);
+    /* An alternate that does not exist is silently skipped; a typo must not look empty. */
+    if (stat(objects, &st) < 0)
+        return rg_error_set(err, -errno, "%s: %s", objects, strerror(errno));
+    if (!S_ISDIR(st.st_mode))
+        return rg_error_set(err, -ENOTDIR, "%s: not a directory", objects);
+
+    q = calloc(1, sizeof(*q));
+    if (q == NULL)
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    q->state = QUARANTINE_FAILED;
+    q->hexlen = oid_hexlen;
+    q->indexer = (rg_proc)RG_PROC_INIT;
+
+    /* libgit2 counts its initialisations; git_quarantine_free() balances this one. */
+    if (git_libgit2_init() < 0) {
+        rc = quarantine_git_error(err, -ENOMEM, "initialising libgit2");
+        goto done;
+    }
+    q->libgit2_ready = 1;
+    /* git_error_last() is per thread; a stale message must not be reported as ours. */
+    git_error_clear();
+
+    /* The repository's own format decides, whatever ids the client sent. */
+    if (oid_hexlen == QUARANTINE_SHA1_HEXLEN) {
+        rc = quarantine_check_format(upstream_gitdir, err);
+        if (rc < 0)
+            goto done;
+    }
+    q->upstream = strdup(upstream_gitdir);
+    if (q->upstream == NULL || asprintf(&q->dir, "%s/rg-quarantine-XXXXXX", tmp_parent) < 0) {
+        q->dir = NULL;
+        rc = rg_error_set(err, -ENOMEM, "out of memory");
+        goto done;
+    }
+    /* mkdtemp creates the directory 0700, so no other user can read or plant files in it. */
+    if (mkdtemp(q->dir) == NULL) {
+        rc = rg_error_set(err, -errno, "%s: %s", q->dir, strerror(errno));
+        free(q->dir);
+        q->dir = NULL;
+        goto done;
+    }
+    if (asprintf(&q->objects, "%s/objects", q->dir) < 0) {
+        q->objects = NULL;
+        rc = rg_error_set(err, -ENOMEM, "out of memory");
+        goto done;
+    }
+    snprintf(objects, sizeof(objects), "%s/pack", q->objects);
+    rc = rg_fs_mkdir_p(objects, 0700, err);
+    if (rc < 0)
+        goto done;
+    rc = quarantine_start_indexer(q, err);
+    if (rc < 0)
+        goto done;
+    q->state = QUARANTINE_OPEN;
+    *out = q;
+    q = NULL;
+done:
+    git_quarantine_free(q);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------
+ * Receiving the pack
+ * ------------------------------------------------------------------------- */
+
+static int quarantine_check_open(git_quarantine *q, rg_error *err)
+{
+    if (q->state == QUARANTINE_FAILED)
+        return rg_error_set(err, RG_E_PROTOCOL, "the pack was already rejected");
+    if (q->state == QUARANTINE_FINISHED)
+        return rg_error_set(err, -EINVAL, "the pack is already complete");
+    return 0;
+}
+
+int git_quarantine_write(git_quarantine *q, const void *data, size_t len, rg_error *err)
+{
+    int rc;
+
+    rc = quarantine_check_open(q, err);
+    if (rc < 0)
+        return rc;
+    /* A write fails (EPIPE) only when index-pack has already given up on
+     * the pack; finish reports why. */
+    rc = rg_fs_write_all(q->indexer.in_fd, data, len);
+    if (rc < 0) {
+        q->state = QUARANTINE_FAILED;
+        return rg_error_set(err, RG_E_PROTOCOL, "bad pack: the indexer stopped reading (%s)",
+                            strerror(-rc));
+    }
+    return 0;
+}
+
+/* Wait for index-pack, killing it when it overstays. *status as rg_proc_wait. */
+static int quarantine_wait_indexer(git_quarantine *q, int *status)
+{
+    time_t deadline = time(NULL) + QUARANTINE_INDEX_SECONDS;
+    int st;
+    pid_t r;
+
+    while ((r = waitpid(q->indexer.pid, &st, WNOHANG)) == 0 && time(NULL) < deadline)
+        usleep(10 * 1000);
+    if (r == 0) {
+        rg_proc_kill(&q->indexer);
+        return -ETIMEDOUT;
+    }
+    q->indexer.pid = -1;
+    rg_proc_wait(&q->indexer, NULL);
+    if (r < 0)
+        return -errno;
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return 0;
+}
+
+/* The last line a child wrote, made printable, for error messages. */
+static void quarantine_last_line(char *out, size_t outsz, const rg_buf *b)
+{
+    size_t end = b->len, start, n, i;
+
+    out[0] = '\0';
+    while (end > 0 && (b->data[end - 1] == '\n' || b->data[end - 1] == '\r'))
+        end--;
+    for (start = end; start > 0 && b->data[start - 1] != '\n'; start--)
+        ;
+    n = end - start < outsz - 1 ? end - start : outsz - 1;
+    for (i = 0; i < n; i++)
+        out[i] = (b->data[start + i] >= 0x20 && b->data[start + i] < 0x7f) ? b->data[start + i]
+                                                                         : '?';
+    out[n] = '\0';
+}
+
+int git_quarantine_finish(git_quarantine *q, rg_error *err)
+{
+    rg_buf out = RG_BUF_INIT(QUARANTINE_CHILD_OUTPUT_MAX);
+    rg_buf errout = RG_BUF_INIT(QUARANTINE_CHILD_OUTPUT_MAX);
+    git_odb_backend *pack = NULL;
+    char idx[PATH_MAX], why[256], name[80];
+    int rc, status = -1;
+
+    rc = quarantine_check_open(q, err);
+    if (rc < 0)
+        return rc;
+    q->state = QUARANTINE_FAILED;
+    git_error_clear();
+
+    /* End of input: index-pack resolves every delta, copying thin-pack
+     * bases from the upstream into the quarantined pack. */
+    close(q->indexer.in_fd);
+    q->indexer.in_fd = -1;
+    rg_proc_drain(&q->indexer, &out, &errout, NULL);
+    rc = quarantine_wait_indexer(q, &status);
+    if (rc == -ETIMEDOUT) {
+        rc = rg_error_set(err, RG_E_PROTOCOL, "bad pack: indexing took over %d s",
+                          QUARANTINE_INDEX_SECONDS);
+        goto done;
+    }
+    quarantine_last_line(why, sizeof(why), &errout);
+    if (rc < 0 || status != 0 || out.data == NULL ||
+        sscanf(out.data, "pack\t%70[0-9a-f]", name) != 1) {
+        rc = rg_error_set(err, RG_E_PROTOCOL, "bad pack: %s", why[0] ? why : "index-pack failed");
+        goto done;
+    }
+    if (q->hexlen == QUARANTINE_SHA1_HEXLEN) {
+        snprintf(idx, sizeof(idx), "%s/objects", q->upstream);
+        /* Both as alternates: no backend here can ever be written to. */
+        if (git_odb_new(&q->odb) < 0 || git_odb_add_disk_alternate(q->odb, idx) < 0) {
+            rc = quarantine_git_error(err, RG_E_UPSTREAM, "opening the upstream objects");
+            goto done;
+        }
+        snprintf(idx, sizeof(idx), "%s/pack/pack-%s.idx", q->objects, name);
+        if (git_odb_backend_one_pack(&pack, idx) < 0) {
+            rc = quarantine_git_error(err, -EIO, "opening the quarantined pack");
+            goto done;
+        }
+        if (git_odb_add_alternate(q->odb, pack, QUARANTINE_PACK_PRIORITY) < 0) {
+            pack->free(pack);
+            rc = quarantine_git_error(err, -ENOMEM, "opening the quarantined pack");
+            goto done;
+        }
+        if (git_repository_wrap_odb(&q->repo, q->odb) < 0) {
+            rc = quarantine_git_error(err, -ENOMEM, "opening the quarantined objects");
+            goto done;
+        }
+    }
+    q->state = QUARANTINE_FINISHED;
+    rc = 0;
+done:
+    rg_buf_free(&out);
+    rg_buf_free(&errout);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------
+ * Ancestry
+ * ------------------------------------------------------------------------- */
+
+/* Parse a full-length id: libgit2 would read a prefix of a longer string without complaint. */
+static int quarantine_parse_oid(git_oid *out, const char *hex, rg_error *err)
+{
+    size_t i;
+
+    for (i = 0; hex[i] != '\0' && i <= QUARANTINE_SHA1_HEXLEN; i++) {
+        if (!isxdigit((unsigned char)hex[i]))
+            return rg_error_set(err, RG_E_PROTOCOL, "object id \"%.*s\" is not hexadecimal",
+                                QUARANTINE_SHA1_HEXLEN, hex);
+    }
+    if (i != QUARANTINE_SHA1_HEXLEN)
+        return rg_error_set(err, RG_E_PROTOCOL, "object id \"%.*s\" is not %d hex digits",
+                            QUARANTINE_SHA1_HEXLEN, hex, QUARANTINE_SHA1_HEXLEN);
+    if (git_oid_fromstr(out, hex) < 0)
+        return quarantine_git_error(err, RG_E_PROTOCOL, "parsing an object id");
+    return 0;
+}
+
+/* Fails unless `id` names a commit in the upstream or the pack; a tag is not peeled. */
+static int quarantine_require_commit(git_quarantine *q, const git_oid *id, const char *hex,
+                                     rg_error *err)
+{
+    git_object_t type;
+    size_t len;
+    int grc;
+
+    grc = git_odb_read_header(&len, &type, q->odb, id);
+    if (grc == GIT_ENOTFOUND)
+        return rg_error_set(err, RG_E_PROTOCOL,
+                            "object %s is neither in the upstream nor in the pushed pack", hex);
+    if (grc < 0)
+        return quarantine_git_error(err, RG_E_PROTOCOL, "reading an object");
+    if (type != GIT_OBJECT_COMMIT)
+        return rg_error_set(err, RG_E_PROTOCOL, "object %s is a %s, not a commit", hex,
+                            git_object_type2string(type));
+    return 0;
+}
+
+/* Run a read-only git command over the upstream and the quarantine. */
+static int quarantine_git(int *status, rg_buf *out, git_quarantine *q, const char *const *args,
+                          rg_error *err)
+{
+    char gitdir[PATH_MAX + 16], b0[PATH_MAX + 16], b1[PATH_MAX + 32], b2[PATH_MAX + 48];
+    char *bufs[3] = {b0, b1, b2}, *envp[6];
+    const char *argv[12] = {"git", gitdir};
+    size_t n = 2;
+
+    for (; *args && n < 11; args++)
+        argv[n++] = *args;
+    argv[n] = NULL;
+    snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", q->upstream);
+    quarantine_env(envp, bufs, q, 0);
+    return rg_proc_run(status, out, NULL, argv, (const char *const *)envp, NULL, err);
+}
+
+/* SHA-256: the same questions, asked of git (libgit2 1.5 cannot read the objects). */
+static int quarantine_is_ancestor_git(int *out, git_quarantine *q, const char *ancestor_hex,
+                                      const char *descendant_hex, rg_error *err)
+{
+    const char *hexes[2] = {ancestor_hex, descendant_hex};
+    int status = -1, rc;
+
+    for (int i = 0; i < 2; i++) {
+        const char *args[] = {"cat-file", "-t", hexes[i], NULL};
+        rg_buf type = RG_BUF_INIT(64);
+        size_t len = strlen(hexes[i]);
+
+        for (size_t j = 0; j < len; j++)
+            if (!isxdigit((unsigned char)hexes[i][j]))
+                len = 0;
+        if (len != q->hexlen)
+            return rg_error_set(err, RG_E_PROTOCOL, "object id \"%.64s\" is not %zu hex digits",
+                                hexes[i], q->hexlen);
+        rc = quarantine_git(&status, &type, q, args, err);
+        if (rc == 0 && (status != 0 || type.data == NULL))
+            rc = rg_error_set(err, RG_E_PROTOCOL,
+                              "object %s is neither in the upstream nor in the pushed pack",
+                              hexes[i]);
+        else if (rc == 0 && strcmp(type.data, "commit\n") != 0)
+            rc = rg_error_set(err, RG_E_PROTOCOL, "object %s is a %.*s, not a commit", hexes[i],
+                              (int)strcspn(type.data, "\n"), type.data);
+        rg_buf_free(&type);
+        if (rc < 0)
+            return rc;
+    }
+    if (!strcmp(ancestor_hex, descendant_hex)) {
+        *out = 1;
+        return 0;
+    }
+    {
+        const char *args[] = {"merge-base", "--is-ancestor", ancestor_hex, descendant_hex, NULL};
+        rc = quarantine_git(&status, NULL, q, args, err);
+    }
+    if (rc < 0)
+        return rc;
+    /* 0: ancestor, 1: not; anything else (a broken history) fails closed. */
+    if (status != 0 && status != 1)
+        return rg_error_set(err, RG_E_PROTOCOL, "walking the history failed (git status %d)",
+                            status);
+    *out = status == 0;
+    return 0;
+}
+
+int git_quarantine_is_ancestor(int *out, git_quarantine *q, const char *ancestor_hex,
+                               const char *descendant_hex, rg_error *err)
+{
+    git_oid ancestor, descendant;
+    int rc, grc;
+
+    *out = 0;
+    if (q->state != QUARANTINE_FINISHED)
+        return rg_error_set(err, -EINVAL, "the pack is not complete");
+    if (q->hexlen == QUARANTINE_SHA256_HEXLEN)
+        return quarantine_is_ancestor_git(out, q, ancestor_hex, descendant_hex, err);
+    git_error_clear();
+    if ((rc = quarantine_parse_oid(&ancestor, ancestor_hex, err)) < 0 ||
+        (rc = quarantine_parse_oid(&descendant, descendant_hex, err)) < 0 ||
+        (rc = quarantine_require_commit(q, &ancestor, ancestor_hex, err)) < 0 ||
+        (rc = quarantine_require_commit(q, &descendant, descendant_hex, err)) < 0)
+        return rc;
+
+    /* git_graph_descendant_of() answers 0 for a commit and itself. */
+    if (git_oid_equal(&ancestor, &descendant)) {
+        *out = 1;
+        return 0;
+    }
+    /* A history with a missing parent fails here rather than answering "not an ancestor". */
+    grc = git_graph_descendant_of(q->repo, &descendant, &ancestor);
+    if (grc < 0)
+        return quarantine_git_error(err, RG_E_PROTOCOL, "walking the history");
+    *out = grc > 0;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Teardown
+ * ------------------------------------------------------------------------- */
+
+void git_quarantine_free(git_quarantine *q)
+{
+    if (q == NULL)
+        return;
+    /* Close every descriptor and mapping into the directory before removing it. */
+    rg_proc_kill(&q->indexer);
+    git_repository_free(q->repo);
+    git_odb_free(q->odb);
+    if (q->dir != NULL) {
+        quarantine_remove_dir(q->dir);
+        free(q->dir);
+    }
+    free(q->objects);
+    free(q->upstream);
+    if (q->libgit2_ready)
+        git_libgit2_shutdown();
+    free(q);
+}

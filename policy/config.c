@@ -1,0 +1,1120 @@
+/*
+ * Loading the gateway's JSON configuration into the read-only model of
+ * config.h. Validation is strict on purpose: an unknown key, a pattern that
+ * can never match or an upstream directory that is not there is an error at
+ * startup, because a typo that silently drops a deny rule is worse than a
+ * gateway that refuses to start. Every message names the file, the key path
+ * (`rules[2].actions[1]`) and what is wrong with it.
+ */
+#include "policy/config.h"
+#include "policy/eval.h"
+
+#include <arpa/inet.h>
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "util/buf.h"
+#include "util/fs.h"
+
+/* A config is a page of JSON; anything near this size is not one. */
+#define CONFIG_MAX_BYTES (16u * 1024 * 1024)
+
+#define DEFAULT_LISTEN_HOST "127.0.0.1"
+#define DEFAULT_LISTEN_PORT 8470
+#define DEFAULT_MAX_BODY    ((uint64_t)2 * 1024 * 1024 * 1024)
+
+/*
+ * Names and reasons end up in ng lines, audit records and terminals, so
+ * they are kept to one short line of printable text.
+ */
+#define NAME_MAX_LEN   100
+#define REASON_MAX_LEN 256
+#define HOST_MAX_LEN   100
+
+#define KEYPATH_MAX 160
+
+typedef struct parse_ctx {
+    const char *file; /* as the caller named it: what the user will recognise */
+    const char *dir;  /* absolute directory relative paths start from */
+    rg_error *err;
+} parse_ctx;
+
+/* ------------------------------------------------------------------------ */
+/* Names                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static const struct {
+    const char *name;
+    policy_action action;
+} actions[] = {
+    {"create", POLICY_ACTION_CREATE},
+    {"update", POLICY_ACTION_UPDATE},
+    {"force", POLICY_ACTION_FORCE},
+    {"delete", POLICY_ACTION_DELETE},
+};
+
+const char *policy_action_name(policy_action a)
+{
+    size_t i;
+
+    for (i = 0; i < sizeof(actions) / sizeof(actions[0]); i++)
+        if (actions[i].action == a)
+            return actions[i].name;
+    return "unknown";
+}
+
+const char *policy_effect_name(policy_effect e)
+{
+    switch (e) {
+    case POLICY_ALLOW:
+        return "allow";
+    case POLICY_ASK:
+        return "ask";
+    case POLICY_DENY:
+        return "deny";
+    }
+    return "unknown";
+}
+
+static int effect_from_name(policy_effect *out, const char *s)
+{
+    if (!strcmp(s, "allow"))
+        *out = POLICY_ALLOW;
+    else if (!strcmp(s, "ask"))
+        *out = POLICY_ASK;
+    else if (!strcmp(s, "deny"))
+        *out = POLICY_DENY;
+    else
+        return -1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Record "<file>: <key>: <problem>" (no key for whole-file problems). */
+static int fail(const parse_ctx *ctx, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static int fail(const parse_ctx *ctx, const char *key, const char *fmt, ...)
+{
+    char problem[400];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(problem, sizeof(problem), fmt, ap);
+    va_end(ap);
+    if (key == NULL || *key == '\0')
+        return rg_error_set(ctx->err, RG_E_CONFIG, "%s: %s", ctx->file, problem);
+    return rg_error_set(ctx->err, RG_E_CONFIG, "%s: %s: %s", ctx->file, key, problem);
+}
+
+static int fail_oom(const parse_ctx *ctx)
+{
+    return rg_error_set(ctx->err, -ENOMEM, "%s: out of memory", ctx->file);
+}
+
+static const char *json_kind(const json_t *v)
+{
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        return "an object";
+    case JSON_ARRAY:
+        return "an array";
+    case JSON_STRING:
+        return "a string";
+    case JSON_INTEGER:
+        return "an integer";
+    case JSON_REAL:
+        return "a number";
+    case JSON_TRUE:
+    case JSON_FALSE:
+        return "a boolean";
+    case JSON_NULL:
+        return "null";
+    }
+    return "something else";
+}
+
+static int fail_type(const parse_ctx *ctx, const char *key, const char *want, const json_t *v)
+{
+    return fail(ctx, key, "expected %s, got %s", want, json_kind(v));
+}
+
+static void keypath_key(char *out, const char *parent, const char *key)
+{
+    if (parent == NULL || *parent == '\0')
+        snprintf(out, KEYPATH_MAX, "%s", key);
+    else
+        snprintf(out, KEYPATH_MAX, "%s.%s", parent, key);
+}
+
+static void keypath_index(char *out, const char *parent, size_t i)
+{
+    snprintf(out, KEYPATH_MAX, "%s[%zu]", parent, i);
+}
+
+/*
+ * Refuse keys not in `allowed` (NULL-terminated), so that a misspelt
+ * selector is an error rather than a rule that matches more than meant.
+ */
+static int check_keys(const parse_ctx *ctx, const json_t *obj, const char *parent,
+                      const char *const *allowed, const char *expected)
+{
+    char kp[KEYPATH_MAX];
+    const char *key;
+    json_t *v;
+    size_t i;
+
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        for (i = 0; allowed[i] != NULL; i++)
+            if (!strcmp(key, allowed[i]))
+                break;
+        if (allowed[i] == NULL) {
+            keypath_key(kp, parent, key);
+            return fail(ctx, kp, "unknown key (expected %s)", expected);
+        }
+    }
+    return 0;
+}
+
+/* 1 when s has no control characters: it may be shown on one line. */
+static int is_one_line(const char *s)
+{
+    for (; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return 0;
+    return 1;
+}
+
+/*
+ * The string at obj[key] in *out (borrowed from obj), or NULL when absent
+ * and not required. Empty strings are refused: every string key names
+ * something, and "" is always a mistake.
+ */
+static int get_string(const char **out, const parse_ctx *ctx, const json_t *obj, const char *parent,
+                      const char *key, int required, const char *hint)
+{
+    char kp[KEYPATH_MAX];
+    json_t *v = json_object_get(obj, key);
+
+    *out = NULL;
+    keypath_key(kp, parent, key);
+    if (v == NULL) {
+        if (required)
+            return fail(ctx, kp, "required key is missing%s%s", hint ? " " : "", hint ? hint : "");
+        return 0;
+    }
+    if (!json_is_string(v))
+        return fail_type(ctx, kp, "a string", v);
+    if (json_string_length(v) == 0)
+        return fail(ctx, kp, "must not be empty");
+    *out = json_string_value(v);
+    return 0;
+}
+
+static int dup_string(char **out, const parse_ctx *ctx, const char *s)
+{
+    *out = strdup(s);
+    return *out ? 0 : fail_oom(ctx);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Paths                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Remove `.`, `..` and empty segments from absolute path p, in place. The
+ * output never passes the input: each segment is written with its leading
+ * slash over bytes already read.
+ */
+static void path_normalize(char *p)
+{
+    char *out = p; /* end of the output so far: "" or "/a/b" */
+    const char *in = p, *seg;
+    size_t len;
+
+    while (*in) {
+        while (*in == '/')
+            in++;
+        seg = in;
+        len = strcspn(in, "/");
+        in += len;
+        if (len == 0 || (len == 1 && seg[0] == '.'))
+            continue;
+        if (len == 2 && seg[0] == '.' && seg[1] == '.') {
+            /* Drop the last "/name"; ".." at the root stays at the root. */
+            while (out > p && *--out != '/')
+                ;
+            continue;
+        }
+        *out++ = '/';
+        memmove(out, seg, len);
+        out += len;
+    }
+    if (out == p)
+        *out++ = '/';
+    *out = '\0';
+}
+
+/* `rel` joined onto absolute `base` unless it is absolute itself; malloc'd. */
+static char *path_join(const char *base, const char *rel)
+{
+    size_t blen = strlen(base), rlen = strlen(rel);
+    char *p;
+
+    if (rel[0] == '/')
+        return strdup(rel);
+    p = malloc(blen + rlen + 2);
+    if (p == NULL)
+        return NULL;
+    memcpy(p, base, blen);
+    p[blen] = '/';
+    memcpy(p + blen + 1, rel, rlen + 1);
+    return p;
+}
+
+/*
+ * The absolute form of `rel` against `base`: resolved through symlinks when
+ * it exists (so two spellings of one directory compare equal), tidied
+ * lexically when it does not yet (a state directory is created later).
+ * *out is malloc'd; returns 0 or -ENOMEM.
+ */
+static int path_absolute(char **out, const char *base, const char *rel)
+{
+    char *joined = path_join(base, rel);
+    char *real;
+
+    *out = NULL;
+    if (joined == NULL)
+        return -ENOMEM;
+    real = realpath(joined, NULL);
+    if (real != NULL) {
+        free(joined);
+        *out = real;
+        return 0;
+    }
+    path_normalize(joined);
+    *out = joined;
+    return 0;
+}
+
+/*
+ * Work out the absolute file name and its directory. The directory is
+ * resolved, the file name is not, so a config that is a symlink still
+ * takes its relative paths from where the user put it.
+ */
+static int config_locate(char **out_path, char **out_dir, const char *path, rg_error *err)
+{
+    char *cwd = NULL, *dir = NULL, *dirpart = NULL, *abs = NULL;
+    const char *slash = strrchr(path, '/'), *base;
+    int rc = 0;
+
+    *out_path = NULL;
+    *out_dir = NULL;
+    cwd = getcwd(NULL, 0);
+    if (cwd == NULL) {
+        rc = rg_error_set(err, -errno, "%s: cannot find the current directory: %s", path,
+                          strerror(errno));
+        goto done;
+    }
+    if (slash == NULL) {
+        dirpart = strdup(".");
+        base = path;
+    } else {
+        dirpart = strndup(path, slash == path ? 1 : (size_t)(slash - path));
+        base = slash + 1;
+    }
+    if (dirpart == NULL || path_absolute(&dir, cwd, dirpart) < 0)
+        goto oom;
+    abs = malloc(strlen(dir) + strlen(base) + 2);
+    if (abs == NULL)
+        goto oom;
+    sprintf(abs, "%s%s%s", dir, strcmp(dir, "/") ? "/" : "", base);
+    *out_path = abs;
+    *out_dir = dir;
+    abs = NULL;
+    dir = NULL;
+    goto done;
+oom:
+    rc = rg_error_set(err, -ENOMEM, "%s: out of memory", path);
+done:
+    free(cwd);
+    free(dirpart);
+    free(dir);
+    free(abs);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Top-level scalars                                                        */
+/* ------------------------------------------------------------------------ */
+
+static int parse_port(unsigned *out, const char *s)
+{
+    unsigned long v = 0;
+    size_t n = 0;
+
+    for (; s[n] >= '0' && s[n] <= '9'; n++) {
+        v = v * 10 + (unsigned long)(s[n] - '0');
+        if (v > 65535)
+            return -1;
+    }
+    if (n == 0 || s[n] != '\0')
+        return -1;
+    *out = (unsigned)v;
+    return 0;
+}
+
+/*
+ * "host:port" with a numeric IPv4 host or "[v6]:port". Names such as
+ * localhost are refused: they may resolve to several addresses, and which
+ * one the gateway binds should not depend on the resolver.
+ */
+static int parse_listen(policy_config *cfg, const parse_ctx *ctx, const char *s)
+{
+    const char *colon, *hstart;
+    unsigned char addr[16];
+    char host[64];
+    size_t hlen;
+
+    if (s[0] == '[') {
+        const char *close = strchr(s, ']');
+
+        if (close == NULL || close[1] != ':')
+            return fail(ctx, "listen", "\"%s\" is not host:port (write [::1]:8470)", s);
+        hstart = s + 1;
+        hlen = (size_t)(close - hstart);
+        colon = close + 1;
+        if (hlen >= sizeof(host))
+            return fail(ctx, "listen", "\"%s\": not an IPv6 address", s);
+        memcpy(host, hstart, hlen);
+        host[hlen] = '\0';
+        if (inet_pton(AF_INET6, host, addr) != 1)
+            return fail(ctx, "listen", "\"%s\": \"%s\" is not an IPv6 address", s, host);
+    } else {
+        colon = strrchr(s, ':');
+        if (colon == NULL)
+            return fail(ctx, "listen", "\"%s\" is not host:port (write 127.0.0.1:8470)", s);
+        hlen = (size_t)(colon - s);
+        if (memchr(s, ':', hlen) != NULL)
+            return fail(ctx, "listen", "\"%s\": put an IPv6 address in brackets, as in [::1]:8470",
+                        s);
+        if (hlen == 0 || hlen >= sizeof(host))
+            return fail(ctx, "listen", "\"%s\": missing or bad host (write 127.0.0.1:8470)", s);
+        memcpy(host, s, hlen);
+        host[hlen] = '\0';
+        if (inet_pton(AF_INET, host, addr) != 1)
+            return fail(ctx, "listen",
+                        "\"%s\": \"%s\" is not an IPv4 address (write 127.0.0.1:8470 or "
+                        "[::1]:8470)",
+                        s, host);
+    }
+    if (parse_port(&cfg->listen_port, colon + 1) < 0)
+        return fail(ctx, "listen", "\"%s\": port must be a number from 0 to 65535", s);
+    return dup_string(&cfg->listen_host, ctx, host);
+}
+
+static int parse_effect(policy_effect *out, const parse_ctx *ctx, const char *key, const char *s)
+{
+    if (effect_from_name(out, s) < 0)
+        return fail(ctx, key, "unknown effect \"%s\" (expected allow, deny or ask)", s);
+    return 0;
+}
+
+static int parse_max_body(policy_config *cfg, const parse_ctx *ctx, const json_t *v)
+{
+    if (!json_is_integer(v))
+        return fail_type(ctx, "max_body_bytes", "an integer (bytes)", v);
+    if (json_integer_value(v) <= 0)
+        return fail(ctx, "max_body_bytes", "must be a positive number of bytes, got %lld",
+                    (long long)json_integer_value(v));
+    cfg->max_body_bytes = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Upstreams                                                                */
+/* ------------------------------------------------------------------------ */
+
+static const char *const upstream_keys[] = {
+    "host",         "url", "credentials", "read_credentials", "ca_file", "connect_timeout",
+    "idle_timeout", NULL,
+};
+#define UPSTREAM_KEYS_TEXT                                                                         \
+    "host, url, credentials, read_credentials, ca_file, connect_timeout or idle_timeout"
+
+/*
+ * Keys only a forwarding (http/https) upstream can use. They are checked
+ * for type now and read when forwarding exists, so configs written for it
+ * already load.
+ */
+typedef enum remote_key_type {
+    REMOTE_KEY_CREDENTIAL, /* an object or a string: its form is the provider's */
+    REMOTE_KEY_PATH,
+    REMOTE_KEY_SECONDS,
+} remote_key_type;
+
+static const struct {
+    const char *key;
+    remote_key_type type;
+} remote_keys[] = {
+    {"credentials", REMOTE_KEY_CREDENTIAL}, {"read_credentials", REMOTE_KEY_CREDENTIAL},
+    {"ca_file", REMOTE_KEY_PATH},           {"connect_timeout", REMOTE_KEY_SECONDS},
+    {"idle_timeout", REMOTE_KEY_SECONDS},
+};
+
+/*
+ * The host is the first URL path segment and becomes part of rule and
+ * token names, so it is one plain segment. A leading dot is refused as the
+ * router refuses it.
+ */
+static int check_host(const parse_ctx *ctx, const char *kp, const char *host)
+{
+    const char *p;
+
+    if (strlen(host) > HOST_MAX_LEN)
+        return fail(ctx, kp, "longer than %d characters", HOST_MAX_LEN);
+    if (host[0] == '.')
+        return fail(ctx, kp, "\"%s\" must not start with a dot", host);
+    for (p = host; *p; p++) {
+        if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+            *p == '.' || *p == '_' || *p == '-')
+            continue;
+        return fail(ctx, kp, "\"%s\" must be one path segment of letters, digits, '.', '_' or '-'",
+                    host);
+    }
+    return 0;
+}
+
+static int hexval(char c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Decode %XX escapes of a file URL path into a malloc'd string. */
+static int url_decode_path(char **out, const parse_ctx *ctx, const char *kp, const char *s)
+{
+    char *d = malloc(strlen(s) + 1), *w = d;
+    int hi, lo;
+
+    *out = NULL;
+    if (d == NULL)
+        return fail_oom(ctx);
+    for (; *s; s++) {
+        if (*s != '%') {
+            *w++ = *s;
+            continue;
+        }
+        hi = hexval(s[1]);
+        lo = hi < 0 ? -1 : hexval(s[2]);
+        if (lo < 0 || (hi == 0 && lo == 0)) {
+            free(d);
+            return fail(ctx, kp, "bad %%-escape in file URL");
+        }
+        *w++ = (char)(hi * 16 + lo);
+        s += 2;
+    }
+    *w = '\0';
+    *out = d;
+    return 0;
+}
+
+/*
+ * A local upstream must exist now: discovering at the first push that the
+ * root is missing would turn a config mistake into confusing push errors.
+ */
+static int resolve_local_root(policy_upstream *up, const parse_ctx *ctx, const char *kp,
+                              const char *path)
+{
+    char *joined = path_join(ctx->dir, path);
+    struct stat st;
+    int rc = 0;
+
+    if (joined == NULL)
+        return fail_oom(ctx);
+    up->root = realpath(joined, NULL);
+    if (up->root == NULL) {
+        path_normalize(joined);
+        if (errno == ENOENT)
+            rc = fail(ctx, kp, "upstream directory %s does not exist", joined);
+        else if (errno == ENOMEM)
+            rc = fail_oom(ctx);
+        else
+            rc = fail(ctx, kp, "upstream directory %s: %s", joined, strerror(errno));
+        goto done;
+    }
+    if (stat(up->root, &st) < 0) {
+        rc = fail(ctx, kp, "upstream directory %s: %s", up->root, strerror(errno));
+        goto done;
+    }
+    if (!S_ISDIR(st.st_mode))
+        rc = fail(ctx, kp, "upstream %s is not a directory", up->root);
+done:
+    free(joined);
+    return rc;
+}
+
+/*
+ * Accepted forms: `file:///abs/dir`, a plain directory path (relative to
+ * the config file), and `http://` or `https://` URLs, which are forwarded to.
+ * Sets *remote to 1 for the latter.
+ */
+static int parse_upstream_url(policy_upstream *up, int *remote, const parse_ctx *ctx,
+                              const char *kp, const char *url)
+{
+    const char *sep = strstr(url, "://");
+    char *path = NULL;
+    int rc;
+
+    *remote = 0;
+    if (!strncasecmp(url, "http://", 7) || !strncasecmp(url, "https://", 8)) {
+        if (sep[3] == '\0' || sep[3] == '/')
+            return fail(ctx, kp, "\"%s\" has no host name", url);
+        *remote = 1;
+        return 0;
+    }
+    if (!strncasecmp(url, "file://", 7)) {
+        if (url[7] != '/')
+            return fail(ctx, kp,
+                        "\"%s\": a file URL needs an absolute path (file:///srv/git); write a "
+                        "relative directory without file://",
+                        url);
+        rc = url_decode_path(&path, ctx, kp, url + 7);
+        if (rc == 0)
+            rc = resolve_local_root(up, ctx, kp, path);
+        free(path);
+        return rc;
+    }
+    if (sep != NULL)
+        return fail(ctx, kp,
+                    "unsupported URL scheme \"%.*s\" (expected file://, http://, https:// or a "
+                    "directory path)",
+                    (int)(sep - url), url);
+    /* "git@host:path" would otherwise be read as a relative directory. */
+    if (strchr(url, ':') != NULL && strchr(url, ':') < strchrnul(url, '/'))
+        return fail(ctx, kp,
+                    "\"%s\" looks like an scp-style address; only directories, file://, "
+                    "http:// and https:// URLs are supported",
+                    url);
+    return resolve_local_root(up, ctx, kp, url);
+}
+
+static int check_remote_keys(const parse_ctx *ctx, const json_t *obj, const char *parent,
+                             int remote)
+{
+    char kp[KEYPATH_MAX];
+    json_t *v;
+    size_t i;
+
+    for (i = 0; i < sizeof(remote_keys) / sizeof(remote_keys[0]); i++) {
+        v = json_object_get(obj, remote_keys[i].key);
+        if (v == NULL)
+            continue;
+        keypath_key(kp, parent, remote_keys[i].key);
+        if (!remote)
+            return fail(ctx, kp, "only http(s) upstreams take this key");
+        switch (remote_keys[i].type) {
+        case REMOTE_KEY_CREDENTIAL:
+            if (!json_is_object(v) && !json_is_string(v))
+                return fail_type(ctx, kp, "an object or a string", v);
+            break;
+        case REMOTE_KEY_PATH:
+            if (!json_is_string(v))
+                return fail_type(ctx, kp, "a string", v);
+            if (json_string_length(v) == 0)
+                return fail(ctx, kp, "must not be empty");
+            break;
+        case REMOTE_KEY_SECONDS:
+            if (!json_is_number(v))
+                return fail_type(ctx, kp, "a number of seconds", v);
+            if (json_number_value(v) <= 0)
+                return fail(ctx, kp, "must be a positive number of seconds");
+            break;
+        }
+    }
+    return 0;
+}
+
+static int parse_upstream(policy_upstream *up, const parse_ctx *ctx, const json_t *obj,
+                          const char *kp)
+{
+    char sub[KEYPATH_MAX];
+    const char *host, *url;
+    int rc, remote;
+
+    if (!json_is_object(obj))
+        return fail_type(ctx, kp, "an object with host and url", obj);
+    rc = check_keys(ctx, obj, kp, upstream_keys, UPSTREAM_KEYS_TEXT);
+    if (rc == 0)
+        rc = get_string(&host, ctx, obj, kp, "host", 1, NULL);
+    if (rc == 0)
+        rc = get_string(&url, ctx, obj, kp, "url", 1, NULL);
+    if (rc < 0)
+        return rc;
+    keypath_key(sub, kp, "host");
+    rc = check_host(ctx, sub, host);
+    if (rc == 0)
+        rc = dup_string(&up->host, ctx, host);
+    if (rc == 0)
+        rc = dup_string(&up->url, ctx, url);
+    if (rc < 0)
+        return rc;
+    keypath_key(sub, kp, "url");
+    rc = parse_upstream_url(up, &remote, ctx, sub, url);
+    if (rc == 0)
+        rc = check_remote_keys(ctx, obj, kp, remote);
+    return rc;
+}
+
+static int parse_upstreams(policy_config *cfg, const parse_ctx *ctx, const json_t *arr)
+{
+    char kp[KEYPATH_MAX];
+    size_t i, j;
+    int rc;
+
+    if (!json_is_array(arr))
+        return fail_type(ctx, "upstreams", "an array", arr);
+    if (json_array_size(arr) == 0)
+        return 0;
+    cfg->upstreams = calloc(json_array_size(arr), sizeof(*cfg->upstreams));
+    if (cfg->upstreams == NULL)
+        return fail_oom(ctx);
+    /* Counted before filling, so a half-built config frees cleanly. */
+    cfg->nupstreams = json_array_size(arr);
+    for (i = 0; i < cfg->nupstreams; i++) {
+        keypath_index(kp, "upstreams", i);
+        rc = parse_upstream(&cfg->upstreams[i], ctx, json_array_get(arr, i), kp);
+        if (rc < 0)
+            return rc;
+        for (j = 0; j < i; j++) {
+            if (strcmp(cfg->upstreams[j].host, cfg->upstreams[i].host))
+                continue;
+            snprintf(kp, sizeof(kp), "upstreams[%zu].host", i);
+            return fail(ctx, kp, "duplicate host \"%s\" (also upstreams[%zu])",
+                        cfg->upstreams[i].host, j);
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Rules                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static const char *const rule_keys[] = {
+    "name", "repos", "refs", "actions", "effect", "reason", "mode", NULL,
+};
+#define RULE_KEYS_TEXT "name, repos, refs, actions, effect, reason or mode"
+
+typedef enum pattern_kind {
+    PATTERN_REPO,
+    PATTERN_REF,
+} pattern_kind;
+
+/*
+ * Refuse patterns that cannot mean what their author meant. Each check is a
+ * rule that would otherwise never match, and a deny rule that never matches
+ * lets through what it was written to stop.
+ */
+static int check_pattern(const policy_config *cfg, const parse_ctx *ctx, const char *kp,
+                         pattern_kind kind, const char *pat)
+{
+    char first[256];
+    const char *p, *seg;
+    size_t len, flen = strcspn(pat, "/");
+    size_t i;
+
+    if (!is_one_line(pat))
+        return fail(ctx, kp, "pattern contains a control character");
+    if (strstr(pat, "***") != NULL)
+        return fail(ctx, kp,
+                    "\"%s\": *** is not a pattern (use * within a segment, ** across segments)",
+                    pat);
+    if (strpbrk(pat, "[\\") != NULL)
+        return fail(ctx, kp, "\"%s\": character classes and escapes are not supported", pat);
+    for (p = pat;; p += len + 1) {
+        seg = p;
+        len = strcspn(p, "/");
+        if (len == 0)
+            return fail(ctx, kp, "\"%s\" has an empty path segment", pat);
+        if (len != 2 && memmem(seg, len, "**", 2) != NULL)
+            return fail(ctx, kp, "\"%s\": ** must be a whole segment, as in refs/heads/**", pat);
+        if (seg[len] == '\0')
+            break;
+    }
+    if (flen >= sizeof(first))
+        flen = sizeof(first) - 1;
+    memcpy(first, pat, flen);
+    first[flen] = '\0';
+    if (kind == PATTERN_REF) {
+        if (!policy_glob_match(first, "refs"))
+            return fail(ctx, kp,
+                        "\"%s\" never matches: refs are full names such as refs/heads/main", pat);
+        return 0;
+    }
+    len = strlen(pat);
+    if (len >= 4 && !strcmp(pat + len - 4, ".git"))
+        return fail(ctx, kp, "\"%s\" never matches: repos are named <host>/<path> without .git",
+                    pat);
+    if (strchr(pat, '/') == NULL && strcmp(pat, "**") != 0)
+        return fail(ctx, kp, "\"%s\" never matches: repos are named <host>/<path>", pat);
+    /* Only a literal host can be checked; a wildcard may match hosts added later. */
+    if (strpbrk(first, "*?") == NULL) {
+        for (i = 0; i < cfg->nupstreams; i++)
+            if (!strcmp(cfg->upstreams[i].host, first))
+                return 0;
+        return fail(ctx, kp, "\"%s\" never matches: no upstream has host \"%s\"", pat, first);
+    }
+    return 0;
+}
+
+static int parse_patterns(char ***out, size_t *nout, const policy_config *cfg, const parse_ctx *ctx,
+                          const json_t *rule, const char *parent, const char *key,
+                          pattern_kind kind)
+{
+    char kp[KEYPATH_MAX], ekp[KEYPATH_MAX];
+    json_t *arr = json_object_get(rule, key), *v;
+    size_t i, n;
+    int rc;
+
+    keypath_key(kp, parent, key);
+    if (arr == NULL)
+        return 0;
+    if (!json_is_array(arr))
+        return fail_type(ctx, kp, "an array of patterns", arr);
+    n = json_array_size(arr);
+    if (n == 0)
+        return fail(ctx, kp, "empty list matches nothing (omit the key to match any %s)",
+                    kind == PATTERN_REPO ? "repo" : "ref");
+    *out = calloc(n, sizeof(**out));
+    if (*out == NULL)
+        return fail_oom(ctx);
+    *nout = n;
+    for (i = 0; i < n; i++) {
+        v = json_array_get(arr, i);
+        keypath_index(ekp, kp, i);
+        if (!json_is_string(v))
+            return fail_type(ctx, ekp, "a string", v);
+        if (json_string_length(v) == 0)
+            return fail(ctx, ekp, "empty pattern");
+        rc = check_pattern(cfg, ctx, ekp, kind, json_string_value(v));
+        if (rc == 0)
+            rc = dup_string(&(*out)[i], ctx, json_string_value(v));
+        if (rc < 0)
+            return rc;
+    }
+    return 0;
+}
+
+static int parse_actions(unsigned *out, const parse_ctx *ctx, const json_t *rule,
+                         const char *parent)
+{
+    char kp[KEYPATH_MAX], ekp[KEYPATH_MAX];
+    json_t *arr = json_object_get(rule, "actions"), *v;
+    size_t i, j;
+
+    *out = POLICY_ACTION_ALL;
+    keypath_key(kp, parent, "actions");
+    if (arr == NULL)
+        return 0;
+    if (!json_is_array(arr))
+        return fail_type(ctx, kp, "an array of actions", arr);
+    if (json_array_size(arr) == 0)
+        return fail(ctx, kp, "empty list matches nothing (omit the key to match every action)");
+    *out = 0;
+    json_array_foreach(arr, i, v)
+    {
+        keypath_index(ekp, kp, i);
+        if (!json_is_string(v))
+            return fail_type(ctx, ekp, "a string", v);
+        for (j = 0; j < sizeof(actions) / sizeof(actions[0]); j++)
+            if (!strcmp(json_string_value(v), actions[j].name))
+                break;
+        if (j == sizeof(actions) / sizeof(actions[0]))
+            return fail(ctx, ekp,
+                        "unknown action \"%s\" (expected create, update, force or delete)",
+                        json_string_value(v));
+        *out |= actions[j].action;
+    }
+    return 0;
+}
+
+static int check_text(const parse_ctx *ctx, const char *parent, const char *key, const char *s,
+                      size_t max)
+{
+    char kp[KEYPATH_MAX];
+
+    keypath_key(kp, parent, key);
+    if (strlen(s) > max)
+        return fail(ctx, kp, "longer than %zu characters", max);
+    if (!is_one_line(s))
+        return fail(ctx, kp, "must be one line of text without control characters");
+    return 0;
+}
+
+static int parse_rule(policy_rule *r, const policy_config *cfg, const parse_ctx *ctx,
+                      const json_t *obj, size_t index)
+{
+    char kp[KEYPATH_MAX], sub[KEYPATH_MAX];
+    const char *name = NULL, *effect = NULL, *reason = NULL, *mode = NULL;
+    int rc;
+
+    keypath_index(kp, "rules", index);
+    if (!json_is_object(obj))
+        return fail_type(ctx, kp, "an object", obj);
+    rc = check_keys(ctx, obj, kp, rule_keys, RULE_KEYS_TEXT);
+    if (rc == 0)
+        rc = get_string(&name, ctx, obj, kp, "name", 0, NULL);
+    if (rc == 0 && name != NULL)
+        rc = check_text(ctx, kp, "name", name, NAME_MAX_LEN);
+    if (rc == 0 && name != NULL && !strcmp(name, "default")) {
+        keypath_key(sub, kp, "name");
+        rc = fail(ctx, sub, "\"default\" is reserved for the configured default");
+    }
+    if (rc == 0)
+        rc = name ? dup_string(&r->name, ctx, name) : dup_string(&r->name, ctx, kp);
+    if (rc == 0)
+        rc = parse_patterns(&r->repos, &r->nrepos, cfg, ctx, obj, kp, "repos", PATTERN_REPO);
+    if (rc == 0)
+        rc = parse_patterns(&r->refs, &r->nrefs, cfg, ctx, obj, kp, "refs", PATTERN_REF);
+    if (rc == 0)
+        rc = parse_actions(&r->actions, ctx, obj, kp);
+    if (rc == 0)
+        rc = get_string(&effect, ctx, obj, kp, "effect", 1, "(expected allow, deny or ask)");
+    if (rc == 0) {
+        keypath_key(sub, kp, "effect");
+        rc = parse_effect(&r->effect, ctx, sub, effect);
+    }
+    if (rc == 0)
+        rc = get_string(&reason, ctx, obj, kp, "reason", 0, NULL);
+    if (rc == 0 && reason != NULL)
+        rc = check_text(ctx, kp, "reason", reason, REASON_MAX_LEN);
+    if (rc == 0 && reason != NULL)
+        rc = dup_string(&r->reason, ctx, reason);
+    if (rc == 0)
+        rc = get_string(&mode, ctx, obj, kp, "mode", 0, NULL);
+    if (rc == 0 && mode != NULL) {
+        keypath_key(sub, kp, "mode");
+        if (!strcmp(mode, "evaluate"))
+            r->evaluate_only = 1;
+        else if (strcmp(mode, "enforce"))
+            rc = fail(ctx, sub, "unknown mode \"%s\" (expected enforce or evaluate)", mode);
+    }
+    return rc;
+}
+
+static int parse_rules(policy_config *cfg, const parse_ctx *ctx, const json_t *arr)
+{
+    char kp[KEYPATH_MAX];
+    size_t i, j;
+    int rc;
+
+    if (!json_is_array(arr))
+        return fail_type(ctx, "rules", "an array", arr);
+    if (json_array_size(arr) == 0)
+        return 0;
+    cfg->rules = calloc(json_array_size(arr), sizeof(*cfg->rules));
+    if (cfg->rules == NULL)
+        return fail_oom(ctx);
+    cfg->nrules = json_array_size(arr);
+    for (i = 0; i < cfg->nrules; i++) {
+        rc = parse_rule(&cfg->rules[i], cfg, ctx, json_array_get(arr, i), i);
+        if (rc < 0)
+            return rc;
+    }
+    /* Names identify rules in decisions and the audit log. */
+    for (i = 1; i < cfg->nrules; i++) {
+        for (j = 0; j < i; j++) {
+            if (strcmp(cfg->rules[i].name, cfg->rules[j].name))
+                continue;
+            snprintf(kp, sizeof(kp), "rules[%zu].name", i);
+            return fail(ctx, kp, "duplicate rule name \"%s\" (also rules[%zu])", cfg->rules[i].name,
+                        j);
+        }
+    }
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Loading                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static const char *const top_keys[] = {
+    "listen", "state_dir", "default", "max_body_bytes", "upstreams", "rules", NULL,
+};
+#define TOP_KEYS_TEXT "listen, state_dir, default, max_body_bytes, upstreams or rules"
+
+static int parse_root(policy_config *cfg, const parse_ctx *ctx, const json_t *root)
+{
+    const char *s;
+    json_t *v;
+    int rc;
+
+    if (!json_is_object(root))
+        return fail(ctx, NULL, "expected a JSON object at the top level, got %s", json_kind(root));
+    rc = check_keys(ctx, root, NULL, top_keys, TOP_KEYS_TEXT);
+    if (rc < 0)
+        return rc;
+
+    rc = get_string(&s, ctx, root, NULL, "listen", 0, NULL);
+    if (rc == 0 && s != NULL)
+        rc = parse_listen(cfg, ctx, s);
+    if (rc == 0 && s == NULL) {
+        cfg->listen_port = DEFAULT_LISTEN_PORT;
+        rc = dup_string(&cfg->listen_host, ctx, DEFAULT_LISTEN_HOST);
+    }
+    if (rc < 0)
+        return rc;
+
+    rc = get_string(&s, ctx, root, NULL, "state_dir", 1,
+                    "(the directory for keys, the audit log and the url file)");
+    if (rc == 0 && path_absolute(&cfg->state_dir, ctx->dir, s) < 0)
+        rc = fail_oom(ctx);
+    if (rc < 0)
+        return rc;
+
+    /* Fail closed: with no default, what no rule allows is refused. */
+    cfg->default_effect = POLICY_DENY;
+    rc = get_string(&s, ctx, root, NULL, "default", 0, NULL);
+    if (rc == 0 && s != NULL)
+        rc = parse_effect(&cfg->default_effect, ctx, "default", s);
+    if (rc < 0)
+        return rc;
+
+    cfg->max_body_bytes = DEFAULT_MAX_BODY;
+    v = json_object_get(root, "max_body_bytes");
+    if (v != NULL && (rc = parse_max_body(cfg, ctx, v)) < 0)
+        return rc;
+
+    /* Upstreams first: rules check their repo patterns against the hosts. */
+    v = json_object_get(root, "upstreams");
+    if (v != NULL && (rc = parse_upstreams(cfg, ctx, v)) < 0)
+        return rc;
+    v = json_object_get(root, "rules");
+    if (v != NULL && (rc = parse_rules(cfg, ctx, v)) < 0)
+        return rc;
+    return 0;
+}
+
+int policy_config_parse(policy_config **out, const char *json, size_t len, const char *path,
+                        rg_error *err)
+{
+    policy_config *cfg = NULL;
+    json_t *root = NULL;
+    json_error_t jerr;
+    char *dir = NULL;
+    parse_ctx ctx;
+    int rc;
+
+    *out = NULL;
+    if (json == NULL || path == NULL)
+        return rg_error_set(err, -EINVAL, "policy_config_parse: no %s given",
+                            json ? "path" : "text");
+    ctx.file = path;
+    ctx.dir = NULL;
+    ctx.err = err;
+    cfg = calloc(1, sizeof(*cfg));
+    if (cfg == NULL) {
+        rc = fail_oom(&ctx);
+        goto done;
+    }
+    rc = config_locate(&cfg->path, &dir, path, err);
+    if (rc < 0)
+        goto done;
+    ctx.dir = dir;
+    /* A repeated key would otherwise let the later value win unseen. */
+    root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL) {
+        rc = rg_error_set(err, RG_E_CONFIG, "%s:%d:%d: invalid JSON: %s", path, jerr.line,
+                          jerr.column, jerr.text);
+        goto done;
+    }
+    rc = parse_root(cfg, &ctx, root);
+    if (rc < 0)
+        goto done;
+    *out = cfg;
+    cfg = NULL;
+done:
+    policy_config_free(cfg);
+    json_decref(root);
+    free(dir);
+    return rc;
+}
+
+int policy_config_load(policy_config **out, const char *path, rg_error *err)
+{
+    rg_buf text = RG_BUF_INIT(CONFIG_MAX_BYTES);
+    int rc;
+
+    *out = NULL;
+    if (path == NULL)
+        return rg_error_set(err, -EINVAL, "policy_config_load: no path given");
+    rc = rg_fs_read_file(&text, path, err);
+    if (rc == 0)
+        rc = policy_config_parse(out, text.data, text.len, path, err);
+    rg_buf_free(&text);
+    return rc;
+}
+
+static void free_strings(char **v, size_t n)
+{
+    size_t i;
+
+    if (v == NULL)
+        return;
+    for (i = 0; i < n; i++)
+        free(v[i]);
+    free(v);
+}
+
+void policy_config_free(policy_config *cfg)
+{
+    size_t i;
+
+    if (cfg == NULL)
+        return;
+    for (i = 0; i < cfg->nupstreams; i++) {
+        free(cfg->upstreams[i].host);
+        free(cfg->upstreams[i].url);
+        free(cfg->upstreams[i].root);
+    }
+    free(cfg->upstreams);
+    for (i = 0; i < cfg->nrules; i++) {
+        free(cfg->rules[i].name);
+        free_strings(cfg->rules[i].repos, cfg->rules[i].nrepos);
+        free_strings(cfg->rules[i].refs, cfg->rules[i].nrefs);
+        free(cfg->rules[i].reason);
+    }
+    free(cfg->rules);
+    free(cfg->path);
+    free(cfg->listen_host);
+    free(cfg->state_dir);
+    free(cfg);
+}
+
+const policy_upstream *policy_config_upstream(const policy_config *cfg, const char *host)
+{
+    size_t i;
+
+    if (cfg == NULL || host == NULL)
+        return NULL;
+    for (i = 0; i < cfg->nupstreams; i++)
+        if (!strcmp(cfg->upstreams[i].host, host))
+            return &cfg->upstreams[i];
+    return NULL;
+}

@@ -1,0 +1,119 @@
+/*
+ * The glob dialect of rule selectors (see eval.h). Names are cut at `/`
+ * into segments: a `**` segment matches any number of whole segments,
+ * including none, and every other segment matches exactly one segment, with
+ * `*` for any run of characters and `?` for one character. Both levels use
+ * the iterative backtracking of classic wildcard matching (return to the
+ * last star, let it take one more), so matching is O(pattern * name) and a
+ * hostile ref name cannot make it exponential.
+ */
+#include "policy/eval.h"
+
+#include <stdint.h>
+#include <string.h>
+
+/*
+ * Bytes in the UTF-8 character at s (at most `avail`), so `?` and a star's
+ * step take a whole character. Bytes that do not form a character count as
+ * one each.
+ */
+static size_t utf8_len(const unsigned char *s, size_t avail)
+{
+    size_t want, n;
+
+    if (s[0] < 0xc0 || s[0] > 0xf7)
+        want = 1;
+    else if (s[0] < 0xe0)
+        want = 2;
+    else if (s[0] < 0xf0)
+        want = 3;
+    else
+        want = 4;
+    for (n = 1; n < want && n < avail && (s[n] & 0xc0) == 0x80; n++)
+        ;
+    return n;
+}
+
+/* One segment: `*` and `?` never see a `/`, since segments have none. */
+static int segment_match(const char *p, size_t plen, const char *s, size_t slen)
+{
+    size_t pi = 0, si = 0, star_p = SIZE_MAX, star_s = 0;
+
+    while (si < slen) {
+        if (pi < plen && p[pi] == '*') {
+            while (pi < plen && p[pi] == '*')
+                pi++;
+            star_p = pi;
+            star_s = si;
+            continue;
+        }
+        if (pi < plen && p[pi] == '?') {
+            pi++;
+            si += utf8_len((const unsigned char *)s + si, slen - si);
+            continue;
+        }
+        if (pi < plen && p[pi] == s[si]) {
+            pi++;
+            si++;
+            continue;
+        }
+        if (star_p == SIZE_MAX)
+            return 0;
+        star_s += utf8_len((const unsigned char *)s + star_s, slen - star_s);
+        pi = star_p;
+        si = star_s;
+    }
+    while (pi < plen && p[pi] == '*')
+        pi++;
+    return pi == plen;
+}
+
+/* The segment after the one at s, or NULL after the last. */
+static const char *segment_next(const char *s)
+{
+    const char *slash = strchr(s, '/');
+
+    return slash ? slash + 1 : NULL;
+}
+
+static size_t segment_len(const char *s)
+{
+    return strcspn(s, "/");
+}
+
+static int is_globstar(const char *seg)
+{
+    return seg[0] == '*' && seg[1] == '*' && (seg[2] == '/' || seg[2] == '\0');
+}
+
+int policy_glob_match(const char *pattern, const char *name)
+{
+    const char *p = pattern, *n = name;
+    const char *star_p = NULL, *star_n = NULL;
+    int have_star = 0;
+
+    if (pattern == NULL || name == NULL)
+        return 0;
+    for (;;) {
+        if (p != NULL && is_globstar(p)) {
+            have_star = 1;
+            star_p = segment_next(p);
+            star_n = n;
+            p = star_p;
+            continue;
+        }
+        if (p == NULL && n == NULL)
+            return 1;
+        if (p != NULL && n != NULL && segment_match(p, segment_len(p), n, segment_len(n))) {
+            p = segment_next(p);
+            n = segment_next(n);
+            continue;
+        }
+        /* Let the last `**` take one more segment and retry from there. */
+        if (!have_star || star_n == NULL)
+            return 0;
+        star_n = segment_next(star_n);
+        p = star_p;
+        n = star_n;
+    }
+}

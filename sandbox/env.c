@@ -1,0 +1,279 @@
+/*
+ * The command's environment; see env.h. The three tables below are the
+ * policy: what passes, what never passes unless named, and what a
+ * credential's name looks like.
+ */
+#include "sandbox/env.h"
+
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ------------------------------------------------------------------------ */
+/* Policy tables                                                             */
+/* ------------------------------------------------------------------------ */
+
+typedef struct env_rule {
+    const char *name;
+    int prefix; /* match names that start with `name` */
+} env_rule;
+
+/* What a command needs to find programs, speak the user's language and
+ * verify TLS; nothing that configures a program's behaviour. */
+static const env_rule env_allow[] = {
+    {"PATH", 0}, {"HOME", 0},   {"USER", 0}, {"LOGNAME", 0}, {"LANG", 0},      {"LC_", 1},
+    {"TERM", 0}, {"TZ", 0},     {"TMPDIR", 0}, {"SHELL", 0}, {"SSL_CERT_", 1},
+};
+
+/*
+ * Variables that make a program load or run something at start: the
+ * dynamic loaders' (LD_*, DYLD_*), interpreters' startup hooks, bash's
+ * exported functions and startup file, and git's ways to inject
+ * configuration or an ssh command. Denied even where a pattern of the
+ * allow-list would match.
+ */
+static const env_rule env_hooks[] = {
+    {"LD_", 1},
+    {"DYLD_", 1},
+    {"NODE_OPTIONS", 0},
+    {"NODE_PATH", 0},
+    {"BASH_ENV", 0},
+    {"BASH_FUNC_", 1},
+    {"ENV", 0},
+    {"SHELLOPTS", 0},
+    {"BASHOPTS", 0},
+    {"PROMPT_COMMAND", 0},
+    {"PYTHONSTARTUP", 0},
+    {"PYTHONPATH", 0},
+    {"PERL5OPT", 0},
+    {"PERL5LIB", 0},
+    {"RUBYOPT", 0},
+    {"RUBYLIB", 0},
+    {"JAVA_TOOL_OPTIONS", 0},
+    {"_JAVA_OPTIONS", 0},
+    {"JDK_JAVA_OPTIONS", 0},
+    {"GIT_SSH_COMMAND", 0},
+    {"GIT_SSH", 0},
+    {"GIT_ASKPASS", 0},
+    {"SSH_ASKPASS", 0},
+    {"GIT_PROXY_COMMAND", 0},
+    {"GIT_EXEC_PATH", 0},
+    {"GIT_CONFIG", 1}, /* GIT_CONFIG, GIT_CONFIG_COUNT/KEY_n/VALUE_n, _PARAMETERS */
+};
+
+/* Substrings (any case) that mark a credential, and the suffix "_KEY". */
+static const char *const env_credential_words[] = {
+    "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL",
+};
+
+/* ------------------------------------------------------------------------ */
+/* Classification                                                            */
+/* ------------------------------------------------------------------------ */
+
+static int env_rule_match(const env_rule *rules, size_t n, const char *name, size_t len)
+{
+    size_t i, rl;
+
+    for (i = 0; i < n; i++) {
+        rl = strlen(rules[i].name);
+        if (rules[i].prefix ? (len >= rl && memcmp(name, rules[i].name, rl) == 0)
+                            : (len == rl && memcmp(name, rules[i].name, rl) == 0))
+            return 1;
+    }
+    return 0;
+}
+
+static int env_contains_nocase(const char *s, size_t len, const char *word)
+{
+    size_t wl = strlen(word), i, j;
+
+    for (i = 0; i + wl <= len; i++) {
+        for (j = 0; j < wl; j++)
+            if (toupper((unsigned char)s[i + j]) != word[j])
+                break;
+        if (j == wl)
+            return 1;
+    }
+    return 0;
+}
+
+sandbox_env_verdict sandbox_env_classify(const char *name, size_t len)
+{
+    size_t i;
+
+    if (env_rule_match(env_hooks, sizeof(env_hooks) / sizeof(env_hooks[0]), name, len))
+        return SANDBOX_ENV_HOOK;
+    for (i = 0; i < sizeof(env_credential_words) / sizeof(env_credential_words[0]); i++)
+        if (env_contains_nocase(name, len, env_credential_words[i]))
+            return SANDBOX_ENV_CREDENTIAL;
+    if (len >= 4 && env_contains_nocase(name + len - 4, 4, "_KEY"))
+        return SANDBOX_ENV_CREDENTIAL;
+    if (env_rule_match(env_allow, sizeof(env_allow) / sizeof(env_allow[0]), name, len))
+        return SANDBOX_ENV_PASS;
+    return SANDBOX_ENV_UNLISTED;
+}
+
+const char *sandbox_env_verdict_str(sandbox_env_verdict v)
+{
+    switch (v) {
+    case SANDBOX_ENV_PASS:
+        return "on the allow-list";
+    case SANDBOX_ENV_UNLISTED:
+        return "not on the allow-list";
+    case SANDBOX_ENV_HOOK:
+        return "changes what programs load or run";
+    case SANDBOX_ENV_CREDENTIAL:
+        return "looks like a credential";
+    }
+    return "?";
+}
+
+/* ------------------------------------------------------------------------ */
+/* Building                                                                  */
+/* ------------------------------------------------------------------------ */
+
+typedef struct env_list {
+    char **v;
+    size_t n, cap;
+} env_list;
+
+static size_t env_name_len(const char *entry)
+{
+    const char *eq = strchr(entry, '=');
+
+    return eq ? (size_t)(eq - entry) : strlen(entry);
+}
+
+static ssize_t env_list_find(const env_list *l, const char *name, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < l->n; i++)
+        if (env_name_len(l->v[i]) == len && memcmp(l->v[i], name, len) == 0)
+            return (ssize_t)i;
+    return -1;
+}
+
+/* Set NAME=VALUE, replacing an entry of the same name; consumes `entry`. */
+static int env_list_set(env_list *l, char *entry)
+{
+    ssize_t at;
+    char **grown;
+
+    if (entry == NULL)
+        return -ENOMEM;
+    at = env_list_find(l, entry, env_name_len(entry));
+    if (at >= 0) {
+        free(l->v[at]);
+        l->v[at] = entry;
+        return 0;
+    }
+    if (l->n + 2 > l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 32;
+
+        grown = realloc(l->v, cap * sizeof(*grown));
+        if (grown == NULL) {
+            free(entry);
+            return -ENOMEM;
+        }
+        l->v = grown;
+        l->cap = cap;
+    }
+    l->v[l->n++] = entry;
+    l->v[l->n] = NULL;
+    return 0;
+}
+
+static char *env_entry(const char *name, const char *value)
+{
+    size_t ln = strlen(name), lv = strlen(value);
+    char *e = malloc(ln + lv + 2);
+
+    if (e == NULL)
+        return NULL;
+    memcpy(e, name, ln);
+    e[ln] = '=';
+    memcpy(e + ln + 1, value, lv + 1);
+    return e;
+}
+
+const char *sandbox_env_get(char *const *env, const char *name)
+{
+    size_t len = strlen(name), i;
+
+    for (i = 0; env && env[i]; i++)
+        if (strncmp(env[i], name, len) == 0 && env[i][len] == '=')
+            return env[i] + len + 1;
+    return NULL;
+}
+
+int sandbox_env_build(char ***out, char *const *envp, const sandbox_env_opts *opts,
+                      rg_error *err)
+{
+    env_list l = {NULL, 0, 0};
+    size_t i, len;
+    int rc = 0;
+
+    for (i = 0; i < opts->nnamed; i++) {
+        const char *a = opts->named[i];
+
+        if (a[0] == '\0' || a[0] == '=') {
+            rc = rg_error_set(err, -EINVAL, "--env '%s': expected NAME or NAME=VALUE", a);
+            goto done;
+        }
+    }
+    for (i = 0; rc == 0 && envp && envp[i]; i++) {
+        if (strchr(envp[i], '=') == NULL)
+            continue;
+        len = env_name_len(envp[i]);
+        /* The first of duplicate entries is the one getenv() sees. */
+        if (env_list_find(&l, envp[i], len) >= 0)
+            continue;
+        if (sandbox_env_classify(envp[i], len) != SANDBOX_ENV_PASS)
+            continue;
+        rc = env_list_set(&l, strdup(envp[i]));
+    }
+    if (rc == 0 && opts->tmpdir)
+        rc = env_list_set(&l, env_entry("TMPDIR", opts->tmpdir));
+    if (rc == 0 && opts->home && env_list_find(&l, "HOME", 4) < 0)
+        rc = env_list_set(&l, env_entry("HOME", opts->home));
+    for (i = 0; rc == 0 && i < opts->nnamed; i++) {
+        const char *a = opts->named[i], *v;
+
+        if (strchr(a, '=') != NULL) {
+            rc = env_list_set(&l, strdup(a));
+            continue;
+        }
+        v = sandbox_env_get(envp, a);
+        if (v != NULL)
+            rc = env_list_set(&l, env_entry(a, v));
+    }
+    if (rc == 0 && l.v == NULL) {
+        /* An empty environment is still an array. */
+        l.v = calloc(1, sizeof(*l.v));
+        rc = l.v ? 0 : -ENOMEM;
+    }
+    if (rc < 0)
+        rg_error_set(err, rc, "building the environment: %s", strerror(-rc));
+done:
+    if (rc < 0) {
+        sandbox_env_free(l.v);
+        return rc;
+    }
+    *out = l.v;
+    return 0;
+}
+
+void sandbox_env_free(char **env)
+{
+    size_t i;
+
+    if (env == NULL)
+        return;
+    for (i = 0; env[i]; i++) {
+        /* --env may have carried a token the user chose to pass. */
+        explicit_bzero(env[i], strlen(env[i]));
+        free(env[i]);
+    }
+    free(env);
+}

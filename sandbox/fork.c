@@ -1,0 +1,158 @@
+/*
+ * Creating and removing forks; see fork.h.
+ */
+#include "sandbox/fork.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+int sandbox_fork_paths(char **out_fork, char **out_base, const char *src, unsigned n,
+                       rg_error *err)
+{
+    const char *slash = strrchr(src, '/');
+    char *fork = NULL, *base = NULL;
+    size_t dirlen;
+    int rc = 0;
+
+    if (src[0] != '/' || slash == NULL || slash[1] == '\0') {
+        rc = rg_error_set(err, -EINVAL, "cannot fork %s: a fork lives beside its directory",
+                          src);
+        goto done;
+    }
+    /* "/a/b" -> dir "/a", name "b"; "/b" -> dir "", name "b". */
+    dirlen = (size_t)(slash - src);
+    /* asprintf() leaves its pointer undefined on failure. */
+    if (asprintf(&fork, "%s.%u", src, n) < 0)
+        fork = NULL;
+    if (fork == NULL || asprintf(&base, "%.*s/.%s.%u.base", (int)dirlen, src, slash + 1, n) < 0)
+        base = NULL;
+    if (base == NULL)
+        rc = rg_error_set(err, -ENOMEM, "out of memory");
+done:
+    if (rc < 0) {
+        free(fork);
+        free(base);
+        return rc;
+    }
+    *out_fork = fork;
+    *out_base = base;
+    return 0;
+}
+
+/* Claim N: both directories are created, so the first free N is ours. */
+static int fork_claim(sandbox_fork *f, rg_error *err)
+{
+    unsigned n;
+    int rc;
+
+    for (n = 1; n <= SANDBOX_FORK_MAX; n++) {
+        rc = sandbox_fork_paths(&f->path, &f->base, f->src, n, err);
+        if (rc < 0)
+            return rc;
+        if (mkdir(f->path, 0700) == 0) {
+            if (mkdir(f->base, 0700) == 0) {
+                f->n = n;
+                return 0;
+            }
+            rc = -errno;
+            rmdir(f->path);
+        } else {
+            rc = -errno;
+        }
+        if (rc != -EEXIST)
+            return rg_error_set(err, rc, "creating the fork of %s: %s", f->src,
+                                strerror(-rc));
+        free(f->path);
+        free(f->base);
+        f->path = f->base = NULL;
+    }
+    return rg_error_set(err, -EEXIST, "%s.1 to %s.%d all exist; remove old forks", f->src,
+                        f->src, SANDBOX_FORK_MAX);
+}
+
+static int fork_copy(sandbox_tree_stats *stats, const char *from, const char *to,
+                     const sandbox_tree_opts *opts, rg_error *err)
+{
+    int sfd = -1, dfd = -1, rc = 0;
+
+    sfd = open(from, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (sfd < 0) {
+        rc = rg_error_set(err, -errno, "%s: %s", from, strerror(errno));
+        goto done;
+    }
+    dfd = open(to, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (dfd < 0) {
+        rc = rg_error_set(err, -errno, "%s: %s", to, strerror(errno));
+        goto done;
+    }
+    rc = sandbox_tree_copy(stats, sfd, dfd, opts, err);
+    if (rc < 0)
+        rg_error_wrap(err, "copying %s to %s", from, to);
+done:
+    if (sfd >= 0)
+        close(sfd);
+    if (dfd >= 0)
+        close(dfd);
+    return rc;
+}
+
+int sandbox_fork_create(sandbox_fork *out, const char *src, const sandbox_tree_opts *opts,
+                        rg_error *err)
+{
+    sandbox_fork f = SANDBOX_FORK_INIT;
+    struct timespec t0, t1;
+    rg_error ignored = RG_ERROR_INIT;
+    int rc;
+
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    f.src = strdup(src);
+    if (f.src == NULL) {
+        rc = rg_error_set(err, -ENOMEM, "out of memory");
+        goto done;
+    }
+    rc = fork_claim(&f, err);
+    if (rc < 0)
+        goto done;
+    rc = fork_copy(&f.base_stats, f.src, f.base, opts, err);
+    if (rc == 0)
+        rc = fork_copy(&f.fork_stats, f.base, f.path, opts, err);
+    if (rc < 0) {
+        sandbox_fork_remove(&f, &ignored);
+        goto done;
+    }
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    f.seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+done:
+    if (rc < 0) {
+        sandbox_fork_free(&f);
+        return rc;
+    }
+    *out = f;
+    return 0;
+}
+
+int sandbox_fork_remove(const sandbox_fork *f, rg_error *err)
+{
+    int rc = 0, rc2 = 0;
+
+    if (f->path != NULL)
+        rc = sandbox_tree_remove(f->path, err);
+    if (f->base != NULL)
+        rc2 = sandbox_tree_remove(f->base, rc < 0 ? NULL : err);
+    return rc < 0 ? rc : rc2;
+}
+
+void sandbox_fork_free(sandbox_fork *f)
+{
+    if (f == NULL)
+        return;
+    free(f->src);
+    free(f->path);
+    free(f->base);
+    memset(f, 0, sizeof(*f));
+}

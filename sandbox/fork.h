@@ -1,0 +1,54 @@
+/*
+ * The fork a run works in: the directory `<dir>` is copied to a hidden base
+ * `.<dir>.<N>.base` beside it, which holds the directory as it was at the
+ * fork, and the base is copied again to `<dir>.<N>`, the fork, which only
+ * the command may write. N is the first number for which neither name
+ * exists. `refgate diff` compares the fork against its base, so what the run
+ * changed is told apart from what changed in <dir> meanwhile.
+ *
+ * The copies are clones where the filesystem can clone (tree.h), so a fork
+ * of a large tree is fast and takes no space until something is written.
+ */
+#ifndef RG_SANDBOX_FORK_H
+#define RG_SANDBOX_FORK_H
+
+#include "sandbox/tree.h"
+#include "util/error.h"
+
+#define SANDBOX_FORK_MAX 9999 /* the highest N tried */
+
+typedef struct sandbox_fork {
+    char *src;  /* the directory forked (canonical) */
+    char *path; /* <dir>.<N> */
+    char *base; /* .<dir>.<N>.base */
+    unsigned n;
+    sandbox_tree_stats base_stats; /* src -> base */
+    sandbox_tree_stats fork_stats; /* base -> fork */
+    double seconds;                /* both copies */
+} sandbox_fork;
+
+#define SANDBOX_FORK_INIT {NULL, NULL, NULL, 0, {0}, {0}, 0}
+
+/*
+ * The fork and base paths for canonical directory `src` and number `n`:
+ * "/a/b", 3 -> "/a/b.3" and "/a/.b.3.base". -EINVAL for "/" (there is no
+ * "beside" for the root). Both malloc'd.
+ */
+int sandbox_fork_paths(char **out_fork, char **out_base, const char *src, unsigned n,
+                       rg_error *err);
+
+/*
+ * Fork canonical directory `src`: claim the first free N by creating both
+ * directories (so two runs never share one), then copy src -> base -> fork
+ * with `opts`. On failure nothing is left behind. Free with
+ * sandbox_fork_free().
+ */
+int sandbox_fork_create(sandbox_fork *out, const char *src, const sandbox_tree_opts *opts,
+                        rg_error *err);
+
+/* Remove the fork and its base (for --rm). */
+int sandbox_fork_remove(const sandbox_fork *f, rg_error *err);
+
+void sandbox_fork_free(sandbox_fork *f);
+
+#endif

@@ -1,0 +1,55 @@
+/*
+ * Starting the command and waiting for it. The child starts a new session
+ * (so it has no controlling terminal and TIOCSTI cannot type into the
+ * caller's), moves to the working directory, applies the confinement
+ * layers through a callback (privileges, Landlock; namespaces and seccomp
+ * slot in there later), marks every descriptor but 0-2 close-on-exec and
+ * execs with the built environment. A failure before exec reaches the
+ * parent over a close-on-exec pipe, so "started" means exec succeeded.
+ *
+ * The parent stays outside the sandbox to clean up afterwards; while it
+ * waits it forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and
+ * SIGWINCH to the command's process group, since in its own session the
+ * command no longer gets them from the terminal.
+ */
+#ifndef RG_SANDBOX_PROC_H
+#define RG_SANDBOX_PROC_H
+
+#include <sys/types.h>
+
+#include "util/error.h"
+
+/* Exit codes of the runner itself, as env(1) and timeout(1) use them. */
+#define SANDBOX_PROC_EXIT_FAILED   125 /* refused, or the sandbox could not be set up */
+#define SANDBOX_PROC_EXIT_NOEXEC   126 /* the command was found but cannot run */
+#define SANDBOX_PROC_EXIT_NOTFOUND 127 /* the command was not found */
+
+typedef struct sandbox_proc_opts {
+    char *const *argv; /* argv[0] is searched in the PATH of envp */
+    char *const *envp;
+    const char *cwd;
+    /* Runs in the child after setsid() and chdir(), before exec. */
+    int (*confine)(void *ctx, rg_error *err);
+    void *ctx;
+} sandbox_proc_opts;
+
+#define SANDBOX_PROC_OPTS_INIT {NULL, NULL, NULL, NULL, NULL}
+
+/*
+ * Start the command. Returns 0 with its pid in *out once exec succeeded.
+ * Otherwise the child has been reaped, `err` says why, and *out_exit is
+ * the exit code the runner should use (125, 126 or 127).
+ */
+int sandbox_proc_spawn(pid_t *out, int *out_exit, const sandbox_proc_opts *opts,
+                       rg_error *err);
+
+/*
+ * Wait for `pid`, forwarding signals to it, and store its wait status in
+ * *out. Signal dispositions are restored before returning.
+ */
+int sandbox_proc_wait(int *out, pid_t pid, rg_error *err);
+
+/* A shell's view of a wait status: the exit code, or 128 + the signal. */
+int sandbox_proc_status_code(int status);
+
+#endif

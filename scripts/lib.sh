@@ -1,0 +1,32 @@
+# Shared by scripts/demo and scripts/test: install what the build needs from
+# Debian's packages (once), then configure and build into a build directory.
+set -euo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+
+PACKAGES=(
+  build-essential cmake pkg-config git curl ca-certificates
+  libgit2-dev libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libssl-dev zlib1g-dev
+  libcriterion-dev clang libclang-rt-14-dev
+  xfsprogs e2fsprogs util-linux bubblewrap hyperfine procps
+)
+
+install_packages() {
+  local missing=()
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  echo "==> installing: ${missing[*]}"
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
+  "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# build DIR [cmake options...]
+build() {
+  local dir=$1; shift
+  cmake -S "$REPO" -B "$dir" "$@" >/dev/null
+  cmake --build "$dir" -j"$(nproc)"
+}

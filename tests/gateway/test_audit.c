@@ -1,0 +1,939 @@
+/*
+ * The audit log (gateway/audit.c) and `refgate audit` (gateway/cli_audit.c):
+ * records chain by hash, every kind of damage is found at the right line,
+ * a torn tail is kept and chained past, concurrent appends stay one chain,
+ * and the CLI filters, prints and verifies what is on disk.
+ */
+#include <criterion/criterion.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <jansson.h>
+#include <limits.h>
+#include <openssl/evp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gateway/audit.h"
+#include "gateway/cli.h"
+
+static char dir[PATH_MAX], logpath[PATH_MAX];
+
+static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void setup(void)
+{
+    const char *tmp = getenv("TMPDIR");
+    char state[PATH_MAX];
+
+    snprintf(dir, sizeof(dir), "%s/rg-audit-XXXXXX", tmp && *tmp ? tmp : "/tmp");
+    cr_assert_not_null(mkdtemp(dir));
+    snprintf(state, sizeof(state), "%s/state", dir);
+    cr_assert_eq(mkdir(state, 0700), 0);
+    snprintf(logpath, sizeof(logpath), "%s/audit.jsonl", state);
+}
+
+static void teardown(void)
+{
+    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(audit, .init = setup, .fini = teardown);
+
+/* ------------------------------------------------------------------------
+ * Helpers
+ * ------------------------------------------------------------------------ */
+
+#define ZEROS "0000000000000000000000000000000000000000000000000000000000000000"
+#define OID0  "0000000000000000000000000000000000000000"
+#define OID1  "1111111111111111111111111111111111111111"
+
+typedef struct rec_bufs {
+    char push[32], reason[64];
+} rec_bufs;
+
+/* Record i: odd ones are denied pushes to main, even ones allowed feature pushes. */
+static audit_record make_rec(rec_bufs *b, int i)
+{
+    audit_record r;
+
+    snprintf(b->push, sizeof(b->push), "push-%d", i);
+    snprintf(b->reason, sizeof(b->reason), "reason number %d", i);
+    memset(&r, 0, sizeof(r));
+    r.push_id = b->push;
+    r.run = i % 2 ? "run-odd" : "run-even";
+    r.token_hash = "0123456789ab";
+    r.remote = "127.0.0.1";
+    r.repo = "local/acme/app";
+    r.ref = i % 2 ? "refs/heads/main" : "refs/heads/feature/x";
+    r.old_id = OID0;
+    r.new_id = OID1;
+    r.action = i % 2 ? "force" : "create";
+    r.decision = i % 2 ? "deny" : "allow";
+    r.rule = i % 2 ? "protect-main" : "features";
+    r.reason = b->reason;
+    r.outcome = i % 2 ? "rejected" : "forwarded: ok";
+    return r;
+}
+
+static audit_log *open_log(void)
+{
+    rg_error err = RG_ERROR_INIT;
+    audit_log *log = NULL;
+
+    cr_assert_eq(audit_open(&log, logpath, &err), 0, "open: %s", err.msg);
+    cr_assert_not_null(log);
+    return log;
+}
+
+/* Append records first..first+n-1, one call each, with the log opened and closed. */
+static void append_records(int first, int n)
+{
+    rg_error err = RG_ERROR_INIT;
+    audit_log *log = open_log();
+    audit_record r;
+    rec_bufs b;
+    int i;
+
+    for (i = first; i < first + n; i++) {
+        r = make_rec(&b, i);
+        cr_assert_eq(audit_append(log, &r, &err), 0, "append: %s", err.msg);
+    }
+    audit_close(log);
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf;
+    long n;
+
+    cr_assert_not_null(f, "%s", path);
+    fseek(f, 0, SEEK_END);
+    n = ftell(f);
+    rewind(f);
+    buf = malloc((size_t)n + 1);
+    cr_assert_not_null(buf);
+    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    buf[n] = '\0';
+    fclose(f);
+    if (len)
+        *len = (size_t)n;
+    return buf;
+}
+
+static void spit(const char *path, const char *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(data, 1, len, f), len);
+    fclose(f);
+}
+
+static void spit_append(const char *path, const char *data)
+{
+    FILE *f = fopen(path, "ab");
+
+    cr_assert_not_null(f);
+    fputs(data, f);
+    fclose(f);
+}
+
+/* Start of line n (1-based) in buf, and its length without the newline. */
+static char *line_at(char *buf, int n, size_t *len)
+{
+    char *p = buf, *nl;
+    int i;
+
+    for (i = 1; i < n; i++) {
+        p = strchr(p, '\n');
+        cr_assert_not_null(p, "no line %d", n);
+        p++;
+    }
+    nl = strchr(p, '\n');
+    *len = nl ? (size_t)(nl - p) : strlen(p);
+    return p;
+}
+
+static json_t *parse_line(int n)
+{
+    char *buf = slurp(logpath, NULL), *p;
+    json_t *j;
+    size_t len;
+
+    p = line_at(buf, n, &len);
+    j = json_loadb(p, len, 0, NULL);
+    cr_assert(json_is_object(j), "line %d is not JSON", n);
+    free(buf);
+    return j;
+}
+
+static void sha256_hex(char out[65], const void *data, size_t len)
+{
+    static const char digits[] = "0123456789abcdef";
+    unsigned char md[32];
+    unsigned int mdlen = 0;
+    int i;
+
+    cr_assert_eq(EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL), 1);
+    for (i = 0; i < 32; i++) {
+        out[2 * i] = digits[md[i] >> 4];
+        out[2 * i + 1] = digits[md[i] & 15];
+    }
+    out[64] = '\0';
+}
+
+static audit_verify_result verify_log(void)
+{
+    rg_error err = RG_ERROR_INIT;
+    audit_verify_result res;
+
+    cr_assert_eq(audit_verify(&res, logpath, &err), 0, "verify: %s", err.msg);
+    return res;
+}
+
+static void assert_intact(uint64_t lines)
+{
+    audit_verify_result res = verify_log();
+
+    cr_assert_eq(res.bad_line, 0, "broken at line %llu: %s", (unsigned long long)res.bad_line,
+                 res.why);
+    cr_assert_eq(res.lines, lines, "%llu lines, expected %llu", (unsigned long long)res.lines,
+                 (unsigned long long)lines);
+}
+
+static void assert_broken(uint64_t line, const char *needle)
+{
+    audit_verify_result res = verify_log();
+
+    cr_assert_eq(res.bad_line, line, "bad line %llu (%s), expected %llu",
+                 (unsigned long long)res.bad_line, res.why, (unsigned long long)line);
+    cr_assert(strstr(res.why, needle) != NULL, "why '%s' should say '%s'", res.why, needle);
+}
+
+/* ------------------------------------------------------------------------
+ * Writing and the chain
+ * ------------------------------------------------------------------------ */
+
+Test(audit, records_chain_by_the_hash_of_the_previous_line)
+{
+    char *buf, *p, hash[65];
+    size_t len;
+    json_t *j;
+    int i;
+
+    append_records(1, 5);
+    assert_intact(5);
+    buf = slurp(logpath, NULL);
+    for (i = 1; i <= 5; i++) {
+        j = parse_line(i);
+        cr_assert_eq(json_integer_value(json_object_get(j, "seq")), i);
+        if (i == 1) {
+            cr_assert_str_eq(json_string_value(json_object_get(j, "prev")), ZEROS);
+        } else {
+            p = line_at(buf, i - 1, &len);
+            sha256_hex(hash, p, len);
+            cr_assert_str_eq(json_string_value(json_object_get(j, "prev")), hash);
+        }
+        json_decref(j);
+    }
+    free(buf);
+}
+
+Test(audit, fields_are_written_in_order_and_evaluate_only_when_set)
+{
+    static const char *const order[] = {
+        "time", "seq", "prev",   "push_id",  "run",  "token",  "remote",  "repo",    "ref",
+        "old",  "new", "action", "decision", "rule", "reason", "outcome", "evaluate"};
+    rg_error err = RG_ERROR_INIT;
+    audit_log *log = open_log();
+    audit_record r;
+    rec_bufs b;
+    const char *key, *t;
+    json_t *j, *v;
+    size_t i;
+    void *it;
+
+    r = make_rec(&b, 1);
+    cr_assert_eq(audit_append(log, &r, &err), 0);
+    r.evaluate = "deny by strict-tags";
+    r.reason = NULL;
+    cr_assert_eq(audit_append(log, &r, &err), 0);
+    audit_close(log);
+
+    j = parse_line(1);
+    cr_assert_eq(json_object_size(j), 16, "no evaluate when it is NULL");
+    cr_assert_null(json_object_get(j, "evaluate"));
+    for (i = 0, it = json_object_iter(j); it; it = json_object_iter_next(j, it), i++)
+        cr_assert_str_eq(json_object_iter_key(it), order[i]);
+    /* 2026-11-30T12:00:05.123Z */
+    t = json_string_value(json_object_get(j, "time"));
+    cr_assert_eq(strlen(t), 24, "%s", t);
+    cr_assert(t[10] == 'T' && t[19] == '.' && t[23] == 'Z', "%s", t);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "token")), "0123456789ab");
+    cr_assert_str_eq(json_string_value(json_object_get(j, "old")), OID0);
+    json_decref(j);
+
+    j = parse_line(2);
+    cr_assert_eq(json_object_size(j), 17);
+    for (i = 0, it = json_object_iter(j); it; it = json_object_iter_next(j, it), i++) {
+        key = json_object_iter_key(it);
+        cr_assert_str_eq(key, order[i]);
+    }
+    v = json_object_get(j, "reason");
+    cr_assert(json_is_null(v), "a NULL field is written as null");
+    cr_assert_str_eq(json_string_value(json_object_get(j, "evaluate")), "deny by strict-tags");
+    json_decref(j);
+}
+
+Test(audit, lines_are_compact_json)
+{
+    char *buf;
+
+    append_records(1, 1);
+    buf = slurp(logpath, NULL);
+    cr_assert_eq(strncmp(buf, "{\"time\":\"", 9), 0, "%s", buf);
+    cr_assert_null(strstr(buf, "\": "), "no spaces after colons");
+    free(buf);
+}
+
+Test(audit, log_is_created_0600)
+{
+    struct stat st;
+
+    audit_close(open_log());
+    cr_assert_eq(stat(logpath, &st), 0);
+    cr_assert_eq(st.st_mode & 0777, 0600);
+    cr_assert_eq(st.st_size, 0);
+    assert_intact(0);
+}
+
+Test(audit, append_many_writes_consecutive_records)
+{
+    rg_error err = RG_ERROR_INIT;
+    audit_log *log = open_log();
+    audit_record recs[3];
+    rec_bufs b[3];
+    json_t *j;
+    int i;
+
+    for (i = 0; i < 3; i++)
+        recs[i] = make_rec(&b[i], i);
+    cr_assert_eq(audit_append_many(log, recs, 3, &err), 0, "%s", err.msg);
+    cr_assert_eq(audit_append_many(log, recs, 0, &err), 0, "nothing to do is fine");
+    cr_assert_eq(audit_append_many(log, recs, 2, &err), 0, "%s", err.msg);
+    audit_close(log);
+    assert_intact(5);
+    j = parse_line(3);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "push_id")), "push-2");
+    json_decref(j);
+}
+
+Test(audit, reopening_continues_the_chain)
+{
+    json_t *j;
+
+    append_records(1, 3);
+    append_records(4, 2);
+    append_records(6, 1);
+    assert_intact(6);
+    j = parse_line(6);
+    cr_assert_eq(json_integer_value(json_object_get(j, "seq")), 6);
+    json_decref(j);
+}
+
+Test(audit, a_second_writer_is_refused_while_the_first_is_open)
+{
+    rg_error err = RG_ERROR_INIT;
+    audit_log *log = open_log(), *second = NULL;
+
+    cr_assert_eq(audit_open(&second, logpath, &err), -EBUSY);
+    cr_assert_null(second);
+    cr_assert(strstr(err.msg, "in use") != NULL, "%s", err.msg);
+    audit_close(log);
+    second = open_log();
+    audit_close(second);
+}
+
+Test(audit, hostile_fields_are_escaped_and_capped)
+{
+    rg_error err = RG_ERROR_INIT;
+    audit_log *log = open_log();
+    char *big = malloc(20000);
+    const char *reason, *ref;
+    audit_record r;
+    rec_bufs b;
+    json_t *j;
+
+    cr_assert_not_null(big);
+    memset(big, 'x', 19999);
+    big[19999] = '\0';
+    r = make_rec(&b, 1);
+    r.ref = "refs/heads/\xff\xfe-bad-\x1b[31m-utf8";
+    r.reason = big;
+    r.outcome = "forwarded: ng caf\xc3\xa9 \xe2\x80\xae evil"; /* valid UTF-8 stays */
+    cr_assert_eq(audit_append(log, &r, &err), 0, "%s", err.msg);
+    audit_close(log);
+    free(big);
+    assert_intact(1);
+
+    j = parse_line(1);
+    ref = json_string_value(json_object_get(j, "ref"));
+    cr_assert_str_eq(ref, "refs/heads/\\xFF\\xFE-bad-\x1b[31m-utf8");
+    reason = json_string_value(json_object_get(j, "reason"));
+    cr_assert_leq(strlen(reason), 4096);
+    cr_assert_eq(strcmp(reason + strlen(reason) - 3, "..."), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "outcome")),
+                     "forwarded: ng caf\xc3\xa9 \xe2\x80\xae evil");
+    json_decref(j);
+}
+
+Test(audit, free_functions_accept_null)
+{
+    audit_close(NULL);
+    audit_reader_free(NULL);
+}
+
+/* ------------------------------------------------------------------------
+ * Damage
+ * ------------------------------------------------------------------------ */
+
+Test(audit, a_changed_byte_is_found_at_the_next_line_and_names_the_changed_one)
+{
+    char *buf, *p;
+    size_t len;
+
+    append_records(1, 10);
+    buf = slurp(logpath, &len);
+    p = strstr(buf, "reason number 5");
+    cr_assert_not_null(p);
+    p[7] = 'N'; /* "reason Number 5": still valid JSON */
+    spit(logpath, buf, len);
+    free(buf);
+    assert_broken(6, "prev does not match line 5");
+}
+
+Test(audit, a_change_that_breaks_the_json_is_found_at_that_line)
+{
+    char *buf, *p;
+    size_t len;
+
+    append_records(1, 10);
+    buf = slurp(logpath, &len);
+    p = line_at(buf, 5, &len);
+    p[0] = 'X';
+    len = strlen(buf);
+    spit(logpath, buf, len);
+    free(buf);
+    assert_broken(5, "not a JSON object");
+}
+
+Test(audit, a_changed_seq_is_found_at_that_line)
+{
+    char *buf, *p;
+    size_t len;
+
+    append_records(1, 10);
+    buf = slurp(logpath, &len);
+    p = strstr(line_at(buf, 4, &len), "\"seq\":4");
+    cr_assert_not_null(p);
+    p[6] = '7';
+    spit(logpath, buf, strlen(buf));
+    free(buf);
+    assert_broken(4, "seq 7 does not follow seq 3");
+}
+
+Test(audit, a_deleted_line_is_found)
+{
+    char *buf, *p, *q;
+    size_t len;
+
+    append_records(1, 8);
+    buf = slurp(logpath, &len);
+    p = line_at(buf, 4, &len);
+    q = p + len + 1;
+    memmove(p, q, strlen(q) + 1);
+    spit(logpath, buf, strlen(buf));
+    free(buf);
+    assert_broken(4, "a record is missing");
+}
+
+Test(audit, a_deleted_first_line_is_found)
+{
+    char *buf, *p;
+    size_t len;
+
+    append_records(1, 3);
+    buf = slurp(logpath, &len);
+    p = strchr(buf, '\n') + 1;
+    spit(logpath, p, strlen(p));
+    free(buf);
+    assert_broken(1, "first record has seq 1");
+}
+
+Test(audit, swapped_lines_are_found)
+{
+    char *buf, *out, *l2, *l3;
+    size_t len, n2, n3, head;
+
+    append_records(1, 4);
+    buf = slurp(logpath, &len);
+    out = malloc(len + 1);
+    l2 = line_at(buf, 2, &n2);
+    l3 = line_at(buf, 3, &n3);
+    head = (size_t)(l2 - buf);
+    memcpy(out, buf, head);
+    memcpy(out + head, l3, n3 + 1);
+    memcpy(out + head + n3 + 1, l2, n2 + 1);
+    memcpy(out + head + n2 + n3 + 2, l3 + n3 + 1, len - head - n2 - n3 - 2);
+    spit(logpath, out, len);
+    free(out);
+    free(buf);
+    assert_broken(2, "seq 3 does not follow seq 1");
+}
+
+Test(audit, a_torn_last_line_is_named)
+{
+    append_records(1, 3);
+    spit_append(logpath, "{\"time\":\"2026-11-30T12:00:0");
+    assert_broken(4, "torn");
+}
+
+Test(audit, reopening_after_a_torn_line_keeps_it_and_chains_past_it)
+{
+    static const char torn[] = "{\"time\":\"2026-11-30T12:00:0";
+    char hash[65];
+    json_t *j;
+    char *buf, *p;
+    size_t len;
+
+    append_records(1, 3);
+    spit_append(logpath, torn);
+    append_records(4, 2);
+
+    buf = slurp(logpath, NULL);
+    p = line_at(buf, 4, &len);
+    cr_assert_eq(len, strlen(torn));
+    cr_assert_eq(memcmp(p, torn, len), 0, "the torn fragment is kept as it was");
+    free(buf);
+
+    sha256_hex(hash, torn, strlen(torn));
+    j = parse_line(5);
+    cr_assert_eq(json_integer_value(json_object_get(j, "seq")), 4, "seq follows the last good one");
+    cr_assert_str_eq(json_string_value(json_object_get(j, "prev")), hash,
+                     "prev is the hash of the torn line's bytes");
+    json_decref(j);
+    j = parse_line(6);
+    cr_assert_eq(json_integer_value(json_object_get(j, "seq")), 5);
+    json_decref(j);
+    /* Verify names the torn line, which is no longer at the end. */
+    assert_broken(4, "not a JSON object");
+}
+
+Test(audit, a_whole_record_missing_only_its_newline_rejoins_the_chain)
+{
+    char *buf;
+    size_t len;
+
+    append_records(1, 3);
+    buf = slurp(logpath, &len);
+    spit(logpath, buf, len - 1);
+    free(buf);
+    assert_broken(3, "torn");
+    append_records(4, 1);
+    assert_intact(4);
+}
+
+Test(audit, a_failed_append_is_recovered_by_the_next)
+{
+    rg_error err = RG_ERROR_INIT;
+    audit_log *log = open_log();
+    struct rlimit old, lim;
+    audit_record r;
+    struct stat st;
+    rec_bufs b;
+    json_t *j;
+
+    r = make_rec(&b, 1);
+    cr_assert_eq(audit_append(log, &r, &err), 0);
+    /* Let the next write stop 50 bytes in, as a full disk would. */
+    cr_assert_eq(stat(logpath, &st), 0);
+    signal(SIGXFSZ, SIG_IGN);
+    cr_assert_eq(getrlimit(RLIMIT_FSIZE, &old), 0);
+    lim = old;
+    lim.rlim_cur = (rlim_t)st.st_size + 50;
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+    r = make_rec(&b, 2);
+    cr_assert_lt(audit_append(log, &r, &err), 0);
+    cr_assert_eq(setrlimit(RLIMIT_FSIZE, &old), 0);
+    r = make_rec(&b, 3);
+    cr_assert_eq(audit_append(log, &r, &err), 0, "%s", err.msg);
+    audit_close(log);
+
+    /* The half record is kept and named; the next one chains on from it. */
+    assert_broken(2, "not a JSON object");
+    j = parse_line(3);
+    cr_assert_eq(json_integer_value(json_object_get(j, "seq")), 2);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "push_id")), "push-3");
+    json_decref(j);
+}
+
+Test(audit, verify_of_a_missing_log_is_enoent)
+{
+    rg_error err = RG_ERROR_INIT;
+    audit_verify_result res;
+
+    cr_assert_eq(audit_verify(&res, logpath, &err), -ENOENT);
+}
+
+/* ------------------------------------------------------------------------
+ * Reading
+ * ------------------------------------------------------------------------ */
+
+Test(audit, the_reader_yields_each_line_with_its_hash)
+{
+    rg_error err = RG_ERROR_INIT;
+    audit_reader *r = NULL;
+    audit_line line;
+    unsigned char md[32];
+    unsigned int mdlen;
+    char *buf, *p;
+    size_t len;
+    int n = 0;
+
+    append_records(1, 3);
+    spit_append(logpath, "\npartial");
+    buf = slurp(logpath, NULL);
+    cr_assert_eq(audit_reader_open(&r, logpath, &err), 0);
+    while (audit_reader_next(r, &line, &err) == 1) {
+        n++;
+        cr_assert_eq(line.number, (uint64_t)n);
+        p = line_at(buf, n, &len);
+        cr_assert_eq(line.len, len);
+        cr_assert_eq(memcmp(line.data, p, len), 0);
+        cr_assert_eq(line.data[len], '\0');
+        EVP_Digest(p, len, md, &mdlen, EVP_sha256(), NULL);
+        cr_assert_eq(memcmp(line.sha256, md, 32), 0);
+        cr_assert_eq(line.torn, n == 5, "only the last line lacks its newline");
+        cr_assert_eq(line.too_long, 0);
+    }
+    cr_assert_eq(n, 5, "3 records, an empty line and the partial one");
+    audit_reader_free(r);
+    free(buf);
+}
+
+/* ------------------------------------------------------------------------
+ * Many writers
+ * ------------------------------------------------------------------------ */
+
+#define THREADS    8
+#define PER_THREAD 40
+
+typedef struct writer {
+    audit_log *log;
+    int id;
+    int failures;
+} writer;
+
+static void *write_thread(void *arg)
+{
+    writer *w = arg;
+    audit_record recs[3];
+    rec_bufs b[3];
+    int i, k;
+
+    for (i = 0; i < PER_THREAD;) {
+        /* Every fifth call writes a push of three refs at once. */
+        int n = (i % 5 == 4 && i + 3 <= PER_THREAD) ? 3 : 1;
+        for (k = 0; k < n; k++)
+            recs[k] = make_rec(&b[k], w->id * 1000 + i + k);
+        if (audit_append_many(w->log, recs, (size_t)n, NULL) < 0)
+            w->failures++;
+        i += n;
+    }
+    return NULL;
+}
+
+Test(audit, concurrent_appends_make_one_unbroken_chain)
+{
+    static char seen[THREADS * 1000];
+    pthread_t th[THREADS];
+    writer w[THREADS];
+    audit_log *log = open_log();
+    const char *push;
+    json_t *j;
+    int i, id;
+
+    for (i = 0; i < THREADS; i++) {
+        w[i] = (writer){log, i, 0};
+        cr_assert_eq(pthread_create(&th[i], NULL, write_thread, &w[i]), 0);
+    }
+    for (i = 0; i < THREADS; i++) {
+        pthread_join(th[i], NULL);
+        cr_assert_eq(w[i].failures, 0);
+    }
+    audit_close(log);
+    /* Intact means seq runs 1..N without a gap or a repeat. */
+    assert_intact(THREADS * PER_THREAD);
+    memset(seen, 0, sizeof(seen));
+    for (i = 1; i <= THREADS * PER_THREAD; i++) {
+        j = parse_line(i);
+        push = json_string_value(json_object_get(j, "push_id"));
+        id = atoi(push + 5);
+        cr_assert_lt(id, THREADS * 1000);
+        cr_assert_eq(seen[id], 0, "%s written twice", push);
+        seen[id] = 1;
+        json_decref(j);
+    }
+}
+
+/* ------------------------------------------------------------------------
+ * refgate audit
+ * ------------------------------------------------------------------------ */
+
+static char *config_path(void)
+{
+    static char path[PATH_MAX];
+    char json[PATH_MAX + 200];
+
+    snprintf(path, sizeof(path), "%s/refgate.json", dir);
+    snprintf(json, sizeof(json),
+             "{\"state_dir\": \"state\", \"upstreams\": [{\"host\": \"local\", \"url\": "
+             "\"file://%s\"}]}\n",
+             dir);
+    spit(path, json, strlen(json));
+    return path;
+}
+
+/* Run a CLI function with the given arguments; its stdout lands in *out. */
+static int run_cli(char **out, int (*fn)(int, char **), ...)
+{
+    char *argv[32], outpath[PATH_MAX];
+    int argc = 0, saved, fd, rc;
+    const char *a;
+    va_list ap;
+
+    va_start(ap, fn);
+    while ((a = va_arg(ap, const char *)) != NULL && argc < 31)
+        argv[argc++] = strdup(a);
+    va_end(ap);
+    argv[argc] = NULL;
+    snprintf(outpath, sizeof(outpath), "%s/stdout.txt", dir);
+    fflush(stdout);
+    saved = dup(STDOUT_FILENO);
+    fd = open(outpath, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    cr_assert_geq(fd, 0);
+    dup2(fd, STDOUT_FILENO);
+    close(fd);
+    rc = fn(argc, argv);
+    fflush(stdout);
+    dup2(saved, STDOUT_FILENO);
+    close(saved);
+    *out = slurp(outpath, NULL);
+    while (argc > 0)
+        free(argv[--argc]);
+    return rc;
+}
+
+static int count_char(const char *s, char c)
+{
+    int n = 0;
+
+    for (; *s; s++)
+        n += *s == c;
+    return n;
+}
+
+Test(audit, cli_verify_says_intact_broken_or_no_log)
+{
+    const char *cfg = config_path();
+    char *out, *buf, *p;
+    size_t len;
+
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "verify", "--config", cfg, NULL), 0);
+    cr_assert_str_eq(out, "no audit log yet\n");
+    free(out);
+
+    append_records(1, 7);
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "verify", "--config", cfg, NULL), 0);
+    cr_assert_str_eq(out, "audit log intact: 7 records\n");
+    free(out);
+
+    buf = slurp(logpath, &len);
+    p = strstr(buf, "reason number 3");
+    p[0] = 'R';
+    spit(logpath, buf, len);
+    free(buf);
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "verify", "--config", cfg, NULL), 1);
+    cr_assert_eq(strncmp(out, "audit log broken at line 4: prev does not match line 3", 54), 0,
+                 "%s", out);
+    free(out);
+}
+
+Test(audit, cli_help_and_usage_errors)
+{
+    const char *cfg = config_path();
+    char *out;
+
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "--help", NULL), 0);
+    cr_assert(strstr(out, "usage: refgate audit") != NULL);
+    cr_assert(strstr(out, "--since") != NULL);
+    free(out);
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "verify", "--help", NULL), 0);
+    cr_assert(strstr(out, "verify") != NULL);
+    free(out);
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", NULL), 2, "--config is required");
+    free(out);
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "verify", NULL), 2);
+    free(out);
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "--config", cfg, "--decision", "maybe", NULL),
+                 2);
+    free(out);
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "--config", cfg, "--since", "yesterday", NULL),
+                 2);
+    free(out);
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "--config", cfg, "--bogus", NULL), 2);
+    free(out);
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "--config", NULL), 2);
+    free(out);
+}
+
+Test(audit, cli_lists_matching_lines_as_stored_with_json)
+{
+    const char *cfg = config_path();
+    char *out, *buf, *p, *want;
+    size_t len;
+    int i;
+
+    append_records(1, 6);
+    cr_assert_eq(
+        run_cli(&out, cli_audit, "audit", "--config", cfg, "--json", "--decision", "deny", NULL),
+        0);
+    /* Lines 1, 3, 5 (the odd records), byte for byte. */
+    buf = slurp(logpath, NULL);
+    want = calloc(1, strlen(buf) + 1);
+    for (i = 1; i <= 5; i += 2) {
+        p = line_at(buf, i, &len);
+        strncat(want, p, len + 1);
+    }
+    cr_assert_str_eq(out, want);
+    free(want);
+    free(buf);
+    free(out);
+
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "--config", cfg, "--json", NULL), 0);
+    buf = slurp(logpath, NULL);
+    cr_assert_str_eq(out, buf, "no filter: the whole log");
+    free(buf);
+    free(out);
+}
+
+Test(audit, cli_filters_by_run_repo_ref_decision_and_time)
+{
+    const char *cfg = config_path();
+    char *out;
+
+    append_records(1, 6);
+#define LINES(...)                                                                                 \
+    (run_cli(&out, cli_audit, "audit", "--config", cfg, "--json", __VA_ARGS__, NULL) == 0          \
+         ? count_char(out, '\n')                                                                   \
+         : -1)
+    cr_assert_eq(LINES("--run", "run-even"), 3);
+    free(out);
+    cr_assert_eq(LINES("--run", "nobody"), 0);
+    free(out);
+    cr_assert_eq(LINES("--ref", "main"), 3, "a short branch name");
+    free(out);
+    cr_assert_eq(LINES("--ref", "refs/heads/main"), 3);
+    free(out);
+    cr_assert_eq(LINES("--ref", "feature/*"), 3, "a glob");
+    free(out);
+    cr_assert_eq(LINES("--repo", "local/acme/app"), 6);
+    free(out);
+    cr_assert_eq(LINES("--repo", "local/acme/*"), 6);
+    free(out);
+    cr_assert_eq(LINES("--repo", "local/other"), 0);
+    free(out);
+    cr_assert_eq(LINES("--decision", "allow", "--ref", "main"), 0);
+    free(out);
+    cr_assert_eq(LINES("--since", "2000-01-01"), 6);
+    free(out);
+    cr_assert_eq(LINES("--since", "2999-01-01T00:00:00Z"), 0);
+    free(out);
+    cr_assert_eq(LINES("--since", "2999-01-01T00:00:00.5+02:00"), 0);
+    free(out);
+    cr_assert_eq(LINES("--since", "1h"), 6, "all were written just now");
+    free(out);
+    cr_assert_eq(LINES("--since=10m"), 6);
+    free(out);
+#undef LINES
+}
+
+Test(audit, cli_table_is_aligned_and_shortened)
+{
+    const char *cfg = config_path();
+    rg_error err = RG_ERROR_INIT;
+    audit_log *log;
+    audit_record r;
+    rec_bufs b;
+    char *out, *line2, *line3, reason[300];
+    const char *col;
+    int i;
+
+    append_records(1, 2);
+    log = open_log();
+    r = make_rec(&b, 3);
+    for (i = 0; i < 299; i++)
+        reason[i] = 'a' + i % 26;
+    reason[299] = '\0';
+    r.reason = reason;
+    r.run = "run-\x1b]0;evil\x07";
+    cr_assert_eq(audit_append(log, &r, &err), 0);
+    audit_close(log);
+
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "--config", cfg, NULL), 0);
+    cr_assert_eq(count_char(out, '\n'), 4, "a header and three rows:\n%s", out);
+    cr_assert_eq(strncmp(out, "TIME", 4), 0, "%s", out);
+    cr_assert_null(strchr(out, '\x1b'), "no escape sequence reaches the terminal");
+    cr_assert_null(strchr(out, '\x07'));
+    cr_assert_null(strstr(out, reason), "a long reason is shortened");
+    cr_assert_not_null(strstr(out, "\xe2\x80\xa6"), "with an ellipsis");
+    cr_assert_not_null(strstr(out, "feature/x"), "branches lose refs/heads/");
+    cr_assert_null(strstr(out, "refs/heads/"));
+
+    /* Columns line up: REPO starts at the same place in every line. */
+    col = strstr(out, "REPO");
+    line2 = strchr(out, '\n') + 1;
+    line3 = strchr(line2, '\n') + 1;
+    cr_assert_eq(strncmp(line2 + (col - out), "local/acme/app", 14), 0, "%s", out);
+    cr_assert_eq(strncmp(line3 + (col - out), "local/acme/app", 14), 0, "%s", out);
+    free(out);
+
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "--config", cfg, "--run", "nobody", NULL), 0);
+    cr_assert_str_eq(out, "no matching audit records\n");
+    free(out);
+}
+
+Test(audit, cli_list_without_a_log_says_so)
+{
+    const char *cfg = config_path();
+    char *out;
+
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "--config", cfg, NULL), 0);
+    cr_assert_str_eq(out, "no audit log yet\n");
+    free(out);
+}

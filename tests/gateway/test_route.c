@@ -1,0 +1,153 @@
+/* Routing and repository path validation (gateway/route.c). */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gateway/route.h"
+
+typedef struct route_case {
+    const char *method;
+    const char *url;
+    const char *service;
+    int rc;
+    const char *repo; /* expected on success */
+    int advertise;
+    gateway_service svc;
+} route_case;
+
+static route_case cases[] = {
+    {"GET", "/local/acme/app.git/info/refs", "git-receive-pack", 0, "local/acme/app", 1,
+     GATEWAY_RECEIVE_PACK},
+    {"GET", "/local/acme/app/info/refs", "git-receive-pack", 0, "local/acme/app", 1,
+     GATEWAY_RECEIVE_PACK},
+    {"POST", "/local/acme/app.git/git-receive-pack", NULL, 0, "local/acme/app", 0,
+     GATEWAY_RECEIVE_PACK},
+    {"POST", "/github.com/o/r.git/git-upload-pack", NULL, 0, "github.com/o/r", 0,
+     GATEWAY_UPLOAD_PACK},
+    {"GET", "/local/a/b/c/d.git/info/refs", "git-upload-pack", 0, "local/a/b/c/d", 1,
+     GATEWAY_UPLOAD_PACK},
+    /* Not git endpoints. */
+    {"GET", "/", NULL, -ENOENT, NULL, 0, 0},
+    {"GET", "/local/acme/app.git/HEAD", NULL, -ENOENT, NULL, 0, 0},
+    {"GET", "/local/acme/app.git/info/refs", NULL, -ENOENT, NULL, 0, 0},
+    {"GET", "/local/acme/app.git/info/refs", "git-evil", -ENOENT, NULL, 0, 0},
+    {"GET", "local/acme/app.git/info/refs", "git-receive-pack", -ENOENT, NULL, 0, 0},
+    /* Wrong methods. */
+    {"POST", "/local/acme/app.git/info/refs", "git-receive-pack", -EPERM, NULL, 0, 0},
+    {"GET", "/local/acme/app.git/git-receive-pack", NULL, -EPERM, NULL, 0, 0},
+    {"PUT", "/local/acme/app.git/git-upload-pack", NULL, -EPERM, NULL, 0, 0},
+    /* Traversal and odd segments. */
+    {"GET", "/local/../etc/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
+    {"GET", "/local/acme/../../x.git/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
+    {"GET", "/local/./app.git/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
+    {"GET", "/local/acme//app.git/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
+    {"GET", "/local/.hidden/app.git/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
+    {"GET", "/local/acme/a pp.git/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
+    {"GET", "/local/acme/a\\b.git/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
+    {"GET", "/local/.git/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
+    {"GET", "/local/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
+    {"GET", "//acme/app.git/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
+    {"GET", "/../acme/app.git/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
+    {"GET", "/local/-x/app.git/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
+};
+
+ParameterizedTestParameters(route, parse_accepts_git_endpoints_and_rejects_the_rest)
+{
+    return cr_make_param_array(route_case, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(route_case *c, route, parse_accepts_git_endpoints_and_rejects_the_rest)
+{
+    gateway_route r;
+    rg_error err = RG_ERROR_INIT;
+    int rc = gateway_route_parse(&r, c->method, c->url, c->service, &err);
+
+    cr_assert_eq(rc, c->rc, "%s %s: got %d (%s), want %d", c->method, c->url, rc, err.msg, c->rc);
+    if (rc == 0) {
+        cr_assert_str_eq(r.repo, c->repo);
+        cr_assert_eq(r.advertise, c->advertise);
+        cr_assert_eq(r.service, c->svc);
+    } else {
+        cr_assert(err.msg[0] != '\0', "an error must say why");
+    }
+}
+
+Test(route, long_paths_are_refused_not_truncated)
+{
+    char url[2048] = "/local/";
+    gateway_route r;
+
+    for (int i = 0; i < 60; i++)
+        strcat(url, "abcdefghij/");
+    strcat(url, "x.git/info/refs");
+    cr_assert_eq(gateway_route_parse(&r, "GET", url, "git-receive-pack", NULL), -EINVAL);
+}
+
+static char root[PATH_MAX];
+
+static void make_root(void)
+{
+    char cmd[PATH_MAX * 2];
+
+    snprintf(root, sizeof(root), "/tmp/route-test.XXXXXX");
+    cr_assert_not_null(mkdtemp(root));
+    snprintf(cmd, sizeof(cmd),
+             "git init -q --bare %s/root/acme/app.git && git init -q --bare %s/outside.git && "
+             "ln -s %s/outside.git %s/root/acme/escape.git",
+             root, root, root, root);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static void remove_root(void)
+{
+    char cmd[PATH_MAX + 16];
+
+    snprintf(cmd, sizeof(cmd), "rm -rf %s", root);
+    cr_assert_eq(system(cmd), 0);
+}
+
+TestSuite(route_local, .init = make_root, .fini = remove_root);
+
+static int local_dir(char **out, const char *url)
+{
+    char r[PATH_MAX];
+    policy_upstream up = {.host = (char *)"local", .url = NULL, .root = r};
+    gateway_route route;
+    rg_error err = RG_ERROR_INIT;
+
+    snprintf(r, sizeof(r), "%s/root", root);
+    cr_assert_eq(gateway_route_parse(&route, "GET", url, "git-receive-pack", &err), 0, "%s",
+                 err.msg);
+    return gateway_route_local_dir(out, &up, &route, &err);
+}
+
+Test(route_local, maps_a_path_to_the_bare_repository_under_the_root)
+{
+    char *dir = NULL, want[PATH_MAX], real[PATH_MAX];
+
+    cr_assert_eq(local_dir(&dir, "/local/acme/app.git/info/refs"), 0);
+    snprintf(want, sizeof(want), "%s/root/acme/app.git", root);
+    cr_assert_not_null(realpath(want, real));
+    cr_assert_str_eq(dir, real);
+    free(dir);
+    cr_assert_eq(local_dir(&dir, "/local/acme/app/info/refs"), 0);
+    free(dir);
+}
+
+Test(route_local, refuses_missing_repositories_and_symlinks_out_of_the_root)
+{
+    char *dir = NULL;
+
+    cr_assert_eq(local_dir(&dir, "/local/acme/nope.git/info/refs"), -ENOENT);
+    cr_assert_null(dir);
+    cr_assert_eq(local_dir(&dir, "/local/acme/escape.git/info/refs"), -ENOENT);
+    cr_assert_null(dir);
+    /* A directory that is not a repository is not served either. */
+    cr_assert_eq(local_dir(&dir, "/local/acme/info/refs"), -ENOENT);
+}

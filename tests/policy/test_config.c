@@ -1,0 +1,590 @@
+/*
+ * Tests for policy/config.c. Each test gets a fresh temporary directory
+ * holding upstream directories, so relative paths, file:// roots and
+ * missing directories are checked against a real filesystem. Bad configs
+ * are one table: every row must fail with a message that names the file,
+ * the key path and the problem, because that message is all an operator
+ * sees when the gateway refuses to start.
+ */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+
+#include <ftw.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "policy/config.h"
+#include "util/fs.h"
+
+static char tmpdir[PATH_MAX];
+
+/* ---------------------------------------------------------------------------
+ * Fixture
+ * ------------------------------------------------------------------------- */
+
+static void mkdir_in(const char *rel)
+{
+    char p[PATH_MAX];
+
+    snprintf(p, sizeof(p), "%s/%s", tmpdir, rel);
+    cr_assert_eq(mkdir(p, 0700), 0, "mkdir %s", p);
+}
+
+static void setup(void)
+{
+    char tmpl[] = "/tmp/rg-test-config-XXXXXX";
+
+    cr_assert_not_null(mkdtemp(tmpl));
+    /* Resolved, because the loader reports resolved directories. */
+    cr_assert_not_null(realpath(tmpl, tmpdir));
+    mkdir_in("repos");
+    mkdir_in("my repos");
+    mkdir_in("sub");
+}
+
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    return remove(path);
+}
+
+static void teardown(void)
+{
+    if (tmpdir[0] != '\0')
+        nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+TestSuite(config, .init = setup, .fini = teardown);
+
+/* Turn single quotes into double ones so JSON can be written readably. */
+static void dequote(char *s)
+{
+    for (; *s; s++)
+        if (*s == '\'')
+            *s = '"';
+}
+
+/* Write `json` (single-quoted) to <tmpdir>/<rel>; returns the full path. */
+static const char *write_config(const char *rel, const char *json)
+{
+    static char path[PATH_MAX];
+    char text[8192];
+    rg_error err = RG_ERROR_INIT;
+
+    snprintf(path, sizeof(path), "%s/%s", tmpdir, rel);
+    snprintf(text, sizeof(text), "%s", json);
+    dequote(text);
+    cr_assert_eq(rg_fs_write_atomic(path, text, strlen(text), 0600, &err), 0, "%s", err.msg);
+    return path;
+}
+
+static char *join(const char *a, const char *b)
+{
+    static char bufs[4][PATH_MAX];
+    static int next;
+    char *p = bufs[next++ % 4];
+
+    snprintf(p, PATH_MAX, "%s/%s", a, b);
+    return p;
+}
+
+/* ---------------------------------------------------------------------------
+ * Valid configs
+ * ------------------------------------------------------------------------- */
+
+Test(config, a_full_config_loads_every_field)
+{
+    char json[8192];
+    const char *path;
+    rg_error err = RG_ERROR_INIT;
+    policy_config *cfg = NULL;
+    const policy_rule *r;
+
+    snprintf(json, sizeof(json),
+             "{'listen': '[::1]:0', 'state_dir': 'state', 'default': 'allow',"
+             " 'max_body_bytes': 1048576,"
+             " 'upstreams': ["
+             "  {'host': 'local', 'url': 'repos'},"
+             "  {'host': 'abs', 'url': 'file://%s/my%%20repos'},"
+             "  {'host': 'plain-abs', 'url': '%s/sub/../repos'},"
+             "  {'host': 'github.com', 'url': 'https://github.com/',"
+             "   'credentials': {'type': 'static', 'token_file': 't'},"
+             "   'read_credentials': 'env:READ', 'ca_file': 'ca.pem',"
+             "   'connect_timeout': 10, 'idle_timeout': 2.5}],"
+             " 'rules': ["
+             "  {'name': 'protect-main', 'repos': ['local/acme/*'],"
+             "   'refs': ['refs/heads/main', 'refs/heads/release/**'],"
+             "   'actions': ['update', 'force', 'delete'], 'effect': 'deny',"
+             "   'reason': 'main is protected'},"
+             "  {'repos': ['github.com/**'], 'effect': 'ask', 'mode': 'evaluate'},"
+             "  {'name': 'tags', 'refs': ['refs/tags/*'], 'actions': ['create'],"
+             "   'effect': 'allow', 'mode': 'enforce'}]}",
+             tmpdir, tmpdir);
+    path = write_config("refgate.json", json);
+    cr_assert_eq(policy_config_load(&cfg, path, &err), 0, "%s", err.msg);
+
+    cr_expect_str_eq(cfg->path, path);
+    cr_expect_str_eq(cfg->listen_host, "::1");
+    cr_expect_eq(cfg->listen_port, 0);
+    cr_expect_str_eq(cfg->state_dir, join(tmpdir, "state"));
+    cr_expect_eq(cfg->default_effect, POLICY_ALLOW);
+    cr_expect_eq(cfg->max_body_bytes, 1048576);
+
+    cr_assert_eq(cfg->nupstreams, 4);
+    cr_expect_str_eq(cfg->upstreams[0].host, "local");
+    cr_expect_str_eq(cfg->upstreams[0].url, "repos");
+    cr_expect_str_eq(cfg->upstreams[0].root, join(tmpdir, "repos"));
+    cr_expect_str_eq(cfg->upstreams[1].host, "abs");
+    cr_expect_str_eq(cfg->upstreams[1].root, join(tmpdir, "my repos"), "%%20 is decoded");
+    cr_expect_str_eq(cfg->upstreams[2].root, join(tmpdir, "repos"));
+    cr_expect_str_eq(cfg->upstreams[3].host, "github.com");
+    cr_expect_str_eq(cfg->upstreams[3].url, "https://github.com/");
+    cr_expect_null(cfg->upstreams[3].root);
+    cr_expect_eq(policy_config_upstream(cfg, "github.com"), &cfg->upstreams[3]);
+    cr_expect_eq(policy_config_upstream(cfg, "local"), &cfg->upstreams[0]);
+    cr_expect_null(policy_config_upstream(cfg, "nope"));
+
+    cr_assert_eq(cfg->nrules, 3);
+    r = &cfg->rules[0];
+    cr_expect_str_eq(r->name, "protect-main");
+    cr_assert_eq(r->nrepos, 1);
+    cr_expect_str_eq(r->repos[0], "local/acme/*");
+    cr_assert_eq(r->nrefs, 2);
+    cr_expect_str_eq(r->refs[0], "refs/heads/main");
+    cr_expect_str_eq(r->refs[1], "refs/heads/release/**");
+    cr_expect_eq(r->actions, POLICY_ACTION_UPDATE | POLICY_ACTION_FORCE | POLICY_ACTION_DELETE);
+    cr_expect_eq(r->effect, POLICY_DENY);
+    cr_expect_str_eq(r->reason, "main is protected");
+    cr_expect_eq(r->evaluate_only, 0);
+
+    r = &cfg->rules[1];
+    cr_expect_str_eq(r->name, "rules[1]", "an unnamed rule is named by its index");
+    cr_expect_null(r->refs, "an absent selector matches anything");
+    cr_expect_eq(r->nrefs, 0);
+    cr_expect_eq(r->actions, POLICY_ACTION_ALL);
+    cr_expect_eq(r->effect, POLICY_ASK);
+    cr_expect_null(r->reason);
+    cr_expect_eq(r->evaluate_only, 1);
+
+    r = &cfg->rules[2];
+    cr_expect_null(r->repos);
+    cr_expect_eq(r->actions, POLICY_ACTION_CREATE);
+    cr_expect_eq(r->evaluate_only, 0);
+    policy_config_free(cfg);
+}
+
+Test(config, a_minimal_config_gets_the_documented_defaults)
+{
+    const char *path = write_config("min.json", "{'state_dir': '/var/lib/refgate'}");
+    rg_error err = RG_ERROR_INIT;
+    policy_config *cfg = NULL;
+
+    cr_assert_eq(policy_config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(cfg->listen_host, "127.0.0.1");
+    cr_expect_eq(cfg->listen_port, 8470);
+    cr_expect_eq(cfg->default_effect, POLICY_DENY, "fail closed without a default");
+    cr_expect_eq(cfg->max_body_bytes, (uint64_t)2 * 1024 * 1024 * 1024);
+    cr_expect_eq(cfg->nupstreams, 0);
+    cr_expect_null(cfg->upstreams);
+    cr_expect_eq(cfg->nrules, 0);
+    cr_expect_null(cfg->rules);
+    policy_config_free(cfg);
+}
+
+Test(config, relative_paths_are_relative_to_the_file_not_the_working_directory)
+{
+    const char *path =
+        write_config("sub/refgate.json", "{'state_dir': '../state',"
+                                         " 'upstreams': [{'host': 'local', 'url': '../repos'},"
+                                         "               {'host': 'dot', 'url': './'}]}");
+    char expect_path[PATH_MAX], repos_dir[PATH_MAX];
+    const char *from[] = {expect_path, "sub/refgate.json", "../sub/refgate.json"};
+    const char *cwd[] = {"/", tmpdir, repos_dir};
+    rg_error err = RG_ERROR_INIT;
+    policy_config *cfg = NULL;
+    size_t i;
+
+    snprintf(expect_path, sizeof(expect_path), "%s", path);
+    snprintf(repos_dir, sizeof(repos_dir), "%s/repos", tmpdir);
+    for (i = 0; i < 3; i++) {
+        cr_assert_eq(chdir(cwd[i]), 0);
+        cr_assert_eq(policy_config_load(&cfg, from[i], &err), 0, "%s", err.msg);
+        cr_expect_str_eq(cfg->path, expect_path, "loaded as %s from %s", from[i], cwd[i]);
+        cr_expect_str_eq(cfg->state_dir, join(tmpdir, "state"), "loaded as %s", from[i]);
+        cr_expect_str_eq(cfg->upstreams[0].root, join(tmpdir, "repos"), "loaded as %s", from[i]);
+        cr_expect_str_eq(cfg->upstreams[1].root, join(tmpdir, "sub"), "loaded as %s", from[i]);
+        policy_config_free(cfg);
+    }
+}
+
+Test(config, an_absolute_state_dir_is_kept_and_tidied)
+{
+    const char *path = write_config("abs.json", "{'state_dir': '/nonexistent/./a//b/../state/'}");
+    rg_error err = RG_ERROR_INIT;
+    policy_config *cfg = NULL;
+
+    cr_assert_eq(policy_config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(cfg->state_dir, "/nonexistent/a/state");
+    policy_config_free(cfg);
+}
+
+Test(config, parse_from_memory_anchors_paths_at_the_named_file)
+{
+    char path[PATH_MAX];
+    const char json[] = "{\"state_dir\": \"s\", \"upstreams\": [{\"host\": \"h\", \"url\": "
+                        "\"repos\"}]}";
+    rg_error err = RG_ERROR_INIT;
+    policy_config *cfg = NULL;
+
+    snprintf(path, sizeof(path), "%s/never-written.json", tmpdir);
+    cr_assert_eq(policy_config_parse(&cfg, json, strlen(json), path, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(cfg->path, path);
+    cr_expect_str_eq(cfg->state_dir, join(tmpdir, "s"));
+    cr_expect_str_eq(cfg->upstreams[0].root, join(tmpdir, "repos"));
+    policy_config_free(cfg);
+}
+
+/*
+ * Parameters are copied into the test process, where pointers into this
+ * one would be meaningless (the binary is position-independent), so the
+ * strings are held inline.
+ */
+struct listen_case {
+    char listen[32];
+    char host[32];
+    unsigned port;
+};
+
+static struct listen_case listen_cases[] = {
+    {"127.0.0.1:8470", "127.0.0.1", 8470},
+    {"0.0.0.0:0", "0.0.0.0", 0},
+    {"10.1.2.3:65535", "10.1.2.3", 65535},
+    {"127.0.0.1:00080", "127.0.0.1", 80},
+    {"[::1]:0", "::1", 0},
+    {"[::]:9000", "::", 9000},
+    {"[fe80::1:2]:1", "fe80::1:2", 1},
+};
+
+ParameterizedTestParameters(config, listen_forms_that_load)
+{
+    return cr_make_param_array(struct listen_case, listen_cases,
+                               sizeof(listen_cases) / sizeof(listen_cases[0]));
+}
+
+ParameterizedTest(struct listen_case *c, config, listen_forms_that_load)
+{
+    char json[256];
+    rg_error err = RG_ERROR_INIT;
+    policy_config *cfg = NULL;
+
+    snprintf(json, sizeof(json), "{\"state_dir\": \"s\", \"listen\": \"%s\"}", c->listen);
+    cr_assert_eq(policy_config_parse(&cfg, json, strlen(json), "/tmp/listen.json", &err), 0,
+                 "%s: %s", c->listen, err.msg);
+    cr_expect_str_eq(cfg->listen_host, c->host, "%s", c->listen);
+    cr_expect_eq(cfg->listen_port, c->port, "%s", c->listen);
+    policy_config_free(cfg);
+}
+
+/* ---------------------------------------------------------------------------
+ * Bad configs
+ * ------------------------------------------------------------------------- */
+
+/* Inline strings, as for listen_case. */
+struct bad_case {
+    char what[64];
+    char json[256];    /* single-quoted; @DIR@ stands for the fixture directory */
+    char key[40];      /* the key path the message must name, or "" */
+    int line;          /* for syntax errors: the line the message must name */
+    char problem[128]; /* what the message must say is wrong */
+};
+
+#define UP_LOCAL "'upstreams': [{'host': 'local', 'url': 'https://git.example.com'}]"
+
+static struct bad_case bad_cases[] = {
+    /* Unknown keys, anywhere. */
+    {"unknown top-level key", "{'state_dir': 's', 'colour': 'red'}", "colour", 0,
+     "unknown key (expected listen, state_dir, default, max_body_bytes, upstreams or rules)"},
+    {"unknown rule key", "{'state_dir': 's', 'rules': [{'effect': 'deny'}, {'efect': 'deny'}]}",
+     "rules[1].efect", 0, "unknown key (expected name, repos, refs, actions, effect"},
+    {"unknown upstream key",
+     "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'https://x', 'token': 't'}]}",
+     "upstreams[0].token", 0, "unknown key"},
+    /* Wrong types. */
+    {"state_dir not a string", "{'state_dir': 5}", "state_dir", 0,
+     "expected a string, got an integer"},
+    {"rules not an array", "{'state_dir': 's', 'rules': {}}", "rules", 0,
+     "expected an array, got an object"},
+    {"rule not an object", "{'state_dir': 's', 'rules': ['deny']}", "rules[0]", 0,
+     "expected an object, got a string"},
+    {"upstreams not an array", "{'state_dir': 's', 'upstreams': 'local'}", "upstreams", 0,
+     "expected an array, got a string"},
+    {"actions not an array",
+     "{'state_dir': 's', 'rules': [{'actions': 'force', 'effect': 'deny'}]}", "rules[0].actions", 0,
+     "expected an array of actions, got a string"},
+    {"action not a string", "{'state_dir': 's', 'rules': [{'actions': [1], 'effect': 'deny'}]}",
+     "rules[0].actions[0]", 0, "expected a string, got an integer"},
+    {"refs not an array",
+     "{'state_dir': 's', 'rules': [{'refs': 'refs/heads/main', 'effect': 'deny'}]}",
+     "rules[0].refs", 0, "expected an array of patterns, got a string"},
+    {"ref pattern not a string",
+     "{'state_dir': 's', 'rules': [{'refs': ['refs/heads/a', null], 'effect': 'deny'}]}",
+     "rules[0].refs[1]", 0, "expected a string, got null"},
+    {"effect not a string", "{'state_dir': 's', 'rules': [{'effect': true}]}", "rules[0].effect", 0,
+     "expected a string, got a boolean"},
+    {"max_body_bytes not an integer", "{'state_dir': 's', 'max_body_bytes': '2G'}",
+     "max_body_bytes", 0, "expected an integer (bytes), got a string"},
+    {"max_body_bytes not positive", "{'state_dir': 's', 'max_body_bytes': 0}", "max_body_bytes", 0,
+     "must be a positive number of bytes"},
+    {"top level not an object", "['state_dir']", "", 0,
+     "expected a JSON object at the top level, got an array"},
+    /* Bad values. */
+    {"bad action",
+     "{'state_dir': 's', 'rules': [{'effect': 'deny'}, {'effect': 'deny'},"
+     " {'actions': ['update', 'push'], 'effect': 'deny'}]}",
+     "rules[2].actions[1]", 0,
+     "unknown action \"push\" (expected create, update, force or delete)"},
+    {"empty action list", "{'state_dir': 's', 'rules': [{'actions': [], 'effect': 'deny'}]}",
+     "rules[0].actions", 0, "empty list matches nothing"},
+    {"bad effect", "{'state_dir': 's', 'rules': [{'effect': 'block'}]}", "rules[0].effect", 0,
+     "unknown effect \"block\" (expected allow, deny or ask)"},
+    {"missing effect", "{'state_dir': 's', 'rules': [{'name': 'x'}]}", "rules[0].effect", 0,
+     "required key is missing"},
+    {"bad default", "{'state_dir': 's', 'default': 'maybe'}", "default", 0,
+     "unknown effect \"maybe\""},
+    {"bad mode", "{'state_dir': 's', 'rules': [{'effect': 'deny', 'mode': 'dry-run'}]}",
+     "rules[0].mode", 0, "unknown mode \"dry-run\" (expected enforce or evaluate)"},
+    {"duplicate rule name",
+     "{'state_dir': 's', 'rules': [{'name': 'a', 'effect': 'deny'}, {'name': 'a', 'effect': "
+     "'allow'}]}",
+     "rules[1].name", 0, "duplicate rule name \"a\" (also rules[0])"},
+    {"explicit name colliding with a generated one",
+     "{'state_dir': 's', 'rules': [{'effect': 'deny'}, {'name': 'rules[0]', 'effect': 'allow'}]}",
+     "rules[1].name", 0, "duplicate rule name \"rules[0]\""},
+    {"rule named default", "{'state_dir': 's', 'rules': [{'name': 'default', 'effect': 'deny'}]}",
+     "rules[0].name", 0, "reserved"},
+    {"empty rule name", "{'state_dir': 's', 'rules': [{'name': '', 'effect': 'deny'}]}",
+     "rules[0].name", 0, "must not be empty"},
+    {"reason with a newline",
+     "{'state_dir': 's', 'rules': [{'effect': 'deny', 'reason': 'a\\nb'}]}", "rules[0].reason", 0,
+     "one line"},
+    {"missing state_dir", "{'listen': '127.0.0.1:1'}", "state_dir", 0, "required key is missing"},
+    {"empty state_dir", "{'state_dir': ''}", "state_dir", 0, "must not be empty"},
+    /* listen. */
+    {"listen on a name", "{'state_dir': 's', 'listen': 'localhost:8470'}", "listen", 0,
+     "\"localhost\" is not an IPv4 address"},
+    {"listen without a port", "{'state_dir': 's', 'listen': '127.0.0.1'}", "listen", 0,
+     "is not host:port"},
+    {"listen with an empty port", "{'state_dir': 's', 'listen': '127.0.0.1:'}", "listen", 0,
+     "port must be a number from 0 to 65535"},
+    {"listen port too large", "{'state_dir': 's', 'listen': '127.0.0.1:65536'}", "listen", 0,
+     "port must be a number from 0 to 65535"},
+    {"listen port signed", "{'state_dir': 's', 'listen': '127.0.0.1:-1'}", "listen", 0,
+     "port must be a number"},
+    {"listen IPv6 without brackets", "{'state_dir': 's', 'listen': '::1:8470'}", "listen", 0,
+     "brackets"},
+    {"listen bad IPv6", "{'state_dir': 's', 'listen': '[::g]:80'}", "listen", 0,
+     "not an IPv6 address"},
+    {"listen unclosed bracket", "{'state_dir': 's', 'listen': '[::1:80'}", "listen", 0,
+     "is not host:port"},
+    /* Upstreams. */
+    {"duplicate host",
+     "{'state_dir': 's', 'upstreams': [{'host': 'local', 'url': 'repos'},"
+     " {'host': 'local', 'url': 'https://x'}]}",
+     "upstreams[1].host", 0, "duplicate host \"local\" (also upstreams[0])"},
+    {"host with a slash", "{'state_dir': 's', 'upstreams': [{'host': 'a/b', 'url': 'repos'}]}",
+     "upstreams[0].host", 0, "must be one path segment"},
+    {"host ..", "{'state_dir': 's', 'upstreams': [{'host': '..', 'url': 'repos'}]}",
+     "upstreams[0].host", 0, "must not start with a dot"},
+    {"missing host", "{'state_dir': 's', 'upstreams': [{'url': 'repos'}]}", "upstreams[0].host", 0,
+     "required key is missing"},
+    {"missing url", "{'state_dir': 's', 'upstreams': [{'host': 'h'}]}", "upstreams[0].url", 0,
+     "required key is missing"},
+    {"missing upstream directory",
+     "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'repos'},"
+     " {'host': 'g', 'url': 'missing'}]}",
+     "upstreams[1].url", 0, "@DIR@/missing does not exist"},
+    {"missing file:// directory",
+     "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'file://@DIR@/gone/../missing'}]}",
+     "upstreams[0].url", 0, "upstream directory @DIR@/missing does not exist"},
+    {"upstream that is a file",
+     "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'bad.json'}]}", "upstreams[0].url", 0,
+     "is not a directory"},
+    {"relative file URL", "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'file://repos'}]}",
+     "upstreams[0].url", 0, "a file URL needs an absolute path"},
+    {"bad escape in a file URL",
+     "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'file:///srv/a%zz'}]}",
+     "upstreams[0].url", 0, "bad %-escape"},
+    {"unsupported scheme", "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'ssh://x/y'}]}",
+     "upstreams[0].url", 0, "unsupported URL scheme \"ssh\""},
+    {"scp-style address",
+     "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'git@github.com:acme'}]}",
+     "upstreams[0].url", 0, "scp-style"},
+    {"http URL without a host",
+     "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'https://'}]}", "upstreams[0].url", 0,
+     "has no host name"},
+    {"credentials on a file upstream",
+     "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'repos', 'credentials': {}}]}",
+     "upstreams[0].credentials", 0, "only http(s) upstreams take this key"},
+    {"credentials of the wrong type",
+     "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'https://x', 'credentials': 1}]}",
+     "upstreams[0].credentials", 0, "expected an object or a string, got an integer"},
+    {"timeout of the wrong type",
+     "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'https://x', 'connect_timeout': "
+     "'10s'}]}",
+     "upstreams[0].connect_timeout", 0, "expected a number of seconds, got a string"},
+    {"negative timeout",
+     "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'https://x', 'idle_timeout': -1}]}",
+     "upstreams[0].idle_timeout", 0, "must be a positive number of seconds"},
+    /* Patterns. */
+    {"empty pattern", "{'state_dir': 's', 'rules': [{'refs': [''], 'effect': 'deny'}]}",
+     "rules[0].refs[0]", 0, "empty pattern"},
+    {"empty pattern list", "{'state_dir': 's', 'rules': [{'repos': [], 'effect': 'deny'}]}",
+     "rules[0].repos", 0, "empty list matches nothing"},
+    {"triple star", "{'state_dir': 's', 'rules': [{'refs': ['refs/***'], 'effect': 'deny'}]}",
+     "rules[0].refs[0]", 0, "*** is not a pattern"},
+    {"** inside a segment",
+     "{'state_dir': 's', 'rules': [{'refs': ['refs/heads/a**'], 'effect': "
+     "'deny'}]}",
+     "rules[0].refs[0]", 0, "** must be a whole segment"},
+    {"empty segment", "{'state_dir': 's', 'rules': [{'refs': ['refs//main'], 'effect': 'deny'}]}",
+     "rules[0].refs[0]", 0, "has an empty path segment"},
+    {"trailing slash", "{'state_dir': 's', 'rules': [{'refs': ['refs/heads/'], 'effect': 'deny'}]}",
+     "rules[0].refs[0]", 0, "has an empty path segment"},
+    {"character class",
+     "{'state_dir': 's', 'rules': [{'refs': ['refs/heads/[ab]'], 'effect': "
+     "'deny'}]}",
+     "rules[0].refs[0]", 0, "character classes"},
+    {"short ref name",
+     "{'state_dir': 's', 'rules': [{'refs': ['refs/heads/*', 'main'], 'effect': 'deny'}]}",
+     "rules[0].refs[1]", 0, "\"main\" never matches: refs are full names"},
+    {"repo with .git",
+     "{'state_dir': 's', " UP_LOCAL
+     ", 'rules': [{'repos': ['local/acme/app.git'], 'effect': 'deny'}]}",
+     "rules[0].repos[0]", 0, "without .git"},
+    {"repo on no configured host",
+     "{'state_dir': 's', " UP_LOCAL
+     ", 'rules': [{'repos': ['github/acme/app'], 'effect': 'deny'}]}",
+     "rules[0].repos[0]", 0, "no upstream has host \"github\""},
+    {"repo without a host",
+     "{'state_dir': 's', " UP_LOCAL ", 'rules': [{'repos': ['app'], 'effect': 'deny'}]}",
+     "rules[0].repos[0]", 0, "repos are named <host>/<path>"},
+    /* Syntax. */
+    {"syntax error names the line", "{\n  'state_dir': 's',\n  'rules': [,]\n}", "", 3,
+     "invalid JSON"},
+    {"duplicate key", "{'state_dir': 'a',\n 'state_dir': 'b'}", "", 2, "duplicate"},
+    {"trailing garbage", "{'state_dir': 'a'} x", "", 1, "invalid JSON"},
+    {"empty file", "", "", 1, "invalid JSON"},
+    {"NUL escape", "{'state_dir': 'a\\u0000b'}", "", 1, "invalid JSON"},
+};
+
+/* Copy `in` to `out`, with every @DIR@ replaced by the fixture directory. */
+static void expand(char *out, size_t size, const char *in)
+{
+    size_t len = 0, dlen = strlen(tmpdir);
+
+    while (*in && len + 1 < size) {
+        if (!strncmp(in, "@DIR@", 5) && len + dlen + 1 < size) {
+            memcpy(out + len, tmpdir, dlen);
+            len += dlen;
+            in += 5;
+        } else {
+            out[len++] = *in++;
+        }
+    }
+    out[len] = '\0';
+}
+
+ParameterizedTestParameters(config, rejects_bad_configs_naming_file_key_and_problem)
+{
+    return cr_make_param_array(struct bad_case, bad_cases,
+                               sizeof(bad_cases) / sizeof(bad_cases[0]));
+}
+
+ParameterizedTest(struct bad_case *c, config, rejects_bad_configs_naming_file_key_and_problem)
+{
+    char path[PATH_MAX], json[4096], problem[1024], prefix[PATH_MAX + 32];
+    rg_error err = RG_ERROR_INIT;
+    policy_config *cfg = (policy_config *)1;
+    int rc;
+
+    /* The file exists (so "is not a directory" has something to find). */
+    snprintf(path, sizeof(path), "%s/bad.json", tmpdir);
+    cr_assert_eq(rg_fs_write_atomic(path, "{}", 2, 0600, &err), 0, "%s", err.msg);
+    expand(json, sizeof(json), c->json);
+    dequote(json);
+    expand(problem, sizeof(problem), c->problem);
+
+    rc = policy_config_parse(&cfg, json, strlen(json), path, &err);
+    cr_expect_eq(rc, RG_E_CONFIG, "%s: rc %d (%s)", c->what, rc, err.msg);
+    cr_expect_null(cfg, "%s: no config on failure", c->what);
+    if (c->line > 0)
+        snprintf(prefix, sizeof(prefix), "%s:%d:", path, c->line);
+    else if (c->key[0] != '\0')
+        snprintf(prefix, sizeof(prefix), "%s: %s: ", path, c->key);
+    else
+        snprintf(prefix, sizeof(prefix), "%s: ", path);
+    cr_expect(!strncmp(err.msg, prefix, strlen(prefix)), "%s: \"%s\" should start \"%s\"", c->what,
+              err.msg, prefix);
+    cr_expect(strstr(err.msg, problem) != NULL, "%s: \"%s\" should say \"%s\"", c->what, err.msg,
+              problem);
+}
+
+Test(config, a_syntax_error_in_a_file_names_the_file_line_and_column)
+{
+    const char *path = write_config("syntax.json", "{\n  'state_dir': 's'\n  'rules': []\n}\n");
+    rg_error err = RG_ERROR_INIT;
+    policy_config *cfg = NULL;
+    char prefix[PATH_MAX + 16];
+
+    cr_expect_eq(policy_config_load(&cfg, path, &err), RG_E_CONFIG);
+    cr_expect_null(cfg);
+    snprintf(prefix, sizeof(prefix), "%s:3:", path);
+    cr_expect(!strncmp(err.msg, prefix, strlen(prefix)), "\"%s\" should start \"%s\"", err.msg,
+              prefix);
+    /* Then a column: "<file>:3:<n>: invalid JSON: ..." */
+    cr_expect(strchr("0123456789", err.msg[strlen(prefix)]) != NULL, "%s", err.msg);
+}
+
+Test(config, errors_name_the_file_as_the_caller_gave_it)
+{
+    rg_error err = RG_ERROR_INIT;
+    policy_config *cfg = NULL;
+
+    write_config("sub/rel.json", "{'state_dir': 's', 'rules': [{'effect': 'nope'}]}");
+    cr_assert_eq(chdir(tmpdir), 0);
+    cr_expect_eq(policy_config_load(&cfg, "sub/rel.json", &err), RG_E_CONFIG);
+    cr_expect_str_eq(err.msg,
+                     "sub/rel.json: rules[0].effect: unknown effect \"nope\" (expected allow, "
+                     "deny or ask)");
+}
+
+Test(config, a_missing_file_is_an_errno_naming_it)
+{
+    rg_error err = RG_ERROR_INIT;
+    policy_config *cfg = (policy_config *)1;
+    const char *path = join(tmpdir, "absent.json");
+
+    cr_expect_eq(policy_config_load(&cfg, path, &err), -ENOENT);
+    cr_expect_null(cfg);
+    cr_expect(strstr(err.msg, path) != NULL, "%s", err.msg);
+}
+
+Test(config, names_and_null_handling)
+{
+    cr_expect_str_eq(policy_action_name(POLICY_ACTION_CREATE), "create");
+    cr_expect_str_eq(policy_action_name(POLICY_ACTION_UPDATE), "update");
+    cr_expect_str_eq(policy_action_name(POLICY_ACTION_FORCE), "force");
+    cr_expect_str_eq(policy_action_name(POLICY_ACTION_DELETE), "delete");
+    cr_expect_str_eq(policy_action_name((policy_action)0), "unknown");
+    cr_expect_str_eq(policy_effect_name(POLICY_ALLOW), "allow");
+    cr_expect_str_eq(policy_effect_name(POLICY_ASK), "ask");
+    cr_expect_str_eq(policy_effect_name(POLICY_DENY), "deny");
+    cr_expect_null(policy_config_upstream(NULL, "local"));
+    policy_config_free(NULL);
+}

@@ -1,0 +1,146 @@
+# Shared setup for the refgate-run script tests (sourced, not a test: only
+# test_*.sh files are registered). Each test gets a throwaway directory $T
+# with a test HOME holding fake secrets and a git project $PROJ to fork, and
+# a tiny assertion vocabulary. The suite may run as root: root bypasses file
+# permissions, so every denial asserted here is Landlock's (or the runner's)
+# doing, not the DAC's.
+
+set -u
+
+if [ -z "${REFGATE_RUN:-}" ] || [ ! -x "${REFGATE_RUN}" ]; then
+    echo "SKIP: REFGATE_RUN does not point at the refgate-run binary"
+    exit 77
+fi
+RUN=$REFGATE_RUN
+
+T=$(mktemp -d /tmp/rg-sandbox-test.XXXXXX)
+FAILURES=0
+CLEANUPS=()
+
+at_exit() {
+    local c
+    for c in "${CLEANUPS[@]+"${CLEANUPS[@]}"}"; do
+        eval "$c" || true
+    done
+    rm -rf "$T"
+}
+trap at_exit EXIT
+
+# A home with the secrets the issue names, and toolchain config.
+export HOME="$T/home"
+mkdir -p "$HOME/.ssh" "$HOME/.aws" "$HOME/.gnupg" "$HOME/.kube" "$HOME/.docker" \
+    "$HOME/.config/gh" "$HOME/.local/bin" "$HOME/docs"
+echo "SECRET-SSH-KEY" >"$HOME/.ssh/id_ed25519"
+printf '[default]\naws_secret_access_key = SECRET-AWS\n' >"$HOME/.aws/credentials"
+echo "machine example.com login me password SECRET-NETRC" >"$HOME/.netrc"
+echo "SECRET-GH" >"$HOME/.config/gh/hosts.yml"
+echo "SECRET-KUBE" >"$HOME/.kube/config"
+printf '[user]\n\tname = Test\n\temail = test@example.com\n' >"$HOME/.gitconfig"
+echo "readable doc" >"$HOME/docs/readme"
+printf '#!/bin/sh\necho local-bin-ok\n' >"$HOME/.local/bin/hello"
+chmod +x "$HOME/.local/bin/hello"
+chmod 700 "$HOME/.ssh"
+chmod 600 "$HOME/.ssh/id_ed25519"
+
+# A project with history, uncommitted work and build output.
+PROJ="$T/proj"
+mkdir -p "$PROJ/src" "$PROJ/build" "$PROJ/empty"
+echo "int main(void) { return 0; }" >"$PROJ/src/main.c"
+echo "readme" >"$PROJ/README"
+if command -v git >/dev/null 2>&1; then
+    git -C "$PROJ" init -q
+    git -C "$PROJ" add README src
+    git -C "$PROJ" -c user.name=t -c user.email=t@t commit -qm init
+fi
+echo "uncommitted" >>"$PROJ/README"
+echo "object" >"$PROJ/build/main.o"
+# A directory outside both the project and HOME, for "outside" targets.
+OUT="$T/outside"
+mkdir -p "$OUT"
+
+ok() { echo "ok - $1"; }
+not_ok() {
+    echo "FAIL - $1"
+    FAILURES=$((FAILURES + 1))
+}
+
+# check NAME CMD...: the command must succeed.
+check() {
+    local name=$1
+    shift
+    if "$@"; then ok "$name"; else not_ok "$name"; fi
+}
+
+# contains NAME HAYSTACK NEEDLE / lacks NAME HAYSTACK NEEDLE
+contains() {
+    case "$2" in
+    *"$3"*) ok "$1" ;;
+    *)
+        not_ok "$1"
+        echo "  expected to find: $3"
+        echo "  in: $2" | head -20
+        ;;
+    esac
+}
+lacks() {
+    case "$2" in
+    *"$3"*)
+        not_ok "$1"
+        echo "  did not expect: $3"
+        echo "  in: $2" | head -20
+        ;;
+    *) ok "$1" ;;
+    esac
+}
+
+# equals NAME GOT WANT
+equals() {
+    if [ "$2" = "$3" ]; then ok "$1"; else
+        not_ok "$1"
+        echo "  got:  $2"
+        echo "  want: $3"
+    fi
+}
+
+absent() {
+    if [ -e "$2" ] || [ -L "$2" ]; then
+        not_ok "$1"
+        echo "  exists: $2"
+    else ok "$1"; fi
+}
+
+finish() {
+    if [ "$FAILURES" -gt 0 ]; then
+        echo "$FAILURES check(s) failed"
+        exit 1
+    fi
+    echo "all checks passed"
+    exit 0
+}
+
+# The kernel's Landlock ABI as refgate-run sees it (0: none).
+landlock_abi() {
+    "$RUN" --check 2>/dev/null | sed -n 's/^Landlock: ABI \([0-9]*\).*/\1/p' | head -1
+}
+
+# Skip the test when the kernel cannot confine the way these tests assert.
+require_abi() {
+    local abi
+    abi=$(landlock_abi)
+    if [ -z "$abi" ] || [ "$abi" -lt "$1" ]; then
+        echo "SKIP: needs Landlock ABI >= $1; this kernel offers ${abi:-none}"
+        exit 77
+    fi
+}
+
+# sandbox ARGS...: run refgate-run quietly in a throwaway fork of $PROJ,
+# stdout and stderr together in $OUTPUT, exit status in $STATUS.
+sandbox() {
+    OUTPUT=$(cd "$PROJ" && "$RUN" -q --rm "$@" 2>&1)
+    STATUS=$?
+}
+
+# sandbox_sh SCRIPT: run a shell script in a throwaway fork.
+sandbox_sh() {
+    sandbox -- /bin/sh -c "$1"
+}

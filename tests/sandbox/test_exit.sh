@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# refgate-run exits with the command's status: exit codes pass through, a
+# command killed by a signal kills refgate-run with the same signal, and
+# the runner's own failures are 125 (refused), 126 (cannot run) and 127
+# (not found). SIGINT and SIGTERM sent to refgate-run reach the command.
+. "$(dirname "$0")/lib.sh"
+require_abi 1
+
+W="$T/work"
+mkdir -p "$W"
+
+for code in 0 1 3 42 124 255; do
+    "$RUN" -q -d "$W" -- sh -c "exit $code" 2>/dev/null
+    equals "exit code $code passes through" "$?" "$code"
+done
+
+"$RUN" -q -d "$W" -- sh -c 'kill -TERM $$' 2>/dev/null
+equals "a command killed by SIGTERM ends refgate-run with SIGTERM" "$?" 143
+"$RUN" -q -d "$W" -- sh -c 'kill -KILL $$' 2>/dev/null
+equals "a command killed by SIGKILL ends refgate-run with SIGKILL" "$?" 137
+
+out=$("$RUN" -q -d "$W" -- refgate-no-such-command 2>&1)
+equals "a command that is not found exits 127" "$?" 127
+contains "not found is said" "$out" "refgate-no-such-command: command not found"
+
+printf 'data' >"$W/not-executable"
+out=$("$RUN" -q -d "$W" -- ./not-executable 2>&1)
+equals "a command that cannot run exits 126" "$?" 126
+contains "the reason is said" "$out" "Permission denied"
+
+out=$("$RUN" -q 2>&1)
+equals "no command is a usage error (125)" "$?" 125
+out=$("$RUN" --no-such-option -- true 2>&1)
+equals "an unknown option is a usage error (125)" "$?" 125
+out=$("$RUN" --help)
+equals "--help exits 0" "$?" 0
+contains "--help explains the fork" "$out" "copy-on-write fork"
+contains "--help lists the readable toolchain paths" "$out" "~/.cargo/{bin,registry,git}"
+contains "--help states the hard-link behaviour" "$out" "hard-linked name becomes an independent file"
+
+# Signals sent to refgate-run reach the command (in its own session, it does
+# not get them from the terminal). The command traps and reports them.
+for sig in TERM INT HUP; do
+    rm -f "$W/got" "$W/ready"
+    "$RUN" -q -d "$W" -- sh -c "trap 'echo $sig >got; exit 7' $sig; : >ready; while :; do sleep 0.1; done" \
+        2>/dev/null &
+    pid=$!
+    for _ in $(seq 100); do
+        [ -e "$W/ready" ] && break
+        sleep 0.05
+    done
+    kill -"$sig" "$pid"
+    wait "$pid"
+    st=$?
+    equals "SIG$sig sent to refgate-run reaches the command" "$(cat "$W/got" 2>/dev/null)" "$sig"
+    equals "after SIG$sig the command's exit code passes through" "$st" 7
+done
+
+# A command that ignores nothing and is killed: refgate-run dies the same way,
+# and the command's process group is gone.
+"$RUN" -q -d "$W" -- sh -c ': >ready2; sleep 300' 2>/dev/null &
+pid=$!
+for _ in $(seq 100); do
+    [ -e "$W/ready2" ] && break
+    sleep 0.05
+done
+kill -TERM "$pid"
+wait "$pid"
+equals "SIGTERM to refgate-run ends the command and refgate-run with SIGTERM" "$?" 143
+sleep 0.2
+if pgrep -f "sleep 300" >/dev/null && pgrep -f "sleep 300" | xargs -r ps -o args= -p | grep -q 'ready2'; then
+    not_ok "the command's process group got the signal"
+else ok "the command's process group got the signal"; fi
+
+finish
