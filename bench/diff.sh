@@ -141,7 +141,7 @@ fi
 
 du_mb=$(du -sm "$base" | cut -f1)
 nfiles=$(find "$base" -type f | wc -l)
-printf 'tree:                %s MB, %s files (base and fork), %s changed paths in the patch (%s KB)\n' \
+printf 'tree:                %s MB, %s files in the base; %s changed paths, a %s KB patch\n' \
     "$du_mb" "$nfiles" "$n_changed" "$patch_kb"
 printf 'refgate diff:        %.3f s (median of %d)%s\n' "$t_refgate" "$runs" \
     "${rss:+, peak RSS ${rss} KB}"

@@ -20,28 +20,27 @@
 
 static void diff_usage(FILE *f)
 {
-    fprintf(f,
-            "usage: refgate diff [--stat | --apply] [--base DIR] [--original DIR] FORK [BASE]\n"
-            "\n"
-            "Show what a sandboxed run changed in FORK as a patch against BASE, the\n"
-            "directory as it was when refgate-run made the fork. `git apply` applies\n"
-            "the patch to the original directory.\n"
-            "\n"
-            "  --stat          print a summary (git diff --stat --summary) instead\n"
-            "  --apply         write the changes into the original directory, path by\n"
-            "                  path, refusing any path the original changed since the fork\n"
-            "  --base DIR      the base (default: <dir of FORK>/.<name of FORK>.base)\n"
-            "  --original DIR  where --apply writes (default: FORK without its .<N>)\n"
-            "  -h, --help      show this help\n"
-            "\n"
-            "FORK and BASE are read as plain directories: git never runs in them and the\n"
-            "fork's .git (config, hooks, anything) is never read. .git is left out at every\n"
-            "level; paths the base's .gitignore files (and .git/info/exclude) ignore are\n"
-            "left out of both sides, unless the base's index tracks them. Symlinks are\n"
-            "shown as links and never followed; binary files as git binary patches.\n"
-            "\n"
-            "Exit status: 0 no changes (--apply: all applied), 1 changes (--apply: some\n"
-            "refused), 2 error.\n");
+    fprintf(f, "usage: refgate diff [--stat | --apply] [--base DIR] [--original DIR] FORK [BASE]\n"
+               "\n"
+               "Show what a sandboxed run changed in FORK as a patch against BASE, the\n"
+               "directory as it was when refgate-run made the fork. `git apply` applies\n"
+               "the patch to the original directory.\n"
+               "\n"
+               "  --stat          print a summary (git diff --stat --summary) instead\n"
+               "  --apply         write the changes into the original directory, path by\n"
+               "                  path, refusing any path the original changed since the fork\n"
+               "  --base DIR      the base (default: <dir of FORK>/.<name of FORK>.base)\n"
+               "  --original DIR  where --apply writes (default: FORK without its .<N>)\n"
+               "  -h, --help      show this help\n"
+               "\n"
+               "FORK and BASE are read as plain directories: git never runs in them and the\n"
+               "fork's .git (config, hooks, anything) is never read. .git is left out at every\n"
+               "level; paths the base's .gitignore files (and .git/info/exclude) ignore are\n"
+               "left out of both sides, unless the base's index tracks them. Symlinks are\n"
+               "shown as links and never followed; binary files as git binary patches.\n"
+               "\n"
+               "Exit status: 0 no changes (--apply: all applied), 1 changes (--apply: some\n"
+               "refused), 2 error.\n");
 }
 
 /*

@@ -158,8 +158,10 @@ int upstream_push_start(upstream_push **out, const policy_upstream *up, const ch
         goto done;
     }
     child_env(envp, pathv, sizeof(pathv));
-    rc = rg_proc_spawn(&u->proc, argv, envp, NULL, RG_PROC_STDIN | RG_PROC_STDOUT | RG_PROC_STDERR,
-                       err);
+    /* Its own process group: index-pack, unpack-objects and hooks hold the
+     * pipes too, and an aborted push must end all of them. */
+    rc = rg_proc_spawn(&u->proc, argv, envp, NULL,
+                       RG_PROC_STDIN | RG_PROC_STDOUT | RG_PROC_STDERR | RG_PROC_GROUP, err);
     if (rc < 0)
         goto done;
     rc = pthread_create(&u->reader, NULL, reader_main, u);
@@ -235,9 +237,9 @@ void upstream_push_free(upstream_push *u)
 {
     if (u == NULL)
         return;
-    /* Kill first so the pipes reach EOF; the reader closes its own ends. */
-    if (u->proc.pid > 0)
-        kill(u->proc.pid, SIGKILL);
+    /* Kill the group first so the pipes reach EOF; the reader closes its
+     * own ends. */
+    rg_proc_signal(&u->proc, SIGKILL);
     if (u->reader_started)
         pthread_join(u->reader, NULL);
     rg_proc_kill(&u->proc);

@@ -40,9 +40,9 @@
 #include "util/fs.h"
 
 #define DD_DEFAULT_DEPTH 256
-#define DD_PATH_MAX      (64 * 1024) /* longest relative path walked */
+#define DD_PATH_MAX      (64 * 1024)  /* longest relative path walked */
 #define DD_CHUNK         (256 * 1024) /* compare buffer, per side */
-#define DD_READ_MAX      (8u << 20)  /* larger files are mapped to hash them */
+#define DD_READ_MAX      (8u << 20)   /* larger files are mapped to hash them */
 
 #define DD_MODE_FILE 0100644u
 #define DD_MODE_EXEC 0100755u
@@ -226,7 +226,7 @@ static int dd_open_parent(int rootfd, const char *rel, const char **name, bool c
 
 /*
  * Open a regular file for reading. O_NONBLOCK keeps a FIFO swapped in after
- * the lstat from blocking the open; the fstat then rejects it.
+ * readdir or lstat looked from blocking the open; the fstat rejects it.
  */
 static int dd_open_reg(int dirfd, const char *name, struct stat *st)
 {
@@ -296,13 +296,19 @@ static void dd_scratch_free(dd_scratch *sc)
     memset(sc, 0, sizeof(*sc));
 }
 
-/* The blob id of the `size` bytes of an open regular file. */
-static int dd_hash_fd(git_oid *out, int fd, size_t size, dd_scratch *sc)
+/*
+ * The blob id of the `size` bytes of an open regular file. Large files are
+ * mapped rather than copied (libgit2 has no streaming hash) when `may_map`:
+ * only for the base and the fork, which nothing writes to any more. A file
+ * in the original may be truncated by an editor at any time, which would
+ * turn a mapping into SIGBUS, so those are read.
+ */
+static int dd_hash_fd(git_oid *out, int fd, size_t size, bool may_map, dd_scratch *sc)
 {
     void *map;
     int rc;
 
-    if (size <= DD_READ_MAX) {
+    if (size <= DD_READ_MAX || !may_map) {
         if (sc->filecap < size + 1) {
             char *p = realloc(sc->file, size + 1);
             if (p == NULL)
@@ -315,7 +321,6 @@ static int dd_hash_fd(git_oid *out, int fd, size_t size, dd_scratch *sc)
             return rc;
         return git_odb_hash(out, sc->file, size, GIT_OBJECT_BLOB) < 0 ? -EIO : 0;
     }
-    /* Large files are mapped, not copied: libgit2 has no streaming hash. */
     map = mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0);
     if (map == MAP_FAILED)
         return -errno;
@@ -447,8 +452,8 @@ static int dd_backend_read(void **data, size_t *len, git_object_t *type, git_odb
         rc = dd_backend_load(s, o, buf);
         /* The id is what the patch shows: content that no longer matches
          * it must fail, whatever the process-wide verification setting. */
-        if (rc == 0 && (git_odb_hash(&check, buf, o->size, o->type) < 0 ||
-                        !git_oid_equal(&check, id)))
+        if (rc == 0 &&
+            (git_odb_hash(&check, buf, o->size, o->type) < 0 || !git_oid_equal(&check, id)))
             rc = -ESTALE;
         if (rc < 0) {
             git_odb_backend_data_free(b, buf);
@@ -617,9 +622,17 @@ static int dd_repo_open(git_dirdiff *d, const char *base, const char *tmp_parent
     git_config *cfg = NULL;
     git_odb *odb = NULL;
     dd_store *store = NULL;
+    char *abs_base = NULL;
     struct stat st;
     int rc, fd;
 
+    /* Config values and libgit2's workdir want one absolute spelling. */
+    abs_base = realpath(base, NULL);
+    if (abs_base == NULL) {
+        rc = rg_error_set(err, -errno, "base %s: %s", base, strerror(errno));
+        goto done;
+    }
+    base = abs_base;
     if (tmp_parent == NULL)
         tmp_parent = getenv("TMPDIR");
     if (tmp_parent == NULL || *tmp_parent == '\0')
@@ -717,6 +730,7 @@ static int dd_repo_open(git_dirdiff *d, const char *base, const char *tmp_parent
     }
     rc = 0;
 done:
+    free(abs_base);
     if (store != NULL)
         dd_backend_free(&store->parent);
     git_odb_free(odb);
@@ -947,9 +961,10 @@ static int dd_kind(int *out, int dirfd, const dd_name *e)
     if (type == DT_UNKNOWN) {
         if (fstatat(dirfd, e->name, &st, AT_SYMLINK_NOFOLLOW) < 0)
             return -errno;
-        type = S_ISREG(st.st_mode) ? DT_REG : S_ISLNK(st.st_mode) ? DT_LNK
-                                          : S_ISDIR(st.st_mode)   ? DT_DIR
-                                                                  : DT_FIFO;
+        type = S_ISREG(st.st_mode)   ? DT_REG
+               : S_ISLNK(st.st_mode) ? DT_LNK
+               : S_ISDIR(st.st_mode) ? DT_DIR
+                                     : DT_FIFO;
     }
     *out = type == DT_REG ? DD_REG : type == DT_LNK ? DD_LNK : type == DT_DIR ? DD_DIR : DD_NONE;
     return 0;
@@ -959,8 +974,8 @@ static int dd_kind(int *out, int dirfd, const dd_name *e)
 static int dd_record(dd_walk *w, int side, const char *name, const char *rel, unsigned int mode,
                      const git_oid *id, size_t size, dd_tvec *t)
 {
-    int rc = dd_store_add(w->d->store, id, GIT_OBJECT_BLOB, size, side, mode == DD_MODE_LINK, rel,
-                          NULL);
+    int rc =
+        dd_store_add(w->d->store, id, GIT_OBJECT_BLOB, size, side, mode == DD_MODE_LINK, rel, NULL);
 
     if (rc == 0)
         rc = dd_tvec_push(t, mode, name, id);
@@ -993,7 +1008,7 @@ static int dd_add_fd(dd_walk *w, int side, int fd, const struct stat *st, const 
 
     if (lseek(fd, 0, SEEK_SET) < 0)
         return dd_fail(w, -errno, side, rel);
-    rc = dd_hash_fd(&id, fd, (size_t)st->st_size, &w->sc);
+    rc = dd_hash_fd(&id, fd, (size_t)st->st_size, true, &w->sc);
     if (rc < 0)
         return dd_fail(w, rc, side, rel);
     return dd_record(w, side, name, rel, dd_file_mode(st), &id, (size_t)st->st_size, t);
@@ -1046,6 +1061,9 @@ static int dd_pair_reg(dd_walk *w, int dirfd[2], const char *name, const char *r
         asked = true;
     }
     if (st[0].st_size == st[1].st_size) {
+        /* Start reading the fork's copy while the base's is read: on a
+         * cold cache, two reads in flight instead of one. */
+        posix_fadvise(fd[1], 0, 0, POSIX_FADV_WILLNEED);
         rc = dd_same_bytes(&same, fd[0], fd[1], size, &w->sc);
         if (rc < 0) {
             rc = dd_fail(w, rc, DD_FORK, rel);
@@ -1066,8 +1084,7 @@ done:
 }
 
 /* A symlink on both sides: dropped when the targets match. */
-static int dd_pair_link(dd_walk *w, int dirfd[2], const char *name, const char *rel,
-                        dd_tvec t[2])
+static int dd_pair_link(dd_walk *w, int dirfd[2], const char *name, const char *rel, dd_tvec t[2])
 {
     char *target[2] = {NULL, NULL};
     size_t len[2];
@@ -1092,12 +1109,12 @@ done:
     return rc;
 }
 
-static int dd_walk_dir(dd_walk *w, int dirfd[2], rg_buf *rel, unsigned int depth,
-                       git_oid tree[2], bool have[2]);
+static int dd_walk_dir(dd_walk *w, int dirfd[2], rg_buf *rel, unsigned int depth, git_oid tree[2],
+                       bool have[2]);
 
 /* Descend into `name` on the sides where it is a directory. */
-static int dd_descend(dd_walk *w, int dirfd[2], const bool isdir[2], const char *name,
-                      rg_buf *rel, unsigned int depth, dd_tvec t[2])
+static int dd_descend(dd_walk *w, int dirfd[2], const bool isdir[2], const char *name, rg_buf *rel,
+                      unsigned int depth, dd_tvec t[2])
 {
     int sub[2] = {-1, -1}, rc = 0, s;
     git_oid tree[2];
@@ -1172,8 +1189,8 @@ static int dd_walk_entry(dd_walk *w, int dirfd[2], const dd_name *e[2], rg_buf *
  * has no such directory). `rel` holds its path relative to the roots ("" at
  * the top). Sets tree[s] and have[s] for each side with anything to show.
  */
-static int dd_walk_dir(dd_walk *w, int dirfd[2], rg_buf *rel, unsigned int depth,
-                       git_oid tree[2], bool have[2])
+static int dd_walk_dir(dd_walk *w, int dirfd[2], rg_buf *rel, unsigned int depth, git_oid tree[2],
+                       bool have[2])
 {
     dd_names names[2];
     dd_tvec t[2] = {{NULL, 0, 0}, {NULL, 0, 0}};
@@ -1497,7 +1514,7 @@ static int dd_inspect(dd_state *out, int pfd, const char *name, dd_scratch *sc)
     fd = dd_open_reg(pfd, name, &st);
     if (fd < 0)
         return fd;
-    rc = dd_hash_fd(&out->id, fd, (size_t)st.st_size, sc);
+    rc = dd_hash_fd(&out->id, fd, (size_t)st.st_size, false, sc);
     close(fd);
     out->mode = dd_file_mode(&st);
     out->perm = st.st_mode & 07777;
@@ -1633,7 +1650,8 @@ static void dd_fork_state(dd_state *out, const dd_added *added, const char *path
         else
             hi = mid;
     }
-    /* Sorted, so "a" comes before "a/..." and "a/..." before "a0". */
+    /* Sorted: every path that starts with `path` follows, "a/..." among
+     * them (after "a-x" and "a.x", which are skipped). */
     for (i = lo; i < added->n; i++) {
         const char *p = added->v[i]->new_file.path;
         if (strncmp(p, path, len) != 0)
@@ -1647,6 +1665,38 @@ static void dd_fork_state(dd_state *out, const dd_added *added, const char *path
             return;
         }
     }
+}
+
+/*
+ * Remove dirfd/name if it holds only directories that hold only
+ * directories, and so on; -ENOTEMPTY as soon as anything else turns up
+ * (the empty directories removed by then stay removed).
+ */
+static int dd_rmdir_empty(int dirfd, const char *name, unsigned int depth)
+{
+    dd_names names;
+    size_t i;
+    int fd, rc = 0;
+
+    if (depth > DD_DEFAULT_DEPTH)
+        return -ELOOP;
+    fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    rc = dd_list(&names, fd);
+    for (i = 0; rc == 0 && i < names.n; i++) {
+        int kind;
+        /* dd_list leaves out the .git family; a directory holding one is
+         * not empty, so the rmdir below fails and it stays. */
+        rc = dd_kind(&kind, fd, &names.v[i]);
+        if (rc == 0)
+            rc = kind == DD_DIR ? dd_rmdir_empty(fd, names.v[i].name, depth + 1) : -ENOTEMPTY;
+    }
+    dd_names_free(&names);
+    close(fd);
+    if (rc == 0 && unlinkat(dirfd, name, AT_REMOVEDIR) < 0)
+        rc = -errno;
+    return rc;
 }
 
 static void dd_tell(git_dirdiff_apply_fn report, void *payload, const char *path,
@@ -1677,6 +1727,12 @@ static int dd_apply_one(size_t *refused, git_dirdiff *d, int origfd, const git_d
     if (pfd < 0 && pfd != -ENOENT)
         return rg_error_set(err, pfd, "original/%s: %s", path, strerror(-pfd));
     rc = dd_inspect(&cur, pfd, name ? name : path, sc);
+    if (rc == -ESTALE) {
+        /* It changed while being read: someone is editing it right now. */
+        dd_tell(report, payload, path, GIT_DIRDIFF_REFUSED, dd_changed, refused);
+        rc = 0;
+        goto done;
+    }
     if (rc < 0) {
         rg_error_set(err, rc, "original/%s: %s", path, strerror(-rc));
         goto done;
@@ -1694,6 +1750,11 @@ static int dd_apply_one(size_t *refused, git_dirdiff *d, int origfd, const git_d
         dd_tell(report, payload, path, GIT_DIRDIFF_ALREADY, NULL, refused);
         goto done;
     }
+    /* A directory holding nothing but empty directories (which no patch
+     * can express) may stand where the fork put a file: it goes, as no
+     * file is lost. One holding anything else is the user's. */
+    if (adding && cur.mode == DD_STATE_DIR && dd_rmdir_empty(pfd, name, 0) == 0)
+        cur.mode = 0;
     if (!dd_state_eq(&cur, &was)) {
         dd_tell(report, payload, path, GIT_DIRDIFF_REFUSED,
                 cur.mode == DD_STATE_DIR ? dd_in_the_way : dd_changed, refused);

@@ -44,7 +44,10 @@ typedef struct git_dirdiff_opts {
     unsigned int max_depth;
 } git_dirdiff_opts;
 
-#define GIT_DIRDIFF_OPTS_INIT {NULL, 0}
+#define GIT_DIRDIFF_OPTS_INIT                                                                      \
+    {                                                                                              \
+        NULL, 0                                                                                    \
+    }
 
 typedef enum git_dirdiff_status {
     GIT_DIRDIFF_ADDED = 'A',

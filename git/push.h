@@ -62,7 +62,10 @@ void git_push_parser_free(git_push_parser *p);
 int git_push_parser_feed(git_push_parser *p, const char *data, size_t len, size_t *consumed,
                          rg_error *err);
 
-/* The parsed request; valid after feed returned 1, owned by the parser. */
+/*
+ * The parsed request; valid after feed returned 1 (NULL before, and after
+ * an error), owned by the parser.
+ */
 const git_push_request *git_push_parser_request(const git_push_parser *p);
 
 /* 1 when `caps` holds `name` or `name=...`, else 0. */

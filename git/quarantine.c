@@ -190,7 +190,7 @@ static int quarantine_start_indexer(git_quarantine *q, rg_error *err)
     snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", q->upstream);
     quarantine_env(envp, bufs, q, 1);
     return rg_proc_spawn(&q->indexer, argv, (const char *const *)envp, NULL,
-                         RG_PROC_STDIN | RG_PROC_STDOUT | RG_PROC_STDERR, err);
+                         RG_PROC_STDIN | RG_PROC_STDOUT | RG_PROC_STDERR | RG_PROC_GROUP, err);
 }
 
 int git_quarantine_new(git_quarantine **out, const char *upstream_gitdir, const char *tmp_parent,

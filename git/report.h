@@ -18,8 +18,8 @@
 
 typedef enum git_sideband_mode {
     GIT_SIDEBAND_NONE = 0,
-    GIT_SIDEBAND_1000 = 1000,  /* side-band: packets of at most 1000 bytes */
-    GIT_SIDEBAND_64K = 65520,  /* side-band-64k */
+    GIT_SIDEBAND_1000 = 1000, /* side-band: packets of at most 1000 bytes */
+    GIT_SIDEBAND_64K = 65520, /* side-band-64k */
 } git_sideband_mode;
 
 typedef struct git_ref_status {
@@ -43,9 +43,10 @@ int git_report_write(rg_buf *out, const char *unpack, const git_ref_status *refs
 /*
  * Append a message to out in band `band` (2 progress, 3 fatal), split into
  * as many packets as `mode` needs. Nothing is written for GIT_SIDEBAND_NONE.
+ * Band 1 is accepted too, and len 0 writes one empty packet: in band 1 that
+ * is the keepalive git's receive-pack sends during long operations.
  */
-int git_sideband_write(rg_buf *out, int band, const void *data, size_t len,
-                       git_sideband_mode mode);
+int git_sideband_write(rg_buf *out, int band, const void *data, size_t len, git_sideband_mode mode);
 
 /* Parse a plain (already demultiplexed) report. Free with git_report_free. */
 int git_report_parse(git_report *out, const char *data, size_t len, rg_error *err);
@@ -63,7 +64,10 @@ int git_sideband_demux_new(git_sideband_demux **out, git_sideband_mode mode, siz
                            size_t progress_max);
 void git_sideband_demux_free(git_sideband_demux *d);
 int git_sideband_demux_feed(git_sideband_demux *d, const char *data, size_t len, rg_error *err);
-/* Call at end of stream; RG_E_PROTOCOL when it ended inside a packet. */
+/*
+ * Call at end of stream; RG_E_PROTOCOL when it ended inside a packet or,
+ * with side-band, before the final flush and without a band-3 message.
+ */
 int git_sideband_demux_finish(git_sideband_demux *d, rg_error *err);
 const rg_buf *git_sideband_demux_report(const git_sideband_demux *d);
 const rg_buf *git_sideband_demux_progress(const git_sideband_demux *d);

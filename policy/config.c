@@ -148,17 +148,24 @@ static int fail_type(const parse_ctx *ctx, const char *key, const char *want, co
     return fail(ctx, key, "expected %s, got %s", want, json_kind(v));
 }
 
+/* Key paths are for messages: one too long to hold is cut short, visibly. */
+static void keypath_finish(char *out, int n)
+{
+    if (n < 0 || n >= KEYPATH_MAX)
+        memcpy(out + KEYPATH_MAX - 4, "...", 4);
+}
+
 static void keypath_key(char *out, const char *parent, const char *key)
 {
     if (parent == NULL || *parent == '\0')
-        snprintf(out, KEYPATH_MAX, "%s", key);
+        keypath_finish(out, snprintf(out, KEYPATH_MAX, "%s", key));
     else
-        snprintf(out, KEYPATH_MAX, "%s.%s", parent, key);
+        keypath_finish(out, snprintf(out, KEYPATH_MAX, "%s.%s", parent, key));
 }
 
 static void keypath_index(char *out, const char *parent, size_t i)
 {
-    snprintf(out, KEYPATH_MAX, "%s[%zu]", parent, i);
+    keypath_finish(out, snprintf(out, KEYPATH_MAX, "%s[%zu]", parent, i));
 }
 
 /*
@@ -654,7 +661,7 @@ static int parse_upstream(policy_upstream *up, const parse_ctx *ctx, const json_
                           const char *kp)
 {
     char sub[KEYPATH_MAX];
-    const char *host, *url;
+    const char *host = NULL, *url = NULL;
     int rc, remote;
 
     if (!json_is_object(obj))

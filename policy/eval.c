@@ -57,7 +57,7 @@ static int decide(int *count, const policy_config *cfg, int evaluate_only, const
             continue;
         (*count)++;
         /* Strictly greater, so among equals the first rule decides. */
-        if (best < 0 || r->effect >= cfg->rules[best].effect)
+        if (best < 0 || r->effect > cfg->rules[best].effect)
             best = (int)i;
     }
     return best;
@@ -112,13 +112,17 @@ static void reason_for_rule(policy_decision *out, const policy_rule *r, const ch
                        : r->effect == POLICY_ASK ? "requires approval for"
                                                  : "allows";
 
-    if (r->reason != NULL)
+    if (r->reason != NULL) {
         reason_add(out, "%s", r->reason);
-    else
-        reason_add(out, "rule \"%s\" %s %s on %s", r->name, verb, policy_action_name(action),
-                   ref_shown(shown, ref));
+        if (r->effect == POLICY_ASK)
+            reason_add(out, "; approval required (rule \"%s\"), " NO_APPROVER, r->name);
+        return;
+    }
+    reason_add(out, "rule \"%s\" %s %s on %s", r->name, verb, policy_action_name(action),
+               ref_shown(shown, ref));
+    /* The generated text already names the rule and says approval is needed. */
     if (r->effect == POLICY_ASK)
-        reason_add(out, "; approval required (rule \"%s\"), " NO_APPROVER, r->name);
+        reason_add(out, ", " NO_APPROVER);
 }
 
 static void reason_for_default(policy_decision *out, policy_effect effect, const char *ref,

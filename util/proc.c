@@ -21,11 +21,20 @@ int rg_proc_spawn(rg_proc *out, const char *const *argv, const char *const *envp
 {
     int in[2] = {-1, -1}, o[2] = {-1, -1}, e[2] = {-1, -1}, devnull = -1, rc = 0;
     posix_spawn_file_actions_t fa;
+    posix_spawnattr_t attr;
     pid_t pid;
 
     *out = (rg_proc)RG_PROC_INIT;
-    if (posix_spawn_file_actions_init(&fa) != 0)
+    if (posix_spawnattr_init(&attr) != 0)
         return rg_error_set(err, -ENOMEM, "cannot start %s", argv[0]);
+    if (posix_spawn_file_actions_init(&fa) != 0) {
+        posix_spawnattr_destroy(&attr);
+        return rg_error_set(err, -ENOMEM, "cannot start %s", argv[0]);
+    }
+    if (flags & RG_PROC_GROUP) {
+        posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+        posix_spawnattr_setpgroup(&attr, 0);
+    }
     devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
     if (devnull < 0 || ((flags & RG_PROC_STDIN) && pipe2(in, O_CLOEXEC) < 0) ||
         ((flags & RG_PROC_STDOUT) && pipe2(o, O_CLOEXEC) < 0) ||
@@ -42,12 +51,13 @@ int rg_proc_spawn(rg_proc *out, const char *const *argv, const char *const *envp
         posix_spawn_file_actions_adddup2(&fa, e[1], 2);
     if (cwd)
         posix_spawn_file_actions_addchdir_np(&fa, cwd);
-    rc = posix_spawnp(&pid, argv[0], &fa, NULL, (char *const *)argv, (char *const *)envp);
+    rc = posix_spawnp(&pid, argv[0], &fa, &attr, (char *const *)argv, (char *const *)envp);
     if (rc != 0) {
         rc = rg_error_set(err, -rc, "cannot start %s: %s", argv[0], strerror(rc));
         goto done;
     }
     out->pid = pid;
+    out->group = (flags & RG_PROC_GROUP) != 0;
     out->in_fd = in[1];
     in[1] = -1;
     out->out_fd = o[0];
@@ -56,6 +66,7 @@ int rg_proc_spawn(rg_proc *out, const char *const *argv, const char *const *envp
     e[0] = -1;
 done:
     posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&attr);
     close_fd(&devnull);
     close_fd(&in[0]);
     close_fd(&in[1]);
@@ -142,10 +153,15 @@ int rg_proc_run(int *status, rg_buf *out, rg_buf *errout, const char *const *arg
     return rg_proc_wait(&p, status);
 }
 
-void rg_proc_kill(rg_proc *p)
+void rg_proc_signal(rg_proc *p, int sig)
 {
     if (p->pid > 0)
-        kill(p->pid, SIGKILL);
+        kill(p->group ? -p->pid : p->pid, sig);
+}
+
+void rg_proc_kill(rg_proc *p)
+{
+    rg_proc_signal(p, SIGKILL);
     if (p->pid > 0)
         rg_proc_wait(p, NULL);
     close_fd(&p->in_fd);

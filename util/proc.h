@@ -18,15 +18,17 @@ typedef struct rg_proc {
     int in_fd;  /* write end of the child's stdin, or -1 */
     int out_fd; /* read end of the child's stdout, or -1 */
     int err_fd; /* read end of the child's stderr, or -1 */
+    int group;  /* the child leads its own process group */
 } rg_proc;
 
-#define RG_PROC_INIT {-1, -1, -1, -1}
+#define RG_PROC_INIT {-1, -1, -1, -1, 0}
 
 enum {
     RG_PROC_STDIN = 1 << 0,  /* give the child a stdin pipe (else /dev/null) */
     RG_PROC_STDOUT = 1 << 1, /* capture stdout (else /dev/null) */
     RG_PROC_STDERR = 1 << 2, /* capture stderr (else inherited) */
     RG_PROC_INHERIT_STDOUT = 1 << 3, /* without RG_PROC_STDOUT: inherit, not /dev/null */
+    RG_PROC_GROUP = 1 << 4, /* own process group: rg_proc_kill reaches its children too */
 };
 
 /*
@@ -53,7 +55,14 @@ int rg_proc_drain(rg_proc *p, rg_buf *out, rg_buf *errout, rg_error *err);
 int rg_proc_run(int *status, rg_buf *out, rg_buf *errout, const char *const *argv,
                 const char *const *envp, const char *cwd, rg_error *err);
 
-/* Kill and reap a child that is no longer wanted. Accepts an unstarted one. */
+/*
+ * Kill and reap a child that is no longer wanted (with RG_PROC_GROUP, its
+ * whole process group, so a grandchild holding a pipe cannot outlive it).
+ * Accepts an unstarted one.
+ */
 void rg_proc_kill(rg_proc *p);
+
+/* Send `sig` to the child (or its group) without waiting. */
+void rg_proc_signal(rg_proc *p, int sig);
 
 #endif

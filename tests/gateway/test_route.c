@@ -11,12 +11,14 @@
 
 #include "gateway/route.h"
 
+/* Arrays, not pointers: Criterion hands each case to a fresh worker
+ * process, where pointers into this one's memory mean nothing. */
 typedef struct route_case {
-    const char *method;
-    const char *url;
-    const char *service;
+    char method[8];
+    char url[128];
+    char service[32]; /* "" for none */
     int rc;
-    const char *repo; /* expected on success */
+    char repo[64]; /* expected on success */
     int advertise;
     gateway_service svc;
 } route_case;
@@ -26,35 +28,35 @@ static route_case cases[] = {
      GATEWAY_RECEIVE_PACK},
     {"GET", "/local/acme/app/info/refs", "git-receive-pack", 0, "local/acme/app", 1,
      GATEWAY_RECEIVE_PACK},
-    {"POST", "/local/acme/app.git/git-receive-pack", NULL, 0, "local/acme/app", 0,
+    {"POST", "/local/acme/app.git/git-receive-pack", "", 0, "local/acme/app", 0,
      GATEWAY_RECEIVE_PACK},
-    {"POST", "/github.com/o/r.git/git-upload-pack", NULL, 0, "github.com/o/r", 0,
+    {"POST", "/github.com/o/r.git/git-upload-pack", "", 0, "github.com/o/r", 0,
      GATEWAY_UPLOAD_PACK},
     {"GET", "/local/a/b/c/d.git/info/refs", "git-upload-pack", 0, "local/a/b/c/d", 1,
      GATEWAY_UPLOAD_PACK},
     /* Not git endpoints. */
-    {"GET", "/", NULL, -ENOENT, NULL, 0, 0},
-    {"GET", "/local/acme/app.git/HEAD", NULL, -ENOENT, NULL, 0, 0},
-    {"GET", "/local/acme/app.git/info/refs", NULL, -ENOENT, NULL, 0, 0},
-    {"GET", "/local/acme/app.git/info/refs", "git-evil", -ENOENT, NULL, 0, 0},
-    {"GET", "local/acme/app.git/info/refs", "git-receive-pack", -ENOENT, NULL, 0, 0},
+    {"GET", "/", "", -ENOENT, "", 0, 0},
+    {"GET", "/local/acme/app.git/HEAD", "", -ENOENT, "", 0, 0},
+    {"GET", "/local/acme/app.git/info/refs", "", -ENOENT, "", 0, 0},
+    {"GET", "/local/acme/app.git/info/refs", "git-evil", -ENOENT, "", 0, 0},
+    {"GET", "local/acme/app.git/info/refs", "git-receive-pack", -ENOENT, "", 0, 0},
     /* Wrong methods. */
-    {"POST", "/local/acme/app.git/info/refs", "git-receive-pack", -EPERM, NULL, 0, 0},
-    {"GET", "/local/acme/app.git/git-receive-pack", NULL, -EPERM, NULL, 0, 0},
-    {"PUT", "/local/acme/app.git/git-upload-pack", NULL, -EPERM, NULL, 0, 0},
+    {"POST", "/local/acme/app.git/info/refs", "git-receive-pack", -EPERM, "", 0, 0},
+    {"GET", "/local/acme/app.git/git-receive-pack", "", -EPERM, "", 0, 0},
+    {"PUT", "/local/acme/app.git/git-upload-pack", "", -EPERM, "", 0, 0},
     /* Traversal and odd segments. */
-    {"GET", "/local/../etc/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
-    {"GET", "/local/acme/../../x.git/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
-    {"GET", "/local/./app.git/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
-    {"GET", "/local/acme//app.git/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
-    {"GET", "/local/.hidden/app.git/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
-    {"GET", "/local/acme/a pp.git/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
-    {"GET", "/local/acme/a\\b.git/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
-    {"GET", "/local/.git/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
-    {"GET", "/local/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
-    {"GET", "//acme/app.git/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
-    {"GET", "/../acme/app.git/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
-    {"GET", "/local/-x/app.git/info/refs", "git-receive-pack", -EINVAL, NULL, 0, 0},
+    {"GET", "/local/../etc/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "/local/acme/../../x.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "/local/./app.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "/local/acme//app.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "/local/.hidden/app.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "/local/acme/a pp.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "/local/acme/a\\b.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "/local/.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "/local/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "//acme/app.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "/../acme/app.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "/local/-x/app.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
 };
 
 ParameterizedTestParameters(route, parse_accepts_git_endpoints_and_rejects_the_rest)
@@ -66,7 +68,7 @@ ParameterizedTest(route_case *c, route, parse_accepts_git_endpoints_and_rejects_
 {
     gateway_route r;
     rg_error err = RG_ERROR_INIT;
-    int rc = gateway_route_parse(&r, c->method, c->url, c->service, &err);
+    int rc = gateway_route_parse(&r, c->method, c->url, c->service[0] ? c->service : NULL, &err);
 
     cr_assert_eq(rc, c->rc, "%s %s: got %d (%s), want %d", c->method, c->url, rc, err.msg, c->rc);
     if (rc == 0) {

@@ -92,10 +92,68 @@ test_force_push_is_denied_where_fast_forward_is_allowed() {
   local landed; landed=$(git -C "$T/w7" rev-parse HEAD)
   git -C "$T/w7" commit -q --amend -m rewritten
   ! git -C "$T/w7" push --force origin feature/ff >"$T/out" 2>&1 || fail "force push succeeded"
-  assert_contains "$T/out" '[remote rejected] feature/ff -> feature/ff (forced update) (policy: '
+  assert_contains "$T/out" '[remote rejected] feature/ff -> feature/ff (policy: no rule allows force'
   [ "$(upstream_ref app refs/heads/feature/ff)" = "$landed" ] || fail "force push landed"
   grep '"ref":"refs/heads/feature/ff"' "$T/state/audit.jsonl" | tail -1 >"$T/rec"
   assert_contains "$T/rec" '"action":"force"'
+}
+
+test_sha256_repository_pushes_and_ancestry_work() {
+  make_upstream app256 --object-format=sha256
+  use_token "$(mint local/acme/app256)"
+  clone app256 "$T/w256"
+  git -C "$T/w256" switch -q -c feature/s
+  commit "$T/w256" s1.txt
+  git -C "$T/w256" push origin feature/s >"$T/out" 2>&1 || { cat "$T/out"; fail "create refused"; }
+  commit "$T/w256" s2.txt
+  git -C "$T/w256" push origin feature/s >"$T/out" 2>&1 || { cat "$T/out"; fail "fast-forward refused"; }
+  local landed; landed=$(git -C "$T/w256" rev-parse HEAD)
+  [ ${#landed} -eq 64 ] || fail "not a sha256 id: $landed"
+  [ "$(upstream_ref app256 refs/heads/feature/s)" = "$landed" ] || fail "fast-forward did not land"
+  git -C "$T/w256" commit -q --amend -m rewritten
+  ! git -C "$T/w256" push --force origin feature/s >"$T/out" 2>&1 || fail "force push succeeded"
+  assert_contains "$T/out" 'feature/s -> feature/s (policy: no rule allows force'
+  git -C "$T/w256" switch -q main
+  commit "$T/w256" m.txt
+  ! git -C "$T/w256" push origin main >"$T/out" 2>&1 || fail "push to main succeeded"
+  assert_contains "$T/out" ' ! [remote rejected] main -> main (policy: main is protected)'
+}
+
+test_upstream_hook_rejection_is_relayed() {
+  make_upstream hooked
+  printf '#!/bin/sh\necho "upstream says no" >&2\nexit 1\n' >"$T/upstream/acme/hooked.git/hooks/pre-receive"
+  chmod +x "$T/upstream/acme/hooked.git/hooks/pre-receive"
+  use_token "$(mint local/acme/hooked)"
+  clone hooked "$T/wh"
+  git -C "$T/wh" switch -q -c feature/h
+  commit "$T/wh" h.txt
+  ! git -C "$T/wh" push origin feature/h >"$T/out" 2>&1 || fail "push succeeded"
+  assert_contains "$T/out" "remote: upstream says no"
+  assert_contains "$T/out" "feature/h -> feature/h (pre-receive hook declined)"
+  grep '"ref":"refs/heads/feature/h"' "$T/state/audit.jsonl" >"$T/rec"
+  assert_contains "$T/rec" '"outcome":"forwarded: ng pre-receive hook declined"'
+}
+
+test_upstream_dying_mid_push_is_a_clean_error() {
+  make_upstream dying
+  # The hook kills receive-pack itself: upstream vanishes without a report.
+  printf '#!/bin/sh\nkill -9 $PPID\n' >"$T/upstream/acme/dying.git/hooks/pre-receive"
+  chmod +x "$T/upstream/acme/dying.git/hooks/pre-receive"
+  use_token "$(mint local/acme/dying)"
+  clone dying "$T/wd"
+  git -C "$T/wd" switch -q -c feature/d
+  commit "$T/wd" d.txt
+  ! git -C "$T/wd" push origin feature/d >"$T/out" 2>&1 || fail "push succeeded"
+  assert_contains "$T/out" "feature/d -> feature/d (upstream: "
+  [ -z "$(upstream_ref dying refs/heads/feature/d)" ] || fail "the ref landed"
+  grep '"ref":"refs/heads/feature/d"' "$T/state/audit.jsonl" >"$T/rec"
+  assert_contains "$T/rec" '"outcome":"upstream error: '
+  # The gateway keeps serving.
+  use_token "$TOKEN"
+  clone app "$T/wd2"
+  git -C "$T/wd2" switch -q -c feature/after-death
+  commit "$T/wd2" a.txt
+  git -C "$T/wd2" push -q origin feature/after-death 2>"$T/out" || { cat "$T/out"; fail "next push"; }
 }
 
 test_tags_follow_their_rules() {

@@ -30,7 +30,7 @@ static void mkdir_in(const char *rel)
 {
     char p[PATH_MAX];
 
-    snprintf(p, sizeof(p), "%s/%s", tmpdir, rel);
+    cr_assert_lt(snprintf(p, sizeof(p), "%s/%s", tmpdir, rel), (int)sizeof(p));
     cr_assert_eq(mkdir(p, 0700), 0, "mkdir %s", p);
 }
 
@@ -77,8 +77,8 @@ static const char *write_config(const char *rel, const char *json)
     char text[8192];
     rg_error err = RG_ERROR_INIT;
 
-    snprintf(path, sizeof(path), "%s/%s", tmpdir, rel);
-    snprintf(text, sizeof(text), "%s", json);
+    cr_assert_lt(snprintf(path, sizeof(path), "%s/%s", tmpdir, rel), (int)sizeof(path));
+    cr_assert_lt(snprintf(text, sizeof(text), "%s", json), (int)sizeof(text));
     dequote(text);
     cr_assert_eq(rg_fs_write_atomic(path, text, strlen(text), 0600, &err), 0, "%s", err.msg);
     return path;
@@ -90,7 +90,7 @@ static char *join(const char *a, const char *b)
     static int next;
     char *p = bufs[next++ % 4];
 
-    snprintf(p, PATH_MAX, "%s/%s", a, b);
+    cr_assert_lt(snprintf(p, PATH_MAX, "%s/%s", a, b), PATH_MAX);
     return p;
 }
 
@@ -105,27 +105,29 @@ Test(config, a_full_config_loads_every_field)
     rg_error err = RG_ERROR_INIT;
     policy_config *cfg = NULL;
     const policy_rule *r;
+    int n;
 
-    snprintf(json, sizeof(json),
-             "{'listen': '[::1]:0', 'state_dir': 'state', 'default': 'allow',"
-             " 'max_body_bytes': 1048576,"
-             " 'upstreams': ["
-             "  {'host': 'local', 'url': 'repos'},"
-             "  {'host': 'abs', 'url': 'file://%s/my%%20repos'},"
-             "  {'host': 'plain-abs', 'url': '%s/sub/../repos'},"
-             "  {'host': 'github.com', 'url': 'https://github.com/',"
-             "   'credentials': {'type': 'static', 'token_file': 't'},"
-             "   'read_credentials': 'env:READ', 'ca_file': 'ca.pem',"
-             "   'connect_timeout': 10, 'idle_timeout': 2.5}],"
-             " 'rules': ["
-             "  {'name': 'protect-main', 'repos': ['local/acme/*'],"
-             "   'refs': ['refs/heads/main', 'refs/heads/release/**'],"
-             "   'actions': ['update', 'force', 'delete'], 'effect': 'deny',"
-             "   'reason': 'main is protected'},"
-             "  {'repos': ['github.com/**'], 'effect': 'ask', 'mode': 'evaluate'},"
-             "  {'name': 'tags', 'refs': ['refs/tags/*'], 'actions': ['create'],"
-             "   'effect': 'allow', 'mode': 'enforce'}]}",
-             tmpdir, tmpdir);
+    n = snprintf(json, sizeof(json),
+                 "{'listen': '[::1]:0', 'state_dir': 'state', 'default': 'allow',"
+                 " 'max_body_bytes': 1048576,"
+                 " 'upstreams': ["
+                 "  {'host': 'local', 'url': 'repos'},"
+                 "  {'host': 'abs', 'url': 'file://%s/my%%20repos'},"
+                 "  {'host': 'plain-abs', 'url': '%s/sub/../repos'},"
+                 "  {'host': 'github.com', 'url': 'https://github.com/',"
+                 "   'credentials': {'type': 'static', 'token_file': 't'},"
+                 "   'read_credentials': 'env:READ', 'ca_file': 'ca.pem',"
+                 "   'connect_timeout': 10, 'idle_timeout': 2.5}],"
+                 " 'rules': ["
+                 "  {'name': 'protect-main', 'repos': ['local/acme/*'],"
+                 "   'refs': ['refs/heads/main', 'refs/heads/release/**'],"
+                 "   'actions': ['update', 'force', 'delete'], 'effect': 'deny',"
+                 "   'reason': 'main is protected'},"
+                 "  {'repos': ['github.com/**'], 'effect': 'ask', 'mode': 'evaluate'},"
+                 "  {'name': 'tags', 'refs': ['refs/tags/*'], 'actions': ['create'],"
+                 "   'effect': 'allow', 'mode': 'enforce'}]}",
+                 tmpdir, tmpdir);
+    cr_assert_lt(n, (int)sizeof(json));
     path = write_config("refgate.json", json);
     cr_assert_eq(policy_config_load(&cfg, path, &err), 0, "%s", err.msg);
 
@@ -211,7 +213,8 @@ Test(config, relative_paths_are_relative_to_the_file_not_the_working_directory)
     size_t i;
 
     snprintf(expect_path, sizeof(expect_path), "%s", path);
-    snprintf(repos_dir, sizeof(repos_dir), "%s/repos", tmpdir);
+    cr_assert_lt(snprintf(repos_dir, sizeof(repos_dir), "%s/repos", tmpdir),
+                 (int)sizeof(repos_dir));
     for (i = 0; i < 3; i++) {
         cr_assert_eq(chdir(cwd[i]), 0);
         cr_assert_eq(policy_config_load(&cfg, from[i], &err), 0, "%s", err.msg);
@@ -242,7 +245,7 @@ Test(config, parse_from_memory_anchors_paths_at_the_named_file)
     rg_error err = RG_ERROR_INIT;
     policy_config *cfg = NULL;
 
-    snprintf(path, sizeof(path), "%s/never-written.json", tmpdir);
+    cr_assert_lt(snprintf(path, sizeof(path), "%s/never-written.json", tmpdir), (int)sizeof(path));
     cr_assert_eq(policy_config_parse(&cfg, json, strlen(json), path, &err), 0, "%s", err.msg);
     cr_expect_str_eq(cfg->path, path);
     cr_expect_str_eq(cfg->state_dir, join(tmpdir, "s"));
@@ -508,13 +511,13 @@ ParameterizedTestParameters(config, rejects_bad_configs_naming_file_key_and_prob
 
 ParameterizedTest(struct bad_case *c, config, rejects_bad_configs_naming_file_key_and_problem)
 {
-    char path[PATH_MAX], json[4096], problem[1024], prefix[PATH_MAX + 32];
+    char path[PATH_MAX], json[4096], problem[1024], prefix[PATH_MAX + 64];
     rg_error err = RG_ERROR_INIT;
     policy_config *cfg = (policy_config *)1;
     int rc;
 
     /* The file exists (so "is not a directory" has something to find). */
-    snprintf(path, sizeof(path), "%s/bad.json", tmpdir);
+    cr_assert_lt(snprintf(path, sizeof(path), "%s/bad.json", tmpdir), (int)sizeof(path));
     cr_assert_eq(rg_fs_write_atomic(path, "{}", 2, 0600, &err), 0, "%s", err.msg);
     expand(json, sizeof(json), c->json);
     dequote(json);

@@ -38,13 +38,32 @@ contains "--help explains the fork" "$out" "copy-on-write fork"
 contains "--help lists the readable toolchain paths" "$out" "~/.cargo/{bin,registry,git}"
 contains "--help states the hard-link behaviour" "$out" "hard-linked name becomes an independent file"
 
+# default CMD...: run CMD with SIGINT and SIGQUIT at their default action;
+# a non-interactive shell starts background jobs with them ignored, and an
+# ignored signal stays ignored (refgate-run passes that on, as nohup needs).
+default() {
+    perl -e '$SIG{INT} = $SIG{QUIT} = "DEFAULT"; exec @ARGV or die "exec: $!"' -- "$@"
+}
+
+# watchdog PID: kill PID if it is still running after 20 s, so a lost
+# signal fails the check instead of hanging the suite.
+watchdog() {
+    (
+        sleep 20
+        kill -KILL "$1" 2>/dev/null
+    ) &
+    CLEANUPS+=("kill $! 2>/dev/null")
+}
+
 # Signals sent to refgate-run reach the command (in its own session, it does
 # not get them from the terminal). The command traps and reports them.
 for sig in TERM INT HUP; do
     rm -f "$W/got" "$W/ready"
-    "$RUN" -q -d "$W" -- sh -c "trap 'echo $sig >got; exit 7' $sig; : >ready; while :; do sleep 0.1; done" \
+    default "$RUN" -q -d "$W" -- \
+        sh -c "trap 'echo $sig >got; exit 7' $sig; : >ready; while :; do sleep 0.1; done" \
         2>/dev/null &
     pid=$!
+    watchdog "$pid"
     for _ in $(seq 100); do
         [ -e "$W/ready" ] && break
         sleep 0.05
@@ -58,8 +77,9 @@ done
 
 # A command that ignores nothing and is killed: refgate-run dies the same way,
 # and the command's process group is gone.
-"$RUN" -q -d "$W" -- sh -c ': >ready2; sleep 300' 2>/dev/null &
+default "$RUN" -q -d "$W" -- sh -c ': >ready2; sleep 300' 2>/dev/null &
 pid=$!
+watchdog "$pid"
 for _ in $(seq 100); do
     [ -e "$W/ready2" ] && break
     sleep 0.05
