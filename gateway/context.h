@@ -8,12 +8,16 @@
 
 #include "gateway/audit.h"
 #include "policy/config.h"
+#include "tokens/credentials.h"
 #include "tokens/token.h"
 
 typedef struct gateway_ctx {
     const policy_config *cfg;
     tokens_key *key;
     audit_log *audit;
+    /* Per upstream, indexed like cfg->upstreams; NULL entries for local ones. */
+    tokens_provider **read_creds;
+    tokens_provider **write_creds;
     char tmp_dir[4096]; /* <state_dir>/tmp: spools and quarantines */
 } gateway_ctx;
 

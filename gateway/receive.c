@@ -42,7 +42,7 @@ typedef struct ref_state {
 struct gateway_receive {
     const gateway_ctx *ctx;
     gateway_route route;
-    const policy_upstream *up;
+    upstream_target target; /* its strings point into route and repo_dir */
     char *repo_dir;
     char *run;
     char token_hash[13];
@@ -99,9 +99,11 @@ int gateway_receive_new(gateway_receive **out, const gateway_receive_info *info,
         return rg_error_set(err, -ENOMEM, "out of memory");
     r->ctx = info->ctx;
     r->route = *info->route;
-    r->up = info->upstream;
+    r->target = *info->target;
+    r->target.repo_path = r->route.path;
     r->spool_fd = -1;
-    r->repo_dir = strdup(info->repo_dir);
+    r->repo_dir = info->target->repo_dir ? strdup(info->target->repo_dir) : NULL;
+    r->target.repo_dir = r->repo_dir;
     r->run = strdup(info->claims->run ? info->claims->run : "");
     snprintf(r->token_hash, sizeof(r->token_hash), "%s", info->token_hash);
     snprintf(r->remote, sizeof(r->remote), "%s", info->remote ? info->remote : "");
@@ -109,7 +111,7 @@ int gateway_receive_new(gateway_receive **out, const gateway_receive_info *info,
         memset(rnd, 0, sizeof(rnd));
     for (size_t i = 0; i < sizeof(rnd); i++)
         snprintf(r->push_id + 2 * i, 3, "%02x", rnd[i]);
-    if (r->repo_dir == NULL || r->run == NULL)
+    if ((info->target->repo_dir && r->repo_dir == NULL) || r->run == NULL)
         goto done;
     if (git_push_parser_new(&r->parser, &limits) < 0)
         goto done;
@@ -261,7 +263,7 @@ static int start_forward(gateway_receive *r)
         rc = fail(r, 500, rc, "cannot rewrite the command list");
         goto done;
     }
-    if (upstream_push_start(&r->upstream, r->up, r->repo_dir, r->sideband, &e) < 0 ||
+    if (upstream_push_start(&r->upstream, &r->target, r->sideband, 0, &e) < 0 ||
         upstream_push_write(r->upstream, header.data, header.len, &e) < 0)
         upstream_failed(r, &e);
     r->mode = (r->send_pack && !r->upstream_failed) ? MODE_STREAM : MODE_DISCARD;

@@ -18,6 +18,7 @@
 
 #include "gateway/context.h"
 #include "gateway/route.h"
+#include "gateway/upstream.h"
 #include "tokens/token.h"
 #include "util/buf.h"
 #include "util/error.h"
@@ -25,8 +26,7 @@
 typedef struct gateway_receive_info {
     const gateway_ctx *ctx;
     const gateway_route *route;
-    const policy_upstream *upstream;
-    const char *repo_dir;         /* local bare repository */
+    const upstream_target *target; /* where the allowed part goes */
     const tokens_claims *claims;  /* the authenticated run */
     const char *token_hash;       /* tokens_hash_prefix() of its token */
     const char *remote;           /* client address, for the audit log */

@@ -100,16 +100,16 @@ static void client_address(char *out, size_t outsz, struct MHD_Connection *c)
                   (socklen_t)outsz);
 }
 
-static enum MHD_Result advertise(struct MHD_Connection *c, const policy_upstream *up,
-                                 const char *repo_dir)
+static enum MHD_Result advertise(struct MHD_Connection *c, const upstream_target *t)
 {
     rg_buf raw = RG_BUF_INIT(UPSTREAM_ADVERT_MAX), out = RG_BUF_INIT(UPSTREAM_ADVERT_MAX + 4096);
     rg_error e = RG_ERROR_INIT;
     enum MHD_Result ret;
 
-    if (upstream_advertise(&raw, up, repo_dir, &e) < 0 ||
+    if (upstream_advertise(&raw, t, &e) < 0 ||
         git_advert_filter(&out, raw.data, raw.len, dropped_caps, "git-receive-pack", &e) < 0) {
-        fprintf(stderr, "refgate: advertisement for %s failed: %s\n", repo_dir, e.msg);
+        fprintf(stderr, "refgate: advertisement for %s/%s failed: %s\n", t->up->host,
+                t->repo_path, e.msg);
         ret = respond_text(c, 502, "the upstream repository could not be read");
     } else {
         ret = respond(c, 200, "application/x-git-receive-pack-advertisement", out.data, out.len);
@@ -125,6 +125,7 @@ static enum MHD_Result begin(gateway_server *s, struct MHD_Connection *c, const 
 {
     const char *service, *ctype, *cenc, *clen;
     gateway_receive_info info;
+    upstream_target target;
     const policy_upstream *up;
     gateway_route route;
     gateway_auth auth;
@@ -156,8 +157,9 @@ static enum MHD_Result begin(gateway_server *s, struct MHD_Connection *c, const 
         ret = respond_text(c, 404, e.msg);
         goto done;
     }
+    target = (upstream_target){.up = up, .repo_path = route.path, .repo_dir = repo_dir};
     if (route.advertise) {
-        ret = advertise(c, up, repo_dir);
+        ret = advertise(c, &target);
         goto done;
     }
 
@@ -181,8 +183,7 @@ static enum MHD_Result begin(gateway_server *s, struct MHD_Connection *c, const 
     info = (gateway_receive_info){
         .ctx = &s->ctx,
         .route = &route,
-        .upstream = up,
-        .repo_dir = repo_dir,
+        .target = &target,
         .claims = auth.claims,
         .token_hash = auth.token_hash,
         .remote = remote,

@@ -11,8 +11,10 @@
 
 #include <stddef.h>
 
+#include "gateway/route.h"
 #include "git/report.h"
 #include "policy/config.h"
+#include "tokens/credentials.h"
 #include "util/buf.h"
 #include "util/error.h"
 
@@ -21,15 +23,26 @@
 #define UPSTREAM_REPORT_MAX   (4u * 1024 * 1024)
 #define UPSTREAM_PROGRESS_MAX (1u * 1024 * 1024)
 
+/* One repository on one upstream, and how to reach it. */
+typedef struct upstream_target {
+    const policy_upstream *up;
+    const char *repo_path;  /* the path under the upstream, e.g. "acme/app" (no .git) */
+    const char *repo_dir;   /* local upstreams: the bare repository; remote: NULL */
+    tokens_provider *read;  /* remote: advertisements, fetches, the mirror */
+    tokens_provider *write; /* remote: forwarded pushes */
+} upstream_target;
+
 /* Append upstream's raw receive-pack advertisement (no HTTP preamble). */
-int upstream_advertise(rg_buf *out, const policy_upstream *up, const char *repo_dir,
-                       rg_error *err);
+int upstream_advertise(rg_buf *out, const upstream_target *t, rg_error *err);
 
 typedef struct upstream_push upstream_push;
 
-/* Start a forwarded push; `mode` is the side-band the request asked for. */
-int upstream_push_start(upstream_push **out, const policy_upstream *up, const char *repo_dir,
-                        git_sideband_mode mode, rg_error *err);
+/*
+ * Start a forwarded push; `mode` is the side-band the request asked for.
+ * `cred_flags` (TOKENS_CRED_*) shape the write credential of a remote push.
+ */
+int upstream_push_start(upstream_push **out, const upstream_target *t, git_sideband_mode mode,
+                        unsigned cred_flags, rg_error *err);
 
 /* Send the next bytes of the (rewritten) request. RG_E_UPSTREAM when the
  * upstream stopped reading; call upstream_push_finish for its answer. */

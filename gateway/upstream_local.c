@@ -41,11 +41,11 @@ static void child_env(const char **envp, char *path_var, size_t pathsz)
     envp[3] = NULL;
 }
 
-static int check_local(const policy_upstream *up, rg_error *err)
+static int check_local(const upstream_target *t, rg_error *err)
 {
-    if (up->root == NULL)
+    if (t->repo_dir == NULL)
         return rg_error_set(err, RG_E_UPSTREAM, "upstream %s: only local upstreams are supported",
-                            up->host);
+                            t->up->host);
     return 0;
 }
 
@@ -70,17 +70,16 @@ static void last_line(char *out, size_t outsz, const rg_buf *b)
     out[n] = '\0';
 }
 
-int upstream_advertise(rg_buf *out, const policy_upstream *up, const char *repo_dir,
-                       rg_error *err)
+int upstream_advertise(rg_buf *out, const upstream_target *t, rg_error *err)
 {
-    const char *argv[] = {"git", "receive-pack", "--stateless-rpc", "--advertise-refs", repo_dir,
-                          NULL};
+    const char *argv[] = {"git", "receive-pack", "--stateless-rpc", "--advertise-refs",
+                          t->repo_dir, NULL};
     const char *envp[4];
     char pathv[4096], why[256];
     rg_buf errb = RG_BUF_INIT(64 * 1024);
     int rc, status = 0;
 
-    rc = check_local(up, err);
+    rc = check_local(t, err);
     if (rc < 0)
         return rc;
     child_env(envp, pathv, sizeof(pathv));
@@ -134,17 +133,18 @@ static void *reader_main(void *arg)
     return NULL;
 }
 
-int upstream_push_start(upstream_push **out, const policy_upstream *up, const char *repo_dir,
-                        git_sideband_mode mode, rg_error *err)
+int upstream_push_start(upstream_push **out, const upstream_target *t, git_sideband_mode mode,
+                        unsigned cred_flags, rg_error *err)
 {
-    const char *argv[] = {"git", "receive-pack", "--stateless-rpc", repo_dir, NULL};
+    const char *argv[] = {"git", "receive-pack", "--stateless-rpc", t->repo_dir, NULL};
     const char *envp[4];
     char pathv[4096];
     upstream_push *u = NULL;
     int rc;
 
+    (void)cred_flags;
     *out = NULL;
-    rc = check_local(up, err);
+    rc = check_local(t, err);
     if (rc < 0)
         return rc;
     u = calloc(1, sizeof(*u));

@@ -69,10 +69,36 @@ typedef struct policy_rule {
     int evaluate_only; /* "mode": "evaluate": logged, never enforced */
 } policy_rule;
 
+/* How the gateway authenticates to an upstream (remote upstreams only). */
+typedef enum policy_cred_type {
+    POLICY_CRED_NONE = 0, /* {"type": "none"}, and the default */
+    POLICY_CRED_STATIC,   /* {"type": "static", "username", "token_file"} */
+    POLICY_CRED_GITHUB_APP, /* {"type": "github-app", "app_id", "private_key_file",
+                               "api_url", "installation_id"} */
+} policy_cred_type;
+
+typedef struct policy_credentials {
+    policy_cred_type type;
+    char *username;          /* static: the Basic user name (default "x-access-token") */
+    char *token_file;        /* static: absolute path of the secret */
+    long long app_id;        /* github-app */
+    char *private_key_file;  /* github-app: absolute path of the PEM key */
+    char *api_url;           /* github-app: default "https://api.github.com" */
+    long long installation_id; /* github-app: 0 = look it up per repository */
+} policy_credentials;
+
 typedef struct policy_upstream {
     char *host; /* the first path segment clients use */
-    char *url;  /* as configured */
+    char *url;  /* as configured; for remote upstreams without a trailing '/' */
     char *root; /* for file:// upstreams, the absolute directory; else NULL */
+    /* Remote (http/https) upstreams only: */
+    policy_credentials credentials;      /* for forwarded pushes */
+    policy_credentials read_credentials; /* advertisements, fetches, the mirror;
+                                            a copy of `credentials` when absent */
+    int has_read_credentials;            /* "read_credentials" was given */
+    char *ca_file;                       /* absolute, or NULL: the system CAs */
+    long connect_timeout;                /* seconds (default 10) */
+    long idle_timeout;                   /* seconds without progress (default 60) */
 } policy_upstream;
 
 typedef struct policy_config {

@@ -791,6 +791,9 @@ Test(dirdiff, apply_handles_type_changes_and_prunes_emptied_directories)
     size_t refused;
 
     make_project();
+    /* Empty directories are invisible to a patch, yet in the way of a
+     * file that replaces their parent. */
+    run("mkdir -p '%s/docs/empty/deeper'", base);
     fork_base();
     run("cp -a '%s' '%s'", base, other);
     remove_path(fork_dir, "latest");
