@@ -202,6 +202,19 @@ static int is_one_line(const char *s)
     return 1;
 }
 
+static int check_text(const parse_ctx *ctx, const char *parent, const char *key, const char *s,
+                      size_t max)
+{
+    char kp[KEYPATH_MAX];
+
+    keypath_key(kp, parent, key);
+    if (strlen(s) > max)
+        return fail(ctx, kp, "longer than %zu characters", max);
+    if (!is_one_line(s))
+        return fail(ctx, kp, "must be one line of text without control characters");
+    return 0;
+}
+
 /*
  * The string at obj[key] in *out (borrowed from obj), or NULL when absent
  * and not required. Empty strings are refused: every string key names
@@ -460,24 +473,22 @@ static const char *const upstream_keys[] = {
     "host, url, credentials, read_credentials, ca_file, connect_timeout or idle_timeout"
 
 /*
- * Keys only a forwarding (http/https) upstream can use. They are checked
- * for type now and read when forwarding exists, so configs written for it
- * already load.
+ * Keys only a forwarding (http/https) upstream can use; a local upstream
+ * that carries one is refused rather than silently ignoring it.
  */
-typedef enum remote_key_type {
-    REMOTE_KEY_CREDENTIAL, /* an object or a string: its form is the provider's */
-    REMOTE_KEY_PATH,
-    REMOTE_KEY_SECONDS,
-} remote_key_type;
-
-static const struct {
-    const char *key;
-    remote_key_type type;
-} remote_keys[] = {
-    {"credentials", REMOTE_KEY_CREDENTIAL}, {"read_credentials", REMOTE_KEY_CREDENTIAL},
-    {"ca_file", REMOTE_KEY_PATH},           {"connect_timeout", REMOTE_KEY_SECONDS},
-    {"idle_timeout", REMOTE_KEY_SECONDS},
+static const char *const remote_only_keys[] = {
+    "credentials", "read_credentials", "ca_file", "connect_timeout", "idle_timeout", NULL,
 };
+
+#define DEFAULT_CONNECT_TIMEOUT 10
+#define DEFAULT_IDLE_TIMEOUT    60
+/* A timeout past an hour is a typo (milliseconds meant) rather than a wish. */
+#define TIMEOUT_MAX 3600
+
+#define DEFAULT_API_URL   "https://api.github.com"
+#define DEFAULT_CRED_USER "x-access-token"
+#define CRED_USER_MAX_LEN 100
+#define URL_MAX_LEN       2048
 
 /*
  * The host is the first URL path segment and becomes part of rule and
@@ -621,40 +632,259 @@ static int parse_upstream_url(policy_upstream *up, int *remote, const parse_ctx 
     return resolve_local_root(up, ctx, kp, url);
 }
 
-static int check_remote_keys(const parse_ctx *ctx, const json_t *obj, const char *parent,
-                             int remote)
+/* ------------------------------------------------------------------------ */
+/* Credentials                                                              */
+/* ------------------------------------------------------------------------ */
+
+static const char *const cred_none_keys[] = {"type", NULL};
+static const char *const cred_static_keys[] = {"type", "username", "token_file", NULL};
+static const char *const cred_app_keys[] = {
+    "type", "app_id", "private_key_file", "api_url", "installation_id", NULL,
+};
+
+/*
+ * A secret file's absolute path. Unlike directories it is not resolved
+ * through symlinks: secret stores (Kubernetes, systemd credentials) rotate
+ * a file by swapping a symlink, and the provider should follow the swap.
+ */
+static int secret_path(char **out, const parse_ctx *ctx, const char *rel)
+{
+    *out = path_join(ctx->dir, rel);
+    if (*out == NULL)
+        return fail_oom(ctx);
+    path_normalize(*out);
+    return 0;
+}
+
+/* A positive integer at obj[key]; *out stays 0 when absent and optional. */
+static int get_positive_id(long long *out, const parse_ctx *ctx, const json_t *obj,
+                           const char *parent, const char *key, int required, const char *hint)
 {
     char kp[KEYPATH_MAX];
-    json_t *v;
-    size_t i;
+    json_t *v = json_object_get(obj, key);
 
-    for (i = 0; i < sizeof(remote_keys) / sizeof(remote_keys[0]); i++) {
-        v = json_object_get(obj, remote_keys[i].key);
-        if (v == NULL)
-            continue;
-        keypath_key(kp, parent, remote_keys[i].key);
-        if (!remote)
-            return fail(ctx, kp, "only http(s) upstreams take this key");
-        switch (remote_keys[i].type) {
-        case REMOTE_KEY_CREDENTIAL:
-            if (!json_is_object(v) && !json_is_string(v))
-                return fail_type(ctx, kp, "an object or a string", v);
-            break;
-        case REMOTE_KEY_PATH:
-            if (!json_is_string(v))
-                return fail_type(ctx, kp, "a string", v);
-            if (json_string_length(v) == 0)
-                return fail(ctx, kp, "must not be empty");
-            break;
-        case REMOTE_KEY_SECONDS:
-            if (!json_is_number(v))
-                return fail_type(ctx, kp, "a number of seconds", v);
-            if (json_number_value(v) <= 0)
-                return fail(ctx, kp, "must be a positive number of seconds");
-            break;
+    *out = 0;
+    keypath_key(kp, parent, key);
+    if (v == NULL)
+        return required ? fail(ctx, kp, "required key is missing %s", hint) : 0;
+    if (!json_is_integer(v))
+        return fail_type(ctx, kp, "a positive integer", v);
+    if (json_integer_value(v) <= 0)
+        return fail(ctx, kp, "must be a positive integer, got %lld",
+                    (long long)json_integer_value(v));
+    *out = (long long)json_integer_value(v);
+    return 0;
+}
+
+/*
+ * An http(s) URL with a host and nothing a secret or a surprise could hide
+ * in: no user info (credentials go in "credentials"), no query, no
+ * fragment. Trailing slashes are dropped so paths can be appended.
+ */
+static int parse_http_url(char **out, const parse_ctx *ctx, const char *kp, const char *url)
+{
+    const char *sep = strstr(url, "://"), *host;
+    size_t len, hostlen;
+
+    *out = NULL;
+    if (strncasecmp(url, "http://", 7) && strncasecmp(url, "https://", 8))
+        return fail(ctx, kp, "\"%s\" is not an http:// or https:// URL", url);
+    if (strlen(url) > URL_MAX_LEN)
+        return fail(ctx, kp, "longer than %d characters", URL_MAX_LEN);
+    if (!is_one_line(url) || strchr(url, ' ') != NULL)
+        return fail(ctx, kp, "must not contain spaces or control characters");
+    host = sep + 3;
+    hostlen = strcspn(host, "/");
+    if (hostlen == 0)
+        return fail(ctx, kp, "\"%s\" has no host name", url);
+    if (memchr(host, '@', hostlen) != NULL)
+        return fail(ctx, kp,
+                    "a URL must not carry a user name or password (put them in \"credentials\")");
+    if (strpbrk(host, "?#") != NULL)
+        return fail(ctx, kp, "\"%s\": a query or fragment has no place here", url);
+    len = strlen(url);
+    while (len > (size_t)(host - url) + hostlen && url[len - 1] == '/')
+        len--;
+    *out = strndup(url, len);
+    return *out ? 0 : fail_oom(ctx);
+}
+
+static int parse_cred_static(policy_credentials *c, const parse_ctx *ctx, const json_t *obj,
+                             const char *kp)
+{
+    char sub[KEYPATH_MAX];
+    const char *user = NULL, *file = NULL;
+    int rc;
+
+    c->type = POLICY_CRED_STATIC;
+    rc = check_keys(ctx, obj, kp, cred_static_keys, "type, username or token_file");
+    if (rc == 0)
+        rc = get_string(&user, ctx, obj, kp, "username", 0, NULL);
+    if (rc == 0 && user != NULL) {
+        rc = check_text(ctx, kp, "username", user, CRED_USER_MAX_LEN);
+        /* HTTP Basic splits user from password at the first colon. */
+        if (rc == 0 && strchr(user, ':') != NULL) {
+            keypath_key(sub, kp, "username");
+            rc = fail(ctx, sub, "must not contain ':' (HTTP Basic cannot carry it)");
         }
     }
+    if (rc == 0)
+        rc = dup_string(&c->username, ctx, user ? user : DEFAULT_CRED_USER);
+    if (rc == 0)
+        rc = get_string(&file, ctx, obj, kp, "token_file", 1,
+                        "(the file holding the token; keep it chmod 600)");
+    if (rc == 0)
+        rc = secret_path(&c->token_file, ctx, file);
+    return rc;
+}
+
+static int parse_cred_github_app(policy_credentials *c, const parse_ctx *ctx, const json_t *obj,
+                                 const char *kp)
+{
+    char sub[KEYPATH_MAX];
+    const char *file = NULL, *api = NULL;
+    int rc;
+
+    c->type = POLICY_CRED_GITHUB_APP;
+    rc = check_keys(ctx, obj, kp, cred_app_keys,
+                    "type, app_id, private_key_file, api_url or installation_id");
+    if (rc == 0)
+        rc = get_positive_id(&c->app_id, ctx, obj, kp, "app_id", 1,
+                             "(the GitHub App's numeric id, from its settings page)");
+    if (rc == 0)
+        rc = get_string(&file, ctx, obj, kp, "private_key_file", 1,
+                        "(the App's PEM private key; keep it chmod 600)");
+    if (rc == 0)
+        rc = secret_path(&c->private_key_file, ctx, file);
+    if (rc == 0)
+        rc = get_string(&api, ctx, obj, kp, "api_url", 0, NULL);
+    if (rc == 0) {
+        keypath_key(sub, kp, "api_url");
+        rc = parse_http_url(&c->api_url, ctx, sub, api ? api : DEFAULT_API_URL);
+    }
+    if (rc == 0)
+        rc = get_positive_id(&c->installation_id, ctx, obj, kp, "installation_id", 0, NULL);
+    return rc;
+}
+
+/*
+ * One credentials object. The string "none" is accepted as shorthand; any
+ * other string is refused with a pointer to the object form, because a
+ * string there is most likely a token pasted into the config.
+ */
+static int parse_credentials(policy_credentials *c, const parse_ctx *ctx, const json_t *v,
+                             const char *kp)
+{
+    char sub[KEYPATH_MAX];
+    const char *type = NULL;
+    int rc;
+
+    memset(c, 0, sizeof(*c));
+    if (json_is_string(v)) {
+        if (!strcmp(json_string_value(v), "none"))
+            return 0;
+        return fail(ctx, kp,
+                    "a string here can only be \"none\"; write an object such as "
+                    "{\"type\": \"static\", \"token_file\": \"...\"} (secrets belong in files, "
+                    "not in the config)");
+    }
+    if (!json_is_object(v))
+        return fail_type(ctx, kp, "an object or a string", v);
+    rc = get_string(&type, ctx, v, kp, "type", 1, "(expected none, static or github-app)");
+    if (rc < 0)
+        return rc;
+    if (!strcmp(type, "none")) {
+        c->type = POLICY_CRED_NONE;
+        return check_keys(ctx, v, kp, cred_none_keys, "only type");
+    }
+    if (!strcmp(type, "static"))
+        return parse_cred_static(c, ctx, v, kp);
+    if (!strcmp(type, "github-app"))
+        return parse_cred_github_app(c, ctx, v, kp);
+    keypath_key(sub, kp, "type");
+    return fail(ctx, sub, "unknown type \"%s\" (expected none, static or github-app)", type);
+}
+
+static void free_credentials(policy_credentials *c)
+{
+    free(c->username);
+    free(c->token_file);
+    free(c->private_key_file);
+    free(c->api_url);
+    memset(c, 0, sizeof(*c));
+}
+
+/* A deep copy, so each field has exactly one owner and frees once. */
+static int copy_credentials(policy_credentials *dst, const parse_ctx *ctx,
+                            const policy_credentials *src)
+{
+    *dst = *src;
+    dst->username = NULL;
+    dst->token_file = NULL;
+    dst->private_key_file = NULL;
+    dst->api_url = NULL;
+    if ((src->username && !(dst->username = strdup(src->username))) ||
+        (src->token_file && !(dst->token_file = strdup(src->token_file))) ||
+        (src->private_key_file && !(dst->private_key_file = strdup(src->private_key_file))) ||
+        (src->api_url && !(dst->api_url = strdup(src->api_url))))
+        return fail_oom(ctx);
     return 0;
+}
+
+static int get_seconds(long *out, const parse_ctx *ctx, const json_t *obj, const char *parent,
+                       const char *key, long dflt)
+{
+    char kp[KEYPATH_MAX];
+    json_t *v = json_object_get(obj, key);
+
+    *out = dflt;
+    if (v == NULL)
+        return 0;
+    keypath_key(kp, parent, key);
+    if (!json_is_integer(v))
+        return fail_type(ctx, kp, "a whole number of seconds", v);
+    if (json_integer_value(v) <= 0)
+        return fail(ctx, kp, "must be a positive number of seconds");
+    if (json_integer_value(v) > TIMEOUT_MAX)
+        return fail(ctx, kp, "at most %d seconds", TIMEOUT_MAX);
+    *out = (long)json_integer_value(v);
+    return 0;
+}
+
+/* The keys of a forwarding upstream: credentials, CA file and timeouts. */
+static int parse_remote(policy_upstream *up, const parse_ctx *ctx, const json_t *obj,
+                        const char *parent)
+{
+    char kp[KEYPATH_MAX];
+    const char *ca = NULL;
+    json_t *v;
+    int rc = 0;
+
+    v = json_object_get(obj, "credentials");
+    if (v != NULL) {
+        keypath_key(kp, parent, "credentials");
+        rc = parse_credentials(&up->credentials, ctx, v, kp);
+    }
+    if (rc < 0)
+        return rc;
+    v = json_object_get(obj, "read_credentials");
+    if (v != NULL) {
+        keypath_key(kp, parent, "read_credentials");
+        up->has_read_credentials = 1;
+        rc = parse_credentials(&up->read_credentials, ctx, v, kp);
+    } else {
+        rc = copy_credentials(&up->read_credentials, ctx, &up->credentials);
+    }
+    if (rc == 0)
+        rc = get_string(&ca, ctx, obj, parent, "ca_file", 0, NULL);
+    if (rc == 0 && ca != NULL && path_absolute(&up->ca_file, ctx->dir, ca) < 0)
+        rc = fail_oom(ctx);
+    if (rc == 0)
+        rc = get_seconds(&up->connect_timeout, ctx, obj, parent, "connect_timeout",
+                         DEFAULT_CONNECT_TIMEOUT);
+    if (rc == 0)
+        rc = get_seconds(&up->idle_timeout, ctx, obj, parent, "idle_timeout", DEFAULT_IDLE_TIMEOUT);
+    return rc;
 }
 
 static int parse_upstream(policy_upstream *up, const parse_ctx *ctx, const json_t *obj,
@@ -662,6 +892,7 @@ static int parse_upstream(policy_upstream *up, const parse_ctx *ctx, const json_
 {
     char sub[KEYPATH_MAX];
     const char *host = NULL, *url = NULL;
+    size_t i;
     int rc, remote;
 
     if (!json_is_object(obj))
@@ -677,15 +908,25 @@ static int parse_upstream(policy_upstream *up, const parse_ctx *ctx, const json_
     rc = check_host(ctx, sub, host);
     if (rc == 0)
         rc = dup_string(&up->host, ctx, host);
-    if (rc == 0)
-        rc = dup_string(&up->url, ctx, url);
     if (rc < 0)
         return rc;
     keypath_key(sub, kp, "url");
     rc = parse_upstream_url(up, &remote, ctx, sub, url);
-    if (rc == 0)
-        rc = check_remote_keys(ctx, obj, kp, remote);
-    return rc;
+    if (rc < 0)
+        return rc;
+    if (remote) {
+        rc = parse_http_url(&up->url, ctx, sub, url);
+        if (rc == 0)
+            rc = parse_remote(up, ctx, obj, kp);
+        return rc;
+    }
+    for (i = 0; remote_only_keys[i] != NULL; i++) {
+        if (json_object_get(obj, remote_only_keys[i]) == NULL)
+            continue;
+        keypath_key(sub, kp, remote_only_keys[i]);
+        return fail(ctx, sub, "only http(s) upstreams take this key");
+    }
+    return dup_string(&up->url, ctx, url);
 }
 
 static int parse_upstreams(policy_config *cfg, const parse_ctx *ctx, const json_t *arr)
@@ -858,19 +1099,6 @@ static int parse_actions(unsigned *out, const parse_ctx *ctx, const json_t *rule
                         json_string_value(v));
         *out |= actions[j].action;
     }
-    return 0;
-}
-
-static int check_text(const parse_ctx *ctx, const char *parent, const char *key, const char *s,
-                      size_t max)
-{
-    char kp[KEYPATH_MAX];
-
-    keypath_key(kp, parent, key);
-    if (strlen(s) > max)
-        return fail(ctx, kp, "longer than %zu characters", max);
-    if (!is_one_line(s))
-        return fail(ctx, kp, "must be one line of text without control characters");
     return 0;
 }
 
@@ -1099,6 +1327,9 @@ void policy_config_free(policy_config *cfg)
         free(cfg->upstreams[i].host);
         free(cfg->upstreams[i].url);
         free(cfg->upstreams[i].root);
+        free_credentials(&cfg->upstreams[i].credentials);
+        free_credentials(&cfg->upstreams[i].read_credentials);
+        free(cfg->upstreams[i].ca_file);
     }
     free(cfg->upstreams);
     for (i = 0; i < cfg->nrules; i++) {

@@ -21,8 +21,8 @@ typedef struct env_rule {
 /* What a command needs to find programs, speak the user's language and
  * verify TLS; nothing that configures a program's behaviour. */
 static const env_rule env_allow[] = {
-    {"PATH", 0}, {"HOME", 0},   {"USER", 0}, {"LOGNAME", 0}, {"LANG", 0},      {"LC_", 1},
-    {"TERM", 0}, {"TZ", 0},     {"TMPDIR", 0}, {"SHELL", 0}, {"SSL_CERT_", 1},
+    {"PATH", 0}, {"HOME", 0}, {"USER", 0},   {"LOGNAME", 0}, {"LANG", 0},      {"LC_", 1},
+    {"TERM", 0}, {"TZ", 0},   {"TMPDIR", 0}, {"SHELL", 0},   {"SSL_CERT_", 1},
 };
 
 /*
@@ -207,8 +207,7 @@ const char *sandbox_env_get(char *const *env, const char *name)
     return NULL;
 }
 
-int sandbox_env_build(char ***out, char *const *envp, const sandbox_env_opts *opts,
-                      rg_error *err)
+int sandbox_env_build(char ***out, char *const *envp, const sandbox_env_opts *opts, rg_error *err)
 {
     env_list l = {NULL, 0, 0};
     size_t i, len;

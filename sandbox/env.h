@@ -36,7 +36,10 @@ typedef struct sandbox_env_opts {
     const char *tmpdir; /* TMPDIR for the command (the private directory) */
 } sandbox_env_opts;
 
-#define SANDBOX_ENV_OPTS_INIT {NULL, 0, NULL, NULL}
+#define SANDBOX_ENV_OPTS_INIT                                                                      \
+    {                                                                                              \
+        NULL, 0, NULL, NULL                                                                        \
+    }
 
 /*
  * Build the command's environment from `envp` into *out, a NULL-terminated
@@ -45,8 +48,7 @@ typedef struct sandbox_env_opts {
  * none; a --env NAME=VALUE or --env NAME overrides both. A --env NAME that
  * is not set in `envp` passes nothing. -EINVAL for a malformed --env.
  */
-int sandbox_env_build(char ***out, char *const *envp, const sandbox_env_opts *opts,
-                      rg_error *err);
+int sandbox_env_build(char ***out, char *const *envp, const sandbox_env_opts *opts, rg_error *err);
 
 /* Frees the array and its strings, wiping values first; accepts NULL. */
 void sandbox_env_free(char **env);

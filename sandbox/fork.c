@@ -11,8 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-int sandbox_fork_paths(char **out_fork, char **out_base, const char *src, unsigned n,
-                       rg_error *err)
+int sandbox_fork_paths(char **out_fork, char **out_base, const char *src, unsigned n, rg_error *err)
 {
     const char *slash = strrchr(src, '/');
     char *fork = NULL, *base = NULL;
@@ -20,8 +19,7 @@ int sandbox_fork_paths(char **out_fork, char **out_base, const char *src, unsign
     int rc = 0;
 
     if (src[0] != '/' || slash == NULL || slash[1] == '\0') {
-        rc = rg_error_set(err, -EINVAL, "cannot fork %s: a fork lives beside its directory",
-                          src);
+        rc = rg_error_set(err, -EINVAL, "cannot fork %s: a fork lives beside its directory", src);
         goto done;
     }
     /* "/a/b" -> dir "/a", name "b"; "/b" -> dir "", name "b". */
@@ -65,14 +63,13 @@ static int fork_claim(sandbox_fork *f, rg_error *err)
             rc = -errno;
         }
         if (rc != -EEXIST)
-            return rg_error_set(err, rc, "creating the fork of %s: %s", f->src,
-                                strerror(-rc));
+            return rg_error_set(err, rc, "creating the fork of %s: %s", f->src, strerror(-rc));
         free(f->path);
         free(f->base);
         f->path = f->base = NULL;
     }
-    return rg_error_set(err, -EEXIST, "%s.1 to %s.%d all exist; remove old forks", f->src,
-                        f->src, SANDBOX_FORK_MAX);
+    return rg_error_set(err, -EEXIST, "%s.1 to %s.%d all exist; remove old forks", f->src, f->src,
+                        SANDBOX_FORK_MAX);
 }
 
 static int fork_copy(sandbox_tree_stats *stats, const char *from, const char *to,

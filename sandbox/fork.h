@@ -27,7 +27,10 @@ typedef struct sandbox_fork {
     double seconds;                /* both copies */
 } sandbox_fork;
 
-#define SANDBOX_FORK_INIT {NULL, NULL, NULL, 0, {0}, {0}, 0}
+#define SANDBOX_FORK_INIT                                                                          \
+    {                                                                                              \
+        NULL, NULL, NULL, 0, {0}, {0}, 0                                                           \
+    }
 
 /*
  * The fork and base paths for canonical directory `src` and number `n`:

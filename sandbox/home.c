@@ -245,8 +245,8 @@ static int home_add_secret(sandbox_home *h, const char *path)
     return rc;
 }
 
-int sandbox_home_init(sandbox_home *out, const char *path, const char *const *extra,
-                      size_t nextra, rg_error *err)
+int sandbox_home_init(sandbox_home *out, const char *path, const char *const *extra, size_t nextra,
+                      rg_error *err)
 {
     sandbox_home h = SANDBOX_HOME_INIT;
     size_t i;
@@ -305,8 +305,9 @@ int sandbox_home_load(sandbox_home *out, char *const *envp, rg_error *err)
     }
     canon = home_canon(env);
     if (canon == NULL) {
-        rc = rg_error_set(err, -ENOENT, "no home directory: HOME is unset or relative and "
-                                        "the passwd entry has none");
+        rc = rg_error_set(err, -ENOENT,
+                          "no home directory: HOME is unset or relative and "
+                          "the passwd entry has none");
         goto done;
     }
     for (i = 0; rc == 0 && secret_vars[i]; i++) {
@@ -445,8 +446,7 @@ static int home_inodes_walk(home_inodes *s, int fd, int depth)
             continue;
         rc = home_inodes_add(s, &st);
         if (rc == 0 && S_ISDIR(st.st_mode) && depth > 0) {
-            sub = openat(dirfd(d), de->d_name,
-                         O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+            sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
             if (sub >= 0)
                 rc = home_inodes_walk(s, sub, depth - 1);
         }

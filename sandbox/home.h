@@ -33,7 +33,10 @@ typedef struct sandbox_home {
     size_t nhidden;
 } sandbox_home;
 
-#define SANDBOX_HOME_INIT {NULL, NULL, NULL, 0, NULL, 0}
+#define SANDBOX_HOME_INIT                                                                          \
+    {                                                                                              \
+        NULL, NULL, NULL, 0, NULL, 0                                                               \
+    }
 
 /*
  * Paths relative to the home directory that hold credentials. Listed so a
@@ -68,8 +71,8 @@ int sandbox_home_load(sandbox_home *out, char *const *envp, rg_error *err);
  * Build a home from a canonical `path` and extra secret paths without
  * looking at the environment or the filesystem, for tests.
  */
-int sandbox_home_init(sandbox_home *out, const char *path, const char *const *extra,
-                      size_t nextra, rg_error *err);
+int sandbox_home_init(sandbox_home *out, const char *path, const char *const *extra, size_t nextra,
+                      rg_error *err);
 
 void sandbox_home_free(sandbox_home *h);
 

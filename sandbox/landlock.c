@@ -62,7 +62,7 @@ typedef struct landlock_attr {
 /* ABI 1 rights: those before REFER. */
 #define LL_FS_ABI1 ((LANDLOCK_ACCESS_FS_MAKE_SYM << 1) - 1)
 
-#define LL_FS_READ                                                                             \
+#define LL_FS_READ                                                                                 \
     (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_READ_DIR)
 
 /*
@@ -70,21 +70,20 @@ typedef struct landlock_attr {
  * device node made in the fork by a privileged command would open the raw
  * disk or memory.
  */
-#define LL_FS_WRITE                                                                            \
-    (LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |                           \
-     LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_DIR |                            \
-     LANDLOCK_ACCESS_FS_MAKE_REG | LANDLOCK_ACCESS_FS_MAKE_SOCK |                              \
-     LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SYM | LANDLOCK_ACCESS_FS_REFER |   \
-     LANDLOCK_ACCESS_FS_TRUNCATE)
+#define LL_FS_WRITE                                                                                \
+    (LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_REMOVE_DIR |                               \
+     LANDLOCK_ACCESS_FS_REMOVE_FILE | LANDLOCK_ACCESS_FS_MAKE_DIR | LANDLOCK_ACCESS_FS_MAKE_REG |  \
+     LANDLOCK_ACCESS_FS_MAKE_SOCK | LANDLOCK_ACCESS_FS_MAKE_FIFO | LANDLOCK_ACCESS_FS_MAKE_SYM |   \
+     LANDLOCK_ACCESS_FS_REFER | LANDLOCK_ACCESS_FS_TRUNCATE)
 
-#define LL_FS_DEV                                                                              \
-    (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE |                            \
-     LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
+#define LL_FS_DEV                                                                                  \
+    (LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_TRUNCATE |  \
+     LANDLOCK_ACCESS_FS_IOCTL_DEV)
 
 /* The rights that mean something on a file that is not a directory. */
-#define LL_FS_FILE                                                                             \
-    (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE |                              \
-     LANDLOCK_ACCESS_FS_READ_FILE | LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
+#define LL_FS_FILE                                                                                 \
+    (LANDLOCK_ACCESS_FS_EXECUTE | LANDLOCK_ACCESS_FS_WRITE_FILE | LANDLOCK_ACCESS_FS_READ_FILE |   \
+     LANDLOCK_ACCESS_FS_TRUNCATE | LANDLOCK_ACCESS_FS_IOCTL_DEV)
 
 #define LL_FS_ALL (LL_FS_ABI1 | LL_FS_WRITE | LL_FS_DEV)
 
@@ -124,8 +123,7 @@ static void plan_degrade(sandbox_landlock_plan *p, const char *what)
         p->degraded[p->ndegraded++] = what;
 }
 
-int sandbox_landlock_plan_make(sandbox_landlock_plan *out, int abi, unsigned accept,
-                               rg_error *err)
+int sandbox_landlock_plan_make(sandbox_landlock_plan *out, int abi, unsigned accept, rg_error *err)
 {
     sandbox_landlock_plan p;
     char why[480] = "";
@@ -197,9 +195,8 @@ int sandbox_landlock_plan_make(sandbox_landlock_plan *out, int abi, unsigned acc
         break;
     }
     if (len > 0)
-        return rg_error_set(err, RG_E_DENIED, "refusing to run with Landlock ABI %d: %s%s",
-                            p.abi, why,
-                            "; --allow-unconfined accepts every loss");
+        return rg_error_set(err, RG_E_DENIED, "refusing to run with Landlock ABI %d: %s%s", p.abi,
+                            why, "; --allow-unconfined accepts every loss");
     *out = p;
     return 0;
 }
@@ -216,8 +213,7 @@ struct sandbox_landlock {
     void *trace_ctx;
 };
 
-int sandbox_landlock_new(sandbox_landlock **out, const sandbox_landlock_plan *plan,
-                         rg_error *err)
+int sandbox_landlock_new(sandbox_landlock **out, const sandbox_landlock_plan *plan, rg_error *err)
 {
     landlock_attr attr = {plan->handled_fs, 0, plan->scoped};
     sandbox_landlock *ll;
@@ -303,8 +299,7 @@ static int landlock_add(sandbox_landlock *ll, int fd, const char *path, unsigned
     return 0;
 }
 
-int sandbox_landlock_allow(sandbox_landlock *ll, const char *path, unsigned access,
-                           rg_error *err)
+int sandbox_landlock_allow(sandbox_landlock *ll, const char *path, unsigned access, rg_error *err)
 {
     int optional = !!(access & SANDBOX_LANDLOCK_OPTIONAL);
     struct stat st;

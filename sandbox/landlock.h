@@ -61,8 +61,7 @@ int sandbox_landlock_probe(int *out, int cap, rg_error *err);
  * and returns 0, or returns RG_E_DENIED with every reason to refuse (and the
  * option that overrides it) in `err`. Pure: no system calls.
  */
-int sandbox_landlock_plan_make(sandbox_landlock_plan *out, int abi, unsigned accept,
-                               rg_error *err);
+int sandbox_landlock_plan_make(sandbox_landlock_plan *out, int abi, unsigned accept, rg_error *err);
 
 typedef struct sandbox_landlock sandbox_landlock;
 
@@ -70,8 +69,7 @@ typedef struct sandbox_landlock sandbox_landlock;
  * A ruleset for `plan` (copied). When the plan does not enforce, the rule
  * functions below do nothing and succeed.
  */
-int sandbox_landlock_new(sandbox_landlock **out, const sandbox_landlock_plan *plan,
-                         rg_error *err);
+int sandbox_landlock_new(sandbox_landlock **out, const sandbox_landlock_plan *plan, rg_error *err);
 
 /*
  * Called for every rule added, with the path and a short description of
@@ -86,8 +84,7 @@ void sandbox_landlock_set_trace(sandbox_landlock *ll,
  * the rights that apply to files. Symlinks are not followed: a path that is
  * a symlink is refused (or skipped when OPTIONAL).
  */
-int sandbox_landlock_allow(sandbox_landlock *ll, const char *path, unsigned access,
-                           rg_error *err);
+int sandbox_landlock_allow(sandbox_landlock *ll, const char *path, unsigned access, rg_error *err);
 
 /*
  * Grant read on everything reachable from / except the canonical paths in

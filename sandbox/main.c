@@ -43,10 +43,10 @@ static const struct {
     const char *path;
     unsigned access;
 } run_devices[] = {
-    {"/dev/null", SANDBOX_LANDLOCK_DEV},    {"/dev/zero", SANDBOX_LANDLOCK_DEV},
-    {"/dev/full", SANDBOX_LANDLOCK_DEV},    {"/dev/random", SANDBOX_LANDLOCK_READ},
+    {"/dev/null", SANDBOX_LANDLOCK_DEV},     {"/dev/zero", SANDBOX_LANDLOCK_DEV},
+    {"/dev/full", SANDBOX_LANDLOCK_DEV},     {"/dev/random", SANDBOX_LANDLOCK_READ},
     {"/dev/urandom", SANDBOX_LANDLOCK_READ}, {"/dev/tty", SANDBOX_LANDLOCK_DEV},
-    {"/dev/ptmx", SANDBOX_LANDLOCK_DEV},    {"/dev/pts", SANDBOX_LANDLOCK_DEV},
+    {"/dev/ptmx", SANDBOX_LANDLOCK_DEV},     {"/dev/pts", SANDBOX_LANDLOCK_DEV},
 };
 
 typedef struct run_opts {
@@ -90,16 +90,16 @@ static void __attribute__((format(printf, 1, 2))) say(const char *fmt, ...)
     fputc('\n', stderr);
 }
 
-#define note(...)                                                                              \
-    do {                                                                                       \
-        if (!run_quiet)                                                                        \
-            say(__VA_ARGS__);                                                                  \
+#define note(...)                                                                                  \
+    do {                                                                                           \
+        if (!run_quiet)                                                                            \
+            say(__VA_ARGS__);                                                                      \
     } while (0)
 
-#define verbose(...)                                                                           \
-    do {                                                                                       \
-        if (run_verbose)                                                                       \
-            say(__VA_ARGS__);                                                                  \
+#define verbose(...)                                                                               \
+    do {                                                                                           \
+        if (run_verbose)                                                                           \
+            say(__VA_ARGS__);                                                                      \
     } while (0)
 
 static void run_trace_rule(void *ctx, const char *path, const char *what)
@@ -537,8 +537,7 @@ static int run_build_env(run_state *s)
         if (a[len] == '\0' && getenv(a) == NULL)
             say("warning: --env %s: not set here, so not passed", a);
         else if (v == SANDBOX_ENV_HOOK || v == SANDBOX_ENV_CREDENTIAL)
-            note("passing %.*s as asked, although it %s", (int)len, a,
-                 sandbox_env_verdict_str(v));
+            note("passing %.*s as asked, although it %s", (int)len, a, sandbox_env_verdict_str(v));
     }
     return 0;
 }
@@ -601,8 +600,8 @@ static int run_make_fork(run_state *s)
     why = f->clone_errno ? f->clone_errno : b->clone_errno;
     run_human_bytes(size, sizeof(size), f->bytes);
     if (copied == 0 && cloned > 0)
-        note("%lu file%s cloned with FICLONE (reflink): %s, no data copied, in %.2f s",
-             f->files, f->files == 1 ? "" : "s", size, s->fork.seconds);
+        note("%lu file%s cloned with FICLONE (reflink): %s, no data copied, in %.2f s", f->files,
+             f->files == 1 ? "" : "s", size, s->fork.seconds);
     else if (cloned == 0 && copied > 0)
         note("%lu file%s copied with copy_file_range (no reflink here: %s): %s twice "
              "(base and fork), in %.2f s",
@@ -700,8 +699,8 @@ static void run_cleanup(run_state *s)
         if (sandbox_fork_remove(&s->fork, &err) < 0)
             say("warning: %s", err.msg);
     } else {
-        note("the fork stays at %s; `refgate diff %s` shows what the run changed",
-             s->fork.path, s->fork.path);
+        note("the fork stays at %s; `refgate diff %s` shows what the run changed", s->fork.path,
+             s->fork.path);
     }
 }
 
@@ -760,8 +759,7 @@ static int run_check(run_state *s)
     if (abi == 0)
         printf("Landlock: not available: %s\n", why.msg);
     else
-        printf("Landlock: ABI %d (refgate-run knows up to %d)\n", abi,
-               SANDBOX_LANDLOCK_ABI_LAST);
+        printf("Landlock: ABI %d (refgate-run knows up to %d)\n", abi, SANDBOX_LANDLOCK_ABI_LAST);
     rc = sandbox_landlock_plan_make(&plan, abi, 0, &err);
     if (rc < 0) {
         printf("  a run would be refused: %s\n", err.msg);

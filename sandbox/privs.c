@@ -20,9 +20,9 @@
 #define PRIVS_CAP_MAX 64
 
 static const int privs_keep[] = {
-    CAP_CHOWN,      CAP_DAC_OVERRIDE,     CAP_FOWNER,      CAP_FSETID,
-    CAP_SETUID,     CAP_SETGID,           CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT,
-    CAP_AUDIT_WRITE, CAP_SYS_RESOURCE,    CAP_IPC_LOCK,    CAP_LEASE,
+    CAP_CHOWN,       CAP_DAC_OVERRIDE, CAP_FOWNER,           CAP_FSETID,
+    CAP_SETUID,      CAP_SETGID,       CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT,
+    CAP_AUDIT_WRITE, CAP_SYS_RESOURCE, CAP_IPC_LOCK,         CAP_LEASE,
 };
 
 int sandbox_privs_kept(int cap)

@@ -18,8 +18,8 @@
 
 extern char **environ;
 
-static const int proc_forwarded[] = {SIGINT,  SIGTERM, SIGHUP,  SIGQUIT,
-                                     SIGUSR1, SIGUSR2, SIGWINCH};
+static const int proc_forwarded[] = {SIGINT,  SIGTERM,  SIGHUP,  SIGQUIT, SIGUSR1,
+                                     SIGUSR2, SIGWINCH, SIGTSTP, SIGCONT};
 #define PROC_NFORWARDED (sizeof(proc_forwarded) / sizeof(proc_forwarded[0]))
 
 /* The command's pid, for the handler; 0 while there is none. */
@@ -31,12 +31,33 @@ static int proc_installed;
 static void proc_forward(int sig)
 {
     pid_t pid = (pid_t)proc_child_pid;
-    int saved = errno;
+    int saved = errno, to = sig;
+    struct sigaction sa;
 
+    /*
+     * Job control: the command's group is orphaned (its parent is in
+     * another session), so the kernel would discard SIGTSTP sent to it;
+     * stop it with SIGSTOP, then stop this process the default way (the
+     * signal is blocked in its handler, so it fires on return). SIGCONT
+     * from the shell's `fg` continues both and re-arms the handler.
+     */
+    if (sig == SIGTSTP)
+        to = SIGSTOP;
     /* The whole group, as a terminal would; the child may not have
      * called setsid() yet, then only itself. */
-    if (pid > 0 && kill(-pid, sig) < 0)
-        kill(pid, sig);
+    if (pid > 0 && kill(-pid, to) < 0)
+        kill(pid, to);
+    memset(&sa, 0, sizeof(sa));
+    sigemptyset(&sa.sa_mask);
+    sa.sa_flags = SA_RESTART;
+    if (sig == SIGTSTP) {
+        sa.sa_handler = SIG_DFL;
+        sigaction(SIGTSTP, &sa, NULL);
+        raise(SIGTSTP);
+    } else if (sig == SIGCONT) {
+        sa.sa_handler = proc_forward;
+        sigaction(SIGTSTP, &sa, NULL);
+    }
     errno = saved;
 }
 
@@ -141,8 +162,7 @@ static void proc_child(int wfd, const sandbox_proc_opts *opts)
 /* The parent                                                                */
 /* ------------------------------------------------------------------------ */
 
-int sandbox_proc_spawn(pid_t *out, int *out_exit, const sandbox_proc_opts *opts,
-                       rg_error *err)
+int sandbox_proc_spawn(pid_t *out, int *out_exit, const sandbox_proc_opts *opts, rg_error *err)
 {
     struct sigaction sa;
     proc_report r;

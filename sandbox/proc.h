@@ -10,7 +10,9 @@
  * The parent stays outside the sandbox to clean up afterwards; while it
  * waits it forwards SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 and
  * SIGWINCH to the command's process group, since in its own session the
- * command no longer gets them from the terminal.
+ * command no longer gets them from the terminal, and proxies job control:
+ * SIGTSTP (Ctrl-Z) stops the command and then the runner, SIGCONT resumes
+ * both.
  */
 #ifndef RG_SANDBOX_PROC_H
 #define RG_SANDBOX_PROC_H
@@ -33,15 +35,17 @@ typedef struct sandbox_proc_opts {
     void *ctx;
 } sandbox_proc_opts;
 
-#define SANDBOX_PROC_OPTS_INIT {NULL, NULL, NULL, NULL, NULL}
+#define SANDBOX_PROC_OPTS_INIT                                                                     \
+    {                                                                                              \
+        NULL, NULL, NULL, NULL, NULL                                                               \
+    }
 
 /*
  * Start the command. Returns 0 with its pid in *out once exec succeeded.
  * Otherwise the child has been reaped, `err` says why, and *out_exit is
  * the exit code the runner should use (125, 126 or 127).
  */
-int sandbox_proc_spawn(pid_t *out, int *out_exit, const sandbox_proc_opts *opts,
-                       rg_error *err);
+int sandbox_proc_spawn(pid_t *out, int *out_exit, const sandbox_proc_opts *opts, rg_error *err);
 
 /*
  * Wait for `pid`, forwarding signals to it, and store its wait status in

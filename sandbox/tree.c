@@ -21,8 +21,8 @@
 typedef struct tree_ctx {
     sandbox_tree_stats *stats;
     const sandbox_tree_opts *opts;
-    int clone;            /* still trying FICLONE */
-    char path[PATH_MAX];  /* path relative to the top, for messages */
+    int clone;           /* still trying FICLONE */
+    char path[PATH_MAX]; /* path relative to the top, for messages */
     size_t len;
     rg_error *err;
 } tree_ctx;
@@ -98,8 +98,8 @@ static int tree_copy_data(tree_ctx *c, int sfd, int dfd, const struct stat *st)
     for (;;) {
         if (use_cfr) {
             n = copy_file_range(sfd, NULL, dfd, NULL, 1 << 30, 0);
-            if (n < 0 && (errno == EXDEV || errno == ENOSYS || errno == EINVAL ||
-                          errno == EOPNOTSUPP)) {
+            if (n < 0 &&
+                (errno == EXDEV || errno == ENOSYS || errno == EINVAL || errno == EOPNOTSUPP)) {
                 /* Older kernels refuse across filesystems; read and write. */
                 use_cfr = 0;
                 continue;
@@ -128,8 +128,7 @@ static int tree_copy_data(tree_ctx *c, int sfd, int dfd, const struct stat *st)
     return 0;
 }
 
-static int tree_copy_file(tree_ctx *c, int sdir, int ddir, const char *name,
-                          const struct stat *st)
+static int tree_copy_file(tree_ctx *c, int sdir, int ddir, const char *name, const struct stat *st)
 {
     int sfd = -1, dfd = -1, rc = 0;
 
@@ -181,8 +180,7 @@ static int tree_copy_symlink(tree_ctx *c, int sdir, int ddir, const char *name,
     return 0;
 }
 
-static int tree_copy_fifo(tree_ctx *c, int sdir, int ddir, const char *name,
-                          const struct stat *st)
+static int tree_copy_fifo(tree_ctx *c, int sdir, int ddir, const char *name, const struct stat *st)
 {
     struct timespec times[2] = {st->st_atim, st->st_mtim};
 
@@ -278,8 +276,8 @@ static int tree_copy_dir(tree_ctx *c, int sfd, int dfd, int depth)
     return rc;
 }
 
-int sandbox_tree_copy(sandbox_tree_stats *out, int srcfd, int dstfd,
-                      const sandbox_tree_opts *opts, rg_error *err)
+int sandbox_tree_copy(sandbox_tree_stats *out, int srcfd, int dstfd, const sandbox_tree_opts *opts,
+                      rg_error *err)
 {
     tree_ctx c;
     struct stat st;

@@ -49,7 +49,10 @@ typedef struct sandbox_tree_opts {
     void *ctx;
 } sandbox_tree_opts;
 
-#define SANDBOX_TREE_OPTS_INIT {1, 0, NULL, NULL}
+#define SANDBOX_TREE_OPTS_INIT                                                                     \
+    {                                                                                              \
+        1, 0, NULL, NULL                                                                           \
+    }
 
 /*
  * Copy the contents of directory `srcfd` into the empty directory `dstfd`
@@ -58,8 +61,8 @@ typedef struct sandbox_tree_opts {
  * left for the caller to remove; the message names the failing path
  * relative to the top.
  */
-int sandbox_tree_copy(sandbox_tree_stats *out, int srcfd, int dstfd,
-                      const sandbox_tree_opts *opts, rg_error *err);
+int sandbox_tree_copy(sandbox_tree_stats *out, int srcfd, int dstfd, const sandbox_tree_opts *opts,
+                      rg_error *err);
 
 /*
  * Remove `path` and everything below it, like `rm -rf`, never following a

@@ -100,18 +100,10 @@ Test(env, classify_reads_only_the_name_before_the_value)
 }
 
 static const char *const outer_src[] = {
-    "PATH=/usr/bin:/bin",
-    "HOME=/home/u",
-    "LANG=C.UTF-8",
-    "LC_ALL=C",
-    "LD_PRELOAD=/evil.so",
-    "NODE_OPTIONS=--require=/evil.js",
-    "GIT_CONFIG_COUNT=1",
-    "MY_API_TOKEN=SECRET",
-    "FOO=bar",
-    "TMPDIR=/var/tmp",
-    "PATH=/second/duplicate",
-    "NOEQUALS",
+    "PATH=/usr/bin:/bin", "HOME=/home/u",           "LANG=C.UTF-8",
+    "LC_ALL=C",           "LD_PRELOAD=/evil.so",    "NODE_OPTIONS=--require=/evil.js",
+    "GIT_CONFIG_COUNT=1", "MY_API_TOKEN=SECRET",    "FOO=bar",
+    "TMPDIR=/var/tmp",    "PATH=/second/duplicate", "NOEQUALS",
 };
 static char *outer[sizeof(outer_src) / sizeof(outer_src[0]) + 1];
 
@@ -177,8 +169,8 @@ Test(env, build_sets_home_when_the_caller_has_none)
 
 Test(env, named_variables_pass_even_when_denied)
 {
-    const char *named[] = {"MY_API_TOKEN", "LD_PRELOAD", "FOO", "NEW=value", "LANG=fr_FR",
-                           "UNSET_OUTSIDE", "TMPDIR=/mine"};
+    const char *named[] = {"MY_API_TOKEN", "LD_PRELOAD",    "FOO",         "NEW=value",
+                           "LANG=fr_FR",   "UNSET_OUTSIDE", "TMPDIR=/mine"};
     sandbox_env_opts o = SANDBOX_ENV_OPTS_INIT;
     char **env = NULL;
 

@@ -50,8 +50,8 @@ watchdog() {
     (
         sleep 20
         kill -KILL "$1" 2>/dev/null
-    ) &
-    CLEANUPS+=("kill $! 2>/dev/null")
+    ) >/dev/null 2>&1 &
+    CLEANUPS+=("pkill -P $! 2>/dev/null; kill $! 2>/dev/null")
 }
 
 # Signals sent to refgate-run reach the command (in its own session, it does

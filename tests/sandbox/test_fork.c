@@ -1,0 +1,165 @@
+/*
+ * sandbox/fork.c: fork naming (<dir>.<N> beside .<dir>.<N>.base), claiming
+ * the first free N, and a real fork of a small tree in /tmp.
+ */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandbox/fork.h"
+
+typedef struct name_case {
+    char src[32];
+    unsigned n;
+    char fork[40], base[48];
+} name_case;
+
+ParameterizedTestParameters(fork, paths_put_the_fork_and_its_base_beside_the_directory)
+{
+    static name_case cases[] = {
+        {"/a/b", 1, "/a/b.1", "/a/.b.1.base"},
+        {"/a/b", 3, "/a/b.3", "/a/.b.3.base"},
+        {"/work/main", 12, "/work/main.12", "/work/.main.12.base"},
+        {"/top", 1, "/top.1", "/.top.1.base"},
+        {"/a/.hidden", 2, "/a/.hidden.2", "/a/..hidden.2.base"},
+        {"/a/b.1", 1, "/a/b.1.1", "/a/.b.1.1.base"},
+    };
+
+    return cr_make_param_array(name_case, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(name_case *c, fork, paths_put_the_fork_and_its_base_beside_the_directory)
+{
+    char *f = NULL, *b = NULL;
+
+    cr_assert_eq(sandbox_fork_paths(&f, &b, c->src, c->n, NULL), 0);
+    cr_assert_str_eq(f, c->fork);
+    cr_assert_str_eq(b, c->base);
+    free(f);
+    free(b);
+}
+
+Test(fork, the_root_directory_cannot_be_forked)
+{
+    rg_error err = RG_ERROR_INIT;
+    char *f = NULL, *b = NULL;
+
+    cr_assert_eq(sandbox_fork_paths(&f, &b, "/", 1, &err), -EINVAL);
+    cr_assert(strstr(err.msg, "beside") != NULL, "%s", err.msg);
+    cr_assert_eq(sandbox_fork_paths(&f, &b, "relative", 1, NULL), -EINVAL);
+    cr_assert_eq(sandbox_fork_paths(&f, &b, "/a/", 1, NULL), -EINVAL);
+}
+
+static char top[64];
+
+static void fork_setup(void)
+{
+    strcpy(top, "/tmp/rg-fork-test.XXXXXX");
+    cr_assert_not_null(mkdtemp(top));
+}
+
+static void fork_teardown(void)
+{
+    char cmd[128];
+
+    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", top);
+    cr_assert_eq(system(cmd), 0);
+}
+
+static void put(const char *dir, const char *name, const char *data)
+{
+    char p[256];
+    FILE *f;
+
+    snprintf(p, sizeof(p), "%s/%s", dir, name);
+    f = fopen(p, "w");
+    cr_assert_not_null(f, "%s", p);
+    fputs(data, f);
+    fclose(f);
+}
+
+static char *slurp(const char *path)
+{
+    static char buf[256];
+    FILE *f = fopen(path, "r");
+    size_t n;
+
+    cr_assert_not_null(f, "%s", path);
+    n = fread(buf, 1, sizeof(buf) - 1, f);
+    buf[n] = '\0';
+    fclose(f);
+    return buf;
+}
+
+Test(fork, create_claims_the_first_free_number_and_copies_twice, .init = fork_setup,
+     .fini = fork_teardown)
+{
+    sandbox_tree_opts to = SANDBOX_TREE_OPTS_INIT;
+    sandbox_fork f = SANDBOX_FORK_INIT, g = SANDBOX_FORK_INIT;
+    char src[128], p[256];
+
+    snprintf(src, sizeof(src), "%s/proj", top);
+    mkdir(src, 0755);
+    put(src, "file", "hello\n");
+    /* .1 is taken by a leftover fork, .2 by a leftover base. */
+    snprintf(p, sizeof(p), "%s/proj.1", top);
+    mkdir(p, 0755);
+    snprintf(p, sizeof(p), "%s/.proj.2.base", top);
+    mkdir(p, 0755);
+    cr_assert_eq(sandbox_fork_create(&f, src, &to, NULL), 0);
+    cr_assert_eq(f.n, 3);
+    snprintf(p, sizeof(p), "%s/proj.3", top);
+    cr_assert_str_eq(f.path, p);
+    snprintf(p, sizeof(p), "%s/.proj.3.base", top);
+    cr_assert_str_eq(f.base, p);
+    snprintf(p, sizeof(p), "%s/file", f.path);
+    cr_assert_str_eq(slurp(p), "hello\n");
+    snprintf(p, sizeof(p), "%s/file", f.base);
+    cr_assert_str_eq(slurp(p), "hello\n");
+    cr_assert_eq(f.base_stats.files, 1);
+    cr_assert_eq(f.fork_stats.files, 1);
+    cr_assert_eq(f.fork_stats.cloned + f.fork_stats.copied, 1);
+
+    cr_assert_eq(sandbox_fork_create(&g, src, &to, NULL), 0);
+    cr_assert_eq(g.n, 4, "a second fork takes the next number");
+
+    cr_assert_eq(sandbox_fork_remove(&f, NULL), 0);
+    cr_assert_eq(access(f.path, F_OK), -1);
+    cr_assert_eq(access(f.base, F_OK), -1);
+    cr_assert_eq(access(src, F_OK), 0, "removing a fork leaves the source");
+    sandbox_fork_free(&f);
+    sandbox_fork_free(&g);
+    sandbox_fork_free(NULL);
+}
+
+static int refuse_all_links(void *ctx, const struct stat *st)
+{
+    (void)ctx;
+    return S_ISREG(st->st_mode);
+}
+
+Test(fork, a_refused_copy_leaves_nothing_behind, .init = fork_setup, .fini = fork_teardown)
+{
+    sandbox_tree_opts to = SANDBOX_TREE_OPTS_INIT;
+    sandbox_fork f = SANDBOX_FORK_INIT;
+    rg_error err = RG_ERROR_INIT;
+    char src[128], a[192], b[192], p[256];
+
+    snprintf(src, sizeof(src), "%s/proj", top);
+    mkdir(src, 0755);
+    put(src, "a", "x");
+    snprintf(a, sizeof(a), "%s/a", src);
+    snprintf(b, sizeof(b), "%s/b", src);
+    cr_assert_eq(link(a, b), 0);
+    to.refuse = refuse_all_links;
+    cr_assert_eq(sandbox_fork_create(&f, src, &to, &err), RG_E_DENIED);
+    cr_assert(strstr(err.msg, "hard link to a secret") != NULL, "%s", err.msg);
+    snprintf(p, sizeof(p), "%s/proj.1", top);
+    cr_assert_eq(access(p, F_OK), -1, "no fork is left");
+    snprintf(p, sizeof(p), "%s/.proj.1.base", top);
+    cr_assert_eq(access(p, F_OK), -1, "no base is left");
+}
