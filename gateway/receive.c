@@ -5,6 +5,7 @@
 #include "gateway/receive.h"
 
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "gateway/inflate.h"
+#include "gateway/mirror.h"
 #include "gateway/upstream.h"
 #include "git/push.h"
 #include "git/quarantine.h"
@@ -65,9 +67,12 @@ struct gateway_receive {
     int send_pack;
 
     int spool_fd;
+    gateway_mirror *mirror; /* remote upstreams: held while the pack is inspected */
     git_quarantine *q;
     int q_failed;
     rg_error q_err;
+    int check_workflows; /* the write credential needs to know about workflow changes */
+    unsigned cred_flags; /* TOKENS_CRED_* for the forwarded push */
 
     int failed;
     unsigned fail_status;
@@ -115,8 +120,7 @@ int gateway_receive_new(gateway_receive **out, const gateway_receive_info *info,
         goto done;
     if (git_push_parser_new(&r->parser, &limits) < 0)
         goto done;
-    if (info->gzip &&
-        gateway_inflate_new(&r->z, r->ctx->cfg->max_body_bytes, on_decoded, r) < 0)
+    if (info->gzip && gateway_inflate_new(&r->z, r->ctx->cfg->max_body_bytes, on_decoded, r) < 0)
         goto done;
     rc = 0;
 done:
@@ -198,6 +202,87 @@ static void resolve_ancestry(gateway_receive *r)
     }
 }
 
+/*
+ * A github-app write token may change files under .github/workflows/ only
+ * when it has the "workflows" permission, which is asked for only when an
+ * allowed ref update needs it.
+ */
+#define WORKFLOWS_PREFIX ".github/workflows/"
+
+/* Does a push to this upstream need to know whether it changes workflows? */
+static int workflows_matter(gateway_receive *r)
+{
+    const git_push_request *req = r->req;
+    policy_decision d;
+
+    if (r->target.repo_dir != NULL || r->target.up == NULL ||
+        r->target.up->credentials.type != POLICY_CRED_GITHUB_APP)
+        return 0;
+    /* Only refs that may be forwarded carry content the token would write. */
+    for (size_t i = 0; i < req->nupdates; i++) {
+        const git_ref_update *u = &req->updates[i];
+        const ref_state *s = &r->refs[i];
+
+        if (git_oid_hex_is_zero(u->new_id))
+            continue;
+        policy_eval(&d, r->ctx->cfg, r->route.repo, u->refname, s->action);
+        if (d.effect == POLICY_ALLOW)
+            return 1;
+        if (s->needs_ancestry) {
+            policy_eval(&d, r->ctx->cfg, r->route.repo, u->refname, POLICY_ACTION_FORCE);
+            if (d.effect == POLICY_ALLOW)
+                return 1;
+        }
+    }
+    return 0;
+}
+
+static void add_note(ref_state *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_note(ref_state *s, const char *fmt, ...)
+{
+    size_t len = strlen(s->note);
+    va_list ap;
+
+    if (len > 0 && len + 2 < sizeof(s->note)) {
+        memcpy(s->note + len, "; ", 3);
+        len += 2;
+    }
+    va_start(ap, fmt);
+    vsnprintf(s->note + len, sizeof(s->note) - len, fmt, ap);
+    va_end(ap);
+}
+
+/*
+ * Set TOKENS_CRED_WORKFLOWS when an allowed create or update changes
+ * .github/workflows/: an update compares the old and new trees, a create
+ * (whose base is unknown) the upstream's HEAD tree and the new one. What
+ * cannot be decided does not get the permission, so upstream refuses a
+ * workflow change itself (fail closed); the note says so.
+ */
+static void resolve_workflows(gateway_receive *r)
+{
+    for (size_t i = 0; i < r->req->nupdates; i++) {
+        const git_ref_update *u = &r->req->updates[i];
+        ref_state *s = &r->refs[i];
+        rg_error e = RG_ERROR_INIT;
+        int changed = 0;
+
+        if (!s->allowed || git_oid_hex_is_zero(u->new_id))
+            continue;
+        if (r->q == NULL || r->q_failed) {
+            add_note(s, "workflow changes undecidable (%s): no workflows permission",
+                     r->q_err.msg[0] ? r->q_err.msg : "no pack");
+        } else if (git_quarantine_changes_prefix(
+                       &changed, r->q, s->action == POLICY_ACTION_CREATE ? NULL : u->old_id,
+                       u->new_id, WORKFLOWS_PREFIX, &e) < 0) {
+            add_note(s, "workflow changes undecidable (%s): no workflows permission", e.msg);
+        } else if (changed) {
+            add_note(s, "changes " WORKFLOWS_PREFIX);
+            r->cred_flags |= TOKENS_CRED_WORKFLOWS;
+        }
+    }
+}
+
 static void decide_all(gateway_receive *r)
 {
     const git_push_request *req = r->req;
@@ -263,7 +348,7 @@ static int start_forward(gateway_receive *r)
         rc = fail(r, 500, rc, "cannot rewrite the command list");
         goto done;
     }
-    if (upstream_push_start(&r->upstream, &r->target, r->sideband, 0, &e) < 0 ||
+    if (upstream_push_start(&r->upstream, &r->target, r->sideband, r->cred_flags, &e) < 0 ||
         upstream_push_write(r->upstream, header.data, header.len, &e) < 0)
         upstream_failed(r, &e);
     r->mode = (r->send_pack && !r->upstream_failed) ? MODE_STREAM : MODE_DISCARD;
@@ -275,13 +360,29 @@ done:
 
 static int start_spool(gateway_receive *r)
 {
+    const char *gitdir = r->repo_dir;
+
     r->spool_fd = open(r->ctx->tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (r->spool_fd < 0)
         return fail(r, 500, -errno, "cannot create a spool file for the pack");
-    if (git_quarantine_new(&r->q, r->repo_dir, r->ctx->tmp_dir, r->req->oid_hexlen, &r->q_err) <
-        0)
-        r->q_failed = 1;
     r->mode = MODE_SPOOL;
+    if (gitdir == NULL) {
+        /*
+         * A remote upstream's history is read from its mirror, brought up
+         * to date now, before the pack arrives, so thin-pack bases and the
+         * old ids the client saw are there. When upstream moved after the
+         * client's advertisement and the mirror lacks an old id, or the
+         * mirror cannot be had at all, the quarantine cannot answer and
+         * the ref counts as a force (fail closed), with the reason noted.
+         */
+        if (gateway_mirror_acquire(&r->mirror, r->ctx->cfg->state_dir, &r->target, &r->q_err) < 0) {
+            r->q_failed = 1;
+            return 0;
+        }
+        gitdir = gateway_mirror_dir(r->mirror);
+    }
+    if (git_quarantine_new(&r->q, gitdir, r->ctx->tmp_dir, r->req->oid_hexlen, &r->q_err) < 0)
+        r->q_failed = 1;
     return 0;
 }
 
@@ -312,6 +413,8 @@ static void send_spool(gateway_receive *r)
 
 static int header_done(gateway_receive *r)
 {
+    int need_pack;
+
     r->req = git_push_parser_request(r->parser);
     if (git_push_has_cap(r->req, "side-band-64k"))
         r->sideband = GIT_SIDEBAND_64K;
@@ -326,7 +429,9 @@ static int header_done(gateway_receive *r)
     r->refs = calloc(r->req->nupdates, sizeof(*r->refs));
     if (r->refs == NULL)
         return fail(r, 500, -ENOMEM, "out of memory");
-    if (classify(r))
+    need_pack = classify(r);
+    r->check_workflows = workflows_matter(r);
+    if (need_pack || r->check_workflows)
         return start_spool(r);
     decide_all(r);
     return start_forward(r);
@@ -419,7 +524,7 @@ static int write_audit(gateway_receive *r, char (*reasons)[600], char (*outcomes
 {
     const git_push_request *req = r->req;
     audit_record *recs;
-    char (*evals)[300];
+    char(*evals)[300];
     rg_error e = RG_ERROR_INIT;
     int rc;
 
@@ -462,8 +567,8 @@ static int write_audit(gateway_receive *r, char (*reasons)[600], char (*outcomes
     return rc;
 }
 
-static void error_response(rg_buf *response, unsigned *status, const char **ctype,
-                           unsigned code, const char *msg)
+static void error_response(rg_buf *response, unsigned *status, const char **ctype, unsigned code,
+                           const char *msg)
 {
     rg_buf_reset(response);
     rg_buf_printf(response, "refgate: %s\n", msg);
@@ -477,7 +582,7 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
     git_report up_report = {0};
     rg_buf progress = RG_BUF_INIT(UPSTREAM_PROGRESS_MAX);
     git_ref_status *st = NULL;
-    char (*reasons)[600] = NULL, (*outcomes)[600] = NULL, (*errs)[600] = NULL;
+    char(*reasons)[600] = NULL, (*outcomes)[600] = NULL, (*errs)[600] = NULL;
     char unpack[300] = "ok";
     rg_error e = RG_ERROR_INIT;
     const git_push_request *req;
@@ -502,6 +607,17 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
             r->q_failed = 1;
         resolve_ancestry(r);
         decide_all(r);
+        if (r->check_workflows)
+            resolve_workflows(r);
+        if (r->mirror != NULL) {
+            /* Inspection is over: let waiting updates of the mirror in
+             * while the push is forwarded. The quarantine reads the
+             * mirror's objects, so it goes first. */
+            git_quarantine_free(r->q);
+            r->q = NULL;
+            gateway_mirror_release(r->mirror);
+            r->mirror = NULL;
+        }
         if (start_forward(r) < 0) {
             error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
             goto done;
@@ -531,8 +647,8 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
     one_line(unpack);
     for (size_t i = 0; i < req->nupdates; i++) {
         const ref_state *s = &r->refs[i];
-        const git_ref_status *us = have_report ? find_status(&up_report, req->updates[i].refname)
-                                               : NULL;
+        const git_ref_status *us =
+            have_report ? find_status(&up_report, req->updates[i].refname) : NULL;
 
         st[i].refname = req->updates[i].refname;
         if (s->atomic_ref[0])
@@ -584,7 +700,9 @@ void gateway_receive_free(gateway_receive *r)
     if (r == NULL)
         return;
     upstream_push_free(r->upstream);
+    /* The quarantine reads the mirror's objects: free it first. */
     git_quarantine_free(r->q);
+    gateway_mirror_release(r->mirror);
     if (r->spool_fd >= 0)
         close(r->spool_fd);
     gateway_inflate_free(r->z);

@@ -2,10 +2,18 @@
  * The libmicrohttpd server: routing, validation and the request lifecycle.
  * Per-request state lives in *con_cls and is freed in the completed
  * callback, which also aborts a push whose client went away.
+ *
+ * Pushes go through gateway_receive. Fetches (upload-pack) are relayed:
+ * authorised like pushes (the token must name the repository), their
+ * request body spooled to a file (so upstream can answer while the client
+ * is still sending without either side blocking), then upstream's answer
+ * streamed back through a callback response as the client reads it.
  */
 #include "gateway/server.h"
 
 #include <arpa/inet.h>
+#include <curl/curl.h>
+#include <fcntl.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -19,6 +27,7 @@
 
 #include "gateway/auth.h"
 #include "gateway/context.h"
+#include "gateway/inflate.h"
 #include "gateway/receive.h"
 #include "gateway/route.h"
 #include "gateway/upstream.h"
@@ -32,6 +41,12 @@
 /* How long shutdown waits for in-flight pushes. */
 #define DRAIN_SECONDS 120
 
+/* What a fetch's answer is relayed in: one read from upstream at a time. */
+#define FETCH_BLOCK (64 * 1024)
+
+/* The longest Git-Protocol value relayed; git's own are a few dozen bytes. */
+#define GIT_PROTOCOL_MAX 255
+
 struct gateway_server {
     gateway_ctx ctx;
     struct MHD_Daemon *daemon;
@@ -39,10 +54,23 @@ struct gateway_server {
     char url[128];
     pthread_mutex_t lock;
     unsigned active; /* requests with a body in flight */
+    int curl_ready;  /* curl_global_init succeeded */
 };
 
 typedef struct request {
     gateway_receive *push;
+    /* A fetch (POST git-upload-pack): where it goes and its spooled body. */
+    int fetch;
+    gateway_route route;
+    char *repo_dir;
+    upstream_target target; /* points into route and repo_dir */
+    char git_protocol[GIT_PROTOCOL_MAX + 1];
+    int gzip;
+    int spool_fd;
+    gateway_inflate *z;
+    uint64_t body_bytes;
+    unsigned fail_status;
+    rg_error fail_err;
     uint64_t discarded;
     int failed;
     int counted;
@@ -67,8 +95,7 @@ static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const 
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
     MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
     if (status == 401)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-                                "Basic realm=\"refgate\"");
+        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic realm=\"refgate\"");
     ret = MHD_queue_response(c, status, resp);
     MHD_destroy_response(resp);
     return ret;
@@ -96,8 +123,7 @@ static void client_address(char *out, size_t outsz, struct MHD_Connection *c)
     if (sa && sa->sa_family == AF_INET)
         inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr, out, (socklen_t)outsz);
     else if (sa && sa->sa_family == AF_INET6)
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out,
-                  (socklen_t)outsz);
+        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr, out, (socklen_t)outsz);
 }
 
 static enum MHD_Result advertise(struct MHD_Connection *c, const upstream_target *t)
@@ -108,9 +134,13 @@ static enum MHD_Result advertise(struct MHD_Connection *c, const upstream_target
 
     if (upstream_advertise(&raw, t, &e) < 0 ||
         git_advert_filter(&out, raw.data, raw.len, dropped_caps, "git-receive-pack", &e) < 0) {
-        fprintf(stderr, "refgate: advertisement for %s/%s failed: %s\n", t->up->host,
-                t->repo_path, e.msg);
-        ret = respond_text(c, 502, "the upstream repository could not be read");
+        char msg[600];
+
+        fprintf(stderr, "refgate: advertisement for %s/%s failed: %s\n", t->up->host, t->repo_path,
+                e.msg);
+        /* The message names what upstream did and holds nothing secret. */
+        snprintf(msg, sizeof(msg), "the upstream repository could not be read: %s", e.msg);
+        ret = respond_text(c, 502, msg);
     } else {
         ret = respond(c, 200, "application/x-git-receive-pack-advertisement", out.data, out.len);
     }
@@ -119,11 +149,189 @@ static enum MHD_Result advertise(struct MHD_Connection *c, const upstream_target
     return ret;
 }
 
+/* --------------------------------------------------------------- fetches */
+
+/* Git-Protocol values are relayed only when they look like git's own
+ * (`version=2`, `version=2:object-format=sha256`): no spaces, no controls. */
+static int git_protocol_ok(const char *v)
+{
+    size_t n = v ? strlen(v) : 0;
+
+    if (n == 0 || n > GIT_PROTOCOL_MAX)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)v[i];
+        if (!((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9') ||
+              ch == '=' || ch == ':' || ch == '.' || ch == '_' || ch == '-' || ch == ','))
+            return 0;
+    }
+    return 1;
+}
+
+static ssize_t fetch_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    upstream_fetch *f = cls;
+    rg_error e = RG_ERROR_INIT;
+    ssize_t n;
+
+    (void)pos;
+    n = upstream_fetch_read(f, buf, max, &e);
+    if (n > 0)
+        return n;
+    if (n == 0)
+        return MHD_CONTENT_READER_END_OF_STREAM;
+    /* Part of the answer is out: all that is left is to cut it short, which
+     * git reports as an error rather than a short success. */
+    fprintf(stderr, "refgate: fetch answer failed part-way: %s\n", e.msg);
+    return MHD_CONTENT_READER_END_WITH_ERROR;
+}
+
+static void fetch_reader_free(void *cls)
+{
+    upstream_fetch_free(cls);
+}
+
+/* Start upstream's answer and stream it to the client. */
+static enum MHD_Result fetch_respond(struct MHD_Connection *c, const upstream_target *t,
+                                     const upstream_fetch_request *freq)
+{
+    struct MHD_Response *resp;
+    upstream_fetch *f = NULL;
+    rg_error e = RG_ERROR_INIT;
+    enum MHD_Result ret;
+    char msg[600];
+
+    if (upstream_fetch_start(&f, t, freq, &e) < 0) {
+        fprintf(stderr, "refgate: fetch from %s/%s failed: %s\n", t->up->host, t->repo_path, e.msg);
+        snprintf(msg, sizeof(msg), "the upstream repository could not be read: %s", e.msg);
+        return respond_text(c, 502, msg);
+    }
+    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, FETCH_BLOCK, fetch_reader, f,
+                                             fetch_reader_free);
+    if (resp == NULL) {
+        upstream_fetch_free(f);
+        return MHD_NO;
+    }
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
+                            freq->advertise ? "application/x-git-upload-pack-advertisement"
+                                            : "application/x-git-upload-pack-result");
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    ret = MHD_queue_response(c, 200, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static int fetch_fail(request *req, unsigned status, int code, const char *msg)
+{
+    if (!req->failed) {
+        req->failed = 1;
+        req->fail_status = status;
+        rg_error_set(&req->fail_err, code, "%s", msg);
+    }
+    return code;
+}
+
+static int fetch_spool(void *arg, const char *data, size_t len)
+{
+    request *req = arg;
+    int rc = rg_fs_write_all(req->spool_fd, data, len);
+
+    return rc < 0 ? fetch_fail(req, 500, rc, "cannot spool the request") : 0;
+}
+
+/* The next bytes of a fetch request: decoded for a local upstream (as
+ * http-backend does for upload-pack), kept as they are for a remote one. */
+static int fetch_body(request *req, const char *data, size_t len, uint64_t max)
+{
+    rg_error e = RG_ERROR_INIT;
+    int rc;
+
+    req->body_bytes += len;
+    if (req->body_bytes > max)
+        return fetch_fail(req, 413, RG_E_TOO_BIG, "request larger than max_body_bytes");
+    if (req->z == NULL)
+        return fetch_spool(req, data, len);
+    rc = gateway_inflate_feed(req->z, data, len, &e);
+    if (rc < 0 && !req->failed)
+        return fetch_fail(req, rc == RG_E_TOO_BIG ? 413 : 400, rc, e.msg);
+    return rc;
+}
+
+static enum MHD_Result fetch_end(struct MHD_Connection *c, request *req)
+{
+    upstream_fetch_request freq = UPSTREAM_FETCH_REQUEST_INIT;
+    rg_error e = RG_ERROR_INIT;
+
+    if (!req->failed && req->z && gateway_inflate_finish(req->z, &e) < 0)
+        fetch_fail(req, 400, RG_E_PROTOCOL, e.msg);
+    if (!req->failed && lseek(req->spool_fd, 0, SEEK_SET) < 0)
+        fetch_fail(req, 500, -errno, "cannot read the spooled request");
+    if (req->failed)
+        return respond_text(c, req->fail_status, req->fail_err.msg);
+    freq.advertise = 0;
+    freq.git_protocol = req->git_protocol[0] ? req->git_protocol : NULL;
+    freq.body_fd = req->spool_fd;
+    freq.body_gzip = req->gzip && req->z == NULL;
+    return fetch_respond(c, &req->target, &freq);
+}
+
+static void request_free(request *req)
+{
+    if (req == NULL)
+        return;
+    gateway_receive_free(req->push);
+    gateway_inflate_free(req->z);
+    if (req->spool_fd >= 0)
+        close(req->spool_fd);
+    free(req->repo_dir);
+    free(req);
+}
+
+/* A POST git-upload-pack that passed every check: set up its spool. */
+static enum MHD_Result fetch_begin(gateway_server *s, struct MHD_Connection *c,
+                                   const gateway_route *route, const upstream_target *target,
+                                   const char *proto, int gzip, void **con_cls)
+{
+    request *req;
+
+    req = calloc(1, sizeof(*req));
+    if (req == NULL)
+        return respond_text(c, 500, "out of memory");
+    req->fetch = 1;
+    req->route = *route;
+    req->target = *target;
+    req->target.repo_path = req->route.path;
+    req->spool_fd = -1;
+    if (target->repo_dir && (req->repo_dir = strdup(target->repo_dir)) == NULL)
+        goto oom;
+    req->target.repo_dir = req->repo_dir;
+    snprintf(req->git_protocol, sizeof(req->git_protocol), "%s", proto ? proto : "");
+    req->gzip = gzip;
+    req->spool_fd = open(s->ctx.tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (req->spool_fd < 0) {
+        request_free(req);
+        return respond_text(c, 500, "cannot spool the request");
+    }
+    if (gzip && target->repo_dir &&
+        gateway_inflate_new(&req->z, s->ctx.cfg->max_body_bytes, fetch_spool, req) < 0)
+        goto oom;
+    pthread_mutex_lock(&s->lock);
+    s->active++;
+    req->counted = 1;
+    pthread_mutex_unlock(&s->lock);
+    *con_cls = req;
+    return MHD_YES;
+oom:
+    request_free(req);
+    return respond_text(c, 500, "out of memory");
+}
+
 /* The first call for a request: everything is checked before any work. */
 static enum MHD_Result begin(gateway_server *s, struct MHD_Connection *c, const char *url,
                              const char *method, void **con_cls)
 {
-    const char *service, *ctype, *cenc, *clen;
+    const char *service, *ctype, *cenc, *clen, *proto;
+    upstream_fetch_request freq = UPSTREAM_FETCH_REQUEST_INIT;
     gateway_receive_info info;
     upstream_target target;
     const policy_upstream *up;
@@ -131,9 +339,10 @@ static enum MHD_Result begin(gateway_server *s, struct MHD_Connection *c, const 
     gateway_auth auth;
     rg_error e = RG_ERROR_INIT;
     char *repo_dir = NULL, remote[64];
+    int rc, fetch, gzip;
     request *req = NULL;
     enum MHD_Result ret;
-    int rc;
+    size_t idx;
 
     service = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "service");
     rc = gateway_route_parse(&route, method, url, service, &e);
@@ -142,10 +351,14 @@ static enum MHD_Result begin(gateway_server *s, struct MHD_Connection *c, const 
     up = policy_config_upstream(s->ctx.cfg, route.host);
     if (up == NULL)
         return respond_text(c, 404, "unknown upstream host in the path");
-    if (route.service == GATEWAY_UPLOAD_PACK)
-        return respond_text(c, 403, "fetching through refgate is not supported yet: fetch from "
-                                    "the upstream directly");
+    fetch = route.service == GATEWAY_UPLOAD_PACK;
+    proto = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Git-Protocol");
+    /* A value git would never send is dropped, as http-backend would
+     * ignore what it cannot parse: the client then gets protocol v0. */
+    if (proto && !git_protocol_ok(proto))
+        proto = NULL;
 
+    /* Fetches are authorised like pushes: the token must name the repo. */
     gateway_auth_check(&auth, &s->ctx,
                        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
                        route.repo);
@@ -153,19 +366,35 @@ static enum MHD_Result begin(gateway_server *s, struct MHD_Connection *c, const 
         ret = respond_text(c, auth.status, auth.message);
         goto done;
     }
-    if (gateway_route_local_dir(&repo_dir, up, &route, &e) < 0) {
+    idx = (size_t)(up - s->ctx.cfg->upstreams);
+    if (up->root != NULL && gateway_route_local_dir(&repo_dir, up, &route, &e) < 0) {
         ret = respond_text(c, 404, e.msg);
         goto done;
     }
-    target = (upstream_target){.up = up, .repo_path = route.path, .repo_dir = repo_dir};
+    target = (upstream_target){
+        .up = up,
+        .repo_path = route.path,
+        .repo_dir = repo_dir,
+        .read = up->root ? NULL : s->ctx.read_creds[idx],
+        .write = up->root ? NULL : s->ctx.write_creds[idx],
+    };
+    if (route.advertise && fetch) {
+        freq.advertise = 1;
+        freq.git_protocol = proto;
+        ret = fetch_respond(c, &target, &freq);
+        goto done;
+    }
     if (route.advertise) {
         ret = advertise(c, &target);
         goto done;
     }
 
     ctype = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_TYPE);
-    if (ctype == NULL || strcasecmp(ctype, "application/x-git-receive-pack-request") != 0) {
-        ret = respond_text(c, 415, "expected Content-Type application/x-git-receive-pack-request");
+    if (ctype == NULL || strcasecmp(ctype, fetch ? "application/x-git-upload-pack-request"
+                                                 : "application/x-git-receive-pack-request")) {
+        ret = respond_text(c, 415,
+                           fetch ? "expected Content-Type application/x-git-upload-pack-request"
+                                 : "expected Content-Type application/x-git-receive-pack-request");
         goto done;
     }
     cenc = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_ENCODING);
@@ -173,9 +402,14 @@ static enum MHD_Result begin(gateway_server *s, struct MHD_Connection *c, const 
         ret = respond_text(c, 415, "unsupported Content-Encoding (gzip or identity)");
         goto done;
     }
+    gzip = cenc && strcasecmp(cenc, "gzip") == 0;
     clen = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
     if (clen && strtoull(clen, NULL, 10) > s->ctx.cfg->max_body_bytes) {
-        ret = respond_text(c, 413, "push body larger than the configured max_body_bytes");
+        ret = respond_text(c, 413, "request body larger than the configured max_body_bytes");
+        goto done;
+    }
+    if (fetch) {
+        ret = fetch_begin(s, c, &route, &target, proto, gzip, con_cls);
         goto done;
     }
 
@@ -187,10 +421,15 @@ static enum MHD_Result begin(gateway_server *s, struct MHD_Connection *c, const 
         .claims = auth.claims,
         .token_hash = auth.token_hash,
         .remote = remote,
-        .gzip = cenc && strcasecmp(cenc, "gzip") == 0,
+        .gzip = gzip,
     };
     req = calloc(1, sizeof(*req));
-    if (req == NULL || gateway_receive_new(&req->push, &info, &e) < 0) {
+    if (req == NULL) {
+        ret = respond_text(c, 500, "out of memory");
+        goto done;
+    }
+    req->spool_fd = -1;
+    if (gateway_receive_new(&req->push, &info, &e) < 0) {
         free(req);
         ret = respond_text(c, 500, "out of memory");
         goto done;
@@ -229,11 +468,18 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
             *upload_data_size = 0;
             return req->discarded > DISCARD_AFTER_ERROR_MAX ? MHD_NO : MHD_YES;
         }
+        if (req->fetch) {
+            fetch_body(req, upload_data, *upload_data_size, s->ctx.cfg->max_body_bytes);
+            *upload_data_size = 0;
+            return MHD_YES;
+        }
         if (gateway_receive_body(req->push, upload_data, *upload_data_size) < 0)
             req->failed = 1;
         *upload_data_size = 0;
         return MHD_YES;
     }
+    if (req->fetch)
+        return fetch_end(c, req);
     gateway_receive_end(req->push, &response, &status, &ctype);
     ret = respond(c, status, ctype, response.data ? response.data : "", response.len);
     rg_buf_free(&response);
@@ -245,20 +491,21 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 {
     gateway_server *s = cls;
     request *req = *con_cls;
+    int counted;
 
     (void)c;
     (void)toe;
     if (req == NULL)
         return;
+    counted = req->counted;
     /* Freeing kills an upstream receive-pack still waiting for a pack that
      * will never come, so a broken push updates nothing. */
-    gateway_receive_free(req->push);
-    if (req->counted) {
+    request_free(req);
+    if (counted) {
         pthread_mutex_lock(&s->lock);
         s->active--;
         pthread_mutex_unlock(&s->lock);
     }
-    free(req);
     *con_cls = NULL;
 }
 
@@ -305,6 +552,47 @@ static int bind_listen(gateway_server *s, rg_error *err)
     return 0;
 }
 
+/*
+ * One read and one write credential provider per remote upstream, made now
+ * so that a bad key or token file refuses startup rather than a push.
+ */
+static int make_providers(gateway_server *s, rg_error *err)
+{
+    const policy_config *cfg = s->ctx.cfg;
+    size_t n = cfg->nupstreams ? cfg->nupstreams : 1;
+    int rc;
+
+    s->ctx.read_creds = calloc(n, sizeof(*s->ctx.read_creds));
+    s->ctx.write_creds = calloc(n, sizeof(*s->ctx.write_creds));
+    if (s->ctx.read_creds == NULL || s->ctx.write_creds == NULL)
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    for (size_t i = 0; i < cfg->nupstreams; i++) {
+        const policy_upstream *up = &cfg->upstreams[i];
+
+        if (up->root != NULL)
+            continue;
+        rc = tokens_provider_new(&s->ctx.write_creds[i], &up->credentials, up->ca_file, err);
+        if (rc == 0)
+            rc =
+                tokens_provider_new(&s->ctx.read_creds[i], &up->read_credentials, up->ca_file, err);
+        if (rc < 0)
+            return rg_error_wrap(err, "upstream %s", up->host);
+    }
+    return 0;
+}
+
+static void free_providers(gateway_server *s)
+{
+    for (size_t i = 0; s->ctx.cfg && i < s->ctx.cfg->nupstreams; i++) {
+        if (s->ctx.read_creds)
+            tokens_provider_free(s->ctx.read_creds[i]);
+        if (s->ctx.write_creds)
+            tokens_provider_free(s->ctx.write_creds[i]);
+    }
+    free(s->ctx.read_creds);
+    free(s->ctx.write_creds);
+}
+
 int gateway_server_start(gateway_server **out, const policy_config *cfg, rg_error *err)
 {
     gateway_server *s;
@@ -318,11 +606,20 @@ int gateway_server_start(gateway_server **out, const policy_config *cfg, rg_erro
     s->ctx.cfg = cfg;
     s->listen_fd = -1;
     pthread_mutex_init(&s->lock, NULL);
+    /* Before any thread: libcurl's global state is set up once, here. */
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+        rc = rg_error_set(err, -EIO, "cannot initialise libcurl");
+        goto done;
+    }
+    s->curl_ready = 1;
     snprintf(s->ctx.tmp_dir, sizeof(s->ctx.tmp_dir), "%s/tmp", cfg->state_dir);
     rc = rg_fs_mkdir_p(s->ctx.tmp_dir, 0700, err);
     if (rc < 0)
         goto done;
     rc = tokens_key_load(&s->ctx.key, cfg->state_dir, err);
+    if (rc < 0)
+        goto done;
+    rc = make_providers(s, err);
     if (rc < 0)
         goto done;
     snprintf(path, sizeof(path), "%s/audit.jsonl", cfg->state_dir);
@@ -383,6 +680,9 @@ void gateway_server_stop(gateway_server *s)
         close(s->listen_fd);
     audit_close(s->ctx.audit);
     tokens_key_free(s->ctx.key);
+    free_providers(s);
+    if (s->curl_ready)
+        curl_global_cleanup();
     pthread_mutex_destroy(&s->lock);
     free(s);
 }

@@ -1,15 +1,19 @@
 /*
- * Talking to an upstream repository: its receive-pack advertisement, and a
- * forwarded push streamed into it with its answer read back. The local
- * upstream runs git's own `git receive-pack --stateless-rpc` on the bare
- * repository, so the real receive-pack (hooks, fsck settings, locking)
- * decides what lands. Remote (HTTP) upstreams slot in behind the same
- * functions.
+ * Talking to an upstream repository: its receive-pack advertisement, a
+ * forwarded push streamed into it with its answer read back, and fetches
+ * (upload-pack) relayed with their answer streamed out. A local upstream
+ * (t->repo_dir set) runs git's own `git receive-pack` / `git upload-pack
+ * --stateless-rpc` on the bare repository, so the real git (hooks, fsck
+ * settings, locking) decides what lands; a remote one (t->repo_dir NULL) is
+ * a smart-HTTP(S) server reached with libcurl, authenticated with a
+ * credential acquired from t->read or t->write for that one request and
+ * released as soon as it is answered. upstream.c picks the implementation.
  */
 #ifndef RG_GATEWAY_UPSTREAM_H
 #define RG_GATEWAY_UPSTREAM_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "gateway/route.h"
 #include "git/report.h"
@@ -57,5 +61,44 @@ int upstream_push_finish(upstream_push *u, git_report *report, rg_buf *progress,
 
 /* Abort (killing what runs) and free. Accepts NULL. */
 void upstream_push_free(upstream_push *u);
+
+/* ---------------------------------------------------------------- fetches */
+
+/* What the client asked of upload-pack. */
+typedef struct upstream_fetch_request {
+    int advertise;            /* 1: GET info/refs?service=git-upload-pack; 0: POST */
+    const char *git_protocol; /* the client's Git-Protocol header (checked), or NULL */
+    int body_fd;              /* POST: the request body, read from offset 0 to EOF; else -1 */
+    int body_gzip;            /* remote only: body_fd is gzip, sent as such; local
+                                 upstreams take the decoded body */
+} upstream_fetch_request;
+
+#define UPSTREAM_FETCH_REQUEST_INIT                                                                \
+    {                                                                                              \
+        0, NULL, -1, 0                                                                             \
+    }
+
+typedef struct upstream_fetch upstream_fetch;
+
+/*
+ * Send the request and wait until upstream's answer begins, so that a
+ * failure before the first byte (RG_E_UPSTREAM, naming what upstream did)
+ * can still become an HTTP error. body_fd is borrowed until
+ * upstream_fetch_free.
+ */
+int upstream_fetch_start(upstream_fetch **out, const upstream_target *t,
+                         const upstream_fetch_request *req, rg_error *err);
+
+/*
+ * The next bytes of the answer, exactly as the client gets them (a v0/v1
+ * advertisement starts with its `# service=` preamble, as http-backend
+ * sends it; v2 has none). Returns the count, 0 at the end, or
+ * RG_E_UPSTREAM when upstream failed part-way. Memory stays bounded however
+ * large the answer: it is read as the caller asks for it.
+ */
+ssize_t upstream_fetch_read(upstream_fetch *f, char *buf, size_t max, rg_error *err);
+
+/* Abort what still runs and free. Accepts NULL. */
+void upstream_fetch_free(upstream_fetch *f);
 
 #endif

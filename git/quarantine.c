@@ -61,13 +61,13 @@ enum quarantine_state {
 
 struct git_quarantine {
     enum quarantine_state state;
-    int libgit2_ready; /* git_libgit2_init() succeeded and needs its shutdown */
-    size_t hexlen;     /* 40 or 64 */
-    char *dir;         /* the quarantine directory, NULL until it exists */
-    char *objects;     /* <dir>/objects, where index-pack writes */
-    char *upstream;    /* the upstream git directory */
-    rg_proc indexer;   /* git index-pack, while the pack streams in */
-    git_odb *odb;      /* SHA-1: upstream objects and the pack, as alternates */
+    int libgit2_ready;    /* git_libgit2_init() succeeded and needs its shutdown */
+    size_t hexlen;        /* 40 or 64 */
+    char *dir;            /* the quarantine directory, NULL until it exists */
+    char *objects;        /* <dir>/objects, where index-pack writes */
+    char *upstream;       /* the upstream git directory */
+    rg_proc indexer;      /* git index-pack, while the pack streams in */
+    git_odb *odb;         /* SHA-1: upstream objects and the pack, as alternates */
     git_repository *repo; /* path-less, over odb, once finished */
 };
 
@@ -332,8 +332,8 @@ static void quarantine_last_line(char *out, size_t outsz, const rg_buf *b)
         ;
     n = end - start < outsz - 1 ? end - start : outsz - 1;
     for (i = 0; i < n; i++)
-        out[i] = (b->data[start + i] >= 0x20 && b->data[start + i] < 0x7f) ? b->data[start + i]
-                                                                         : '?';
+        out[i] =
+            (b->data[start + i] >= 0x20 && b->data[start + i] < 0x7f) ? b->data[start + i] : '?';
     out[n] = '\0';
 }
 
@@ -457,36 +457,40 @@ static int quarantine_git(int *status, rg_buf *out, git_quarantine *q, const cha
     return rg_proc_run(status, out, NULL, argv, (const char *const *)envp, NULL, err);
 }
 
+/* SHA-256: fails unless `hex` is a full id naming a commit in the upstream or the pack. */
+static int quarantine_git_require_commit(git_quarantine *q, const char *hex, rg_error *err)
+{
+    const char *args[] = {"cat-file", "-t", hex, NULL};
+    rg_buf type = RG_BUF_INIT(64);
+    size_t len = strlen(hex);
+    int status = -1, rc;
+
+    for (size_t j = 0; j < len; j++)
+        if (!isxdigit((unsigned char)hex[j]))
+            len = 0;
+    if (len != q->hexlen)
+        return rg_error_set(err, RG_E_PROTOCOL, "object id \"%.64s\" is not %zu hex digits", hex,
+                            q->hexlen);
+    rc = quarantine_git(&status, &type, q, args, err);
+    if (rc == 0 && (status != 0 || type.data == NULL))
+        rc = rg_error_set(err, RG_E_PROTOCOL,
+                          "object %s is neither in the upstream nor in the pushed pack", hex);
+    else if (rc == 0 && strcmp(type.data, "commit\n") != 0)
+        rc = rg_error_set(err, RG_E_PROTOCOL, "object %s is a %.*s, not a commit", hex,
+                          (int)strcspn(type.data, "\n"), type.data);
+    rg_buf_free(&type);
+    return rc;
+}
+
 /* SHA-256: the same questions, asked of git (libgit2 1.5 cannot read the objects). */
 static int quarantine_is_ancestor_git(int *out, git_quarantine *q, const char *ancestor_hex,
                                       const char *descendant_hex, rg_error *err)
 {
-    const char *hexes[2] = {ancestor_hex, descendant_hex};
     int status = -1, rc;
 
-    for (int i = 0; i < 2; i++) {
-        const char *args[] = {"cat-file", "-t", hexes[i], NULL};
-        rg_buf type = RG_BUF_INIT(64);
-        size_t len = strlen(hexes[i]);
-
-        for (size_t j = 0; j < len; j++)
-            if (!isxdigit((unsigned char)hexes[i][j]))
-                len = 0;
-        if (len != q->hexlen)
-            return rg_error_set(err, RG_E_PROTOCOL, "object id \"%.64s\" is not %zu hex digits",
-                                hexes[i], q->hexlen);
-        rc = quarantine_git(&status, &type, q, args, err);
-        if (rc == 0 && (status != 0 || type.data == NULL))
-            rc = rg_error_set(err, RG_E_PROTOCOL,
-                              "object %s is neither in the upstream nor in the pushed pack",
-                              hexes[i]);
-        else if (rc == 0 && strcmp(type.data, "commit\n") != 0)
-            rc = rg_error_set(err, RG_E_PROTOCOL, "object %s is a %.*s, not a commit", hexes[i],
-                              (int)strcspn(type.data, "\n"), type.data);
-        rg_buf_free(&type);
-        if (rc < 0)
-            return rc;
-    }
+    if ((rc = quarantine_git_require_commit(q, ancestor_hex, err)) < 0 ||
+        (rc = quarantine_git_require_commit(q, descendant_hex, err)) < 0)
+        return rc;
     if (!strcmp(ancestor_hex, descendant_hex)) {
         *out = 1;
         return 0;
@@ -534,6 +538,197 @@ int git_quarantine_is_ancestor(int *out, git_quarantine *q, const char *ancestor
         return quarantine_git_error(err, RG_E_PROTOCOL, "walking the history");
     *out = grc > 0;
     return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Changed paths
+ * ------------------------------------------------------------------------- */
+
+/*
+ * `prefix` without its trailing slashes into `out`; it must be a relative
+ * path of plain segments, since it names a place in a tree, not a pattern.
+ */
+static int quarantine_prefix_path(char *out, size_t outsz, const char *prefix, rg_error *err)
+{
+    size_t len = strlen(prefix);
+    const char *seg;
+
+    while (len > 0 && prefix[len - 1] == '/')
+        len--;
+    if (len == 0 || len >= outsz || prefix[0] == '/')
+        goto bad;
+    memcpy(out, prefix, len);
+    out[len] = '\0';
+    for (seg = out;;) {
+        size_t n = strcspn(seg, "/");
+
+        if (n == 0 || (n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
+            goto bad;
+        for (size_t i = 0; i < n; i++)
+            if ((unsigned char)seg[i] < 0x20 || seg[i] == 0x7f)
+                goto bad;
+        if (seg[n] == '\0')
+            return 0;
+        seg += n + 1;
+    }
+bad:
+    return rg_error_set(err, -EINVAL, "\"%.200s\" is not a relative directory path", prefix);
+}
+
+/* SHA-1: the entry at `path` in the tree of commit `id`; *out NULL when there is none. */
+static int quarantine_entry_at(git_tree_entry **out, git_quarantine *q, const git_oid *id,
+                               const char *path, rg_error *err)
+{
+    git_commit *commit = NULL;
+    git_tree *tree = NULL;
+    int rc = 0, grc;
+
+    *out = NULL;
+    if (git_commit_lookup(&commit, q->repo, id) < 0 || git_commit_tree(&tree, commit) < 0) {
+        rc = quarantine_git_error(err, RG_E_PROTOCOL, "reading a commit's tree");
+        goto done;
+    }
+    grc = git_tree_entry_bypath(out, tree, path);
+    if (grc == GIT_ENOTFOUND) {
+        *out = NULL;
+        git_error_clear();
+    } else if (grc < 0) {
+        rc = quarantine_git_error(err, RG_E_PROTOCOL, "reading a tree");
+    }
+done:
+    git_tree_free(tree);
+    git_commit_free(commit);
+    return rc;
+}
+
+/* SHA-1: *out = the upstream's HEAD commit; *found 0 when HEAD is unborn. */
+static int quarantine_upstream_head(git_oid *out, int *found, git_quarantine *q, rg_error *err)
+{
+    git_repository *up = NULL;
+    int rc = 0, grc;
+
+    *found = 0;
+    /* Opened only to resolve one reference; nothing is written. */
+    if (git_repository_open_bare(&up, q->upstream) < 0)
+        return quarantine_git_error(err, RG_E_UPSTREAM, "opening the upstream repository");
+    grc = git_reference_name_to_id(out, up, "HEAD");
+    if (grc == GIT_ENOTFOUND || grc == GIT_EUNBORNBRANCH) {
+        git_error_clear();
+    } else if (grc < 0) {
+        rc = quarantine_git_error(err, RG_E_UPSTREAM, "resolving the upstream's HEAD");
+    } else {
+        *found = 1;
+    }
+    git_repository_free(up);
+    return rc;
+}
+
+static int quarantine_changes_prefix_libgit2(int *out, git_quarantine *q, const char *old_hex,
+                                             const char *new_hex, const char *path, rg_error *err)
+{
+    git_tree_entry *old_entry = NULL, *new_entry = NULL;
+    git_oid old_id, new_id;
+    int rc, have_old = 1;
+
+    if ((rc = quarantine_parse_oid(&new_id, new_hex, err)) < 0 ||
+        (rc = quarantine_require_commit(q, &new_id, new_hex, err)) < 0)
+        goto done;
+    if (old_hex != NULL)
+        rc = quarantine_parse_oid(&old_id, old_hex, err);
+    else
+        rc = quarantine_upstream_head(&old_id, &have_old, q, err);
+    if (rc < 0)
+        goto done;
+    if (have_old) {
+        char hex[GIT_OID_HEXSZ + 1];
+
+        git_oid_tostr(hex, sizeof(hex), &old_id);
+        if ((rc = quarantine_require_commit(q, &old_id, hex, err)) < 0 ||
+            (rc = quarantine_entry_at(&old_entry, q, &old_id, path, err)) < 0)
+            goto done;
+    }
+    rc = quarantine_entry_at(&new_entry, q, &new_id, path, err);
+    if (rc < 0)
+        goto done;
+    /* Ids name content, so equal ids (and modes) mean an identical subtree. */
+    if (old_entry == NULL || new_entry == NULL)
+        *out = old_entry != new_entry;
+    else
+        *out = !git_oid_equal(git_tree_entry_id(old_entry), git_tree_entry_id(new_entry)) ||
+               git_tree_entry_filemode(old_entry) != git_tree_entry_filemode(new_entry);
+done:
+    git_tree_entry_free(old_entry);
+    git_tree_entry_free(new_entry);
+    return rc;
+}
+
+/* SHA-256: `git ls-tree <commit> -- <path>` names the entry (mode, type, id), or nothing. */
+static int quarantine_git_entry_at(rg_buf *out, git_quarantine *q, const char *commit_hex,
+                                   const char *path, rg_error *err)
+{
+    const char *args[] = {"--literal-pathspecs", "ls-tree", commit_hex, "--", path, NULL};
+    int status = -1, rc;
+
+    rc = quarantine_git(&status, out, q, args, err);
+    if (rc == 0 && status != 0)
+        rc = rg_error_set(err, RG_E_PROTOCOL, "reading the tree of %s failed (git status %d)",
+                          commit_hex, status);
+    return rc;
+}
+
+static int quarantine_changes_prefix_git(int *out, git_quarantine *q, const char *old_hex,
+                                         const char *new_hex, const char *path, rg_error *err)
+{
+    rg_buf head = RG_BUF_INIT(256);
+    rg_buf old_entry = RG_BUF_INIT(QUARANTINE_CHILD_OUTPUT_MAX);
+    rg_buf new_entry = RG_BUF_INIT(QUARANTINE_CHILD_OUTPUT_MAX);
+    int rc, status = -1;
+
+    if ((rc = quarantine_git_require_commit(q, new_hex, err)) < 0)
+        goto done;
+    if (old_hex == NULL) {
+        const char *args[] = {"rev-parse", "--verify", "-q", "HEAD^{commit}", NULL};
+
+        rc = quarantine_git(&status, &head, q, args, err);
+        if (rc < 0)
+            goto done;
+        /* Anything but one id means an unborn HEAD: compare against nothing. */
+        if (status == 0 && head.data != NULL && head.len == q->hexlen + 1) {
+            head.data[q->hexlen] = '\0';
+            old_hex = head.data;
+        }
+    }
+    if (old_hex != NULL && ((rc = quarantine_git_require_commit(q, old_hex, err)) < 0 ||
+                            (rc = quarantine_git_entry_at(&old_entry, q, old_hex, path, err)) < 0))
+        goto done;
+    rc = quarantine_git_entry_at(&new_entry, q, new_hex, path, err);
+    if (rc < 0)
+        goto done;
+    *out = old_entry.len != new_entry.len ||
+           (new_entry.len > 0 && memcmp(old_entry.data, new_entry.data, new_entry.len) != 0);
+done:
+    rg_buf_free(&head);
+    rg_buf_free(&old_entry);
+    rg_buf_free(&new_entry);
+    return rc;
+}
+
+int git_quarantine_changes_prefix(int *out, git_quarantine *q, const char *old_hex,
+                                  const char *new_hex, const char *prefix, rg_error *err)
+{
+    char path[PATH_MAX];
+    int rc;
+
+    *out = 0;
+    if (q->state != QUARANTINE_FINISHED)
+        return rg_error_set(err, -EINVAL, "the pack is not complete");
+    rc = quarantine_prefix_path(path, sizeof(path), prefix, err);
+    if (rc < 0)
+        return rc;
+    if (q->hexlen == QUARANTINE_SHA256_HEXLEN)
+        return quarantine_changes_prefix_git(out, q, old_hex, new_hex, path, err);
+    git_error_clear();
+    return quarantine_changes_prefix_libgit2(out, q, old_hex, new_hex, path, err);
 }
 
 /* ---------------------------------------------------------------------------

@@ -43,6 +43,20 @@ int git_quarantine_finish(git_quarantine *q, rg_error *err);
 int git_quarantine_is_ancestor(int *out, git_quarantine *q, const char *ancestor_hex,
                                const char *descendant_hex, rg_error *err);
 
+/*
+ * *out = 1 when anything at or under the directory `prefix` (such as
+ * ".github/workflows/") differs between the tree of commit `old_hex` and
+ * that of commit `new_hex`, 0 when it is identical. Only the two endpoints
+ * are compared, not each commit in between: a change made and reverted
+ * within the push is no change. `old_hex` NULL compares against the
+ * upstream repository's HEAD commit, or against an empty tree when the
+ * upstream has none (an unborn HEAD). A commit that is missing or not a
+ * commit gives RG_E_PROTOCOL, so the caller can fail closed; a prefix that
+ * is not a plain relative path gives -EINVAL.
+ */
+int git_quarantine_changes_prefix(int *out, git_quarantine *q, const char *old_hex,
+                                  const char *new_hex, const char *prefix, rg_error *err);
+
 /* Remove the quarantine directory and free. Accepts NULL. */
 void git_quarantine_free(git_quarantine *q);
 

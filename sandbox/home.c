@@ -145,46 +145,29 @@ sandbox_home_relation sandbox_home_relate(const char *a, const char *b)
 }
 
 /*
- * Canonicalise a path that may not exist: realpath() when it does, else the
- * canonical parent plus the last name, else the path with repeated and
- * trailing slashes removed. Returns NULL for relative paths or no memory.
+ * Canonicalise a path that may not exist: realpath() when it does, else
+ * the path with repeated and trailing slashes removed. A secret that does
+ * not exist has nothing to protect, so resolving its parents is not needed
+ * (and skipping realpath() for it keeps the runner's start cheap: it would
+ * readlink every component). Returns NULL for relative or over-long paths.
  */
 static char *home_canon(const char *path)
 {
-    char buf[PATH_MAX], *slash, *out = NULL;
+    char buf[PATH_MAX];
+    struct stat st;
     size_t i, j;
 
-    if (path == NULL || path[0] != '/')
+    if (path == NULL || path[0] != '/' || strlen(path) >= sizeof(buf))
         return NULL;
-    if (realpath(path, buf) != NULL)
+    if (lstat(path, &st) == 0 && realpath(path, buf) != NULL)
         return strdup(buf);
-    if (strlen(path) >= sizeof(buf))
-        return NULL;
-    /* Collapse slashes first so the parent split below is clean. */
     for (i = 0, j = 0; path[i]; i++)
         if (!(path[i] == '/' && j > 0 && buf[j - 1] == '/'))
             buf[j++] = path[i];
     while (j > 1 && buf[j - 1] == '/')
         j--;
     buf[j] = '\0';
-    slash = strrchr(buf, '/');
-    if (slash != NULL && slash != buf) {
-        char parent[PATH_MAX];
-
-        *slash = '\0';
-        if (realpath(buf, parent) != NULL &&
-            strlen(parent) + strlen(slash + 1) + 2 <= sizeof(parent)) {
-            size_t lp = strlen(parent);
-
-            if (lp > 1)
-                parent[lp++] = '/';
-            strcpy(parent + lp, slash + 1);
-            return strdup(parent);
-        }
-        *slash = '/';
-    }
-    out = strdup(buf);
-    return out;
+    return strdup(buf);
 }
 
 static int home_push(char ***list, size_t *n, char *path)
@@ -297,18 +280,34 @@ int sandbox_home_load(sandbox_home *out, char *const *envp, rg_error *err)
     struct passwd *pw;
     int rc = 0;
 
+    pw = getpwuid(getuid());
     env = home_getenv(envp, "HOME");
-    if (env == NULL || env[0] != '/') {
-        /* The order: $HOME, then the passwd entry. */
-        pw = getpwuid(getuid());
-        env = pw ? pw->pw_dir : NULL;
-    }
+    if (env == NULL || env[0] != '/')
+        env = pw ? pw->pw_dir : NULL; /* the order: $HOME, then passwd */
     canon = home_canon(env);
     if (canon == NULL) {
         rc = rg_error_set(err, -ENOENT,
                           "no home directory: HOME is unset or relative and "
                           "the passwd entry has none");
         goto done;
+    }
+    /*
+     * HOME pointed elsewhere (HOME=/tmp/x refgate-run ...) must not make the
+     * real home's secrets readable as "outside home": they are secrets too,
+     * and the passwd entry's home is hidden as a whole when it lies apart
+     * from $HOME.
+     */
+    if (pw != NULL && pw->pw_dir[0] == '/' && strcmp(pw->pw_dir, "/") != 0) {
+        char *real = home_canon(pw->pw_dir);
+        sandbox_home_relation rel = real ? sandbox_home_relate(real, canon) : SANDBOX_HOME_SAME;
+
+        for (i = 0; rc == 0 && rel == SANDBOX_HOME_CONTAINS && sandbox_home_secret_names[i]; i++)
+            rc = home_push(&extra, &nextra, home_join(real, sandbox_home_secret_names[i]));
+        if (rc == 0 && rel == SANDBOX_HOME_UNRELATED) {
+            rc = home_push(&extra, &nextra, real);
+            real = NULL;
+        }
+        free(real);
     }
     for (i = 0; rc == 0 && secret_vars[i]; i++) {
         char *save = NULL, *tok;

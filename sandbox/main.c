@@ -154,7 +154,11 @@ static const char help_text[] =
     "  Writable: the fork (or -d DIR), a private TMPDIR made for the run,\n"
     "    /dev/null, /dev/zero, /dev/full, /dev/tty, /dev/ptmx, /dev/pts, -w paths.\n"
     "  Readable: everything outside the home directory ($HOME, else the passwd\n"
-    "    entry) except /dev; inside it only the fork, -r and -w paths and what\n"
+    "    entry; when $HOME is elsewhere, the passwd entry's home is hidden too)\n"
+    "    except /dev, where only the devices above and /dev/random and\n"
+    "    /dev/urandom are. The directories leading to the home directory can\n"
+    "    be traversed but not listed (`ls /` fails, `ls /usr` works). Inside\n"
+    "    the home directory: only the fork, -r and -w paths, and what\n"
     "    toolchains need: ~/.gitconfig, ~/.config/git/{config,ignore,attributes},\n"
     "    ~/.local/bin, ~/.local/lib, ~/.cargo/{bin,registry,git}, ~/.rustup,\n"
     "    ~/go/bin, ~/go/pkg/mod, ~/.cache/go-build, ~/.nvm, ~/.volta, ~/.npm,\n"
@@ -197,7 +201,8 @@ static const char help_text[] =
     "Exit status: CMD's; when a signal kills CMD, the same signal ends\n"
     "  refgate-run. 125: refused, or the sandbox could not be set up;\n"
     "  126: CMD cannot run; 127: CMD not found. SIGINT, SIGTERM, SIGHUP, SIGQUIT,\n"
-    "  SIGUSR1, SIGUSR2 and SIGWINCH are forwarded to CMD's process group.\n"
+    "  SIGUSR1, SIGUSR2 and SIGWINCH are forwarded to CMD's process group;\n"
+    "  SIGTSTP (Ctrl-Z) stops CMD and refgate-run, SIGCONT resumes both.\n"
     "\n"
     "Testing:\n"
     "  --debug-landlock-abi=N  act as if the kernel offered at most Landlock ABI\n"
@@ -824,9 +829,10 @@ int main(int argc, char **argv)
     if (run_build_rules(&s) < 0)
         goto done;
     if (s.plan.enforce)
-        note("confined by Landlock ABI %d: writes only to %s and TMPDIR; home %s hidden "
+        note("confined by Landlock ABI %d: writes only to %s, TMPDIR%s; home %s hidden "
              "(%zu rules)",
-             s.plan.abi, s.workdir, s.home.path, sandbox_landlock_count(s.ll));
+             s.plan.abi, s.workdir, s.o.nwrites ? " and the -w paths" : "", s.home.path,
+             sandbox_landlock_count(s.ll));
     po.argv = s.o.argv;
     po.envp = s.env;
     po.cwd = s.workdir;

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -106,6 +107,30 @@ static int proc_cloexec_all(void)
     return 0;
 }
 
+/*
+ * Whether `cmd` exists as given or in a PATH directory. execvp() reports
+ * EACCES when a PATH directory could not be searched even if the command
+ * is simply nowhere, and a shell calls that "not found" (127), not "cannot
+ * run" (126). stat() is not subject to Landlock, so this sees past it.
+ */
+static int proc_found(const char *cmd)
+{
+    const char *path = getenv("PATH"), *p, *end;
+    char buf[4096];
+    struct stat st;
+
+    if (strchr(cmd, '/') != NULL)
+        return stat(cmd, &st) == 0;
+    for (p = path ? path : "/usr/bin:/bin"; *p; p = *end ? end + 1 : end) {
+        end = strchrnul(p, ':');
+        if (snprintf(buf, sizeof(buf), "%.*s/%s", (int)(end - p), end > p ? p : ".", cmd) <
+                (int)sizeof(buf) &&
+            stat(buf, &st) == 0 && S_ISREG(st.st_mode))
+            return 1;
+    }
+    return 0;
+}
+
 static void proc_child_fail(int wfd, int exit_code, const rg_error *e)
 {
     proc_report r;
@@ -147,13 +172,13 @@ static void proc_child(int wfd, const sandbox_proc_opts *opts)
     environ = (char **)opts->envp;
     execvp(opts->argv[0], opts->argv);
     saved = errno;
-    if (saved == ENOENT) {
-        rg_error_set(&e, -saved, "%s: command not found", opts->argv[0]);
+    if (saved == ENOENT || (saved == EACCES && !proc_found(opts->argv[0]))) {
+        rg_error_set(&e, -ENOENT, "%s: command not found", opts->argv[0]);
         proc_child_fail(wfd, SANDBOX_PROC_EXIT_NOTFOUND, &e);
     }
     rg_error_set(&e, -saved, "cannot run %s: %s%s", opts->argv[0], strerror(saved),
-                 saved == EACCES ? " (the sandbox hides the home directory: a program "
-                                   "there needs -r)"
+                 saved == EACCES ? " (a program in the home directory, or its interpreter "
+                                   "or libraries there, needs -r)"
                                  : "");
     proc_child_fail(wfd, SANDBOX_PROC_EXIT_NOEXEC, &e);
 }

@@ -8,7 +8,7 @@ PACKAGES=(
   build-essential cmake pkg-config git curl ca-certificates
   libgit2-dev libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libssl-dev zlib1g-dev
   libcriterion-dev clang libclang-rt-14-dev
-  xfsprogs e2fsprogs util-linux bubblewrap hyperfine procps
+  xfsprogs e2fsprogs util-linux mount bubblewrap hyperfine procps python3 jq
 )
 
 install_packages() {

@@ -54,4 +54,13 @@ int tokens_provider_acquire(tokens_credential **out, tokens_provider *p, const c
 /* Revoke (github-app: DELETE /installation/token), wipe and free. NULL ok. */
 void tokens_provider_release(tokens_provider *p, tokens_credential *c);
 
+/*
+ * The same, saying whether the revocation worked: a github-app token that
+ * could not be revoked stays valid until it expires (up to an hour), which
+ * the caller may want to record. The credential is wiped and freed either
+ * way. Returns 0 or a negative code with err set (naming the token only by
+ * its hash prefix).
+ */
+int tokens_provider_release_checked(tokens_provider *p, tokens_credential *c, rg_error *err);
+
 #endif

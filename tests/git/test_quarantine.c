@@ -1002,3 +1002,234 @@ Test(quarantine, sha256_repositories_are_answered_by_git)
     cr_expect_eq(git_quarantine_is_ancestor(&anc, q, old, ff + 1, &err), RG_E_PROTOCOL);
     git_quarantine_free(q);
 }
+
+/* ---------------------------------------------------------------------------
+ * Changed paths under a prefix
+ * ------------------------------------------------------------------------- */
+
+#define WORKFLOWS ".github/workflows/"
+
+static int changes(git_quarantine *q, const char *old, const char *new_id)
+{
+    rg_error err = RG_ERROR_INIT;
+    int out = -1;
+
+    cr_assert_eq(git_quarantine_changes_prefix(&out, q, old, new_id, WORKFLOWS, &err), 0, "%s",
+                 err.msg);
+    return out;
+}
+
+/* Upstream main holds README and a workflow; returns its commit. */
+static char *upstream_with_workflow(void)
+{
+    char *id;
+
+    run("mkdir -p '%s/.github/workflows'", work);
+    write_file(".github/workflows/ci.yml", "on: push\n");
+    id = commit_file("README", "hello\n");
+    run("git -C '%s' push -q origin main", work);
+    return id;
+}
+
+Test(quarantine, update_that_edits_a_workflow_changes_the_prefix)
+{
+    char *old = upstream_with_workflow();
+    char *new_id = commit_file(".github/workflows/ci.yml", "on: [push, pull_request]\n");
+    git_quarantine *q;
+
+    make_pack(new_id, old, PACK_CLIENT);
+    q = quarantine_pack(65536);
+    cr_expect_eq(changes(q, old, new_id), 1);
+    git_quarantine_free(q);
+    free(old);
+    free(new_id);
+}
+
+Test(quarantine, update_elsewhere_does_not_change_the_prefix)
+{
+    char *old = upstream_with_workflow();
+    char *new_id;
+    git_quarantine *q;
+
+    run("mkdir -p '%s/.github/other'", work);
+    write_file(".github/other/x", "not a workflow\n");
+    write_file(".github/workflows.txt", "a sibling, not under the prefix\n");
+    new_id = commit_file("README", "changed\n");
+    make_pack(new_id, old, PACK_CLIENT);
+    q = quarantine_pack(65536);
+    cr_expect_eq(changes(q, old, new_id), 0);
+    git_quarantine_free(q);
+    free(old);
+    free(new_id);
+}
+
+Test(quarantine, adding_or_deleting_the_workflows_directory_changes_the_prefix)
+{
+    char *old = commit_file("README", "hello\n");
+    char *added, *removed;
+    git_quarantine *q;
+
+    run("git -C '%s' push -q origin main", work);
+    run("mkdir -p '%s/.github/workflows'", work);
+    added = commit_file(".github/workflows/new.yml", "on: push\n");
+    run("git -C '%s' rm -q -r .github && git -C '%s' commit -q -m gone", work, work);
+    removed = rev_parse("HEAD");
+    make_pack(removed, old, PACK_CLIENT);
+    q = quarantine_pack(65536);
+    cr_expect_eq(changes(q, old, added), 1, "added");
+    cr_expect_eq(changes(q, added, removed), 1, "removed");
+    cr_expect_eq(changes(q, old, removed), 0, "added and removed again: the endpoints agree");
+    git_quarantine_free(q);
+    free(old);
+    free(added);
+    free(removed);
+}
+
+Test(quarantine, mode_change_of_a_workflow_changes_the_prefix)
+{
+    char *old = upstream_with_workflow();
+    char *new_id;
+    git_quarantine *q;
+
+    run("chmod +x '%s/.github/workflows/ci.yml' && git -C '%s' commit -q -am chmod", work, work);
+    new_id = rev_parse("HEAD");
+    make_pack(new_id, old, PACK_CLIENT);
+    q = quarantine_pack(65536);
+    cr_expect_eq(changes(q, old, new_id), 1);
+    git_quarantine_free(q);
+    free(old);
+    free(new_id);
+}
+
+Test(quarantine, create_is_compared_with_the_upstream_head)
+{
+    char *head = upstream_with_workflow();
+    char *same, *edited;
+    git_quarantine *q;
+
+    /* A new branch that leaves workflows as HEAD has them, then one that edits them. */
+    same = commit_file("feature.c", "int f;\n");
+    edited = commit_file(".github/workflows/ci.yml", "on: workflow_dispatch\n");
+    make_pack(edited, head, PACK_CLIENT);
+    q = quarantine_pack(65536);
+    cr_expect_eq(changes(q, NULL, same), 0);
+    cr_expect_eq(changes(q, NULL, edited), 1);
+    git_quarantine_free(q);
+    free(head);
+    free(same);
+    free(edited);
+}
+
+Test(quarantine, create_on_an_empty_upstream_is_compared_with_nothing)
+{
+    char *plain = commit_file("README", "hello\n");
+    char *with_workflow;
+    git_quarantine *q;
+
+    run("mkdir -p '%s/.github/workflows'", work);
+    with_workflow = commit_file(".github/workflows/ci.yml", "on: push\n");
+    make_pack(with_workflow, NULL, PACK_CLIENT);
+    q = quarantine_pack(65536);
+    cr_expect_eq(changes(q, NULL, plain), 0);
+    cr_expect_eq(changes(q, NULL, with_workflow), 1);
+    git_quarantine_free(q);
+    free(plain);
+    free(with_workflow);
+}
+
+Test(quarantine, changes_prefix_fails_closed_on_missing_commits_and_bad_prefixes)
+{
+    static const char *const bad_prefixes[] = {"", "/", "/abs", "a//b", "../x", "a/./b", "a/.."};
+    char *old = upstream_with_workflow();
+    char *new_id = commit_file("README", "changed\n");
+    char missing[HEXLEN + 1];
+    rg_error err = RG_ERROR_INIT;
+    git_quarantine *q;
+    int out = -1;
+
+    make_pack(new_id, old, PACK_CLIENT);
+    q = quarantine_pack(65536);
+    memset(missing, 'a', HEXLEN);
+    missing[HEXLEN] = '\0';
+    cr_expect_eq(git_quarantine_changes_prefix(&out, q, missing, new_id, WORKFLOWS, &err),
+                 RG_E_PROTOCOL);
+    cr_expect_eq(out, 0);
+    cr_expect_eq(git_quarantine_changes_prefix(&out, q, old, missing, WORKFLOWS, &err),
+                 RG_E_PROTOCOL);
+    cr_expect_eq(git_quarantine_changes_prefix(&out, q, old, new_id + 1, WORKFLOWS, &err),
+                 RG_E_PROTOCOL);
+    for (size_t i = 0; i < sizeof(bad_prefixes) / sizeof(bad_prefixes[0]); i++)
+        cr_expect_eq(git_quarantine_changes_prefix(&out, q, old, new_id, bad_prefixes[i], &err),
+                     -EINVAL, "prefix \"%s\"", bad_prefixes[i]);
+    /* Without the trailing slash the prefix means the same directory. */
+    cr_expect_eq(git_quarantine_changes_prefix(&out, q, old, new_id, ".github/workflows", &err), 0,
+                 "%s", err.msg);
+    cr_expect_eq(out, 0);
+    git_quarantine_free(q);
+    free(old);
+    free(new_id);
+}
+
+Test(quarantine, changes_prefix_needs_a_finished_pack)
+{
+    char *old = upstream_with_workflow();
+    git_quarantine *q = NULL;
+    rg_error err = RG_ERROR_INIT;
+    int out = -1;
+
+    cr_assert_eq(git_quarantine_new(&q, upstream, tmp_parent, HEXLEN, &err), 0, "%s", err.msg);
+    cr_expect_eq(git_quarantine_changes_prefix(&out, q, old, old, WORKFLOWS, &err), -EINVAL);
+    git_quarantine_free(q);
+    free(old);
+}
+
+Test(quarantine, sha256_changed_paths_are_answered_by_git)
+{
+    char up[700], w[700], cmd[2200], head[80], same[80], edited[80];
+    git_quarantine *q = NULL;
+    rg_error err = RG_ERROR_INIT;
+    int out = -1;
+
+    snprintf(up, sizeof(up), "%s/sha256.git", base);
+    snprintf(w, sizeof(w), "%s/w256", base);
+    run("git init -q --bare --object-format=sha256 -b main '%s' && "
+        "git init -q --object-format=sha256 -b main '%s' && cd '%s' && "
+        "mkdir -p .github/workflows && echo 'on: push' > .github/workflows/ci.yml && "
+        "echo a > a && git add -A && git commit -q -m a && git push -q '%s' main && "
+        "echo b >> a && git commit -q -am b && git branch same && "
+        "echo 'on: pull_request' > .github/workflows/ci.yml && git commit -q -am edited",
+        up, w, w, up);
+    snprintf(cmd, sizeof(cmd), "git --git-dir='%s' rev-parse main", up);
+    first_line(head, sizeof(head), cmd);
+    snprintf(cmd, sizeof(cmd), "git -C '%s' rev-parse same", w);
+    first_line(same, sizeof(same), cmd);
+    snprintf(cmd, sizeof(cmd), "git -C '%s' rev-parse main", w);
+    first_line(edited, sizeof(edited), cmd);
+    run("printf '%%s\\n^%%s\\n' main '%s' | "
+        "git -C '%s' pack-objects -q --stdout --revs --thin > '%s'",
+        head, w, pack_path);
+
+    cr_assert_eq(git_quarantine_new(&q, up, tmp_parent, 64, &err), 0, "%s", err.msg);
+    {
+        rg_buf pack = RG_BUF_INIT(1 << 20);
+        cr_assert_eq(rg_fs_read_file(&pack, pack_path, &err), 0, "%s", err.msg);
+        cr_assert_eq(git_quarantine_write(q, pack.data, pack.len, &err), 0, "%s", err.msg);
+        rg_buf_free(&pack);
+    }
+    cr_assert_eq(git_quarantine_finish(q, &err), 0, "%s", err.msg);
+    cr_expect_eq(git_quarantine_changes_prefix(&out, q, head, same, WORKFLOWS, &err), 0, "%s",
+                 err.msg);
+    cr_expect_eq(out, 0, "no workflow change");
+    cr_expect_eq(git_quarantine_changes_prefix(&out, q, head, edited, WORKFLOWS, &err), 0, "%s",
+                 err.msg);
+    cr_expect_eq(out, 1, "a workflow change");
+    cr_expect_eq(git_quarantine_changes_prefix(&out, q, NULL, same, WORKFLOWS, &err), 0, "%s",
+                 err.msg);
+    cr_expect_eq(out, 0, "a create compared with HEAD");
+    cr_expect_eq(git_quarantine_changes_prefix(&out, q, NULL, edited, WORKFLOWS, &err), 0, "%s",
+                 err.msg);
+    cr_expect_eq(out, 1, "a create compared with HEAD");
+    cr_expect_eq(git_quarantine_changes_prefix(&out, q, head, same + 1, WORKFLOWS, &err),
+                 RG_E_PROTOCOL);
+    git_quarantine_free(q);
+}

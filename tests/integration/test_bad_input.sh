@@ -107,12 +107,18 @@ test_unknown_host_and_endpoints_are_404() {
   [ "$code" = 405 ] || fail "DELETE: $code"
 }
 
-test_upload_pack_is_refused_clearly() {
+test_upload_pack_needs_the_run_token() {
   local code
+  code=$(curl -s -o "$T/body" -w '%{http_code}' \
+    "$GW/local/acme/app.git/info/refs?service=git-upload-pack")
+  [ "$code" = 401 ] || fail "without a token: status $code"
   code=$(curl -s -u "$AUTH" -o "$T/body" -w '%{http_code}' \
     "$GW/local/acme/app.git/info/refs?service=git-upload-pack")
-  [ "$code" = 403 ] || fail "status $code"
-  assert_contains "$T/body" "not supported"
+  [ "$code" = 200 ] || fail "with the token: status $code"
+  assert_contains "$T/body" "# service=git-upload-pack"
+  code=$(curl -s -u "$AUTH" -o "$T/body" -w '%{http_code}' \
+    -H "Content-Type: text/plain" --data-binary 0000 "$GW/local/acme/app.git/git-upload-pack")
+  [ "$code" = 415 ] || fail "wrong content type: status $code"
 }
 
 test_body_over_the_cap_is_a_413_and_lands_nothing() {

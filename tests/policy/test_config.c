@@ -116,8 +116,8 @@ Test(config, a_full_config_loads_every_field)
                  "  {'host': 'plain-abs', 'url': '%s/sub/../repos'},"
                  "  {'host': 'github.com', 'url': 'https://github.com/',"
                  "   'credentials': {'type': 'static', 'token_file': 't'},"
-                 "   'read_credentials': 'env:READ', 'ca_file': 'ca.pem',"
-                 "   'connect_timeout': 10, 'idle_timeout': 2.5}],"
+                 "   'read_credentials': 'none', 'ca_file': 'ca.pem',"
+                 "   'connect_timeout': 5, 'idle_timeout': 30}],"
                  " 'rules': ["
                  "  {'name': 'protect-main', 'repos': ['local/acme/*'],"
                  "   'refs': ['refs/heads/main', 'refs/heads/release/**'],"
@@ -146,8 +146,16 @@ Test(config, a_full_config_loads_every_field)
     cr_expect_str_eq(cfg->upstreams[1].root, join(tmpdir, "my repos"), "%%20 is decoded");
     cr_expect_str_eq(cfg->upstreams[2].root, join(tmpdir, "repos"));
     cr_expect_str_eq(cfg->upstreams[3].host, "github.com");
-    cr_expect_str_eq(cfg->upstreams[3].url, "https://github.com/");
+    cr_expect_str_eq(cfg->upstreams[3].url, "https://github.com", "no trailing slash");
     cr_expect_null(cfg->upstreams[3].root);
+    cr_expect_eq(cfg->upstreams[3].credentials.type, POLICY_CRED_STATIC);
+    cr_expect_str_eq(cfg->upstreams[3].credentials.username, "x-access-token");
+    cr_expect_str_eq(cfg->upstreams[3].credentials.token_file, join(tmpdir, "t"));
+    cr_expect_eq(cfg->upstreams[3].read_credentials.type, POLICY_CRED_NONE);
+    cr_expect_eq(cfg->upstreams[3].has_read_credentials, 1);
+    cr_expect_str_eq(cfg->upstreams[3].ca_file, join(tmpdir, "ca.pem"));
+    cr_expect_eq(cfg->upstreams[3].connect_timeout, 5);
+    cr_expect_eq(cfg->upstreams[3].idle_timeout, 30);
     cr_expect_eq(policy_config_upstream(cfg, "github.com"), &cfg->upstreams[3]);
     cr_expect_eq(policy_config_upstream(cfg, "local"), &cfg->upstreams[0]);
     cr_expect_null(policy_config_upstream(cfg, "nope"));
@@ -253,6 +261,80 @@ Test(config, parse_from_memory_anchors_paths_at_the_named_file)
     policy_config_free(cfg);
 }
 
+Test(config, remote_credentials_get_their_defaults_and_read_copies_write)
+{
+    const char *path = write_config(
+        "remote.json", "{'state_dir': 's', 'upstreams': ["
+                       " {'host': 'gh', 'url': 'https://github.com///',"
+                       "  'credentials': {'type': 'github-app', 'app_id': 42,"
+                       "                  'private_key_file': 'keys/../app.pem'}},"
+                       " {'host': 'gl', 'url': 'http://gitlab.example:8080/group',"
+                       "  'credentials': {'type': 'static', 'username': 'oauth2',"
+                       "                  'token_file': '/run/secrets/gl'},"
+                       "  'read_credentials': {'type': 'github-app', 'app_id': 7,"
+                       "   'private_key_file': '/k.pem', 'api_url': 'https://ghe.example/api/v3/',"
+                       "   'installation_id': 99}},"
+                       " {'host': 'anon', 'url': 'https://anon.example'}]}");
+    rg_error err = RG_ERROR_INIT;
+    policy_config *cfg = NULL;
+    const policy_upstream *up;
+
+    cr_assert_eq(policy_config_load(&cfg, path, &err), 0, "%s", err.msg);
+    up = &cfg->upstreams[0];
+    cr_expect_str_eq(up->url, "https://github.com");
+    cr_expect_eq(up->credentials.type, POLICY_CRED_GITHUB_APP);
+    cr_expect_eq(up->credentials.app_id, 42);
+    cr_expect_str_eq(up->credentials.private_key_file, join(tmpdir, "app.pem"));
+    cr_expect_str_eq(up->credentials.api_url, "https://api.github.com");
+    cr_expect_eq(up->credentials.installation_id, 0, "looked up per repository");
+    cr_expect_null(up->credentials.username);
+    cr_expect_eq(up->has_read_credentials, 0);
+    cr_expect_eq(up->read_credentials.type, POLICY_CRED_GITHUB_APP, "read copies write");
+    cr_expect_eq(up->read_credentials.app_id, 42);
+    cr_expect_str_eq(up->read_credentials.private_key_file, join(tmpdir, "app.pem"));
+    cr_expect_neq(up->read_credentials.private_key_file, up->credentials.private_key_file,
+                  "a deep copy: each string has one owner");
+    cr_expect_null(up->ca_file);
+    cr_expect_eq(up->connect_timeout, 10);
+    cr_expect_eq(up->idle_timeout, 60);
+
+    up = &cfg->upstreams[1];
+    cr_expect_str_eq(up->url, "http://gitlab.example:8080/group");
+    cr_expect_eq(up->credentials.type, POLICY_CRED_STATIC);
+    cr_expect_str_eq(up->credentials.username, "oauth2");
+    cr_expect_str_eq(up->credentials.token_file, "/run/secrets/gl");
+    cr_expect_eq(up->has_read_credentials, 1);
+    cr_expect_eq(up->read_credentials.type, POLICY_CRED_GITHUB_APP);
+    cr_expect_eq(up->read_credentials.app_id, 7);
+    cr_expect_str_eq(up->read_credentials.api_url, "https://ghe.example/api/v3");
+    cr_expect_eq(up->read_credentials.installation_id, 99);
+
+    up = &cfg->upstreams[2];
+    cr_expect_eq(up->credentials.type, POLICY_CRED_NONE, "no credentials: none");
+    cr_expect_eq(up->read_credentials.type, POLICY_CRED_NONE);
+    cr_expect_eq(up->has_read_credentials, 0);
+    policy_config_free(cfg);
+}
+
+Test(config, local_upstreams_have_no_remote_fields)
+{
+    const char *path = write_config(
+        "local.json", "{'state_dir': 's', 'upstreams': [{'host': 'l', 'url': "
+                      "'repos/'}, {'host': 'n', 'url': 'https://x', "
+                      "'credentials': 'none', 'read_credentials': {'type': 'none'}}]}");
+    rg_error err = RG_ERROR_INIT;
+    policy_config *cfg = NULL;
+
+    cr_assert_eq(policy_config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(cfg->upstreams[0].url, "repos/", "local URLs are kept as written");
+    cr_expect_eq(cfg->upstreams[0].credentials.type, POLICY_CRED_NONE);
+    cr_expect_null(cfg->upstreams[0].credentials.username);
+    cr_expect_eq(cfg->upstreams[0].connect_timeout, 0);
+    cr_expect_eq(cfg->upstreams[1].credentials.type, POLICY_CRED_NONE);
+    cr_expect_eq(cfg->upstreams[1].has_read_credentials, 1);
+    policy_config_free(cfg);
+}
+
 /*
  * Parameters are copied into the test process, where pointers into this
  * one would be meaningless (the binary is position-independent), so the
@@ -301,13 +383,14 @@ ParameterizedTest(struct listen_case *c, config, listen_forms_that_load)
 /* Inline strings, as for listen_case. */
 struct bad_case {
     char what[64];
-    char json[256];    /* single-quoted; @DIR@ stands for the fixture directory */
-    char key[40];      /* the key path the message must name, or "" */
+    char json[320];    /* single-quoted; @DIR@ stands for the fixture directory */
+    char key[64];      /* the key path the message must name, or "" */
     int line;          /* for syntax errors: the line the message must name */
     char problem[128]; /* what the message must say is wrong */
 };
 
-#define UP_LOCAL "'upstreams': [{'host': 'local', 'url': 'https://git.example.com'}]"
+#define UP_CRED(c) "'upstreams': [{'host': 'h', 'url': 'https://x', 'credentials': " c "}]"
+#define UP_LOCAL   "'upstreams': [{'host': 'local', 'url': 'https://git.example.com'}]"
 
 static struct bad_case bad_cases[] = {
     /* Unknown keys, anywhere. */
@@ -440,7 +523,71 @@ static struct bad_case bad_cases[] = {
     {"timeout of the wrong type",
      "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'https://x', 'connect_timeout': "
      "'10s'}]}",
-     "upstreams[0].connect_timeout", 0, "expected a number of seconds, got a string"},
+     "upstreams[0].connect_timeout", 0, "expected a whole number of seconds, got a string"},
+    {"fractional timeout",
+     "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'https://x', 'idle_timeout': 2.5}]}",
+     "upstreams[0].idle_timeout", 0, "expected a whole number of seconds, got a number"},
+    {"huge timeout",
+     "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'https://x', 'idle_timeout': 60000}]}",
+     "upstreams[0].idle_timeout", 0, "at most 3600 seconds"},
+    {"timeout on a file upstream",
+     "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'repos', 'connect_timeout': 5}]}",
+     "upstreams[0].connect_timeout", 0, "only http(s) upstreams take this key"},
+    {"URL with a password",
+     "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'https://u:ghp_x@github.com/'}]}",
+     "upstreams[0].url", 0, "must not carry a user name or password"},
+    {"URL with a query", "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'https://x/?a'}]}",
+     "upstreams[0].url", 0, "a query or fragment"},
+    /* Credentials. */
+    {"credential string that is not none", "{'state_dir': 's', " UP_CRED("'ghp_secret'") "}",
+     "upstreams[0].credentials", 0, "a string here can only be \"none\""},
+    {"credentials without a type", "{'state_dir': 's', " UP_CRED("{'token_file': 't'}") "}",
+     "upstreams[0].credentials.type", 0, "required key is missing (expected none, static or"},
+    {"unknown credential type", "{'state_dir': 's', " UP_CRED("{'type': 'oauth'}") "}",
+     "upstreams[0].credentials.type", 0,
+     "unknown type \"oauth\" (expected none, static or github-app)"},
+    {"none with another key",
+     "{'state_dir': 's', " UP_CRED("{'type': 'none', 'token_file': 't'}") "}",
+     "upstreams[0].credentials.token_file", 0, "unknown key (expected only type)"},
+    {"static without token_file", "{'state_dir': 's', " UP_CRED("{'type': 'static'}") "}",
+     "upstreams[0].credentials.token_file", 0, "required key is missing"},
+    {"static with a token in the config",
+     "{'state_dir': 's', " UP_CRED("{'type': 'static', 'token_file': 't', 'token': 'x'}") "}",
+     "upstreams[0].credentials.token", 0, "unknown key (expected type, username or token_file)"},
+    {"static user name with a colon",
+     "{'state_dir': 's', " UP_CRED("{'type': 'static', 'token_file': 't', 'username': 'a:b'}") "}",
+     "upstreams[0].credentials.username", 0, "must not contain ':'"},
+    {"github-app without app_id",
+     "{'state_dir': 's', " UP_CRED("{'type': 'github-app', 'private_key_file': 'k'}") "}",
+     "upstreams[0].credentials.app_id", 0, "required key is missing"},
+    {"github-app with a string app_id",
+     "{'state_dir': 's', " UP_CRED("{'type': 'github-app', 'app_id': '12', "
+                                   "'private_key_file': 'k'}") "}",
+     "upstreams[0].credentials.app_id", 0, "expected a positive integer, got a string"},
+    {"github-app with app_id 0",
+     "{'state_dir': 's', " UP_CRED("{'type': 'github-app', 'app_id': 0, "
+                                   "'private_key_file': 'k'}") "}",
+     "upstreams[0].credentials.app_id", 0, "must be a positive integer, got 0"},
+    {"github-app without a key",
+     "{'state_dir': 's', " UP_CRED("{'type': 'github-app', 'app_id': 1}") "}",
+     "upstreams[0].credentials.private_key_file", 0, "required key is missing"},
+    {"github-app with a bad api_url",
+     "{'state_dir': 's', " UP_CRED("{'type': 'github-app', 'app_id': 1, "
+                                   "'private_key_file': 'k', 'api_url': 'ftp://x'}") "}",
+     "upstreams[0].credentials.api_url", 0, "is not an http:// or https:// URL"},
+    {"github-app with a negative installation",
+     "{'state_dir': 's', " UP_CRED("{'type': 'github-app', 'app_id': 1, "
+                                   "'private_key_file': 'k', 'installation_id': -4}") "}",
+     "upstreams[0].credentials.installation_id", 0, "must be a positive integer"},
+    {"github-app with a static key",
+     "{'state_dir': 's', " UP_CRED("{'type': 'github-app', 'app_id': 1, "
+                                   "'private_key_file': 'k', 'username': 'u'}") "}",
+     "upstreams[0].credentials.username", 0,
+     "unknown key (expected type, app_id, private_key_file, api_url or installation_id)"},
+    {"bad read_credentials",
+     "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'https://x', "
+     "'read_credentials': {'type': 'static', 'file': 't'}}]}",
+     "upstreams[0].read_credentials.file", 0, "unknown key"},
     {"negative timeout",
      "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'https://x', 'idle_timeout': -1}]}",
      "upstreams[0].idle_timeout", 0, "must be a positive number of seconds"},

@@ -1,3 +1,4 @@
+# shellcheck shell=bash disable=SC2034  # OUTPUT, STATUS are read by the tests
 # Shared setup for the refgate-run script tests (sourced, not a test: only
 # test_*.sh files are registered). Each test gets a throwaway directory $T
 # with a test HOME holding fake secrets and a git project $PROJ to fork, and
@@ -22,6 +23,8 @@ at_exit() {
     for c in "${CLEANUPS[@]+"${CLEANUPS[@]}"}"; do
         eval "$c" || true
     done
+    # Copies of read-only directories stay read-only: make them removable.
+    chmod -R u+rwx "$T" 2>/dev/null
     rm -rf "$T"
 }
 trap at_exit EXIT

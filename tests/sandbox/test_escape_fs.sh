@@ -5,6 +5,7 @@
 # Each check asserts the kernel's error text and, for writes, that the
 # target is absent afterwards. Positive checks first, so a sandbox that
 # denies everything cannot pass.
+# shellcheck disable=SC2088  # "~/..." in check names is text, not a path
 . "$(dirname "$0")/lib.sh"
 require_abi 2
 
@@ -40,6 +41,20 @@ sandbox_sh 'ls "$HOME/.ssh"; ls "$HOME"'
 contains "listing ~/.ssh is denied" "$OUTPUT" "cannot open directory '$HOME/.ssh': Permission denied"
 contains "listing HOME is denied" "$OUTPUT" "cannot open directory '$HOME': Permission denied"
 lacks "no secret file name leaks" "$OUTPUT" "id_ed25519"
+
+# The passwd entry's home is hidden too when HOME points elsewhere, so a
+# test (or a user) setting HOME does not expose the real ~/.ssh.
+pwhome=$(getent passwd "$(id -u)" | cut -d: -f6)
+case "$pwhome" in
+"" | / | "$HOME" | "$HOME"/*) ;;
+*)
+    if [ -d "$pwhome" ]; then
+        sandbox_sh "ls '$pwhome' >/dev/null"
+        contains "the real home ($pwhome) stays hidden under a test HOME" "$OUTPUT" \
+            "cannot open directory '$pwhome': Permission denied"
+    fi
+    ;;
+esac
 
 # --- writing outside the fork ----------------------------------------------
 sandbox_sh 'echo pwned >"$HOME/pwned"'

@@ -3,6 +3,7 @@
 # command killed by a signal kills refgate-run with the same signal, and
 # the runner's own failures are 125 (refused), 126 (cannot run) and 127
 # (not found). SIGINT and SIGTERM sent to refgate-run reach the command.
+# shellcheck disable=SC2088  # "~/..." in check names is text, not a path
 . "$(dirname "$0")/lib.sh"
 require_abi 1
 
@@ -92,5 +93,32 @@ sleep 0.2
 sid=$(cat "$W/pid2")
 left=$(ps -e -o pid=,sid=,stat= | awk -v sid="$sid" '$2 == sid && $3 !~ /^Z/')
 equals "nothing of the command's session is left" "$left" ""
+
+# Job control: SIGTSTP (Ctrl-Z) stops the command as well as refgate-run
+# (the kernel would discard SIGTSTP for the command's orphaned group), and
+# SIGCONT resumes both.
+rm -f "$W/cnt"
+"${DEFAULT[@]}" "$RUN" -q -d "$W" -- sh -c 'i=0; while :; do i=$((i+1)); echo $i >cnt; sleep 0.05; done' \
+    2>/dev/null &
+pid=$!
+watchdog "$pid"
+for _ in $(seq 100); do
+    [ -s "$W/cnt" ] && break
+    sleep 0.05
+done
+kill -TSTP "$pid"
+sleep 0.3
+a=$(cat "$W/cnt")
+sleep 0.4
+b=$(cat "$W/cnt")
+equals "SIGTSTP stops the command" "$b" "$a"
+contains "SIGTSTP stops refgate-run" "$(ps -o stat= -p "$pid")" "T"
+kill -CONT "$pid"
+sleep 0.4
+c=$(cat "$W/cnt")
+if [ "$c" -gt "$b" ]; then ok "SIGCONT resumes the command"; else not_ok "SIGCONT resumes the command"; fi
+kill -TERM "$pid"
+wait "$pid"
+equals "a resumed command still ends with the forwarded SIGTERM" "$?" 143
 
 finish

@@ -1,0 +1,705 @@
+/*
+ * The mirror cache; see mirror.h.
+ *
+ * Each remote repository gets a bare mirror at
+ * <state_dir>/mirrors/<host>/<path>.git, made the first time by
+ * `git clone --mirror` into a temporary sibling that is renamed into place
+ * (so a crash never leaves a half-made mirror, and the mirror takes the
+ * upstream's object format, which `git init --bare` would have to guess),
+ * then kept current with a forced, pruning fetch of every ref under refs/
+ * (the refspec "+refs/ *:refs/ *" without the spaces). The real git does
+ * the transfer, so thin packs, protocol v2 and every transport it
+ * knows behave as they do for a developer's clone.
+ *
+ * Locking, with flock(2) so a crashed gateway never leaves a lock held,
+ * on two files beside the mirror:
+ *  - <path>.git.lock serialises updates: held exclusively while one
+ *    fetches. It also records when the last successful fetch started, so
+ *    pushes that arrive together fetch once, not once each.
+ *  - <path>.git.use is held shared from the end of the update until
+ *    release, while the push is inspected. Only housekeeping (git gc,
+ *    which deletes packs and objects) needs it exclusively, and takes it
+ *    only when no inspection is in progress, never waiting for one.
+ * A fetch only adds objects (written to temporary files and renamed) and
+ * moves refs atomically, which is what git guarantees concurrent readers;
+ * with automatic gc switched off it can therefore run while other pushes
+ * are inspected, so an update never waits for inspections and pushes to
+ * one repository serialise only on the fetch itself. Waits are bounded
+ * and poll with LOCK_NB, because flock(2) has no timeout and the alarm()
+ * trick is process-wide in a threaded server; a wait that runs out fails
+ * closed with a message.
+ *
+ * Object ids name content, so a mirror that is a little behind never gives
+ * a wrong ancestry answer: at worst an id the pusher saw is missing and the
+ * quarantine fails, which the push treats as a force (fail closed).
+ */
+#include "gateway/mirror.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+
+#include "util/fs.h"
+#include "util/proc.h"
+
+/* How long one clone, fetch or gc may run, whatever progress it makes. */
+#define MIRROR_FETCH_SECONDS 600
+
+/* How long an acquire waits for a lock: long enough to outlast one update
+ * (a fetch and its gc) by another push, then it gives up. */
+#define MIRROR_LOCK_SECONDS (2 * MIRROR_FETCH_SECONDS + 60)
+
+/* How much of git's stderr is kept: its last line is what the message needs. */
+#define MIRROR_STDERR_TAIL 4096
+
+/* Settings given to every git child through GIT_CONFIG_COUNT/KEY/VALUE. */
+#define MIRROR_CONFIG_MAX 8
+
+/* nftw may hold this many directory descriptors open at once. */
+#define MIRROR_NFTW_FDS 16
+
+struct gateway_mirror {
+    char *dir;  /* the mirror's git directory */
+    int use_fd; /* <dir>.use, held shared until release */
+};
+
+/* ---------------------------------------------------------------------------
+ * Paths
+ * ------------------------------------------------------------------------- */
+
+/*
+ * Every segment must be a plain name. route.c already guarantees this for
+ * repository paths; it is checked again here because the path becomes a
+ * directory the gateway writes to.
+ */
+static int mirror_check_segments(const char *path, int allow_slash)
+{
+    const char *seg = path;
+
+    if (*path == '\0')
+        return -EINVAL;
+    for (const char *p = path;; p++) {
+        if (*p == '/' || *p == '\0') {
+            if (p == seg || *seg == '.' || (*p == '/' && !allow_slash))
+                return -EINVAL;
+            if (*p == '\0')
+                return 0;
+            seg = p + 1;
+        } else if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+            return -EINVAL;
+        }
+    }
+}
+
+static int mirror_paths(char **dir, const char *state_dir, const upstream_target *t, rg_error *err)
+{
+    *dir = NULL;
+    if (mirror_check_segments(t->up->host, 0) < 0 || mirror_check_segments(t->repo_path, 1) < 0)
+        return rg_error_set(err, -EINVAL, "upstream %s: \"%s\" is not a valid repository path",
+                            t->up->host, t->repo_path);
+    if (asprintf(dir, "%s/mirrors/%s/%s.git", state_dir, t->up->host, t->repo_path) < 0) {
+        *dir = NULL;
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    }
+    /* Room for the suffixes of the lock files and the temporary clone. */
+    if (strlen(*dir) + 32 > PATH_MAX) {
+        free(*dir);
+        *dir = NULL;
+        return rg_error_set(err, -ENAMETOOLONG, "upstream %s: repository path too long",
+                            t->up->host);
+    }
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Locking
+ * ------------------------------------------------------------------------- */
+
+static int64_t mirror_now_ns(clockid_t clock)
+{
+    struct timespec ts;
+
+    clock_gettime(clock, &ts);
+    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/*
+ * flock(fd, op) with a deadline. Converting a held lock is not atomic in
+ * Linux (the old lock is dropped, then the new one requested), so a
+ * conversion that finds a waiter in between simply waits here like a new
+ * request.
+ */
+static int mirror_lock(int fd, int op, const char *what, rg_error *err)
+{
+    int64_t deadline = mirror_now_ns(CLOCK_MONOTONIC) + (int64_t)MIRROR_LOCK_SECONDS * 1000000000;
+    struct timespec pause = {0, 5 * 1000 * 1000};
+
+    while (flock(fd, op | LOCK_NB) < 0) {
+        int e = errno;
+
+        if (e != EWOULDBLOCK && e != EINTR)
+            return rg_error_set(err, -e, "mirror of %s: locking: %s", what, strerror(e));
+        if (mirror_now_ns(CLOCK_MONOTONIC) > deadline)
+            return rg_error_set(err, RG_E_UPSTREAM,
+                                "mirror of %s: still being updated by another push after %d s",
+                                what, MIRROR_LOCK_SECONDS);
+        nanosleep(&pause, NULL);
+        /* Back off to 100 ms: a waiter must not spin against a long fetch. */
+        if (pause.tv_nsec < 100 * 1000 * 1000)
+            pause.tv_nsec *= 2;
+    }
+    return 0;
+}
+
+/*
+ * The lock file's content is the wall-clock start time (ns) of the last
+ * fetch that succeeded. Only read and written under LOCK_EX.
+ */
+static int64_t mirror_stamp_read(int fd)
+{
+    char buf[32];
+    ssize_t n = pread(fd, buf, sizeof(buf) - 1, 0);
+
+    if (n <= 0)
+        return 0;
+    buf[n] = '\0';
+    return strtoll(buf, NULL, 10);
+}
+
+static void mirror_stamp_write(int fd, int64_t stamp)
+{
+    char buf[32];
+    int n = snprintf(buf, sizeof(buf), "%020lld\n", (long long)stamp);
+
+    /* A failure only costs a redundant fetch next time. */
+    if (pwrite(fd, buf, (size_t)n, 0) != n)
+        return;
+}
+
+/* ---------------------------------------------------------------------------
+ * The git child
+ * ------------------------------------------------------------------------- */
+
+/*
+ * The child's environment: PATH, no user or system configuration, no
+ * prompts, and settings as GIT_CONFIG_* variables so nothing is written to
+ * the mirror's config. Every string is heap-allocated so it can be wiped:
+ * one of them may hold the read credential.
+ */
+typedef struct mirror_env {
+    char *vars[10 + 2 * MIRROR_CONFIG_MAX];
+    size_t n;
+    size_t nconfig;
+} mirror_env;
+
+static int mirror_env_add(mirror_env *e, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static int mirror_env_add(mirror_env *e, const char *fmt, ...)
+{
+    va_list ap;
+    int rc;
+
+    if (e->n + 2 > sizeof(e->vars) / sizeof(e->vars[0]))
+        return -E2BIG;
+    va_start(ap, fmt);
+    rc = vasprintf(&e->vars[e->n], fmt, ap);
+    va_end(ap);
+    if (rc < 0) {
+        e->vars[e->n] = NULL;
+        return -ENOMEM;
+    }
+    e->n++;
+    e->vars[e->n] = NULL;
+    return 0;
+}
+
+static int mirror_env_config(mirror_env *e, const char *key, const char *value)
+{
+    int rc;
+
+    if (e->nconfig >= MIRROR_CONFIG_MAX)
+        return -E2BIG;
+    rc = mirror_env_add(e, "GIT_CONFIG_KEY_%zu=%s", e->nconfig, key);
+    if (rc == 0)
+        rc = mirror_env_add(e, "GIT_CONFIG_VALUE_%zu=%s", e->nconfig, value);
+    if (rc == 0)
+        e->nconfig++;
+    return rc;
+}
+
+static void mirror_env_free(mirror_env *e)
+{
+    for (size_t i = 0; i < e->n; i++) {
+        explicit_bzero(e->vars[i], strlen(e->vars[i]));
+        free(e->vars[i]);
+    }
+    e->n = 0;
+}
+
+/*
+ * "Authorization: Basic base64(user:password)". The credential is handed to
+ * git as http.extraHeader in the child's environment, never in argv (which
+ * any local user can read in /proc) or the URL (which git may print and
+ * stores in a clone's config). The environment of a process can be read by
+ * the same user and root only, and this one lives for a single fetch; the
+ * alternative, a credential helper reading from an inherited descriptor,
+ * would need a descriptor without close-on-exec, which in a threaded server
+ * leaks into every child spawned meanwhile. libcurl sends a custom
+ * Authorization header to the first host only, and redirects are refused
+ * anyway (http.followRedirects=false).
+ */
+static int mirror_auth_header(char **out, const tokens_credential *c)
+{
+    char *plain = NULL, *b64 = NULL;
+    size_t plen, blen;
+    int rc = -ENOMEM;
+
+    *out = NULL;
+    if (c == NULL || c->password == NULL)
+        return 0;
+    if (asprintf(&plain, "%s:%s", c->username ? c->username : "x-access-token", c->password) < 0)
+        return -ENOMEM;
+    plen = strlen(plain);
+    blen = 4 * ((plen + 2) / 3) + 1;
+    b64 = malloc(blen);
+    if (b64 == NULL)
+        goto done;
+    EVP_EncodeBlock((unsigned char *)b64, (const unsigned char *)plain, (int)plen);
+    if (asprintf(out, "Authorization: Basic %s", b64) < 0) {
+        *out = NULL;
+        goto done;
+    }
+    rc = 0;
+done:
+    explicit_bzero(plain, plen);
+    free(plain);
+    if (b64 != NULL) {
+        explicit_bzero(b64, blen);
+        free(b64);
+    }
+    return rc;
+}
+
+static int mirror_env_build(mirror_env *e, const upstream_target *t, const char *auth)
+{
+    const char *path = getenv("PATH");
+    char num[32];
+    int rc = 0;
+
+    rc |= mirror_env_add(e, "PATH=%s", path ? path : "/usr/bin:/bin");
+    rc |= mirror_env_add(e, "HOME=/nonexistent");
+    rc |= mirror_env_add(e, "LANG=C");
+    rc |= mirror_env_add(e, "GIT_CONFIG_NOSYSTEM=1");
+    rc |= mirror_env_add(e, "GIT_CONFIG_GLOBAL=/dev/null");
+    rc |= mirror_env_add(e, "GIT_TERMINAL_PROMPT=0");
+    /* gc deletes packs that inspections may be reading: it runs only when
+     * mirror_housekeeping says so, never automatically, never detached. */
+    rc |= mirror_env_config(e, "gc.autoDetach", "false");
+    rc |= mirror_env_config(e, "maintenance.auto", "false");
+    /* A remote that redirects is misconfigured; following it would send
+     * the fetch (not the header: libcurl drops it) somewhere unexpected. */
+    rc |= mirror_env_config(e, "http.followRedirects", "false");
+    snprintf(num, sizeof(num), "%ld", t->up->idle_timeout > 0 ? t->up->idle_timeout : 60);
+    rc |= mirror_env_config(e, "http.lowSpeedLimit", "1");
+    rc |= mirror_env_config(e, "http.lowSpeedTime", num);
+    if (t->up->ca_file != NULL)
+        rc |= mirror_env_config(e, "http.sslCAInfo", t->up->ca_file);
+    if (auth != NULL)
+        rc |= mirror_env_config(e, "http.extraHeader", auth);
+    /* The order of the environment does not matter; the count goes last. */
+    rc |= mirror_env_add(e, "GIT_CONFIG_COUNT=%zu", e->nconfig);
+    return rc != 0 ? -ENOMEM : 0;
+}
+
+/* Keep the last MIRROR_STDERR_TAIL bytes of what the child wrote. */
+static void mirror_tail_append(char *tail, size_t *len, const char *data, size_t n)
+{
+    if (n >= MIRROR_STDERR_TAIL) {
+        memcpy(tail, data + n - MIRROR_STDERR_TAIL, MIRROR_STDERR_TAIL);
+        *len = MIRROR_STDERR_TAIL;
+        return;
+    }
+    if (*len + n > MIRROR_STDERR_TAIL) {
+        size_t drop = *len + n - MIRROR_STDERR_TAIL;
+        memmove(tail, tail + drop, *len - drop);
+        *len -= drop;
+    }
+    memcpy(tail + *len, data, n);
+    *len += n;
+}
+
+/*
+ * What git said, for the message: its first "fatal:" line (later ones are
+ * generic, such as "Could not read from remote repository"), else its last
+ * non-empty line; printable, with anything that could be the credential
+ * removed before it is cut to size. git does not print headers, but the
+ * message reaches the pusher and must not become the way one leaks.
+ */
+static void mirror_why(char *out, size_t outsz, const char *tail, size_t len, const char *secret)
+{
+    char line[MIRROR_STDERR_TAIL + 1], *hit;
+    size_t start = len, end = len, n;
+
+    for (size_t pos = 0; pos < len;) {
+        size_t eol = pos;
+
+        while (eol < len && tail[eol] != '\n' && tail[eol] != '\r')
+            eol++;
+        if (eol > pos) {
+            start = pos;
+            end = eol;
+            if (eol - pos > 6 && !memcmp(tail + pos, "fatal:", 6))
+                break;
+        }
+        pos = eol + 1;
+    }
+    n = end - start;
+    for (size_t i = 0; i < n; i++)
+        line[i] = (tail[start + i] >= 0x20 && tail[start + i] < 0x7f) ? tail[start + i] : '?';
+    line[n] = '\0';
+    if ((hit = strcasestr(line, "authorization")) != NULL ||
+        (hit = strcasestr(line, "basic ")) != NULL || (hit = strcasestr(line, "bearer ")) != NULL ||
+        (secret != NULL && *secret != '\0' && (hit = strstr(line, secret)) != NULL))
+        snprintf(hit, sizeof(line) - (size_t)(hit - line), "[redacted]");
+    snprintf(out, outsz, "%s", line);
+    explicit_bzero(line, sizeof(line));
+}
+
+/*
+ * Run git to completion within MIRROR_FETCH_SECONDS; *status as
+ * rg_proc_wait, `why` what it said on stderr (see mirror_why).
+ */
+static int mirror_run_git(int *status, char *why, size_t whysz, const char *name,
+                          const char *const *argv, const mirror_env *env, const char *secret,
+                          rg_error *err)
+{
+    int64_t deadline = mirror_now_ns(CLOCK_MONOTONIC) + (int64_t)MIRROR_FETCH_SECONDS * 1000000000;
+    rg_proc p = RG_PROC_INIT;
+    char *tail = NULL, chunk[4096];
+    size_t tail_len = 0;
+    int rc, st = 0;
+    pid_t w;
+
+    why[0] = '\0';
+    tail = malloc(MIRROR_STDERR_TAIL);
+    if (tail == NULL)
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    rc = rg_proc_spawn(&p, argv, (const char *const *)env->vars, NULL,
+                       RG_PROC_STDOUT | RG_PROC_STDERR | RG_PROC_GROUP, err);
+    if (rc < 0)
+        goto done;
+    while (p.out_fd >= 0 || p.err_fd >= 0) {
+        struct pollfd pf[2] = {{.fd = p.out_fd, .events = POLLIN},
+                               {.fd = p.err_fd, .events = POLLIN}};
+        int64_t left = deadline - mirror_now_ns(CLOCK_MONOTONIC);
+        ssize_t n;
+
+        if (left <= 0)
+            break;
+        if (poll(pf, 2, left > 1000000000 ? 1000 : (int)(left / 1000000) + 1) < 0) {
+            if (errno == EINTR)
+                continue;
+            rc = rg_error_set(err, -errno, "poll: %s", strerror(errno));
+            goto done;
+        }
+        for (int i = 0; i < 2; i++) {
+            int *fd = i == 0 ? &p.out_fd : &p.err_fd;
+
+            if (*fd < 0 || pf[i].revents == 0)
+                continue;
+            n = read(*fd, chunk, sizeof(chunk));
+            if (n < 0 && (errno == EINTR || errno == EAGAIN))
+                continue;
+            if (n <= 0) {
+                close(*fd);
+                *fd = -1;
+            } else if (i == 1) {
+                mirror_tail_append(tail, &tail_len, chunk, (size_t)n);
+            }
+        }
+    }
+    /* Its output is closed; give it what remains of the deadline to exit. */
+    while ((w = waitpid(p.pid, &st, WNOHANG)) == 0 && mirror_now_ns(CLOCK_MONOTONIC) < deadline) {
+        struct timespec pause = {0, 10 * 1000 * 1000};
+        nanosleep(&pause, NULL);
+    }
+    if (w == 0) {
+        rc = rg_error_set(err, RG_E_UPSTREAM, "git %s took over %d s", name, MIRROR_FETCH_SECONDS);
+        goto done;
+    }
+    if (w < 0) {
+        rc = rg_error_set(err, -errno, "waiting for git: %s", strerror(errno));
+        goto done;
+    }
+    p.pid = -1;
+    *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    mirror_why(why, whysz, tail, tail_len, secret);
+    rc = 0;
+done:
+    /* Kills the whole group when it is still running; closes the pipes. */
+    rg_proc_kill(&p);
+    if (tail != NULL) {
+        explicit_bzero(tail, MIRROR_STDERR_TAIL);
+        free(tail);
+    }
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------
+ * Clone and fetch
+ * ------------------------------------------------------------------------- */
+
+static int mirror_remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    (void)ftw;
+    remove(path);
+    return 0;
+}
+
+/* With FTW_PHYS a symbolic link is removed, never followed. */
+static void mirror_remove_dir(const char *dir)
+{
+    nftw(dir, mirror_remove_entry, MIRROR_NFTW_FDS, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+/* Clone or fetch, under LOCK_EX. */
+static int mirror_update(const char *dir, const upstream_target *t, const char *what, rg_error *err)
+{
+    tokens_credential *cred = NULL;
+    mirror_env env = {.n = 0};
+    char *url = NULL, *auth = NULL, *tmp = NULL, gitdir[PATH_MAX + 16], why[300];
+    struct stat st;
+    int rc, status = -1, fresh;
+
+    env.vars[0] = NULL;
+    if (asprintf(&url, "%s/%s.git", t->up->url, t->repo_path) < 0) {
+        url = NULL;
+        rc = rg_error_set(err, -ENOMEM, "out of memory");
+        goto done;
+    }
+    fresh = stat(dir, &st) < 0;
+    if (fresh && errno != ENOENT) {
+        rc = rg_error_set(err, -errno, "%s: %s", dir, strerror(errno));
+        goto done;
+    }
+    if (t->read != NULL) {
+        rc = tokens_provider_acquire(&cred, t->read, t->repo_path, TOKENS_ACCESS_READ, 0, err);
+        if (rc < 0) {
+            rg_error_wrap(err, "mirror of %s: read credential", what);
+            goto done;
+        }
+    }
+    rc = mirror_auth_header(&auth, cred);
+    if (rc == 0)
+        rc = mirror_env_build(&env, t, auth);
+    if (rc < 0) {
+        rc = rg_error_set(err, rc, "out of memory");
+        goto done;
+    }
+    if (fresh) {
+        const char *argv[] = {"git", "clone", "--mirror", "--quiet", "--", url, NULL, NULL};
+
+        /* mkdtemp makes it 0700; clone accepts an empty directory. */
+        if (asprintf(&tmp, "%s.tmp-XXXXXX", dir) < 0) {
+            tmp = NULL;
+            rc = rg_error_set(err, -ENOMEM, "out of memory");
+            goto done;
+        }
+        if (mkdtemp(tmp) == NULL) {
+            rc = rg_error_set(err, -errno, "mirror of %s: %s: %s", what, tmp, strerror(errno));
+            free(tmp);
+            tmp = NULL;
+            goto done;
+        }
+        argv[6] = tmp;
+        rc = mirror_run_git(&status, why, sizeof(why), "clone", argv, &env,
+                            cred ? cred->password : NULL, err);
+    } else {
+        const char *argv[] = {"git",
+                              gitdir,
+                              "fetch",
+                              "--quiet",
+                              "--prune",
+                              "--no-tags",
+                              "--no-write-fetch-head",
+                              "--no-auto-maintenance",
+                              "--no-write-commit-graph",
+                              "--",
+                              url,
+                              "+refs/*:refs/*",
+                              NULL};
+
+        snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", dir);
+        rc = mirror_run_git(&status, why, sizeof(why), "fetch", argv, &env,
+                            cred ? cred->password : NULL, err);
+    }
+    /* The credential is needed for this one transfer only. */
+    tokens_provider_release(t->read, cred);
+    cred = NULL;
+    if (rc < 0) {
+        rg_error_wrap(err, "mirror of %s", what);
+        rc = RG_E_UPSTREAM;
+        err->code = rc;
+        goto done;
+    }
+    if (status != 0) {
+        rc = rg_error_set(err, RG_E_UPSTREAM, "mirror of %s: git %s failed: %s", what,
+                          fresh ? "clone" : "fetch", why[0] ? why : "no message");
+        goto done;
+    }
+    if (fresh && rename(tmp, dir) < 0) {
+        rc = rg_error_set(err, -errno, "mirror of %s: %s: %s", what, dir, strerror(errno));
+        goto done;
+    }
+    rc = 0;
+done:
+    if (tmp != NULL) {
+        if (rc < 0)
+            mirror_remove_dir(tmp);
+        free(tmp);
+    }
+    tokens_provider_release(t->read, cred);
+    mirror_env_free(&env);
+    if (auth != NULL) {
+        explicit_bzero(auth, strlen(auth));
+        free(auth);
+    }
+    free(url);
+    return rc;
+}
+
+/*
+ * git gc --auto (which does nothing until loose objects or packs pile up),
+ * under the use lock held exclusively. Called with the update lock held,
+ * so no other gc can run; it takes the use lock only when no inspection
+ * holds it, and leaves it held (exclusive or not at all) for the caller to
+ * turn into a shared one. A failure only postpones housekeeping.
+ */
+static void mirror_housekeeping(const char *dir, int use_fd, const upstream_target *t)
+{
+    char gitdir[PATH_MAX + 16], why[300];
+    const char *argv[] = {"git", gitdir, "gc", "--auto", "--quiet", NULL};
+    mirror_env env = {.n = 0};
+    int status;
+
+    env.vars[0] = NULL;
+    if (flock(use_fd, LOCK_EX | LOCK_NB) < 0)
+        return;
+    snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", dir);
+    if (mirror_env_build(&env, t, NULL) == 0)
+        mirror_run_git(&status, why, sizeof(why), "gc", argv, &env, NULL, NULL);
+    mirror_env_free(&env);
+}
+
+/* ---------------------------------------------------------------------------
+ * Acquire and release
+ * ------------------------------------------------------------------------- */
+
+static int mirror_open_lock(int *fd, const char *dir, const char *suffix, rg_error *err)
+{
+    char path[PATH_MAX];
+
+    snprintf(path, sizeof(path), "%s%s", dir, suffix);
+    *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (*fd < 0)
+        return rg_error_set(err, -errno, "%s: %s", path, strerror(errno));
+    return 0;
+}
+
+int gateway_mirror_acquire(gateway_mirror **out, const char *state_dir, const upstream_target *t,
+                           rg_error *err)
+{
+    int64_t asked = mirror_now_ns(CLOCK_REALTIME), started, stamp;
+    gateway_mirror *m = NULL;
+    char *slash, what[700];
+    int update_fd = -1, rc;
+    struct stat st;
+
+    *out = NULL;
+    snprintf(what, sizeof(what), "%s/%s", t->up->host, t->repo_path ? t->repo_path : "");
+    if (t->up->url == NULL || t->repo_path == NULL)
+        return rg_error_set(err, -EINVAL, "mirror of %s: no upstream URL", what);
+    m = calloc(1, sizeof(*m));
+    if (m == NULL)
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    m->use_fd = -1;
+    rc = mirror_paths(&m->dir, state_dir, t, err);
+    if (rc < 0)
+        goto done;
+
+    /* Directories 0700: mirrors hold private repositories' contents. */
+    slash = strrchr(m->dir, '/');
+    *slash = '\0';
+    rc = rg_fs_mkdir_p(m->dir, 0700, err);
+    *slash = '/';
+    if (rc < 0 || (rc = mirror_open_lock(&update_fd, m->dir, ".lock", err)) < 0 ||
+        (rc = mirror_open_lock(&m->use_fd, m->dir, ".use", err)) < 0 ||
+        (rc = mirror_lock(update_fd, LOCK_EX, what, err)) < 0)
+        goto done;
+
+    /*
+     * A fetch that started after this acquire was asked for has seen at
+     * least what this one would, so pushes that arrive together share it.
+     * A stamp from the future (the clock went back) is not trusted.
+     */
+    stamp = mirror_stamp_read(update_fd);
+    started = mirror_now_ns(CLOCK_REALTIME);
+    if (!(stamp >= asked && stamp <= started && stat(m->dir, &st) == 0)) {
+        rc = mirror_update(m->dir, t, what, err);
+        if (rc < 0)
+            goto done;
+        mirror_stamp_write(update_fd, started);
+        mirror_housekeeping(m->dir, m->use_fd, t);
+    }
+
+    /*
+     * Shared until release. Nobody else can hold it exclusively while this
+     * acquire holds the update lock, so this does not wait; converting from
+     * the exclusive lock housekeeping may have taken is not atomic, which
+     * is harmless for the same reason.
+     */
+    rc = mirror_lock(m->use_fd, LOCK_SH, what, err);
+    if (rc < 0)
+        goto done;
+    *out = m;
+    m = NULL;
+done:
+    /* Closing the only descriptor of the open file drops its flock. */
+    if (update_fd >= 0)
+        close(update_fd);
+    gateway_mirror_release(m);
+    return rc;
+}
+
+const char *gateway_mirror_dir(const gateway_mirror *m)
+{
+    return m->dir;
+}
+
+void gateway_mirror_release(gateway_mirror *m)
+{
+    if (m == NULL)
+        return;
+    if (m->use_fd >= 0)
+        close(m->use_fd);
+    free(m->dir);
+    free(m);
+}
