@@ -12,6 +12,7 @@
  * keeps it (verify points at it) and chains on from its bytes.
  */
 #include "gateway/audit.h"
+#include "util/text.h"
 #include "util/buf.h"
 #include "util/fs.h"
 
@@ -60,18 +61,6 @@ struct audit_reader {
  * Helpers
  * ------------------------------------------------------------------------ */
 
-static void hex_encode(char *out, const unsigned char *in, size_t len)
-{
-    static const char digits[] = "0123456789abcdef";
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * len] = '\0';
-}
-
 static int sha256_hex(char out[HASH_HEX + 1], const void *data, size_t len)
 {
     unsigned char md[EVP_MAX_MD_SIZE];
@@ -79,7 +68,7 @@ static int sha256_hex(char out[HASH_HEX + 1], const void *data, size_t len)
 
     if (EVP_Digest(data, len, md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen != HASH_LEN)
         return -EIO;
-    hex_encode(out, md, HASH_LEN);
+    rg_hex_encode(out, md, HASH_LEN);
     return 0;
 }
 
@@ -262,7 +251,7 @@ static int hash_range(char out[HASH_HEX + 1], int fd, off_t start, off_t end)
         rc = -EIO;
         goto done;
     }
-    hex_encode(out, md, HASH_LEN);
+    rg_hex_encode(out, md, HASH_LEN);
 done:
     EVP_MD_CTX_free(ctx);
     return rc;
@@ -731,7 +720,7 @@ int audit_verify(audit_verify_result *out, const char *path, rg_error *err)
             break;
         }
         last_seq = (uint64_t)json_integer_value(seq);
-        hex_encode(want_prev, line.sha256, HASH_LEN);
+        rg_hex_encode(want_prev, line.sha256, HASH_LEN);
     }
     if (rc > 0)
         rc = 0;

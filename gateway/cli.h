@@ -13,4 +13,17 @@ int cli_audit(int argc, char **argv);
 int cli_demo(int argc, char **argv);
 int cli_diff(int argc, char **argv);
 
+/* Shared by the subcommands' option parsing. */
+
+/* 1 for --help, -h and help. */
+int cli_is_help(const char *arg);
+
+/*
+ * Match option `name` at argv[*i], as `--name VALUE` or `--name=VALUE`.
+ * Returns 1 (and *value) when it matched, 0 when argv[*i] is another
+ * option, -1 when the value is missing (said on stderr, prefixed `prog`).
+ */
+int cli_opt_value(const char **value, int argc, char **argv, int *i, const char *name,
+                  const char *prog);
+
 #endif

@@ -53,32 +53,6 @@ static void usage(FILE *f)
                "verify   recompute the hash chain; exit 0 when intact, 1 when broken\n");
 }
 
-static int is_help(const char *arg)
-{
-    return !strcmp(arg, "--help") || !strcmp(arg, "-h") || !strcmp(arg, "help");
-}
-
-/* As in cli_token.c: `--name VALUE` or `--name=VALUE`; 1 matched, 0 not, -1 no value. */
-static int opt_value(const char **value, int argc, char **argv, int *i, const char *name)
-{
-    size_t len = strlen(name);
-
-    if (strncmp(argv[*i], name, len) != 0)
-        return 0;
-    if (argv[*i][len] == '=') {
-        *value = argv[*i] + len + 1;
-        return 1;
-    }
-    if (argv[*i][len] != '\0')
-        return 0;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "refgate audit: %s needs a value\n", name);
-        return -1;
-    }
-    *value = argv[++*i];
-    return 1;
-}
-
 /* ------------------------------------------------------------------------
  * Times
  * ------------------------------------------------------------------------ */
@@ -594,7 +568,7 @@ static int audit_list(int argc, char **argv)
     int json = 0, m, argi, c, exists;
 
     for (argi = 1; argi < argc; argi++) {
-        if (is_help(argv[argi])) {
+        if (cli_is_help(argv[argi])) {
             usage(stdout);
             return 0;
         }
@@ -602,17 +576,17 @@ static int audit_list(int argc, char **argv)
             json = 1;
             continue;
         }
-        if ((m = opt_value(&value, argc, argv, &argi, "--config")) != 0)
+        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate audit")) != 0)
             config_path = value;
-        else if ((m = opt_value(&value, argc, argv, &argi, "--run")) != 0)
+        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--run", "refgate audit")) != 0)
             f.run = value;
-        else if ((m = opt_value(&value, argc, argv, &argi, "--repo")) != 0)
+        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--repo", "refgate audit")) != 0)
             f.repo = value;
-        else if ((m = opt_value(&value, argc, argv, &argi, "--ref")) != 0)
+        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--ref", "refgate audit")) != 0)
             f.ref = value;
-        else if ((m = opt_value(&value, argc, argv, &argi, "--decision")) != 0)
+        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--decision", "refgate audit")) != 0)
             f.decision = value;
-        else if ((m = opt_value(&value, argc, argv, &argi, "--since")) != 0)
+        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--since", "refgate audit")) != 0)
             since = value;
         else {
             fprintf(stderr, "refgate audit: unexpected argument '%s'\n\n", argv[argi]);
@@ -685,11 +659,11 @@ static int audit_verify_cmd(int argc, char **argv)
     int m, argi, exists;
 
     for (argi = 1; argi < argc; argi++) {
-        if (is_help(argv[argi])) {
+        if (cli_is_help(argv[argi])) {
             usage(stdout);
             return 0;
         }
-        if ((m = opt_value(&value, argc, argv, &argi, "--config")) != 0) {
+        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate audit")) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
             config_path = value;

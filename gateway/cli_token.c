@@ -45,31 +45,6 @@ static void usage(FILE *f)
 }
 
 /*
- * Match option `name` at argv[*i], as `--name VALUE` or `--name=VALUE`.
- * Returns 1 (and *value) when it matched, 0 when argv[*i] is another
- * option, -1 when the value is missing.
- */
-static int opt_value(const char **value, int argc, char **argv, int *i, const char *name)
-{
-    size_t len = strlen(name);
-
-    if (strncmp(argv[*i], name, len) != 0)
-        return 0;
-    if (argv[*i][len] == '=') {
-        *value = argv[*i] + len + 1;
-        return 1;
-    }
-    if (argv[*i][len] != '\0')
-        return 0;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "refgate token: %s needs a value\n", name);
-        return -1;
-    }
-    *value = argv[++*i];
-    return 1;
-}
-
-/*
  * An argument as it may be echoed in an error: a mistyped command line
  * often holds a token in the wrong place, and a token is never printed.
  */
@@ -79,11 +54,6 @@ static const char *safe_arg(const char *arg)
     if (!strncmp(arg, "rg1.", 4) || (strlen(arg) > 64 && strchr(arg, '/') == NULL))
         return "(not shown: it may be a token)";
     return arg;
-}
-
-static int is_help(const char *arg)
-{
-    return !strcmp(arg, "--help") || !strcmp(arg, "-h") || !strcmp(arg, "help");
 }
 
 /* Seconds from "3600", "90s", "30m", "2h" or "7d"; -1 when not a duration. */
@@ -209,22 +179,22 @@ static int token_mint(int argc, char **argv)
     unsigned char rnd[4];
 
     for (argi = 1; argi < argc; argi++) {
-        if (is_help(argv[argi])) {
+        if (cli_is_help(argv[argi])) {
             usage(stdout);
             return 0;
         }
-        if ((m = opt_value(&value, argc, argv, &argi, "--config")) != 0) {
+        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate token")) != 0) {
             config_path = value;
-        } else if ((m = opt_value(&value, argc, argv, &argi, "--repo")) != 0) {
+        } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--repo", "refgate token")) != 0) {
             if (m > 0 && nrepo_args == TOKENS_REPOS_MAX) {
                 fprintf(stderr, "refgate token: at most %d --repo options\n", TOKENS_REPOS_MAX);
                 return EXIT_USAGE;
             }
             if (m > 0)
                 repo_args[nrepo_args++] = value;
-        } else if ((m = opt_value(&value, argc, argv, &argi, "--ttl")) != 0) {
+        } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--ttl", "refgate token")) != 0) {
             ttl_arg = value;
-        } else if ((m = opt_value(&value, argc, argv, &argi, "--run")) != 0) {
+        } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--run", "refgate token")) != 0) {
             run = value;
         } else {
             fprintf(stderr, "refgate token mint: unexpected argument '%s'\n\n",
@@ -340,11 +310,11 @@ static int token_revoke(int argc, char **argv)
     const char *token;
 
     for (argi = 1; argi < argc; argi++) {
-        if (is_help(argv[argi])) {
+        if (cli_is_help(argv[argi])) {
             usage(stdout);
             return 0;
         }
-        if ((m = opt_value(&value, argc, argv, &argi, "--config")) != 0) {
+        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate token")) != 0) {
             if (m < 0)
                 return EXIT_USAGE;
             config_path = value;
@@ -393,7 +363,7 @@ int cli_token(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
-    if (is_help(argv[1])) {
+    if (cli_is_help(argv[1])) {
         usage(stdout);
         return 0;
     }

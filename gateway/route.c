@@ -1,5 +1,6 @@
 /* Request routing and repository path validation; see route.h. */
 #include "gateway/route.h"
+#include "util/text.h"
 
 #include <limits.h>
 #include <stdio.h>
@@ -8,21 +9,6 @@
 #include <sys/stat.h>
 
 #define MAX_SEGMENTS 16
-
-static int segment_ok(const char *s, size_t len)
-{
-    size_t i;
-
-    if (len == 0 || s[0] == '.' || s[0] == '-')
-        return 0;
-    for (i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-' || c == '+' || c == '~'))
-            return 0;
-    }
-    return 1;
-}
 
 static int ends_with(const char *s, size_t len, const char *suffix)
 {
@@ -76,7 +62,7 @@ int gateway_route_parse(gateway_route *out, const char *method, const char *url,
     if (slash == NULL || slash == p || (size_t)(slash - p) >= sizeof(out->host))
         return rg_error_set(err, -EINVAL, "invalid repository path: expected /<host>/<repo>");
     memcpy(out->host, p, (size_t)(slash - p));
-    if (!segment_ok(out->host, strlen(out->host)))
+    if (!rg_name_segment_ok(out->host, strlen(out->host)))
         return rg_error_set(err, -EINVAL, "invalid upstream host in path");
     p = slash + 1;
     pathlen = (size_t)(tail - p);
@@ -88,7 +74,7 @@ int gateway_route_parse(gateway_route *out, const char *method, const char *url,
     for (p = out->path;; p = slash + 1) {
         slash = strchr(p, '/');
         len = slash ? (size_t)(slash - p) : strlen(p);
-        if (!segment_ok(p, len) || ++nseg > MAX_SEGMENTS)
+        if (!rg_name_segment_ok(p, len) || ++nseg > MAX_SEGMENTS)
             return rg_error_set(err, -EINVAL, "invalid repository path");
         if (slash == NULL)
             break;

@@ -246,36 +246,17 @@ static int dd_open_reg(int dirfd, const char *name, struct stat *st)
     return fd;
 }
 
-/* Read up to `len` bytes, stopping early only at end of file. */
-static ssize_t dd_read_full(int fd, char *buf, size_t len)
-{
-    size_t got = 0;
-    ssize_t n;
-
-    while (got < len) {
-        n = read(fd, buf + got, len - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    return (ssize_t)got;
-}
-
 /* Exactly `size` bytes and then end of file, or -ESTALE: it changed. */
 static int dd_read_exact(int fd, char *buf, size_t size)
 {
     char extra;
-    ssize_t n = dd_read_full(fd, buf, size);
+    ssize_t n = rg_fs_read_full(fd, buf, size);
 
     if (n < 0)
         return (int)n;
     if ((size_t)n != size)
         return -ESTALE;
-    n = dd_read_full(fd, &extra, 1);
+    n = rg_fs_read_full(fd, &extra, 1);
     if (n < 0)
         return (int)n;
     return n == 0 ? 0 : -ESTALE;
@@ -341,10 +322,10 @@ static int dd_same_bytes(bool *same, int fa, int fb, size_t size, dd_scratch *sc
     *same = false;
     while (left > 0) {
         size_t want = left < DD_CHUNK ? left : DD_CHUNK;
-        ssize_t na = dd_read_full(fa, sc->a, want), nb;
+        ssize_t na = rg_fs_read_full(fa, sc->a, want), nb;
         if (na < 0)
             return (int)na;
-        nb = dd_read_full(fb, sc->b, want);
+        nb = rg_fs_read_full(fb, sc->b, want);
         if (nb < 0)
             return (int)nb;
         if ((size_t)na != want || (size_t)nb != want || memcmp(sc->a, sc->b, want) != 0)

@@ -10,23 +10,12 @@
  * as a push option, the side-band demultiplexer never (no band designator).
  */
 #include "git/pktline.h"
+#include "util/text.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int hex_digit(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    /* git writes lowercase but its reader accepts either case, so do we. */
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
 
 const char *git_pktline_quote(char *out, size_t out_size, const void *data, size_t len)
 {
@@ -78,7 +67,7 @@ int git_pktline_parse(git_pktline *out, const char *buf, size_t len, rg_error *e
     if (len < 4)
         return 0;
     for (i = 0; i < 4; i++) {
-        int v = hex_digit(buf[i]);
+        int v = rg_hex_digit(buf[i]);
 
         if (v < 0)
             return rg_error_set(err, RG_E_PROTOCOL, "bad pkt-line length \"%s\"",
@@ -134,7 +123,7 @@ static size_t header_length(const char *hdr)
     int i;
 
     for (i = 0; i < 4; i++)
-        n = n * 16 + (size_t)hex_digit(hdr[i]);
+        n = n * 16 + (size_t)rg_hex_digit(hdr[i]);
     return n;
 }
 

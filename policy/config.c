@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "util/text.h"
 #include "util/buf.h"
 #include "util/fs.h"
 
@@ -513,17 +514,6 @@ static int check_host(const parse_ctx *ctx, const char *kp, const char *host)
     return 0;
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* Decode %XX escapes of a file URL path into a malloc'd string. */
 static int url_decode_path(char **out, const parse_ctx *ctx, const char *kp, const char *s)
 {
@@ -538,8 +528,8 @@ static int url_decode_path(char **out, const parse_ctx *ctx, const char *kp, con
             *w++ = *s;
             continue;
         }
-        hi = hexval(s[1]);
-        lo = hi < 0 ? -1 : hexval(s[2]);
+        hi = rg_hex_digit(s[1]);
+        lo = hi < 0 ? -1 : rg_hex_digit(s[2]);
         if (lo < 0 || (hi == 0 && lo == 0)) {
             free(d);
             return fail(ctx, kp, "bad %%-escape in file URL");

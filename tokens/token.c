@@ -13,6 +13,7 @@
  */
 #include "tokens/token.h"
 #include "tokens/b64url.h"
+#include "util/text.h"
 #include "util/fs.h"
 
 #include <fcntl.h>
@@ -57,25 +58,6 @@ static int join_path(char out[PATH_MAX], const char *dir, const char *name, rg_e
     return 0;
 }
 
-/* Read exactly `len` bytes unless end of file comes first; returns bytes read or -errno. */
-static ssize_t read_full(int fd, void *buf, size_t len)
-{
-    size_t got = 0;
-    ssize_t n;
-
-    while (got < len) {
-        n = read(fd, (char *)buf + got, len - got);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n < 0)
-            return -errno;
-        if (n == 0)
-            break;
-        got += (size_t)n;
-    }
-    return (ssize_t)got;
-}
-
 /*
  * fsync a directory so that a file just created or linked in it survives a
  * crash; without this a fresh key could vanish and every token minted with
@@ -92,18 +74,6 @@ static int fsync_dir(const char *dir)
         rc = -errno;
     close(fd);
     return rc;
-}
-
-static void hex_encode(char *out, const unsigned char *in, size_t len)
-{
-    static const char digits[] = "0123456789abcdef";
-    size_t i;
-
-    for (i = 0; i < len; i++) {
-        out[2 * i] = digits[in[i] >> 4];
-        out[2 * i + 1] = digits[in[i] & 15];
-    }
-    out[2 * len] = '\0';
 }
 
 /* ------------------------------------------------------------------------
@@ -128,21 +98,6 @@ static int run_valid(const char *run, rg_error *err)
 }
 
 /* The same segment rule as gateway/route.c, so a token names what a URL can. */
-static int segment_ok(const char *s, size_t len)
-{
-    size_t i;
-
-    if (len == 0 || s[0] == '.' || s[0] == '-')
-        return 0;
-    for (i = 0; i < len; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-              c == '.' || c == '_' || c == '-' || c == '+' || c == '~'))
-            return 0;
-    }
-    return 1;
-}
-
 static int repo_valid(const char *repo, rg_error *err)
 {
     const char *slash, *p;
@@ -156,7 +111,7 @@ static int repo_valid(const char *repo, rg_error *err)
     slash = strchr(repo, '/');
     if (slash == NULL)
         return rg_error_set(err, -EINVAL, "repository '%s' is not <host>/<path>", repo);
-    if ((size_t)(slash - repo) > HOST_MAX || !segment_ok(repo, (size_t)(slash - repo)))
+    if ((size_t)(slash - repo) > HOST_MAX || !rg_name_segment_ok(repo, (size_t)(slash - repo)))
         return rg_error_set(err, -EINVAL, "repository '%s': invalid host", repo);
     p = slash + 1;
     if (strlen(p) > REPO_PATH_MAX)
@@ -164,7 +119,7 @@ static int repo_valid(const char *repo, rg_error *err)
     for (;; p = slash + 1) {
         slash = strchr(p, '/');
         seglen = slash ? (size_t)(slash - p) : strlen(p);
-        if (!segment_ok(p, seglen))
+        if (!rg_name_segment_ok(p, seglen))
             return rg_error_set(err, -EINVAL,
                                 "repository '%s': path segments must be plain names "
                                 "(letters, digits, ._-+~; no empty, '.' or '..' segment)",
@@ -225,13 +180,13 @@ static int key_read(tokens_key *k, const char *path, rg_error *err)
                           (long long)st.st_size, KEY_LEN);
         goto done;
     }
-    n = read_full(fd, k->bytes, KEY_LEN);
+    n = rg_fs_read_full(fd, k->bytes, KEY_LEN);
     if (n < 0) {
         rc = rg_error_set(err, (int)n, "%s: %s", path, strerror((int)-n));
         goto done;
     }
     /* The size was checked, but the file could change between fstat and read. */
-    if (n != KEY_LEN || read_full(fd, &extra, 1) != 0) {
+    if (n != KEY_LEN || rg_fs_read_full(fd, &extra, 1) != 0) {
         rc = rg_error_set(err, RG_E_CONFIG, "%s: changed while being read", path);
         goto done;
     }
@@ -381,7 +336,7 @@ int tokens_mint(char **out, const tokens_key *k, const char *run, const char *co
         rc = rg_error_set(err, -EIO, "no randomness for a token id");
         goto done;
     }
-    hex_encode(idhex, id, sizeof(id));
+    rg_hex_encode(idhex, id, sizeof(id));
 
     claims = json_object();
     list = json_array();
@@ -805,7 +760,7 @@ void tokens_hash_prefix(char out[13], const char *token)
         memcpy(out, "????????????", 13);
         return;
     }
-    hex_encode(out, md, 6);
+    rg_hex_encode(out, md, 6);
 }
 
 void tokens_secret_free(char *s)

@@ -41,6 +41,24 @@ done:
     return rc;
 }
 
+ssize_t rg_fs_read_full(int fd, void *buf, size_t len)
+{
+    size_t got = 0;
+    ssize_t n;
+
+    while (got < len) {
+        n = read(fd, (char *)buf + got, len - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0)
+            return -errno;
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    return (ssize_t)got;
+}
+
 int rg_fs_write_all(int fd, const void *data, size_t len)
 {
     const char *p = data;
@@ -58,8 +76,7 @@ int rg_fs_write_all(int fd, const void *data, size_t len)
     return 0;
 }
 
-int rg_fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode,
-                       rg_error *err)
+int rg_fs_write_atomic(const char *path, const void *data, size_t len, mode_t mode, rg_error *err)
 {
     char tmp[PATH_MAX];
     int fd, rc;
