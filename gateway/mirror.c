@@ -57,6 +57,7 @@
 
 #include "util/fs.h"
 #include "util/proc.h"
+#include "util/text.h"
 
 /* How long one clone, fetch or gc may run, whatever progress it makes. */
 #define MIRROR_FETCH_SECONDS 600
@@ -84,26 +85,22 @@ struct gateway_mirror {
  * ------------------------------------------------------------------------- */
 
 /*
- * Every segment must be a plain name. route.c already guarantees this for
- * repository paths; it is checked again here because the path becomes a
- * directory the gateway writes to.
+ * Every segment must be a plain name (the rule route.c applies to URL
+ * paths). Checked again here because the path becomes a directory the
+ * gateway writes to.
  */
 static int mirror_check_segments(const char *path, int allow_slash)
 {
-    const char *seg = path;
+    for (;;) {
+        size_t n = strcspn(path, "/");
 
-    if (*path == '\0')
-        return -EINVAL;
-    for (const char *p = path;; p++) {
-        if (*p == '/' || *p == '\0') {
-            if (p == seg || *seg == '.' || (*p == '/' && !allow_slash))
-                return -EINVAL;
-            if (*p == '\0')
-                return 0;
-            seg = p + 1;
-        } else if ((unsigned char)*p < 0x20 || *p == 0x7f) {
+        if (!rg_name_segment_ok(path, n))
             return -EINVAL;
-        }
+        if (path[n] == '\0')
+            return 0;
+        if (!allow_slash)
+            return -EINVAL;
+        path += n + 1;
     }
 }
 

@@ -4,9 +4,12 @@
  * read credential before a push is inspected, so ancestry (and later
  * content rules) is computed against upstream history exactly as for a
  * local upstream, and thin packs resolve against it. Concurrent pushes to
- * one repository share the mirror: an update takes the lock exclusively,
- * inspection holds it shared, so they neither corrupt it nor serialise more
- * than they must.
+ * one repository share the mirror. A fetch only adds objects and moves refs
+ * atomically, so it runs under a lock of its own (held only while fetching,
+ * and pushes arriving together fetch once) while inspections hold a shared
+ * "in use" lock; the one thing that deletes data, gc, runs only when that
+ * lock can be taken exclusively. So an update never waits for inspections
+ * and nothing corrupts the mirror.
  */
 #ifndef RG_GATEWAY_MIRROR_H
 #define RG_GATEWAY_MIRROR_H

@@ -197,6 +197,9 @@ static int call_init(http_call *c, const upstream_target *t, tokens_provider *p,
     curl_easy_setopt(c->curl, CURLOPT_URL, url);
     curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
     curl_easy_setopt(c->curl, CURLOPT_FOLLOWLOCATION, 0L);
+    /* HTTP/1.1 as git speaks it: a push body of unknown length goes
+     * chunked, which HTTP/2 has no header for. */
+    curl_easy_setopt(c->curl, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
     curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, c->errbuf);
     curl_easy_setopt(c->curl, CURLOPT_SSL_VERIFYPEER, 1L);
@@ -451,6 +454,18 @@ int upstream_http_push_write(upstream_http_push *u, const void *data, size_t len
     if (rc < 0) {
         close(u->body_w);
         u->body_w = -1;
+        /* The pipe breaks only once curl's thread has ended the transfer,
+         * so its outcome is known now and says more than EPIPE would: the
+         * caller keeps the first error it is given. */
+        if (u->thread_started) {
+            pthread_join(u->thread, NULL);
+            u->thread_started = 0;
+        }
+        call_release(&u->call);
+        if (u->result == CURLE_OK)
+            call_check(&u->call);
+        if (u->result != CURLE_OK || u->call.refused)
+            return call_error(&u->call, u->result, err);
         return rg_error_set(err, RG_E_UPSTREAM, "upstream stopped reading the push");
     }
     return 0;

@@ -9,6 +9,7 @@ PACKAGES=(
   libgit2-dev libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libssl-dev zlib1g-dev
   libcriterion-dev clang libclang-rt-14-dev
   xfsprogs e2fsprogs util-linux mount bubblewrap hyperfine procps python3 jq
+  nginx fcgiwrap openssl
 )
 
 install_packages() {
@@ -19,6 +20,11 @@ install_packages() {
   [ ${#missing[@]} -eq 0 ] && return 0
   local sudo=()
   [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  # nginx's maintainer scripts need the www-data account Debian's
+  # base-passwd normally provides; some minimal images lack it.
+  getent group www-data >/dev/null || "${sudo[@]}" groupadd -r www-data
+  getent passwd www-data >/dev/null ||
+    "${sudo[@]}" useradd -r -g www-data -d /var/www -s /usr/sbin/nologin www-data
   echo "==> installing: ${missing[*]}"
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -q
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"

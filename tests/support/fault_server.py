@@ -21,7 +21,6 @@ import socket
 import struct
 import subprocess
 import sys
-import threading
 import time
 import urllib.parse
 
@@ -60,14 +59,20 @@ class Handler(http.server.BaseHTTPRequestHandler):
             capture_output=True, check=True).stdout
         body = pkt("# service=%s\n" % service).decode() + "0000"
         body = body.encode() + out
+        if self.server.mode == "down":
+            # Stop listening before answering, so the push's POST that
+            # follows finds nothing there (connection refused).
+            # shutdown() first: on Linux it stops the listening socket at
+            # once, even while the serving loop still polls it.
+            self.server.down = True
+            self.server.socket.shutdown(socket.SHUT_RDWR)
+            self.server.socket.close()
         self.send_response(200)
         self.send_header("Content-Type", "application/x-%s-advertisement" % service)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         self.wfile.write(body)
         self.wfile.flush()
-        if self.server.mode == "down":
-            threading.Thread(target=self.server.shutdown, daemon=True).start()
 
     def do_POST(self):
         mode = self.server.mode
@@ -114,10 +119,14 @@ def main():
     with open(args.port_file + ".tmp", "w") as f:
         f.write("%d\n" % srv.server_address[1])
     os.rename(args.port_file + ".tmp", args.port_file)
-    srv.serve_forever()
-    # "down": the listening socket goes; the process stays until killed so
-    # the port is not reused meanwhile by a test that expects it refused.
-    srv.socket.close()
+    srv.down = False
+    srv.timeout = 0.2
+    while not srv.down:
+        try:
+            srv.handle_request()
+        except (OSError, ValueError):
+            pass  # the listening socket was closed under the loop ("down")
+    # The process stays until killed, so the port is not reused meanwhile.
     while True:
         time.sleep(3600)
 
