@@ -12,6 +12,7 @@
 #include "gateway/server.h"
 
 #include <arpa/inet.h>
+#include <ftw.h>
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -55,6 +56,7 @@ struct gateway_server {
     pthread_mutex_t lock;
     unsigned active; /* requests with a body in flight */
     int curl_ready;  /* curl_global_init succeeded */
+    int url_written; /* <state_dir>/url is ours to remove */
 };
 
 typedef struct request {
@@ -593,6 +595,20 @@ static void free_providers(gateway_server *s)
     free(s->ctx.write_creds);
 }
 
+static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+    (void)st;
+    (void)flag;
+    if (ftw->level > 0)
+        remove(path);
+    return 0;
+}
+
+static void clear_tmp(const char *dir)
+{
+    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
 int gateway_server_start(gateway_server **out, const policy_config *cfg, rg_error *err)
 {
     gateway_server *s;
@@ -626,6 +642,10 @@ int gateway_server_start(gateway_server **out, const policy_config *cfg, rg_erro
     rc = audit_open(&s->ctx.audit, path, err);
     if (rc < 0)
         goto done;
+    /* The audit log's lock makes this the only gateway on state_dir, so
+     * whatever tmp/ holds is left from a crash: quarantines, half-made
+     * mirror clones. Spools are O_TMPFILE and never have names. */
+    clear_tmp(s->ctx.tmp_dir);
     rc = bind_listen(s, err);
     if (rc < 0)
         goto done;
@@ -641,6 +661,7 @@ int gateway_server_start(gateway_server **out, const policy_config *cfg, rg_erro
     snprintf(path, sizeof(path), "%s/url", cfg->state_dir);
     snprintf(line, sizeof(line), "%s\n", s->url);
     rc = rg_fs_write_atomic(path, line, strlen(line), 0644, err);
+    s->url_written = rc == 0;
 done:
     if (rc < 0) {
         gateway_server_stop(s);
@@ -678,6 +699,12 @@ void gateway_server_stop(gateway_server *s)
         close(fd);
     else if (s->listen_fd >= 0 && s->daemon == NULL)
         close(s->listen_fd);
+    /* A url file must never point scripts at a gateway that is gone. */
+    if (s->url_written) {
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/url", s->ctx.cfg->state_dir);
+        unlink(path);
+    }
     audit_close(s->ctx.audit);
     tokens_key_free(s->ctx.key);
     free_providers(s);

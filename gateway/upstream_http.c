@@ -37,6 +37,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "git/advert.h"
 #include "git/pktline.h"
 #include "util/fs.h"
 
@@ -285,18 +286,31 @@ static size_t sink_to_buf(char *data, size_t size, size_t nmemb, void *arg)
     return n;
 }
 
+/*
+ * The gateway's name in the advertisement it builds. It is the version
+ * `refgate --version` prints (gateway/main.c); keep the two together.
+ */
+#define UPSTREAM_AGENT "refgate/0.1.0"
+
+/*
+ * Upstream's receive-pack advertisement cannot be asked for: it needs a
+ * credential that may push (GitHub and the test stand-in answer 403 to a
+ * contents:read token), and a write credential is minted only for a push
+ * that policy allowed, so a denied push mints nothing. The advertisement
+ * is built instead from upload-pack's protocol v0 one (no Git-Protocol
+ * header), fetched with the read credential: the same refs, in
+ * receive-pack's shape (git_advert_for_push).
+ */
 int upstream_http_advertise(rg_buf *out, const upstream_target *t, rg_error *err)
 {
     rg_buf raw = RG_BUF_INIT(UPSTREAM_ADVERT_MAX);
     http_call c;
     sink_buf sink = {&c, &raw, 0};
-    git_pktline pkt;
     CURLcode res;
-    size_t off = 0;
     int rc;
 
-    rc = call_init(&c, t, t->read, TOKENS_ACCESS_READ, 0, "info/refs?service=git-receive-pack",
-                   "application/x-git-receive-pack-advertisement", NULL, NULL, err);
+    rc = call_init(&c, t, t->read, TOKENS_ACCESS_READ, 0, "info/refs?service=git-upload-pack",
+                   "application/x-git-upload-pack-advertisement", NULL, NULL, err);
     if (rc < 0)
         goto done;
     curl_easy_setopt(c.curl, CURLOPT_WRITEFUNCTION, sink_to_buf);
@@ -313,21 +327,14 @@ int upstream_http_advertise(rg_buf *out, const upstream_target *t, rg_error *err
         rc = call_error(&c, res, err);
         goto done;
     }
-    /* The contract is the advertisement without its smart-HTTP preamble:
-     * git_advert_filter writes the gateway's own. */
-    if (raw.len && git_pktline_parse(&pkt, raw.data, raw.len, NULL) > 0 &&
-        pkt.type == GIT_PKTLINE_DATA && pkt.len >= 10 && !memcmp(pkt.data, "# service=", 10)) {
-        off = 4 + pkt.len;
-        if (git_pktline_parse(&pkt, raw.data + off, raw.len - off, NULL) != 4 ||
-            pkt.type != GIT_PKTLINE_FLUSH) {
-            rc = rg_error_set(err, RG_E_UPSTREAM, "upstream's advertisement is malformed");
-            goto done;
-        }
-        off += 4;
+    rc = git_advert_for_push(out, raw.data ? raw.data : "", raw.len, UPSTREAM_AGENT, err);
+    if (rc == RG_E_PROTOCOL) {
+        /* Malformed wire data from upstream is upstream's failure. */
+        rg_error_wrap(err, "upstream's answer");
+        rc = RG_E_UPSTREAM;
+        if (err != NULL)
+            err->code = rc;
     }
-    rc = rg_buf_append(out, raw.data ? raw.data + off : "", raw.len - off);
-    if (rc < 0)
-        rc = rg_error_set(err, rc, "upstream's advertisement is over its cap");
 done:
     call_free(&c);
     rg_buf_free(&raw);

@@ -7,10 +7,17 @@
  * after the NUL of the first ref line is rewritten. Capabilities after a NUL
  * on a later line, which git ignores with a warning, are cut off so that no
  * line can smuggle a capability past the filter.
+ *
+ * A remote upstream's receive-pack advertisement needs a credential that
+ * may push (GitHub refuses it to a contents:read token), and the gateway
+ * mints a write credential only for a push that policy allowed. So for a
+ * remote upstream the advertisement is built from upload-pack's, which the
+ * read credential may fetch: the same refs, with receive-pack's shape.
  */
 #include "git/advert.h"
 #include "git/pktline.h"
 
+#include <stdio.h>
 #include <string.h>
 
 static int dropped(const char *cap, size_t len, const char *const *drop)
@@ -198,5 +205,243 @@ done:
         }
         rg_error_wrap(err, "advertisement");
     }
+    return rc < 0 ? rc : 0;
+}
+
+/* -------------------------------------- receive-pack from upload-pack */
+
+/*
+ * What a push through the gateway may ask of upstream. Offering these
+ * without knowing what upstream's receive-pack offers is safe: the gateway
+ * relays upstream's own report and progress, so a capability upstream
+ * lacks only makes upstream refuse the push with its own error, which
+ * reaches the client as any other upstream answer does; and GitHub, GitLab
+ * and Gitea support all of them. push-cert and report-status-v2 stay out
+ * for the reasons the filter drops them.
+ */
+#define PUSH_CAPS "report-status delete-refs side-band-64k quiet atomic ofs-delta push-options"
+
+static int is_hex(const char *s, size_t len)
+{
+    size_t i;
+
+    for (i = 0; i < len; i++)
+        if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+            return 0;
+    return 1;
+}
+
+/*
+ * Upstream's object format from the capability list caps[0..len): "sha1"
+ * when it names none, as git assumes.
+ */
+static int caps_object_format(const char **out, const char *caps, size_t len, rg_error *err)
+{
+    static const char key[] = "object-format=";
+    const size_t klen = sizeof(key) - 1;
+    size_t i, start, n;
+    char q[96];
+
+    *out = "sha1";
+    /* Bounded by the list: each turn moves i past one capability. */
+    for (i = 0; i < len;) {
+        while (i < len && caps[i] == ' ')
+            i++;
+        start = i;
+        while (i < len && caps[i] != ' ')
+            i++;
+        n = i - start;
+        if (n < klen || memcmp(caps + start, key, klen) != 0)
+            continue;
+        if (n == klen + 4 && memcmp(caps + start + klen, "sha1", 4) == 0) {
+            *out = "sha1";
+        } else if (n == klen + 6 && memcmp(caps + start + klen, "sha256", 6) == 0) {
+            *out = "sha256";
+        } else {
+            return rg_error_set(err, RG_E_PROTOCOL, "unknown %s",
+                                git_pktline_quote(q, sizeof(q), caps + start, n));
+        }
+    }
+    return 0;
+}
+
+/* The capability list offered for a push to an upstream of `format`. */
+static int build_caps(rg_buf *caps, const char *format, const char *agent, rg_error *err)
+{
+    int rc;
+
+    rc = rg_buf_printf(caps, "%s object-format=%s", PUSH_CAPS, format);
+    if (rc == 0 && agent != NULL)
+        rc = rg_buf_printf(caps, " agent=%s", agent);
+    if (rc < 0)
+        return rg_error_set(err, rc, "the capability list is too long");
+    return 0;
+}
+
+/* The capability line of receive-pack's advertisement for a repository
+ * without refs. */
+static int write_no_refs(rg_buf *out, size_t hexsz, const char *caps)
+{
+    static const char zeros[] = "0000000000000000000000000000000000000000"
+                                "000000000000000000000000";
+
+    return git_pktline_printf(out, "%.*s capabilities^{}%c%s\n", (int)hexsz, zeros, 0, caps);
+}
+
+int git_advert_for_push(rg_buf *out, const char *in, size_t len, const char *agent, rg_error *err)
+{
+    static const char preamble[] = "# service=git-upload-pack";
+    const size_t plen = sizeof(preamble) - 1;
+    rg_buf caps = RG_BUF_INIT(GIT_PKTLINE_DATA_MAX);
+    git_pktline pkt;
+    size_t start = out->len, off = 0, end, hexsz = 40, name_len, lines = 0;
+    const char *format = "sha1", *nul, *sp, *name;
+    char q[96];
+    int rc = 0, first = 1, caps_sent = 0, got_flush = 0;
+
+    rc = git_pktline_parse(&pkt, in, len, err);
+    if (rc > 0 && pkt.type == GIT_PKTLINE_DATA && pkt.len >= 10 &&
+        memcmp(pkt.data, "# service=", 10) == 0) {
+        end = pkt.len - (pkt.data[pkt.len - 1] == '\n');
+        if (end != plen || memcmp(pkt.data, preamble, plen) != 0) {
+            rc = rg_error_set(err, RG_E_PROTOCOL, "not an upload-pack advertisement: \"%s\"",
+                              git_pktline_quote(q, sizeof(q), pkt.data, pkt.len));
+            goto done;
+        }
+        off = (size_t)rc;
+        rc = git_pktline_parse(&pkt, in + off, len - off, err);
+        if (rc <= 0 || pkt.type != GIT_PKTLINE_FLUSH) {
+            rc = rg_error_set(err, RG_E_PROTOCOL, "no flush after the # service= line");
+            goto done;
+        }
+        off += (size_t)rc;
+    }
+    rc = 0;
+
+    /* Bounded: every turn takes a packet of at least 4 bytes. */
+    while (off < len) {
+        rc = git_pktline_parse(&pkt, in + off, len - off, err);
+        if (rc < 0)
+            goto done;
+        if (rc == 0) {
+            rc = rg_error_set(err, RG_E_PROTOCOL, "the advertisement ends inside a packet");
+            goto done;
+        }
+        off += (size_t)rc;
+        rc = 0;
+        if (pkt.type == GIT_PKTLINE_FLUSH) {
+            got_flush = 1;
+            break;
+        }
+        if (pkt.type != GIT_PKTLINE_DATA || pkt.len == 0) {
+            rc = rg_error_set(err, RG_E_PROTOCOL, "unexpected %s packet",
+                              pkt.type == GIT_PKTLINE_DATA ? "empty" : "delim or response-end");
+            goto done;
+        }
+        lines++;
+        end = pkt.len - (pkt.data[pkt.len - 1] == '\n');
+        if (end >= 4 && memcmp(pkt.data, "ERR ", 4) == 0) {
+            rc = rg_error_set(err, RG_E_PROTOCOL, "ERR %s",
+                              git_pktline_quote(q, sizeof(q), pkt.data + 4, end - 4));
+            goto done;
+        }
+        if (first && lines == 1 && end >= 8 && memcmp(pkt.data, "version ", 8) == 0) {
+            /* Only v0 was asked for; v1 differs from it by this line alone. */
+            if (end != 9 || pkt.data[8] != '1') {
+                rc = rg_error_set(err, RG_E_PROTOCOL, "upstream answered with \"%s\", not v0",
+                                  git_pktline_quote(q, sizeof(q), pkt.data, end));
+                goto done;
+            }
+            continue;
+        }
+        nul = memchr(pkt.data, '\0', end);
+        if (first) {
+            /* upload-pack's capabilities come on its first line, HEAD's
+             * when HEAD resolves: read them before that line is dropped. */
+            if (nul != NULL) {
+                rc = caps_object_format(&format, nul + 1, end - (size_t)(nul + 1 - pkt.data), err);
+                if (rc < 0)
+                    goto done;
+            }
+            hexsz = strcmp(format, "sha256") == 0 ? 64 : 40;
+            rc = build_caps(&caps, format, agent, err);
+            if (rc < 0)
+                goto done;
+            first = 0;
+        }
+        if (nul != NULL)
+            end = (size_t)(nul - pkt.data); /* a later line's capabilities are ignored */
+        if (end >= 8 && memcmp(pkt.data, "shallow ", 8) == 0 && end - 8 == hexsz &&
+            is_hex(pkt.data + 8, hexsz)) {
+            /* receive-pack also advertises shallow lines after its refs. */
+            if (!caps_sent)
+                rc = write_no_refs(out, hexsz, caps.data);
+            caps_sent = 1;
+            if (rc == 0)
+                rc = git_pktline_printf(out, "%.*s\n", (int)end, pkt.data);
+            if (rc < 0) {
+                rc = output_error(err, rc);
+                goto done;
+            }
+            continue;
+        }
+        sp = memchr(pkt.data, ' ', end);
+        if (sp == NULL || (size_t)(sp - pkt.data) != hexsz || !is_hex(pkt.data, hexsz) ||
+            end == hexsz + 1) {
+            rc = rg_error_set(err, RG_E_PROTOCOL, "not a %s ref line: \"%s\"", format,
+                              git_pktline_quote(q, sizeof(q), pkt.data, end));
+            goto done;
+        }
+        name = sp + 1;
+        name_len = end - hexsz - 1;
+        /*
+         * receive-pack shows neither HEAD nor peeled tags: neither is a
+         * ref a push can update. `capabilities^{}` (an empty repository,
+         * newer git) ends in ^{} as well.
+         */
+        if ((name_len == 4 && memcmp(name, "HEAD", 4) == 0) ||
+            (name_len >= 3 && memcmp(name + name_len - 3, "^{}", 3) == 0))
+            continue;
+        if (!caps_sent)
+            rc = git_pktline_printf(out, "%.*s%c%s\n", (int)end, pkt.data, 0, caps.data);
+        else
+            rc = git_pktline_printf(out, "%.*s\n", (int)end, pkt.data);
+        caps_sent = 1;
+        if (rc < 0) {
+            rc = output_error(err, rc);
+            goto done;
+        }
+    }
+    if (!got_flush) {
+        rc = rg_error_set(err, RG_E_PROTOCOL, "the advertisement ends without a flush");
+        goto done;
+    }
+    if (off != len) {
+        rc = rg_error_set(err, RG_E_PROTOCOL, "%zu bytes after the advertisement's flush",
+                          len - off);
+        goto done;
+    }
+    /* Older git sends only a flush for an empty repository: no
+     * capabilities, so sha1 is all that can be assumed. */
+    if (first) {
+        rc = build_caps(&caps, format, agent, err);
+        if (rc < 0)
+            goto done;
+    }
+    if (!caps_sent)
+        rc = write_no_refs(out, hexsz, caps.data);
+    if (rc == 0)
+        rc = git_pktline_flush(out);
+    if (rc < 0)
+        rc = output_error(err, rc);
+done:
+    if (rc < 0) {
+        if (out->data != NULL && out->len > start) {
+            out->len = start;
+            out->data[start] = '\0';
+        }
+        rg_error_wrap(err, "upload-pack advertisement");
+    }
+    rg_buf_free(&caps);
     return rc < 0 ? rc : 0;
 }

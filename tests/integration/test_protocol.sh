@@ -84,13 +84,16 @@ test_advertisement_drops_push_cert() {
   assert_not_contains "$T/adv" "push-cert"
 }
 
-test_sigterm_lets_an_in_flight_push_finish_then_exits_0() {
+test_sigterm_lets_an_in_flight_push_finish_then_exits_0_and_cleans_up() {
   # A gateway of this test's own (state apart), so this shell can wait for it.
   sed 's/"state_dir": "state"/"state_dir": "state-term"/' "$T/refgate.json" >"$T/term.json"
+  # Left by a crash: the next start clears it.
+  mkdir -p "$T/state-term/tmp/rg-quarantine-stale/objects"
   "$REFGATE" serve --config "$T/term.json" 2>"$T/term.log" &
   local gw=$! gw_url
   for _ in $(seq 100); do [ -s "$T/state-term/url" ] && break; sleep 0.05; done
   gw_url=$(cat "$T/state-term/url")
+  [ ! -e "$T/state-term/tmp/rg-quarantine-stale" ] || fail "stale quarantine left in tmp"
   printf '#!/bin/sh\nsleep 2\n' >"$T/upstream/acme/app.git/hooks/pre-receive"
   chmod +x "$T/upstream/acme/app.git/hooks/pre-receive"
   GW=$gw_url use_token "$("$REFGATE" token mint --config "$T/term.json" --repo local/acme/app)"
@@ -108,6 +111,7 @@ test_sigterm_lets_an_in_flight_push_finish_then_exits_0() {
   assert_contains "$T/term.log" "SIGTERM received, finishing in-flight pushes"
   [ -n "$(upstream_ref app refs/heads/scratch/term)" ] || fail "did not land"
   ! curl -s -o /dev/null "$gw_url/" || fail "still accepting connections"
+  [ ! -e "$T/state-term/url" ] || fail "the url file outlived the gateway"
 }
 
 test_bad_config_refuses_to_start_and_names_the_key() {
