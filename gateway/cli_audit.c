@@ -132,43 +132,21 @@ static int parse_time(int64_t *out, const char *s)
     return 0;
 }
 
-/* --since: an RFC 3339 time, a date, or an age such as 10m, 2h, 3d, 1w. */
+/* --since: an RFC 3339 time, a date, or an age with its unit: 10m, 2h, 3d, 1w. */
 static int parse_since(int64_t *out, const char *s)
 {
-    long long n = 0, unit;
-    const char *p = s;
+    size_t len = strlen(s);
+    long long age;
 
     if (parse_time(out, s) == 0)
         return 0;
-    if (*p < '0' || *p > '9')
+    /* A bare number is no age: it is more likely a mistyped date. */
+    if (len == 0 || s[len - 1] < 'a' || s[len - 1] > 'z')
         return -1;
-    for (; *p >= '0' && *p <= '9'; p++) {
-        n = n * 10 + (*p - '0');
-        if (n > 100000000LL)
-            return -1;
-    }
-    switch (*p) {
-    case 's':
-        unit = 1;
-        break;
-    case 'm':
-        unit = 60;
-        break;
-    case 'h':
-        unit = 3600;
-        break;
-    case 'd':
-        unit = 86400;
-        break;
-    case 'w':
-        unit = 7 * 86400;
-        break;
-    default:
+    age = cli_parse_duration(s);
+    if (age < 0)
         return -1;
-    }
-    if (p[1] != '\0')
-        return -1;
-    *out = ((int64_t)time(NULL) - n * unit) * 1000;
+    *out = ((int64_t)time(NULL) - age) * 1000;
     return 0;
 }
 

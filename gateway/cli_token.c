@@ -56,42 +56,6 @@ static const char *safe_arg(const char *arg)
     return arg;
 }
 
-/* Seconds from "3600", "90s", "30m", "2h" or "7d"; -1 when not a duration. */
-static long long parse_duration(const char *s)
-{
-    unsigned long long n = 0, unit = 1;
-    const char *p = s;
-
-    if (*p < '0' || *p > '9')
-        return -1;
-    for (; *p >= '0' && *p <= '9'; p++) {
-        n = n * 10 + (unsigned long long)(*p - '0');
-        if (n > 1000000000ULL)
-            return -1;
-    }
-    if (*p != '\0') {
-        switch (*p) {
-        case 's':
-            unit = 1;
-            break;
-        case 'm':
-            unit = 60;
-            break;
-        case 'h':
-            unit = 3600;
-            break;
-        case 'd':
-            unit = 86400;
-            break;
-        default:
-            return -1;
-        }
-        if (p[1] != '\0')
-            return -1;
-    }
-    return (long long)(n * unit);
-}
-
 static int load(policy_config **cfg, tokens_key **key, const char *config_path)
 {
     rg_error err = RG_ERROR_INIT;
@@ -211,7 +175,7 @@ static int token_mint(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (ttl_arg != NULL) {
-        ttl = parse_duration(ttl_arg);
+        ttl = cli_parse_duration(ttl_arg);
         if (ttl <= 0 || ttl > TOKENS_TTL_MAX) {
             fprintf(stderr,
                     "refgate token mint: --ttl %s: expected 1 second to 7 days (e.g. 3600, 30m, "
