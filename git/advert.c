@@ -94,6 +94,35 @@ static int output_error(rg_error *err, int rc)
     return rg_error_set(err, rc, "a line does not fit in a pkt-line");
 }
 
+/*
+ * A smart-HTTP answer starts with `# service=<name>` and a flush: step
+ * *off past them when present. With `expect` set, a preamble for another
+ * service is refused.
+ */
+static int skip_preamble(size_t *off, const char *in, size_t len, const char *expect, rg_error *err)
+{
+    git_pktline pkt;
+    size_t end, elen = expect ? strlen(expect) : 0;
+    char q[96];
+    int rc;
+
+    *off = 0;
+    rc = git_pktline_parse(&pkt, in, len, err);
+    if (rc <= 0 || pkt.type != GIT_PKTLINE_DATA || pkt.len < 10 ||
+        memcmp(pkt.data, "# service=", 10) != 0)
+        return 0;
+    end = pkt.len - (pkt.data[pkt.len - 1] == '\n');
+    if (expect && (end != 10 + elen || memcmp(pkt.data + 10, expect, elen) != 0))
+        return rg_error_set(err, RG_E_PROTOCOL, "not a %s advertisement: \"%s\"", expect,
+                            git_pktline_quote(q, sizeof(q), pkt.data, pkt.len));
+    *off = (size_t)rc;
+    rc = git_pktline_parse(&pkt, in + *off, len - *off, err);
+    if (rc <= 0 || pkt.type != GIT_PKTLINE_FLUSH)
+        return rg_error_set(err, RG_E_PROTOCOL, "no flush after the # service= line");
+    *off += (size_t)rc;
+    return 0;
+}
+
 int git_advert_filter(rg_buf *out, const char *in, size_t len, const char *const *drop,
                       const char *service, rg_error *err)
 {
@@ -116,18 +145,9 @@ int git_advert_filter(rg_buf *out, const char *in, size_t len, const char *const
      * Upstream's smart-HTTP answer starts with its own preamble and flush;
      * drop them so the output has exactly the one asked for (or none).
      */
-    rc = git_pktline_parse(&pkt, in, len, err);
-    if (rc > 0 && pkt.type == GIT_PKTLINE_DATA && pkt.len >= 10 &&
-        memcmp(pkt.data, "# service=", 10) == 0) {
-        off = (size_t)rc;
-        rc = git_pktline_parse(&pkt, in + off, len - off, err);
-        if (rc <= 0 || pkt.type != GIT_PKTLINE_FLUSH) {
-            rc = rg_error_set(err, RG_E_PROTOCOL, "no flush after the # service= line");
-            goto done;
-        }
-        off += (size_t)rc;
-    }
-    rc = 0;
+    rc = skip_preamble(&off, in, len, NULL, err);
+    if (rc < 0)
+        goto done;
 
     /* Bounded: every turn takes a packet of at least 4 bytes. */
     while (off < len) {
@@ -290,8 +310,6 @@ static int write_no_refs(rg_buf *out, size_t hexsz, const char *caps)
 
 int git_advert_for_push(rg_buf *out, const char *in, size_t len, const char *agent, rg_error *err)
 {
-    static const char preamble[] = "# service=git-upload-pack";
-    const size_t plen = sizeof(preamble) - 1;
     rg_buf caps = RG_BUF_INIT(GIT_PKTLINE_DATA_MAX);
     git_pktline pkt;
     size_t start = out->len, off = 0, end, hexsz = 40, name_len, lines = 0;
@@ -299,24 +317,9 @@ int git_advert_for_push(rg_buf *out, const char *in, size_t len, const char *age
     char q[96];
     int rc = 0, first = 1, caps_sent = 0, got_flush = 0;
 
-    rc = git_pktline_parse(&pkt, in, len, err);
-    if (rc > 0 && pkt.type == GIT_PKTLINE_DATA && pkt.len >= 10 &&
-        memcmp(pkt.data, "# service=", 10) == 0) {
-        end = pkt.len - (pkt.data[pkt.len - 1] == '\n');
-        if (end != plen || memcmp(pkt.data, preamble, plen) != 0) {
-            rc = rg_error_set(err, RG_E_PROTOCOL, "not an upload-pack advertisement: \"%s\"",
-                              git_pktline_quote(q, sizeof(q), pkt.data, pkt.len));
-            goto done;
-        }
-        off = (size_t)rc;
-        rc = git_pktline_parse(&pkt, in + off, len - off, err);
-        if (rc <= 0 || pkt.type != GIT_PKTLINE_FLUSH) {
-            rc = rg_error_set(err, RG_E_PROTOCOL, "no flush after the # service= line");
-            goto done;
-        }
-        off += (size_t)rc;
-    }
-    rc = 0;
+    rc = skip_preamble(&off, in, len, "git-upload-pack", err);
+    if (rc < 0)
+        goto done;
 
     /* Bounded: every turn takes a packet of at least 4 bytes. */
     while (off < len) {

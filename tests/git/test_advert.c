@@ -375,7 +375,7 @@ static const struct push_case for_push_cases[] = {
      0,
      S("001f# service=git-receive-pack\n0000"),
      {NULL},
-     "not an upload-pack advertisement"},
+     "not a git-upload-pack advertisement"},
     {"an ERR line", 0, {NULL}, 0, S("0016ERR access denied\n"), {NULL}, "ERR access denied"},
     {"protocol v2", 0, {NULL}, 0, S("000eversion 2\n0000"), {NULL}, "version 2"},
     {"not a ref line", 0, {"hello world\n"}, 0, NULL, 0, {NULL}, "not a sha1 ref line"},
