@@ -82,7 +82,7 @@ static int git(demo *d, const char *cwd, int quiet, const char *const *args)
 static void upstream_ref(demo *d, const char *ref, char *out, size_t outsz)
 {
     const char *argv[] = {"git", "--git-dir", d->upstream_repo, "rev-parse", "--verify", "-q",
-                          ref, NULL};
+                          ref,   NULL};
     rg_buf b = RG_BUF_INIT(4096);
     int status = 1;
 
@@ -98,14 +98,14 @@ static int write_config(demo *d, rg_error *err)
     char *text;
     int rc;
 
-    cfg = json_pack(
-        "{s:s, s:s, s:s, s:[{s:s, s:s}], s:[{s:s, s:[s], s:[s,s,s], s:s, s:s},"
-        " {s:s, s:[s], s:[s,s], s:s}]}",
-        "listen", "127.0.0.1:0", "state_dir", "state", "default", "deny", "upstreams", "host",
-        "local", "url", d->upstream_root, "rules", "name", "protect-main", "refs",
-        "refs/heads/main", "actions", "update", "force", "delete", "effect", "deny", "reason",
-        "main is protected: open a pull request instead", "name", "feature-branches", "refs",
-        "refs/heads/feature/**", "actions", "create", "update", "effect", "allow");
+    cfg = json_pack("{s:s, s:s, s:s, s:[{s:s, s:s}], s:[{s:s, s:[s], s:[s,s,s], s:s, s:s},"
+                    " {s:s, s:[s], s:[s,s], s:s}]}",
+                    "listen", "127.0.0.1:0", "state_dir", "state", "default", "deny", "upstreams",
+                    "host", "local", "url", d->upstream_root, "rules", "name", "protect-main",
+                    "refs", "refs/heads/main", "actions", "update", "force", "delete", "effect",
+                    "deny", "reason", "main is protected: open a pull request instead", "name",
+                    "feature-branches", "refs", "refs/heads/feature/**", "actions", "create",
+                    "update", "effect", "allow");
     text = cfg ? json_dumps(cfg, JSON_INDENT(2)) : NULL;
     json_decref(cfg);
     if (text == NULL)
@@ -208,7 +208,8 @@ static int demo_main(demo *d, int keep)
 
     printf(STEP, "start the gateway, mint a run token");
     if (policy_config_load(&cfg, d->config, &err) < 0 ||
-        gateway_server_start(&srv, cfg, &err) < 0 || tokens_key_load(&key, cfg->state_dir, &err) < 0 ||
+        gateway_server_start(&srv, cfg, &err) < 0 ||
+        tokens_key_load(&key, cfg->state_dir, &err) < 0 ||
         tokens_mint(&token, key, "demo-run", repos, 1, 900, (int64_t)time(NULL), &err) < 0) {
         fprintf(stderr, "refgate demo: %s\n", err.msg);
         goto done;

@@ -62,8 +62,7 @@ int cli_serve(int argc, char **argv)
         policy_config_free(cfg);
         return 1;
     }
-    fprintf(stderr, "refgate: serving %s (state in %s)\n", gateway_server_url(srv),
-            cfg->state_dir);
+    fprintf(stderr, "refgate: serving %s (state in %s)\n", gateway_server_url(srv), cfg->state_dir);
     sigwait(&set, &sig);
     fprintf(stderr, "refgate: %s received, finishing in-flight pushes\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM");

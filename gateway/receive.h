@@ -27,10 +27,10 @@ typedef struct gateway_receive_info {
     const gateway_ctx *ctx;
     const gateway_route *route;
     const upstream_target *target; /* where the allowed part goes */
-    const tokens_claims *claims;  /* the authenticated run */
-    const char *token_hash;       /* tokens_hash_prefix() of its token */
-    const char *remote;           /* client address, for the audit log */
-    int gzip;                     /* Content-Encoding: gzip */
+    const tokens_claims *claims;   /* the authenticated run */
+    const char *token_hash;        /* tokens_hash_prefix() of its token */
+    const char *remote;            /* client address, for the audit log */
+    int gzip;                      /* Content-Encoding: gzip */
 } gateway_receive_info;
 
 typedef struct gateway_receive gateway_receive;

@@ -20,10 +20,10 @@ typedef enum gateway_service {
 
 typedef struct gateway_route {
     gateway_service service;
-    int advertise;    /* 1: GET info/refs; 0: POST to the service */
-    char host[128];   /* upstream host key */
-    char path[512];   /* repository path under the host, without .git */
-    char repo[640];   /* "<host>/<path>": what rules and tokens name */
+    int advertise;  /* 1: GET info/refs; 0: POST to the service */
+    char host[128]; /* upstream host key */
+    char path[512]; /* repository path under the host, without .git */
+    char repo[640]; /* "<host>/<path>": what rules and tokens name */
 } gateway_route;
 
 /*

@@ -44,7 +44,10 @@ typedef struct git_push_limits {
     size_t max_header_bytes; /* everything before the pack */
 } git_push_limits;
 
-#define GIT_PUSH_LIMITS_INIT {10000, 100, 4 * 1024 * 1024}
+#define GIT_PUSH_LIMITS_INIT                                                                       \
+    {                                                                                              \
+        10000, 100, 4 * 1024 * 1024                                                                \
+    }
 
 typedef struct git_push_parser git_push_parser;
 

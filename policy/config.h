@@ -71,19 +71,19 @@ typedef struct policy_rule {
 
 /* How the gateway authenticates to an upstream (remote upstreams only). */
 typedef enum policy_cred_type {
-    POLICY_CRED_NONE = 0, /* {"type": "none"}, and the default */
-    POLICY_CRED_STATIC,   /* {"type": "static", "username", "token_file"} */
+    POLICY_CRED_NONE = 0,   /* {"type": "none"}, and the default */
+    POLICY_CRED_STATIC,     /* {"type": "static", "username", "token_file"} */
     POLICY_CRED_GITHUB_APP, /* {"type": "github-app", "app_id", "private_key_file",
                                "api_url", "installation_id"} */
 } policy_cred_type;
 
 typedef struct policy_credentials {
     policy_cred_type type;
-    char *username;          /* static: the Basic user name (default "x-access-token") */
-    char *token_file;        /* static: absolute path of the secret */
-    long long app_id;        /* github-app */
-    char *private_key_file;  /* github-app: absolute path of the PEM key */
-    char *api_url;           /* github-app: default "https://api.github.com" */
+    char *username;            /* static: the Basic user name (default "x-access-token") */
+    char *token_file;          /* static: absolute path of the secret */
+    long long app_id;          /* github-app */
+    char *private_key_file;    /* github-app: absolute path of the PEM key */
+    char *api_url;             /* github-app: default "https://api.github.com" */
     long long installation_id; /* github-app: 0 = look it up per repository */
 } policy_credentials;
 

@@ -38,8 +38,8 @@ typedef struct tokens_credential {
  * is one that cannot be read. `ca_file` (may be NULL) is used for the API
  * calls of github-app.
  */
-int tokens_provider_new(tokens_provider **out, const policy_credentials *cfg,
-                        const char *ca_file, rg_error *err);
+int tokens_provider_new(tokens_provider **out, const policy_credentials *cfg, const char *ca_file,
+                        rg_error *err);
 void tokens_provider_free(tokens_provider *p);
 
 /*

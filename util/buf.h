@@ -17,7 +17,10 @@ typedef struct rg_buf {
     size_t max; /* the most len may ever be */
 } rg_buf;
 
-#define RG_BUF_INIT(maxlen) {NULL, 0, 0, (maxlen)}
+#define RG_BUF_INIT(maxlen)                                                                        \
+    {                                                                                              \
+        NULL, 0, 0, (maxlen)                                                                       \
+    }
 
 void rg_buf_init(rg_buf *b, size_t max);
 

@@ -25,7 +25,13 @@ typedef struct rg_error {
     char msg[512];
 } rg_error;
 
-#define RG_ERROR_INIT {0, {0}}
+#define RG_ERROR_INIT                                                                              \
+    {                                                                                              \
+        0,                                                                                         \
+        {                                                                                          \
+            0                                                                                      \
+        }                                                                                          \
+    }
 
 /*
  * Record `code` and a printf-style message in `err` (which may be NULL) and

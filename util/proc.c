@@ -129,7 +129,8 @@ int rg_proc_drain(rg_proc *p, rg_buf *out, rg_buf *errout, rg_error *err)
         if (n < 0)
             return rg_error_set(err, -errno, "poll: %s", strerror(errno));
         if (pf[0].revents && (rc = drain_one(&p->out_fd, out)) < 0)
-            return rg_error_set(err, rc, "child output %s", rc == RG_E_TOO_BIG ? "too large" : "failed");
+            return rg_error_set(err, rc, "child output %s",
+                                rc == RG_E_TOO_BIG ? "too large" : "failed");
         if (pf[1].revents && drain_one(&p->err_fd, errout) == RG_E_TOO_BIG)
             rc = 0; /* stderr past its cap is dropped, never fatal */
     }

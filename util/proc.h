@@ -21,14 +21,17 @@ typedef struct rg_proc {
     int group;  /* the child leads its own process group */
 } rg_proc;
 
-#define RG_PROC_INIT {-1, -1, -1, -1, 0}
+#define RG_PROC_INIT                                                                               \
+    {                                                                                              \
+        -1, -1, -1, -1, 0                                                                          \
+    }
 
 enum {
-    RG_PROC_STDIN = 1 << 0,  /* give the child a stdin pipe (else /dev/null) */
-    RG_PROC_STDOUT = 1 << 1, /* capture stdout (else /dev/null) */
-    RG_PROC_STDERR = 1 << 2, /* capture stderr (else inherited) */
+    RG_PROC_STDIN = 1 << 0,          /* give the child a stdin pipe (else /dev/null) */
+    RG_PROC_STDOUT = 1 << 1,         /* capture stdout (else /dev/null) */
+    RG_PROC_STDERR = 1 << 2,         /* capture stderr (else inherited) */
     RG_PROC_INHERIT_STDOUT = 1 << 3, /* without RG_PROC_STDOUT: inherit, not /dev/null */
-    RG_PROC_GROUP = 1 << 4, /* own process group: rg_proc_kill reaches its children too */
+    RG_PROC_GROUP = 1 << 4,          /* own process group: rg_proc_kill reaches its children too */
 };
 
 /*

@@ -40,9 +40,9 @@ Test(inflate, decodes_a_body_fed_in_small_pieces)
     n = gzip(packed, sizeof(packed), plain, sizeof(plain));
     cr_assert_eq(gateway_inflate_new(&z, 1 << 20, sink, &out), 0);
     for (size_t off = 0; off < n; off += 777)
-        cr_assert_eq(gateway_inflate_feed(z, (char *)packed + off, n - off < 777 ? n - off : 777,
-                                          &err),
-                     0, "%s", err.msg);
+        cr_assert_eq(
+            gateway_inflate_feed(z, (char *)packed + off, n - off < 777 ? n - off : 777, &err), 0,
+            "%s", err.msg);
     cr_assert_eq(gateway_inflate_finish(z, &err), 0);
     cr_assert_eq(out.len, sizeof(plain));
     cr_assert_eq(memcmp(out.data, plain, sizeof(plain)), 0);
