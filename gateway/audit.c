@@ -27,6 +27,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -36,6 +37,9 @@
 #define SCAN_CHUNK 65536
 #define TIME_LEN   48
 #define ZERO_HASH  "0000000000000000000000000000000000000000000000000000000000000000"
+
+/* Free space audit_ready wants beyond the records themselves. */
+#define AUDIT_READY_MARGIN (1024 * 1024)
 
 struct audit_log {
     pthread_mutex_t mu;
@@ -525,6 +529,30 @@ int audit_append_many(audit_log *log, const audit_record *recs, size_t n, rg_err
 done:
     pthread_mutex_unlock(&log->mu);
     rg_buf_free(&out);
+    return rc;
+}
+
+int audit_ready(audit_log *log, size_t nrecords, rg_error *err)
+{
+    struct statvfs vfs;
+    unsigned long long need, avail;
+    int rc = 0;
+
+    pthread_mutex_lock(&log->mu);
+    if (log->stale && (rc = tail_load(log, err)) < 0)
+        goto done;
+    if (fstatvfs(log->fd, &vfs) < 0) {
+        rc = rg_error_set(err, -errno, "%s: %s", log->path, strerror(errno));
+        goto done;
+    }
+    /* Room for the records at their largest, and a margin for everything
+     * else writing to the same filesystem meanwhile. */
+    need = (unsigned long long)nrecords * (AUDIT_LINE_MAX + 1) + AUDIT_READY_MARGIN;
+    avail = (unsigned long long)vfs.f_bavail * vfs.f_frsize;
+    if (avail < need)
+        rc = rg_error_set(err, -ENOSPC, "%s: only %llu bytes free", log->path, avail);
+done:
+    pthread_mutex_unlock(&log->mu);
     return rc;
 }
 

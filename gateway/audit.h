@@ -56,6 +56,13 @@ int audit_open(audit_log **out, const char *path, rg_error *err);
 int audit_append(audit_log *log, const audit_record *rec, rg_error *err);
 int audit_append_many(audit_log *log, const audit_record *recs, size_t n, rg_error *err);
 
+/*
+ * Whether `nrecords` records can be appended now: the log's tail is known
+ * and its filesystem has room for them. Checked before a push is forwarded,
+ * so a log that cannot be written stops pushes instead of missing them.
+ */
+int audit_ready(audit_log *log, size_t nrecords, rg_error *err);
+
 void audit_close(audit_log *log);
 
 typedef struct audit_verify_result {

@@ -39,6 +39,7 @@ typedef struct ref_state {
     int allowed;
     int forwarded;
     char atomic_ref[256]; /* set when denied only because another ref was */
+    int unaudited;        /* allowed, but the audit log could not take it */
 } ref_state;
 
 struct gateway_receive {
@@ -340,6 +341,19 @@ static int start_forward(gateway_receive *r)
             r->send_pack = 1;
     }
     if (nkeep == 0) {
+        r->mode = MODE_DISCARD;
+        goto done;
+    }
+    /* Fail closed: what cannot be audited is not forwarded. */
+    if (audit_ready(r->ctx->audit, req->nupdates, &e) < 0) {
+        fprintf(stderr, "refgate: audit log not writable, refusing push %s: %s\n", r->push_id,
+                e.msg);
+        for (size_t i = 0; i < nkeep; i++) {
+            r->refs[keep[i]].allowed = 0;
+            r->refs[keep[i]].forwarded = 0;
+            r->refs[keep[i]].unaudited = 1;
+        }
+        r->send_pack = 0;
         r->mode = MODE_DISCARD;
         goto done;
     }
@@ -651,7 +665,10 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
             have_report ? find_status(&up_report, req->updates[i].refname) : NULL;
 
         st[i].refname = req->updates[i].refname;
-        if (s->atomic_ref[0])
+        if (s->unaudited)
+            snprintf(reasons[i], sizeof(reasons[i]),
+                     "the audit log cannot be written, so nothing was forwarded");
+        else if (s->atomic_ref[0])
             snprintf(reasons[i], sizeof(reasons[i]), "atomic push rejected because %s is denied",
                      s->atomic_ref);
         else
@@ -659,7 +676,8 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
                      s->note[0] && s->decision.reason[0] ? "; " : "", s->note);
         one_line(reasons[i]);
         if (!s->forwarded) {
-            snprintf(errs[i], sizeof(errs[i]), "policy: %s", reasons[i]);
+            snprintf(errs[i], sizeof(errs[i]), "%s: %s", s->unaudited ? "refgate" : "policy",
+                     reasons[i]);
             snprintf(outcomes[i], sizeof(outcomes[i]), "rejected");
         } else if (!have_report) {
             snprintf(errs[i], sizeof(errs[i]), "upstream: %s", r->upstream_err.msg);
