@@ -451,6 +451,29 @@ done:
     return rc;
 }
 
+/*
+ * End the body, wait for curl's thread, release (revoke) the write
+ * credential — upstream has answered, it is of no more use — and learn how
+ * the transfer went: 0, or the error that names what upstream did.
+ */
+static int push_conclude(upstream_http_push *u, rg_error *err)
+{
+    if (u->body_w >= 0) {
+        close(u->body_w);
+        u->body_w = -1;
+    }
+    if (u->thread_started) {
+        pthread_join(u->thread, NULL);
+        u->thread_started = 0;
+    }
+    call_release(&u->call);
+    if (u->result == CURLE_OK)
+        call_check(&u->call);
+    if (u->result != CURLE_OK || u->call.refused)
+        return call_error(&u->call, u->result, err);
+    return 0;
+}
+
 int upstream_http_push_write(upstream_http_push *u, const void *data, size_t len, rg_error *err)
 {
     int rc;
@@ -459,21 +482,11 @@ int upstream_http_push_write(upstream_http_push *u, const void *data, size_t len
         return rg_error_set(err, RG_E_UPSTREAM, "upstream stopped reading the push");
     rc = rg_fs_write_all(u->body_w, data, len);
     if (rc < 0) {
-        close(u->body_w);
-        u->body_w = -1;
         /* The pipe breaks only once curl's thread has ended the transfer,
          * so its outcome is known now and says more than EPIPE would: the
          * caller keeps the first error it is given. */
-        if (u->thread_started) {
-            pthread_join(u->thread, NULL);
-            u->thread_started = 0;
-        }
-        call_release(&u->call);
-        if (u->result == CURLE_OK)
-            call_check(&u->call);
-        if (u->result != CURLE_OK || u->call.refused)
-            return call_error(&u->call, u->result, err);
-        return rg_error_set(err, RG_E_UPSTREAM, "upstream stopped reading the push");
+        rc = push_conclude(u, err);
+        return rc < 0 ? rc : rg_error_set(err, RG_E_UPSTREAM, "upstream stopped reading the push");
     }
     return 0;
 }
@@ -486,20 +499,9 @@ int upstream_http_push_finish(upstream_http_push *u, git_report *report, rg_buf 
 
     memset(report, 0, sizeof(*report));
     atomic_store(&u->ending, 1);
-    if (u->body_w >= 0) {
-        close(u->body_w);
-        u->body_w = -1;
-    }
-    if (u->thread_started) {
-        pthread_join(u->thread, NULL);
-        u->thread_started = 0;
-    }
-    /* Upstream has answered: the write credential is of no more use. */
-    call_release(&u->call);
-    if (u->result == CURLE_OK)
-        call_check(&u->call);
-    if (u->result != CURLE_OK || u->call.refused)
-        return call_error(&u->call, u->result, err);
+    rc = push_conclude(u, err);
+    if (rc < 0)
+        return rc;
     prog = git_sideband_demux_progress(u->demux);
     if (progress && prog && prog->len)
         rg_buf_append(progress, prog->data, prog->len);
