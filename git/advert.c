@@ -94,6 +94,17 @@ static int output_error(rg_error *err, int rc)
     return rg_error_set(err, rc, "a line does not fit in a pkt-line");
 }
 
+/* An advertisement ends with its flush, and nothing follows it. */
+static int check_end(int got_flush, size_t off, size_t len, rg_error *err)
+{
+    if (!got_flush)
+        return rg_error_set(err, RG_E_PROTOCOL, "the advertisement ends without a flush");
+    if (off != len)
+        return rg_error_set(err, RG_E_PROTOCOL, "%zu bytes after the advertisement's flush",
+                            len - off);
+    return 0;
+}
+
 /*
  * A smart-HTTP answer starts with `# service=<name>` and a flush: step
  * *off past them when present. With `expect` set, a preamble for another
@@ -208,15 +219,9 @@ int git_advert_filter(rg_buf *out, const char *in, size_t len, const char *const
             goto done;
         }
     }
-    if (!got_flush) {
-        rc = rg_error_set(err, RG_E_PROTOCOL, "the advertisement ends without a flush");
+    rc = check_end(got_flush, off, len, err);
+    if (rc < 0)
         goto done;
-    }
-    if (off != len) {
-        rc = rg_error_set(err, RG_E_PROTOCOL, "%zu bytes after the advertisement's flush",
-                          len - off);
-        goto done;
-    }
 done:
     if (rc < 0) {
         if (out->data != NULL && out->len > start) {
@@ -415,15 +420,9 @@ int git_advert_for_push(rg_buf *out, const char *in, size_t len, const char *age
             goto done;
         }
     }
-    if (!got_flush) {
-        rc = rg_error_set(err, RG_E_PROTOCOL, "the advertisement ends without a flush");
+    rc = check_end(got_flush, off, len, err);
+    if (rc < 0)
         goto done;
-    }
-    if (off != len) {
-        rc = rg_error_set(err, RG_E_PROTOCOL, "%zu bytes after the advertisement's flush",
-                          len - off);
-        goto done;
-    }
     /* Older git sends only a flush for an empty repository: no
      * capabilities, so sha1 is all that can be assumed. */
     if (first) {
