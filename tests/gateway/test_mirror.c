@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "support/shell.h"
 #include "gateway/mirror.h"
 #include "util/buf.h"
 
@@ -30,64 +31,26 @@ static upstream_target target;
  * Fixture helpers
  * ------------------------------------------------------------------------- */
 
-static void run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void run(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    int status;
-
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    status = system(cmd);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "command failed: %s", cmd);
-}
-
-/* Run a command and return its standard output, trailing newlines removed. */
-static char *capture(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *capture(const char *fmt, ...)
-{
-    char cmd[4096], chunk[4096];
-    rg_buf out = RG_BUF_INIT(16 * 1024 * 1024);
-    va_list ap;
-    FILE *f;
-    size_t n;
-
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    f = popen(cmd, "r");
-    cr_assert_not_null(f);
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        cr_assert_eq(rg_buf_append(&out, chunk, n), 0);
-    cr_assert_eq(pclose(f), 0, "command failed: %s", cmd);
-    cr_assert_eq(rg_buf_append(&out, "", 0), 0);
-    while (out.len > 0 && out.data[out.len - 1] == '\n')
-        out.data[--out.len] = '\0';
-    return rg_buf_detach(&out);
-}
-
 /* Commit a change in the work clone and push `refspec` to the remote. */
 static void commit_and_push(const char *file, const char *content, const char *refspec)
 {
-    run("cd '%s' && printf '%%s\\n' '%s' > '%s' && git add -A && git commit -q -m '%s' && "
-        "git push -q -f origin '%s'",
-        work, content, file, file, refspec);
+    test_run("cd '%s' && printf '%%s\\n' '%s' > '%s' && git add -A && git commit -q -m '%s' && "
+             "git push -q -f origin '%s'",
+             work, content, file, file, refspec);
 }
 
 /* The id `ref` names in repository `gitdir`, or "" when it does not exist. */
 static char *ref_in(const char *gitdir, const char *ref)
 {
-    return capture("git --git-dir='%s' rev-parse --verify -q '%s' || true", gitdir, ref);
+    return test_capture("git --git-dir='%s' rev-parse --verify -q '%s' || true", gitdir, ref);
 }
 
 /* Every path, type, mode, size, mtime and content hash under the remote. */
 static char *snapshot_remote(void)
 {
-    return capture("cd '%s' && find . -printf '%%p %%y %%m %%s %%T@\\n' | LC_ALL=C sort && "
-                   "find . -type f -exec sha256sum {} + | LC_ALL=C sort",
-                   remote);
+    return test_capture("cd '%s' && find . -printf '%%p %%y %%m %%s %%T@\\n' | LC_ALL=C sort && "
+                        "find . -type f -exec sha256sum {} + | LC_ALL=C sort",
+                        remote);
 }
 
 static gateway_mirror *acquire_ok(void)
@@ -123,9 +86,9 @@ static void setup(void)
     setenv("GIT_COMMITTER_NAME", "Test Committer", 1);
     setenv("GIT_COMMITTER_EMAIL", "committer@example.com", 1);
 
-    run("git init -q --bare -b main '%s' && git init -q -b main '%s' && "
-        "git -C '%s' remote add origin '%s'",
-        remote, work, work, remote);
+    test_run("git init -q --bare -b main '%s' && git init -q -b main '%s' && "
+             "git -C '%s' remote add origin '%s'",
+             remote, work, work, remote);
     commit_and_push("README", "hello", "main");
 
     memset(&up, 0, sizeof(up));
@@ -138,7 +101,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-    run("rm -rf '%s'", base);
+    test_run("rm -rf '%s'", base);
 }
 
 TestSuite(mirror, .init = setup, .fini = teardown);
@@ -158,7 +121,7 @@ Test(mirror, first_acquire_clones_the_upstream_under_state_dir)
     got = ref_in(gateway_mirror_dir(m), "refs/heads/main");
     cr_expect_str_eq(got, want);
     free(got);
-    got = capture("git --git-dir='%s' rev-parse --is-bare-repository", expected);
+    got = test_capture("git --git-dir='%s' rev-parse --is-bare-repository", expected);
     cr_expect_str_eq(got, "true");
     gateway_mirror_release(m);
     free(want);
@@ -183,7 +146,7 @@ Test(mirror, second_acquire_fetches_new_upstream_commits)
     gateway_mirror_release(m);
     commit_and_push("README", "second", "main");
     commit_and_push("NEW", "a new file", "main:refs/heads/topic");
-    run("git -C '%s' tag v1 && git -C '%s' push -q origin v1", work, work);
+    test_run("git -C '%s' tag v1 && git -C '%s' push -q origin v1", work, work);
     m = acquire_ok();
     expect_same_ref(m, "refs/heads/main");
     expect_same_ref(m, "refs/heads/topic");
@@ -197,17 +160,17 @@ Test(mirror, force_pushed_branch_is_updated_and_deleted_branch_is_pruned)
     char *before, *after, *got;
 
     commit_and_push("F", "feature work", "main:refs/heads/feature");
-    run("git -C '%s' push -q origin main:refs/heads/doomed", work);
+    test_run("git -C '%s' push -q origin main:refs/heads/doomed", work);
     m = acquire_ok();
     before = ref_in(gateway_mirror_dir(m), "refs/heads/feature");
     cr_assert_neq(strlen(before), 0);
     gateway_mirror_release(m);
 
     /* Rewrite the branch (not a fast-forward) and delete another. */
-    run("cd '%s' && git reset -q --hard HEAD~1 && printf 'other\\n' > G && git add G && "
-        "git commit -q -m rewritten && git push -q -f origin HEAD:refs/heads/feature && "
-        "git push -q origin :refs/heads/doomed",
-        work);
+    test_run("cd '%s' && git reset -q --hard HEAD~1 && printf 'other\\n' > G && git add G && "
+             "git commit -q -m rewritten && git push -q -f origin HEAD:refs/heads/feature && "
+             "git push -q origin :refs/heads/doomed",
+             work);
     after = ref_in(remote, "refs/heads/feature");
     cr_assert_str_neq(before, after);
     m = acquire_ok();
@@ -227,7 +190,7 @@ Test(mirror, empty_upstream_is_mirrored_and_filled_later)
     gateway_mirror *m;
     char *got, *want;
 
-    run("rm -rf '%s' && git init -q --bare -b main '%s'", remote, remote);
+    test_run("rm -rf '%s' && git init -q --bare -b main '%s'", remote, remote);
     m = acquire_ok();
     got = ref_in(gateway_mirror_dir(m), "refs/heads/main");
     cr_expect_str_eq(got, "");
@@ -248,12 +211,13 @@ Test(mirror, sha256_upstream_gets_a_sha256_mirror)
     gateway_mirror *m;
     char *got, *fmt;
 
-    run("rm -rf '%s' '%s' && git init -q --bare --object-format=sha256 -b main '%s' && "
+    test_run(
+        "rm -rf '%s' '%s' && git init -q --bare --object-format=sha256 -b main '%s' && "
         "git init -q --object-format=sha256 -b main '%s' && git -C '%s' remote add origin '%s'",
         remote, work, remote, work, work, remote);
     commit_and_push("README", "sha256", "main");
     m = acquire_ok();
-    fmt = capture("git --git-dir='%s' rev-parse --show-object-format", gateway_mirror_dir(m));
+    fmt = test_capture("git --git-dir='%s' rev-parse --show-object-format", gateway_mirror_dir(m));
     cr_expect_str_eq(fmt, "sha256");
     got = ref_in(gateway_mirror_dir(m), "refs/heads/main");
     cr_expect_eq(strlen(got), 64);
@@ -313,7 +277,7 @@ Test(mirror, unreachable_upstream_fails_with_a_message)
                        err.msg);
     /* No half-made mirror is left behind to be mistaken for a real one. */
     {
-        char *left = capture("ls -A '%s/mirrors/example/acme'", state);
+        char *left = test_capture("ls -A '%s/mirrors/example/acme'", state);
 
         cr_expect_str_eq(left, "app.git.lock\napp.git.use");
         free(left);
@@ -333,7 +297,7 @@ Test(mirror, failed_fetch_of_an_existing_mirror_fails_closed)
     rg_error err = RG_ERROR_INIT;
 
     gateway_mirror_release(m);
-    run("rm -rf '%s'", remote);
+    test_run("rm -rf '%s'", remote);
     m = (gateway_mirror *)&m;
     cr_expect_eq(gateway_mirror_acquire(&m, state, &target, &err), RG_E_UPSTREAM);
     cr_expect_null(m);
@@ -408,7 +372,7 @@ Test(mirror, concurrent_acquires_all_succeed_and_leave_a_clean_mirror, .timeout 
     cr_expect_eq(atomic_load(&failures), 0);
 
     m = acquire_ok();
-    run("git --git-dir='%s' fsck --strict --no-progress --no-dangling", gateway_mirror_dir(m));
+    test_run("git --git-dir='%s' fsck --strict --no-progress --no-dangling", gateway_mirror_dir(m));
     want = ref_in(remote, "refs/heads/main");
     got = ref_in(gateway_mirror_dir(m), "refs/heads/main");
     cr_expect_str_eq(got, want);
@@ -448,7 +412,7 @@ Test(mirror, an_update_does_not_wait_for_inspections_in_progress, .timeout = 60)
     cr_expect_eq(atomic_load(&failures), 0);
     cr_expect_eq(atomic_load(&second_done), 1);
     /* The first inspection still sees a working repository. */
-    run("git --git-dir='%s' fsck --no-progress --no-dangling", gateway_mirror_dir(inspecting));
+    test_run("git --git-dir='%s' fsck --no-progress --no-dangling", gateway_mirror_dir(inspecting));
     gateway_mirror_release(inspecting);
 
     m = acquire_ok();
@@ -462,7 +426,7 @@ Test(mirror, an_update_does_not_wait_for_inspections_in_progress, .timeout = 60)
 
 static size_t count_packs(const char *gitdir)
 {
-    char *n = capture("ls '%s/objects/pack' | grep -c '\\.pack$' || true", gitdir);
+    char *n = test_capture("ls '%s/objects/pack' | grep -c '\\.pack$' || true", gitdir);
     size_t count = strtoul(n, NULL, 10);
 
     free(n);
@@ -478,19 +442,19 @@ Test(mirror, gc_runs_only_when_no_inspection_holds_the_mirror, .timeout = 120)
     /* Every fetch keeps a pack, and more than one pack makes gc --auto repack. */
     m = acquire_ok();
     snprintf(dir, sizeof(dir), "%s", gateway_mirror_dir(m));
-    run("git --git-dir='%s' config fetch.unpackLimit 1 && "
-        "git --git-dir='%s' config gc.autoPackLimit 1",
-        dir, dir);
+    test_run("git --git-dir='%s' config fetch.unpackLimit 1 && "
+             "git --git-dir='%s' config gc.autoPackLimit 1",
+             dir, dir);
     gateway_mirror_release(m);
 
     /* Held shared: the next update fetches but must not repack under it. */
     inspecting = acquire_ok();
     commit_and_push("README", "one", "main");
-    packs_before = capture("ls '%s/objects/pack' | LC_ALL=C sort", dir);
+    packs_before = test_capture("ls '%s/objects/pack' | LC_ALL=C sort", dir);
     m = acquire_ok();
     gateway_mirror_release(m);
     cr_expect_eq(count_packs(dir), 2, "the fetch added a pack and nothing was repacked");
-    packs_after = capture("ls '%s/objects/pack' | LC_ALL=C sort", dir);
+    packs_after = test_capture("ls '%s/objects/pack' | LC_ALL=C sort", dir);
     for (line = strtok_r(packs_before, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
         cr_expect_not_null(strstr(packs_after, line), "%s was removed under an inspection", line);
     gateway_mirror_release(inspecting);
@@ -500,7 +464,7 @@ Test(mirror, gc_runs_only_when_no_inspection_holds_the_mirror, .timeout = 120)
     m = acquire_ok();
     gateway_mirror_release(m);
     cr_expect_eq(count_packs(dir), 1, "gc --auto repacked");
-    run("git --git-dir='%s' fsck --no-progress --no-dangling", dir);
+    test_run("git --git-dir='%s' fsck --no-progress --no-dangling", dir);
     free(packs_before);
     free(packs_after);
 }

@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "support/shell.h"
 #include "git/dirdiff.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -30,20 +31,6 @@ static char base[600], fork_dir[600], other[600];
 /* ---------------------------------------------------------------------------
  * Fixture helpers
  * ------------------------------------------------------------------------- */
-
-static void run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void run(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    int status;
-
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    status = system(cmd);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "command failed: %s", cmd);
-}
 
 static void path_in(char *out, size_t n, const char *dir, const char *rel)
 {
@@ -79,7 +66,7 @@ static void put_link(const char *dir, const char *rel, const char *target)
 
 static void remove_path(const char *dir, const char *rel)
 {
-    run("rm -rf '%s/%s'", dir, rel);
+    test_run("rm -rf '%s/%s'", dir, rel);
 }
 
 static void chmod_path(const char *dir, const char *rel, mode_t mode)
@@ -138,7 +125,7 @@ static void make_project(void)
 
 static void fork_base(void)
 {
-    run("cp -a '%s' '%s'", base, fork_dir);
+    test_run("cp -a '%s' '%s'", base, fork_dir);
 }
 
 static git_dirdiff *diff_of(const char *b, const char *f)
@@ -187,8 +174,8 @@ static void assert_round_trip(git_dirdiff *d)
     snprintf(copy, sizeof(copy), "%s/copy", root);
     cr_assert_eq(rg_fs_write_atomic(patch_path, patch, strlen(patch), 0644, NULL), 0);
     free(patch);
-    run("rm -rf '%s' && cp -a '%s' '%s'", copy, base, copy);
-    run("cd '%s' && git apply --whitespace=nowarn '%s'", copy, patch_path);
+    test_run("rm -rf '%s' && cp -a '%s' '%s'", copy, base, copy);
+    test_run("cd '%s' && git apply --whitespace=nowarn '%s'", copy, patch_path);
     again = diff_of(copy, fork_dir);
     cr_assert_eq(git_dirdiff_count(again), 0, "the patched copy differs from the fork:\n%s",
                  patch_of(again));
@@ -244,11 +231,11 @@ Test(dirdiff, mtime_alone_is_not_a_change_and_same_size_content_is)
 
     make_project();
     fork_base();
-    run("touch -d '2001-01-01' '%s/README.md'", fork_dir);
+    test_run("touch -d '2001-01-01' '%s/README.md'", fork_dir);
     /* Same size, different bytes, mtime put back: only content tells. */
-    run("cp -p '%s/src/util.c' '%s/t' && printf 'int util(void) { return 2; }\\n' > "
-        "'%s/src/util.c' && touch -r '%s/t' '%s/src/util.c' && rm '%s/t'",
-        fork_dir, root, fork_dir, root, fork_dir, root);
+    test_run("cp -p '%s/src/util.c' '%s/t' && printf 'int util(void) { return 2; }\\n' > "
+             "'%s/src/util.c' && touch -r '%s/t' '%s/src/util.c' && rm '%s/t'",
+             fork_dir, root, fork_dir, root, fork_dir, root);
     d = diff_of(base, fork_dir);
     cr_assert_eq(git_dirdiff_count(d), 1);
     change_at(d, "src/util.c", GIT_DIRDIFF_MODIFIED);
@@ -490,7 +477,7 @@ Test(dirdiff, base_info_exclude_counts_and_tracked_files_stay_visible)
     put(base, "config.env", "tracked despite the rule\n");
     put(base, "vendor/lib.c", "tracked vendored code\n");
     put(base, "vendor/untracked.c", "ignored\n");
-    run("cd '%s' && git init -q && git add -f config.env vendor/lib.c", base);
+    test_run("cd '%s' && git init -q && git add -f config.env vendor/lib.c", base);
     put(base, ".git/info/exclude", "*.local\n");
     fork_base();
     put(fork_dir, "config.env", "changed\n");
@@ -510,7 +497,7 @@ Test(dirdiff, dot_git_is_left_out_at_every_level_in_every_spelling)
     git_dirdiff *d;
 
     make_project();
-    run("cd '%s' && git init -q", base);
+    test_run("cd '%s' && git init -q", base);
     fork_base();
     put(fork_dir, ".git/config", "[core]\n\tbare = false\n\tworktree = /\n");
     put(fork_dir, ".git/hooks/pre-commit", "#!/bin/sh\nexit 0\n");
@@ -542,9 +529,9 @@ Test(dirdiff, fork_git_config_hooks_and_attributes_never_run)
     snprintf(original, sizeof(original), "%s/app", root);
     make_project();
     put(base, ".gitattributes", "*.c filter=evil diff=evil\n");
-    run("cd '%s' && git init -q && git add -A", base);
+    test_run("cd '%s' && git init -q && git add -A", base);
     fork_base();
-    run("cp -a '%s' '%s'", base, original);
+    test_run("cp -a '%s' '%s'", base, original);
     /* Everything a hostile run could plant to get a command executed by
      * whoever looks at its work with git. */
     snprintf(cfg, sizeof(cfg),
@@ -673,7 +660,7 @@ Test(dirdiff, nothing_is_written_into_base_or_fork_and_the_private_repo_goes_awa
 
     make_project();
     put(base, ".gitignore", "*.log\n");
-    run("cd '%s' && git init -q && git add -A", base);
+    test_run("cd '%s' && git init -q && git add -A", base);
     fork_base();
     mut_modify();
     mut_add();
@@ -750,7 +737,7 @@ Test(dirdiff, apply_refuses_paths_changed_in_the_original_and_applies_the_rest)
 
     make_project();
     fork_base();
-    run("cp -a '%s' '%s'", base, other);
+    test_run("cp -a '%s' '%s'", base, other);
     mut_modify();
     mut_add();
     mut_delete();
@@ -793,9 +780,9 @@ Test(dirdiff, apply_handles_type_changes_and_prunes_emptied_directories)
     make_project();
     /* Empty directories are invisible to a patch, yet in the way of a
      * file that replaces their parent. */
-    run("mkdir -p '%s/docs/empty/deeper'", base);
+    test_run("mkdir -p '%s/docs/empty/deeper'", base);
     fork_base();
-    run("cp -a '%s' '%s'", base, other);
+    test_run("cp -a '%s' '%s'", base, other);
     remove_path(fork_dir, "latest");
     put(fork_dir, "latest", "now a file\n");
     remove_path(fork_dir, "docs");
@@ -828,7 +815,7 @@ Test(dirdiff, apply_keeps_permissions_and_follows_git_for_the_x_bit)
     make_project();
     chmod_path(base, "src/util.c", 0600);
     fork_base();
-    run("cp -a '%s' '%s'", base, other);
+    test_run("cp -a '%s' '%s'", base, other);
     put(fork_dir, "src/util.c", "int util(void) { return 3; }\n");
     chmod_path(fork_dir, "src/util.c", 0700);
     d = diff_of(base, fork_dir);
@@ -850,7 +837,7 @@ Test(dirdiff, apply_never_writes_through_a_symlink_in_the_original)
     cr_assert_eq(mkdir(outside, 0755), 0);
     make_project();
     fork_base();
-    run("cp -a '%s' '%s'", base, other);
+    test_run("cp -a '%s' '%s'", base, other);
     put(fork_dir, "src/planted.c", "x\n");
     put(fork_dir, "latest2", "y\n");
     /* After the fork, the original's src/ became a symlink out. */

@@ -30,6 +30,7 @@
 #include <openssl/evp.h>
 #include <zlib.h>
 
+#include "support/shell.h"
 #include "git/quarantine.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -43,47 +44,9 @@ static char upstream[512], work[512], tmp_parent[512], pack_path[512];
  * Fixture helpers
  * ------------------------------------------------------------------------- */
 
-static void run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void run(const char *fmt, ...)
-{
-    char cmd[4096];
-    va_list ap;
-    int status;
-
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    status = system(cmd);
-    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "command failed: %s", cmd);
-}
-
-/* Run a command and return its standard output, trailing newline removed. */
-static char *capture(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static char *capture(const char *fmt, ...)
-{
-    char cmd[4096], chunk[4096];
-    rg_buf out = RG_BUF_INIT(16 * 1024 * 1024);
-    va_list ap;
-    FILE *f;
-    size_t n;
-
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof(cmd), fmt, ap);
-    va_end(ap);
-    f = popen(cmd, "r");
-    cr_assert_not_null(f);
-    while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0)
-        cr_assert_eq(rg_buf_append(&out, chunk, n), 0);
-    cr_assert_eq(pclose(f), 0, "command failed: %s", cmd);
-    cr_assert_eq(rg_buf_append(&out, "", 0), 0);
-    while (out.len > 0 && out.data[out.len - 1] == '\n')
-        out.data[--out.len] = '\0';
-    return rg_buf_detach(&out);
-}
-
 static char *rev_parse(const char *rev)
 {
-    char *id = capture("git -C '%s' rev-parse '%s'", work, rev);
+    char *id = test_capture("git -C '%s' rev-parse '%s'", work, rev);
 
     cr_assert_eq(strlen(id), HEXLEN);
     return id;
@@ -102,7 +65,7 @@ static void write_file(const char *name, const char *content)
 static char *commit_file(const char *name, const char *content)
 {
     write_file(name, content);
-    run("git -C '%s' add -A && git -C '%s' commit -q -m 'change %s'", work, work, name);
+    test_run("git -C '%s' add -A && git -C '%s' commit -q -m 'change %s'", work, work, name);
     return rev_parse("HEAD");
 }
 
@@ -121,7 +84,8 @@ enum {
  */
 static void make_pack(const char *new_id, const char *old_id, int flags)
 {
-    run("printf '%%s\\n%s%s\\n' '%s' | git -C '%s' pack-objects -q --stdout --revs %s %s > '%s'",
+    test_run(
+        "printf '%%s\\n%s%s\\n' '%s' | git -C '%s' pack-objects -q --stdout --revs %s %s > '%s'",
         old_id != NULL ? "^" : "", old_id != NULL ? old_id : "", new_id, work,
         (flags & PACK_THIN) ? "--thin" : "", (flags & PACK_OFS_DELTA) ? "--delta-base-offset" : "",
         pack_path);
@@ -212,9 +176,9 @@ static size_t count_entries(const char *dir)
 /* Every path, type, mode, size, mtime and content hash under the upstream repository. */
 static char *snapshot_upstream(void)
 {
-    return capture("cd '%s' && find . -printf '%%p %%y %%m %%s %%T@\\n' | LC_ALL=C sort && "
-                   "find . -type f -exec sha256sum {} + | LC_ALL=C sort",
-                   upstream);
+    return test_capture("cd '%s' && find . -printf '%%p %%y %%m %%s %%T@\\n' | LC_ALL=C sort && "
+                        "find . -type f -exec sha256sum {} + | LC_ALL=C sort",
+                        upstream);
 }
 
 /* Lines of pseudo-random hex, large enough that git stores a change as a delta. */
@@ -258,14 +222,14 @@ static void setup(void)
     setenv("GIT_COMMITTER_NAME", "Test Committer", 1);
     setenv("GIT_COMMITTER_EMAIL", "committer@example.com", 1);
 
-    run("git init -q --bare -b main '%s' && git init -q -b main '%s' && "
-        "git -C '%s' remote add origin '%s'",
-        upstream, work, work, upstream);
+    test_run("git init -q --bare -b main '%s' && git init -q -b main '%s' && "
+             "git -C '%s' remote add origin '%s'",
+             upstream, work, work, upstream);
 }
 
 static void teardown(void)
 {
-    run("rm -rf '%s'", base);
+    test_run("rm -rf '%s'", base);
 }
 
 TestSuite(quarantine, .init = setup, .fini = teardown);
@@ -276,7 +240,7 @@ static char *upstream_with_history(char **a_out)
     char *a = commit_file("README", "hello\n");
     char *b = commit_file("README", "hello, world\n");
 
-    run("git -C '%s' push -q origin main", work);
+    test_run("git -C '%s' push -q origin main", work);
     if (a_out != NULL)
         *a_out = a;
     else
@@ -315,7 +279,7 @@ Test(quarantine, rewritten_history_is_not_a_fast_forward)
     char *rewritten;
     git_quarantine *q;
 
-    run("git -C '%s' reset -q --hard HEAD~1", work);
+    test_run("git -C '%s' reset -q --hard HEAD~1", work);
     rewritten = commit_file("README", "a different second commit\n");
     make_pack(rewritten, old, PACK_CLIENT);
     q = quarantine_pack(65536);
@@ -348,7 +312,7 @@ Test(quarantine, unrelated_histories_are_not_ancestors)
     char *orphan;
     git_quarantine *q;
 
-    run("git -C '%s' checkout -q --orphan other", work);
+    test_run("git -C '%s' checkout -q --orphan other", work);
     orphan = commit_file("other", "unrelated\n");
     make_pack(orphan, old, PACK_CLIENT);
     q = quarantine_pack(65536);
@@ -365,9 +329,9 @@ Test(quarantine, merge_commit_has_both_parents_as_ancestors)
     char *side, *merge;
     git_quarantine *q;
 
-    run("git -C '%s' checkout -q -b side HEAD~1", work);
+    test_run("git -C '%s' checkout -q -b side HEAD~1", work);
     side = commit_file("side", "side branch\n");
-    run("git -C '%s' checkout -q main && git -C '%s' merge -q --no-edit side", work, work);
+    test_run("git -C '%s' checkout -q main && git -C '%s' merge -q --no-edit side", work, work);
     merge = rev_parse("HEAD");
     make_pack(merge, old, PACK_CLIENT);
     q = quarantine_pack(65536);
@@ -396,7 +360,7 @@ Test(quarantine, thin_pack_deltas_resolve_against_upstream_objects)
     char *data;
 
     old = commit_file("big.txt", text);
-    run("git -C '%s' push -q origin main", work);
+    test_run("git -C '%s' push -q origin main", work);
     new_id = commit_file("big.txt", changed);
     make_pack(new_id, old, PACK_CLIENT);
 
@@ -410,7 +374,7 @@ Test(quarantine, thin_pack_deltas_resolve_against_upstream_objects)
 
     /* The same pack cannot be completed over an upstream that lacks the delta bases. */
     snprintf(upstream, sizeof(upstream), "%s/empty.git", base);
-    run("git init -q --bare '%s'", upstream);
+    test_run("git init -q --bare '%s'", upstream);
     data = read_pack(&len);
     cr_expect_lt(quarantine_bytes(data, len, &err), 0);
     cr_expect_eq(err.code, RG_E_PROTOCOL);
@@ -648,7 +612,7 @@ Test(quarantine, history_with_a_missing_commit_fails_closed)
     rg_error err = RG_ERROR_INIT;
     int out = 7, rc;
 
-    run("git -C '%s' push -q origin main", work);
+    test_run("git -C '%s' push -q origin main", work);
     b = commit_file("b", "only in the work clone\n");
     c = commit_file("c", "pushed\n");
     /* A client claiming the upstream has B sends only C; B is nowhere. */
@@ -679,7 +643,7 @@ Test(quarantine, tags_trees_and_blobs_are_not_commits)
     rg_error err = RG_ERROR_INIT;
     int out = 7;
 
-    run("git -C '%s' tag -a -m 'release' v1 HEAD", work);
+    test_run("git -C '%s' tag -a -m 'release' v1 HEAD", work);
     tag = rev_parse("v1");
     tree = rev_parse("HEAD^{tree}");
     blob = rev_parse("HEAD:README");
@@ -778,10 +742,10 @@ Test(quarantine, upstream_is_byte_for_byte_untouched)
     git_quarantine *q;
 
     old = commit_file("big.txt", text);
-    run("git -C '%s' push -q origin main && git -C '%s' gc -q", work, upstream);
+    test_run("git -C '%s' push -q origin main && git -C '%s' gc -q", work, upstream);
     free(old);
     old = commit_file("loose.txt", "one more, left loose in the upstream\n");
-    run("git -C '%s' push -q origin main", work);
+    test_run("git -C '%s' push -q origin main", work);
     new_id = commit_file("big.txt", changed);
     make_pack(new_id, old, PACK_CLIENT);
 
@@ -813,7 +777,7 @@ static void check_chunking(size_t chunk, int flags)
     git_quarantine *q;
 
     old = commit_file("big.txt", text);
-    run("git -C '%s' push -q origin main", work);
+    test_run("git -C '%s' push -q origin main", work);
     mid = commit_file("big.txt", changed);
     new_id = commit_file("big.txt", changed_again);
     make_pack(new_id, old, flags);
@@ -906,7 +870,7 @@ Test(quarantine, removal_does_not_follow_symlinks)
     snprintf(outside, sizeof(outside), "%s/outside", base);
     snprintf(victim, sizeof(victim), "%s/keep-me", outside);
     cr_assert_eq(mkdir(outside, 0755), 0);
-    run("echo precious > '%s'", victim);
+    test_run("echo precious > '%s'", victim);
 
     make_pack(old, old, PACK_CLIENT);
     q = quarantine_pack(65536);
@@ -940,22 +904,20 @@ Test(quarantine, sha1_ids_for_a_sha256_upstream_are_refused)
     rg_error err = RG_ERROR_INIT;
 
     snprintf(upstream, sizeof(upstream), "%s/sha256.git", base);
-    run("git init -q --bare --object-format=sha256 '%s'", upstream);
+    test_run("git init -q --bare --object-format=sha256 '%s'", upstream);
     cr_expect_eq(git_quarantine_new(&q, upstream, tmp_parent, HEXLEN, &err), RG_E_PROTOCOL);
     cr_expect_null(q);
     cr_expect_not_null(strstr(err.msg, "sha256"), "message: %s", err.msg);
     cr_expect_eq(count_entries(tmp_parent), 0);
 }
 
-/* Read the first line of a command's output into out. */
+/* A command's output (one id) into a fixed buffer. */
 static void first_line(char *out, size_t outsz, const char *cmd)
 {
-    FILE *f = popen(cmd, "r");
+    char *text = test_capture("%s", cmd);
 
-    cr_assert_not_null(f);
-    cr_assert_not_null(fgets(out, (int)outsz, f), "no output from %s", cmd);
-    out[strcspn(out, "\n")] = '\0';
-    pclose(f);
+    snprintf(out, outsz, "%s", text);
+    free(text);
 }
 
 Test(quarantine, sha256_repositories_are_answered_by_git)
@@ -967,13 +929,13 @@ Test(quarantine, sha256_repositories_are_answered_by_git)
 
     snprintf(up, sizeof(up), "%s/sha256.git", base);
     snprintf(w, sizeof(w), "%s/w256", base);
-    run("git init -q --bare --object-format=sha256 -b main '%s' && "
-        "git init -q --object-format=sha256 -b main '%s' && cd '%s' && "
-        "echo a > a && git add a && git commit -q -m a && git push -q '%s' main && "
-        "echo b >> a && git commit -q -am b && git branch rewritten HEAD~1 && "
-        "git checkout -q rewritten && echo c > c && git add c && git commit -q -m c && "
-        "git checkout -q main",
-        up, w, w, up);
+    test_run("git init -q --bare --object-format=sha256 -b main '%s' && "
+             "git init -q --object-format=sha256 -b main '%s' && cd '%s' && "
+             "echo a > a && git add a && git commit -q -m a && git push -q '%s' main && "
+             "echo b >> a && git commit -q -am b && git branch rewritten HEAD~1 && "
+             "git checkout -q rewritten && echo c > c && git add c && git commit -q -m c && "
+             "git checkout -q main",
+             up, w, w, up);
     snprintf(cmd, sizeof(cmd), "git --git-dir='%s' rev-parse main", up);
     first_line(old, sizeof(old), cmd);
     snprintf(cmd, sizeof(cmd), "git -C '%s' rev-parse main", w);
@@ -981,9 +943,9 @@ Test(quarantine, sha256_repositories_are_answered_by_git)
     snprintf(cmd, sizeof(cmd), "git -C '%s' rev-parse rewritten", w);
     first_line(rewritten, sizeof(rewritten), cmd);
     cr_assert_eq(strlen(old), 64);
-    run("printf '%%s\\n%%s\\n^%%s\\n' main rewritten '%s' | "
-        "git -C '%s' pack-objects -q --stdout --revs --thin > '%s'",
-        old, w, pack_path);
+    test_run("printf '%%s\\n%%s\\n^%%s\\n' main rewritten '%s' | "
+             "git -C '%s' pack-objects -q --stdout --revs --thin > '%s'",
+             old, w, pack_path);
 
     cr_assert_eq(git_quarantine_new(&q, up, tmp_parent, 64, &err), 0, "%s", err.msg);
     {
@@ -1024,10 +986,10 @@ static char *upstream_with_workflow(void)
 {
     char *id;
 
-    run("mkdir -p '%s/.github/workflows'", work);
+    test_run("mkdir -p '%s/.github/workflows'", work);
     write_file(".github/workflows/ci.yml", "on: push\n");
     id = commit_file("README", "hello\n");
-    run("git -C '%s' push -q origin main", work);
+    test_run("git -C '%s' push -q origin main", work);
     return id;
 }
 
@@ -1051,7 +1013,7 @@ Test(quarantine, update_elsewhere_does_not_change_the_prefix)
     char *new_id;
     git_quarantine *q;
 
-    run("mkdir -p '%s/.github/other'", work);
+    test_run("mkdir -p '%s/.github/other'", work);
     write_file(".github/other/x", "not a workflow\n");
     write_file(".github/workflows.txt", "a sibling, not under the prefix\n");
     new_id = commit_file("README", "changed\n");
@@ -1069,10 +1031,10 @@ Test(quarantine, adding_or_deleting_the_workflows_directory_changes_the_prefix)
     char *added, *removed;
     git_quarantine *q;
 
-    run("git -C '%s' push -q origin main", work);
-    run("mkdir -p '%s/.github/workflows'", work);
+    test_run("git -C '%s' push -q origin main", work);
+    test_run("mkdir -p '%s/.github/workflows'", work);
     added = commit_file(".github/workflows/new.yml", "on: push\n");
-    run("git -C '%s' rm -q -r .github && git -C '%s' commit -q -m gone", work, work);
+    test_run("git -C '%s' rm -q -r .github && git -C '%s' commit -q -m gone", work, work);
     removed = rev_parse("HEAD");
     make_pack(removed, old, PACK_CLIENT);
     q = quarantine_pack(65536);
@@ -1091,7 +1053,8 @@ Test(quarantine, mode_change_of_a_workflow_changes_the_prefix)
     char *new_id;
     git_quarantine *q;
 
-    run("chmod +x '%s/.github/workflows/ci.yml' && git -C '%s' commit -q -am chmod", work, work);
+    test_run("chmod +x '%s/.github/workflows/ci.yml' && git -C '%s' commit -q -am chmod", work,
+             work);
     new_id = rev_parse("HEAD");
     make_pack(new_id, old, PACK_CLIENT);
     q = quarantine_pack(65536);
@@ -1126,7 +1089,7 @@ Test(quarantine, create_on_an_empty_upstream_is_compared_with_nothing)
     char *with_workflow;
     git_quarantine *q;
 
-    run("mkdir -p '%s/.github/workflows'", work);
+    test_run("mkdir -p '%s/.github/workflows'", work);
     with_workflow = commit_file(".github/workflows/ci.yml", "on: push\n");
     make_pack(with_workflow, NULL, PACK_CLIENT);
     q = quarantine_pack(65536);
@@ -1192,22 +1155,22 @@ Test(quarantine, sha256_changed_paths_are_answered_by_git)
 
     snprintf(up, sizeof(up), "%s/sha256.git", base);
     snprintf(w, sizeof(w), "%s/w256", base);
-    run("git init -q --bare --object-format=sha256 -b main '%s' && "
-        "git init -q --object-format=sha256 -b main '%s' && cd '%s' && "
-        "mkdir -p .github/workflows && echo 'on: push' > .github/workflows/ci.yml && "
-        "echo a > a && git add -A && git commit -q -m a && git push -q '%s' main && "
-        "echo b >> a && git commit -q -am b && git branch same && "
-        "echo 'on: pull_request' > .github/workflows/ci.yml && git commit -q -am edited",
-        up, w, w, up);
+    test_run("git init -q --bare --object-format=sha256 -b main '%s' && "
+             "git init -q --object-format=sha256 -b main '%s' && cd '%s' && "
+             "mkdir -p .github/workflows && echo 'on: push' > .github/workflows/ci.yml && "
+             "echo a > a && git add -A && git commit -q -m a && git push -q '%s' main && "
+             "echo b >> a && git commit -q -am b && git branch same && "
+             "echo 'on: pull_request' > .github/workflows/ci.yml && git commit -q -am edited",
+             up, w, w, up);
     snprintf(cmd, sizeof(cmd), "git --git-dir='%s' rev-parse main", up);
     first_line(head, sizeof(head), cmd);
     snprintf(cmd, sizeof(cmd), "git -C '%s' rev-parse same", w);
     first_line(same, sizeof(same), cmd);
     snprintf(cmd, sizeof(cmd), "git -C '%s' rev-parse main", w);
     first_line(edited, sizeof(edited), cmd);
-    run("printf '%%s\\n^%%s\\n' main '%s' | "
-        "git -C '%s' pack-objects -q --stdout --revs --thin > '%s'",
-        head, w, pack_path);
+    test_run("printf '%%s\\n^%%s\\n' main '%s' | "
+             "git -C '%s' pack-objects -q --stdout --revs --thin > '%s'",
+             head, w, pack_path);
 
     cr_assert_eq(git_quarantine_new(&q, up, tmp_parent, 64, &err), 0, "%s", err.msg);
     {
