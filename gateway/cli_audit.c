@@ -350,7 +350,7 @@ static const struct {
     [C_RUN] = {"RUN", "run", 20, CUT_END},
     [C_REPO] = {"REPO", "repo", 32, CUT_MIDDLE},
     [C_REF] = {"REF", "ref", 32, CUT_MIDDLE},
-    [C_ACTION] = {"ACTION", "action", 8, CUT_END},
+    [C_ACTION] = {"ACTION", "action", 12, CUT_END},
     [C_DECISION] = {"DECISION", "decision", 8, CUT_END},
     [C_RULE] = {"RULE", "rule", 24, CUT_END},
     [C_REASON] = {"REASON", "reason", 48, CUT_END},
