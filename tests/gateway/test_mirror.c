@@ -78,13 +78,7 @@ static void setup(void)
     cr_assert_eq(mkdir(home, 0755), 0);
 
     /* The developer's own git configuration must not change what the tests see. */
-    setenv("HOME", home, 1);
-    setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
-    setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
-    setenv("GIT_AUTHOR_NAME", "Test Author", 1);
-    setenv("GIT_AUTHOR_EMAIL", "author@example.com", 1);
-    setenv("GIT_COMMITTER_NAME", "Test Committer", 1);
-    setenv("GIT_COMMITTER_EMAIL", "committer@example.com", 1);
+    test_git_env(home);
 
     test_run("git init -q --bare -b main '%s' && git init -q -b main '%s' && "
              "git -C '%s' remote add origin '%s'",

@@ -214,13 +214,7 @@ static void setup(void)
     cr_assert_eq(mkdir(home, 0755), 0);
 
     /* The developer's own git configuration must not change what the tests see. */
-    setenv("HOME", home, 1);
-    setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
-    setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
-    setenv("GIT_AUTHOR_NAME", "Test Author", 1);
-    setenv("GIT_AUTHOR_EMAIL", "author@example.com", 1);
-    setenv("GIT_COMMITTER_NAME", "Test Committer", 1);
-    setenv("GIT_COMMITTER_EMAIL", "committer@example.com", 1);
+    test_git_env(home);
 
     test_run("git init -q --bare -b main '%s' && git init -q -b main '%s' && "
              "git -C '%s' remote add origin '%s'",
@@ -911,50 +905,56 @@ Test(quarantine, sha1_ids_for_a_sha256_upstream_are_refused)
     cr_expect_eq(count_entries(tmp_parent), 0);
 }
 
-/* A command's output (one id) into a fixed buffer. */
-static void first_line(char *out, size_t outsz, const char *cmd)
+/*
+ * A SHA-256 upstream `up` (base/sha256.git) and work repository `w`
+ * (base/w256): both are initialised, then `script` runs in `w` (it may use
+ * $UP for the upstream).
+ */
+static void sha256_fixture(char up[700], char w[700], const char *script)
 {
-    char *text = test_capture("%s", cmd);
+    snprintf(up, 700, "%s/sha256.git", base);
+    snprintf(w, 700, "%s/w256", base);
+    test_run("git init -q --bare --object-format=sha256 -b main '%s' && "
+             "git init -q --object-format=sha256 -b main '%s' && cd '%s' && UP='%s' && %s",
+             up, w, w, up, script);
+}
 
-    snprintf(out, outsz, "%s", text);
-    free(text);
+/* Pack `revs` (rev-list arguments, one per line) of `w` thinly, as a client
+ * pushing to `up` would, and quarantine the pack. */
+static git_quarantine *sha256_quarantine(const char *up, const char *w, const char *revs)
+{
+    git_quarantine *q = NULL;
+    rg_buf pack = RG_BUF_INIT(1 << 20);
+    rg_error err = RG_ERROR_INIT;
+
+    test_run("printf '%s' | git -C '%s' pack-objects -q --stdout --revs --thin > '%s'", revs, w,
+             pack_path);
+    cr_assert_eq(git_quarantine_new(&q, up, tmp_parent, 64, &err), 0, "%s", err.msg);
+    cr_assert_eq(rg_fs_read_file(&pack, pack_path, &err), 0, "%s", err.msg);
+    cr_assert_eq(git_quarantine_write(q, pack.data, pack.len, &err), 0, "%s", err.msg);
+    cr_assert_eq(git_quarantine_finish(q, &err), 0, "%s", err.msg);
+    rg_buf_free(&pack);
+    return q;
 }
 
 Test(quarantine, sha256_repositories_are_answered_by_git)
 {
-    char up[700], w[700], cmd[2200], old[80], ff[80], rewritten[80];
-    git_quarantine *q = NULL;
+    char up[700], w[700], revs[200], *old, *ff, *rewritten;
+    git_quarantine *q;
     rg_error err = RG_ERROR_INIT;
     int anc = -1;
 
-    snprintf(up, sizeof(up), "%s/sha256.git", base);
-    snprintf(w, sizeof(w), "%s/w256", base);
-    test_run("git init -q --bare --object-format=sha256 -b main '%s' && "
-             "git init -q --object-format=sha256 -b main '%s' && cd '%s' && "
-             "echo a > a && git add a && git commit -q -m a && git push -q '%s' main && "
-             "echo b >> a && git commit -q -am b && git branch rewritten HEAD~1 && "
-             "git checkout -q rewritten && echo c > c && git add c && git commit -q -m c && "
-             "git checkout -q main",
-             up, w, w, up);
-    snprintf(cmd, sizeof(cmd), "git --git-dir='%s' rev-parse main", up);
-    first_line(old, sizeof(old), cmd);
-    snprintf(cmd, sizeof(cmd), "git -C '%s' rev-parse main", w);
-    first_line(ff, sizeof(ff), cmd);
-    snprintf(cmd, sizeof(cmd), "git -C '%s' rev-parse rewritten", w);
-    first_line(rewritten, sizeof(rewritten), cmd);
+    sha256_fixture(up, w,
+                   "echo a > a && git add a && git commit -q -m a && git push -q \"$UP\" main && "
+                   "echo b >> a && git commit -q -am b && git branch rewritten HEAD~1 && "
+                   "git checkout -q rewritten && echo c > c && git add c && git commit -q -m c && "
+                   "git checkout -q main");
+    old = test_capture("git --git-dir='%s' rev-parse main", up);
+    ff = test_capture("git -C '%s' rev-parse main", w);
+    rewritten = test_capture("git -C '%s' rev-parse rewritten", w);
     cr_assert_eq(strlen(old), 64);
-    test_run("printf '%%s\\n%%s\\n^%%s\\n' main rewritten '%s' | "
-             "git -C '%s' pack-objects -q --stdout --revs --thin > '%s'",
-             old, w, pack_path);
-
-    cr_assert_eq(git_quarantine_new(&q, up, tmp_parent, 64, &err), 0, "%s", err.msg);
-    {
-        rg_buf pack = RG_BUF_INIT(1 << 20);
-        cr_assert_eq(rg_fs_read_file(&pack, pack_path, &err), 0, "%s", err.msg);
-        cr_assert_eq(git_quarantine_write(q, pack.data, pack.len, &err), 0, "%s", err.msg);
-        rg_buf_free(&pack);
-    }
-    cr_assert_eq(git_quarantine_finish(q, &err), 0, "%s", err.msg);
+    snprintf(revs, sizeof(revs), "main\\nrewritten\\n^%s\\n", old);
+    q = sha256_quarantine(up, w, revs);
     cr_expect_eq(git_quarantine_is_ancestor(&anc, q, old, ff, &err), 0, "%s", err.msg);
     cr_expect_eq(anc, 1, "a fast-forward");
     cr_expect_eq(git_quarantine_is_ancestor(&anc, q, ff, rewritten, &err), 0, "%s", err.msg);
@@ -963,6 +963,9 @@ Test(quarantine, sha256_repositories_are_answered_by_git)
     cr_expect_eq(anc, 1);
     cr_expect_eq(git_quarantine_is_ancestor(&anc, q, old, ff + 1, &err), RG_E_PROTOCOL);
     git_quarantine_free(q);
+    free(old);
+    free(ff);
+    free(rewritten);
 }
 
 /* ---------------------------------------------------------------------------
@@ -1148,38 +1151,22 @@ Test(quarantine, changes_prefix_needs_a_finished_pack)
 
 Test(quarantine, sha256_changed_paths_are_answered_by_git)
 {
-    char up[700], w[700], cmd[2200], head[80], same[80], edited[80];
-    git_quarantine *q = NULL;
+    char up[700], w[700], revs[200], *head, *same, *edited;
+    git_quarantine *q;
     rg_error err = RG_ERROR_INIT;
     int out = -1;
 
-    snprintf(up, sizeof(up), "%s/sha256.git", base);
-    snprintf(w, sizeof(w), "%s/w256", base);
-    test_run("git init -q --bare --object-format=sha256 -b main '%s' && "
-             "git init -q --object-format=sha256 -b main '%s' && cd '%s' && "
-             "mkdir -p .github/workflows && echo 'on: push' > .github/workflows/ci.yml && "
-             "echo a > a && git add -A && git commit -q -m a && git push -q '%s' main && "
-             "echo b >> a && git commit -q -am b && git branch same && "
-             "echo 'on: pull_request' > .github/workflows/ci.yml && git commit -q -am edited",
-             up, w, w, up);
-    snprintf(cmd, sizeof(cmd), "git --git-dir='%s' rev-parse main", up);
-    first_line(head, sizeof(head), cmd);
-    snprintf(cmd, sizeof(cmd), "git -C '%s' rev-parse same", w);
-    first_line(same, sizeof(same), cmd);
-    snprintf(cmd, sizeof(cmd), "git -C '%s' rev-parse main", w);
-    first_line(edited, sizeof(edited), cmd);
-    test_run("printf '%%s\\n^%%s\\n' main '%s' | "
-             "git -C '%s' pack-objects -q --stdout --revs --thin > '%s'",
-             head, w, pack_path);
-
-    cr_assert_eq(git_quarantine_new(&q, up, tmp_parent, 64, &err), 0, "%s", err.msg);
-    {
-        rg_buf pack = RG_BUF_INIT(1 << 20);
-        cr_assert_eq(rg_fs_read_file(&pack, pack_path, &err), 0, "%s", err.msg);
-        cr_assert_eq(git_quarantine_write(q, pack.data, pack.len, &err), 0, "%s", err.msg);
-        rg_buf_free(&pack);
-    }
-    cr_assert_eq(git_quarantine_finish(q, &err), 0, "%s", err.msg);
+    sha256_fixture(
+        up, w,
+        "mkdir -p .github/workflows && echo 'on: push' > .github/workflows/ci.yml && "
+        "echo a > a && git add -A && git commit -q -m a && git push -q \"$UP\" main && "
+        "echo b >> a && git commit -q -am b && git branch same && "
+        "echo 'on: pull_request' > .github/workflows/ci.yml && git commit -q -am edited");
+    head = test_capture("git --git-dir='%s' rev-parse main", up);
+    same = test_capture("git -C '%s' rev-parse same", w);
+    edited = test_capture("git -C '%s' rev-parse main", w);
+    snprintf(revs, sizeof(revs), "main\\n^%s\\n", head);
+    q = sha256_quarantine(up, w, revs);
     cr_expect_eq(git_quarantine_changes_prefix(&out, q, head, same, WORKFLOWS, &err), 0, "%s",
                  err.msg);
     cr_expect_eq(out, 0, "no workflow change");
@@ -1195,4 +1182,7 @@ Test(quarantine, sha256_changed_paths_are_answered_by_git)
     cr_expect_eq(git_quarantine_changes_prefix(&out, q, head, same + 1, WORKFLOWS, &err),
                  RG_E_PROTOCOL);
     git_quarantine_free(q);
+    free(head);
+    free(same);
+    free(edited);
 }

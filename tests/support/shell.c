@@ -43,3 +43,14 @@ char *test_capture(const char *fmt, ...)
         out.data[--out.len] = '\0';
     return rg_buf_detach(&out);
 }
+
+void test_git_env(const char *home)
+{
+    setenv("HOME", home, 1);
+    setenv("GIT_CONFIG_NOSYSTEM", "1", 1);
+    setenv("GIT_CONFIG_GLOBAL", "/dev/null", 1);
+    setenv("GIT_AUTHOR_NAME", "Test Author", 1);
+    setenv("GIT_AUTHOR_EMAIL", "author@example.com", 1);
+    setenv("GIT_COMMITTER_NAME", "Test Committer", 1);
+    setenv("GIT_COMMITTER_EMAIL", "committer@example.com", 1);
+}

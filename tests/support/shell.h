@@ -12,4 +12,10 @@ void test_run(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * newlines removed; the test fails unless it exits 0. */
 char *test_capture(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * Isolate git from the developer's own configuration: HOME is `home`, no
+ * system or global config, fixed author and committer.
+ */
+void test_git_env(const char *home);
+
 #endif
