@@ -8,7 +8,7 @@
 # (after one warm-up, so both read from the page cache). The tree is
 # generated once under $BENCH_DIR (default: a fresh directory under $TMPDIR,
 # removed at exit unless BENCH_KEEP=1). The refgate binary is $REFGATE, else
-# $REFGATE_BUILD/gateway/refgate, else build/gateway/refgate.
+# $REFGATE_BUILD/gateway/refgate, else build/cli/refgate.
 set -euo pipefail
 
 size_mb=${1:-1024}
@@ -19,7 +19,7 @@ runs=${4:-5}
 src=$(cd "$(dirname "$0")/.." && pwd)
 refgate=${REFGATE:-}
 if [[ -z $refgate ]]; then
-    for c in "${REFGATE_BUILD:-}/gateway/refgate" "$src/build/gateway/refgate"; do
+    for c in "${REFGATE_BUILD:-}/cli/refgate" "$src/build/cli/refgate"; do
         [[ -x $c ]] && refgate=$c && break
     done
 fi

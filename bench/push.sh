@@ -7,12 +7,12 @@
 #   update  - a fast-forward under rules that tell update from force: the
 #             pack is spooled and indexed in a quarantine first.
 # Usage: bench/push.sh [SIZE_MB] [RUNS]     (defaults 100 and 5)
-# Needs a built tree: REFGATE=path/to/refgate (default build/gateway/refgate).
+# Needs a built tree: REFGATE=path/to/refgate (default build/cli/refgate).
 set -euo pipefail
 SIZE_MB=${1:-100}
 RUNS=${2:-5}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-REFGATE=${REFGATE:-$REPO/build/gateway/refgate}
+REFGATE=${REFGATE:-$REPO/build/cli/refgate}
 [ -x "$REFGATE" ] || { echo "build first: $REFGATE not found" >&2; exit 2; }
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/refgate-bench.XXXXXX")

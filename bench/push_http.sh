@@ -10,13 +10,13 @@
 #   update  - a fast-forward under rules that tell update from force: the
 #             pack is spooled and checked against the mirror first.
 # Usage: bench/push_http.sh [SIZE_MB] [RUNS]     (defaults 100 and 5)
-# Needs a built tree (REFGATE=path/to/refgate, default build/gateway/refgate)
+# Needs a built tree (REFGATE=path/to/refgate, default build/cli/refgate)
 # and nginx + fcgiwrap (scripts/lib.sh installs them).
 set -euo pipefail
 SIZE_MB=${1:-100}
 RUNS=${2:-5}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-export REFGATE=${REFGATE:-$REPO/build/gateway/refgate}
+export REFGATE=${REFGATE:-$REPO/build/cli/refgate}
 [ -x "$REFGATE" ] || { echo "build first: $REFGATE not found" >&2; exit 2; }
 
 # The integration tests' helpers: a throwaway $T, the gateway, nginx.

@@ -20,13 +20,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 /* The reader, fed in chunks, must agree packet for packet with parse. */
 static void check_reader(const char *in, size_t size, uint64_t seed)
 {
-    static git_pktline_reader r; /* 64 KiB: not on the stack */
-    git_pktline a, b;
+    static rgit_pktline_reader r; /* 64 KiB: not on the stack */
+    rgit_pktline a, b;
     rg_error err = RG_ERROR_INIT;
     size_t pos = 0, one = 0, used;
     int rc, rc1;
 
-    git_pktline_reader_init(&r);
+    rgit_pktline_reader_init(&r);
     while (pos < size) {
         size_t chunk = fuzz_chunk(&seed), cpos = 0;
 
@@ -34,11 +34,11 @@ static void check_reader(const char *in, size_t size, uint64_t seed)
             chunk = size - pos;
         /* Bounded: each turn takes bytes or completes a packet. */
         while (cpos < chunk) {
-            rc = git_pktline_reader_next(&a, &r, in + pos + cpos, chunk - cpos, &used, &err);
+            rc = rgit_pktline_reader_next(&a, &r, in + pos + cpos, chunk - cpos, &used, &err);
             FUZZ_CHECK(used <= chunk - cpos);
             cpos += used;
             if (rc < 0) {
-                rc1 = git_pktline_parse(&b, in + one, size - one, &err);
+                rc1 = rgit_pktline_parse(&b, in + one, size - one, &err);
                 FUZZ_CHECK(rc1 == rc);
                 return;
             }
@@ -46,7 +46,7 @@ static void check_reader(const char *in, size_t size, uint64_t seed)
                 FUZZ_CHECK(cpos == chunk);
                 break;
             }
-            rc1 = git_pktline_parse(&b, in + one, size - one, &err);
+            rc1 = rgit_pktline_parse(&b, in + one, size - one, &err);
             FUZZ_CHECK(rc1 > 0);
             one += (size_t)rc1;
             /* Never a byte past the packet: the stream position is its end. */
@@ -56,9 +56,9 @@ static void check_reader(const char *in, size_t size, uint64_t seed)
         }
         pos += chunk;
     }
-    if (git_pktline_reader_pending(&r)) {
+    if (rgit_pktline_reader_pending(&r)) {
         FUZZ_CHECK(one < size);
-        FUZZ_CHECK(git_pktline_parse(&b, in + one, size - one, &err) == 0);
+        FUZZ_CHECK(rgit_pktline_parse(&b, in + one, size - one, &err) == 0);
     } else {
         FUZZ_CHECK(one == size);
     }
@@ -75,23 +75,23 @@ static int has_control(const char *s)
 /* Parse a report; when it parses, write it back and parse that again. */
 static void check_report(const char *in, size_t size)
 {
-    git_report r, again;
+    rgit_report r, again;
     rg_buf out = RG_BUF_INIT(1 << 22);
     rg_error err = RG_ERROR_INIT;
     size_t i;
 
-    if (git_report_parse(&r, in, size, &err) < 0)
+    if (rgit_report_parse(&r, in, size, &err) < 0)
         return;
     /* "ok <name>\n" must fit a packet; a longer name cannot be written. */
     for (i = 0; i < r.nrefs; i++) {
-        if (strlen(r.refs[i].refname) + 4 > GIT_PKTLINE_DATA_MAX) {
-            FUZZ_CHECK(git_report_write(&out, r.unpack, r.refs, r.nrefs, GIT_SIDEBAND_NONE) ==
+        if (strlen(r.refs[i].refname) + 4 > RGIT_PKTLINE_DATA_MAX) {
+            FUZZ_CHECK(rgit_report_write(&out, r.unpack, r.refs, r.nrefs, RGIT_SIDEBAND_NONE) ==
                        -EINVAL);
             goto done;
         }
     }
-    FUZZ_CHECK(git_report_write(&out, r.unpack, r.refs, r.nrefs, GIT_SIDEBAND_NONE) == 0);
-    FUZZ_CHECK(git_report_parse(&again, out.data, out.len, &err) == 0);
+    FUZZ_CHECK(rgit_report_write(&out, r.unpack, r.refs, r.nrefs, RGIT_SIDEBAND_NONE) == 0);
+    FUZZ_CHECK(rgit_report_parse(&again, out.data, out.len, &err) == 0);
     FUZZ_CHECK(again.nrefs == r.nrefs);
     if (!has_control(r.unpack))
         FUZZ_CHECK(strcmp(again.unpack, r.unpack) == 0);
@@ -101,38 +101,38 @@ static void check_report(const char *in, size_t size)
         if (r.refs[i].error && !has_control(r.refs[i].error))
             FUZZ_CHECK(strcmp(again.refs[i].error, r.refs[i].error) == 0);
     }
-    git_report_free(&again);
+    rgit_report_free(&again);
 done:
-    git_report_free(&r);
+    rgit_report_free(&r);
     rg_buf_free(&out);
 }
 
 /* Demultiplex in chunks for one mode, then read whatever report came out. */
-static void check_demux(const char *in, size_t size, git_sideband_mode mode, uint64_t seed)
+static void check_demux(const char *in, size_t size, rgit_sideband_mode mode, uint64_t seed)
 {
-    git_sideband_demux *d = NULL;
+    rgit_sideband_demux *d = NULL;
     rg_error err = RG_ERROR_INIT;
     size_t pos = 0, n;
     int rc = 0;
 
-    FUZZ_CHECK(git_sideband_demux_new(&d, mode, 1 << 16, 1024) == 0);
+    FUZZ_CHECK(rgit_sideband_demux_new(&d, mode, 1 << 16, 1024) == 0);
     while (pos < size && rc == 0) {
         n = fuzz_chunk(&seed);
         if (n > size - pos)
             n = size - pos;
-        rc = git_sideband_demux_feed(d, in + pos, n, &err);
+        rc = rgit_sideband_demux_feed(d, in + pos, n, &err);
         pos += n;
     }
     if (rc == 0)
-        rc = git_sideband_demux_finish(d, &err);
-    FUZZ_CHECK(git_sideband_demux_progress(d)->len <= 1024);
+        rc = rgit_sideband_demux_finish(d, &err);
+    FUZZ_CHECK(rgit_sideband_demux_progress(d)->len <= 1024);
     if (rc == 0) {
-        const rg_buf *report = git_sideband_demux_report(d);
+        const rg_buf *report = rgit_sideband_demux_report(d);
 
         FUZZ_CHECK(report->len <= 1 << 16);
         check_report(report->data ? report->data : "", report->len);
     }
-    git_sideband_demux_free(d);
+    rgit_sideband_demux_free(d);
 }
 
 static void check_advert(const char *in, size_t size)
@@ -141,9 +141,9 @@ static void check_advert(const char *in, size_t size)
     rg_buf once = RG_BUF_INIT(1 << 20), twice = RG_BUF_INIT(1 << 20);
     rg_error err = RG_ERROR_INIT;
 
-    if (git_advert_filter(&once, in, size, drop, "git-receive-pack", &err) == 0) {
-        FUZZ_CHECK(git_advert_filter(&twice, once.data, once.len, drop, "git-receive-pack", &err) ==
-                   0);
+    if (rgit_advert_filter(&once, in, size, drop, "git-receive-pack", &err) == 0) {
+        FUZZ_CHECK(
+            rgit_advert_filter(&twice, once.data, once.len, drop, "git-receive-pack", &err) == 0);
         FUZZ_CHECK(twice.len == once.len && memcmp(twice.data, once.data, once.len) == 0);
     }
     rg_buf_free(&once);
@@ -154,14 +154,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *in = (const char *)data;
     uint64_t seed = fuzz_seed(data, size);
-    git_pktline pkt;
+    rgit_pktline pkt;
     rg_error err = RG_ERROR_INIT;
     size_t off = 0;
     int rc;
 
     /* One-shot parsing in a loop; bounded, each packet is >= 4 bytes. */
     while (off < size) {
-        rc = git_pktline_parse(&pkt, in + off, size - off, &err);
+        rc = rgit_pktline_parse(&pkt, in + off, size - off, &err);
         if (rc <= 0)
             break;
         FUZZ_CHECK((size_t)rc <= size - off && pkt.len + 4 == (size_t)rc);
@@ -169,9 +169,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     check_reader(in, size, seed);
     check_report(in, size);
-    check_demux(in, size, GIT_SIDEBAND_NONE, seed);
-    check_demux(in, size, GIT_SIDEBAND_1000, seed);
-    check_demux(in, size, GIT_SIDEBAND_64K, seed);
+    check_demux(in, size, RGIT_SIDEBAND_NONE, seed);
+    check_demux(in, size, RGIT_SIDEBAND_1000, seed);
+    check_demux(in, size, RGIT_SIDEBAND_64K, seed);
     check_advert(in, size);
     return 0;
 }

@@ -15,7 +15,7 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static const git_push_limits small_limits = {64, 8, 1 << 16};
+static const rgit_push_limits small_limits = {64, 8, 1 << 16};
 
 static int strv_eq(char **a, size_t na, char **b, size_t nb)
 {
@@ -30,7 +30,7 @@ static int strv_eq(char **a, size_t na, char **b, size_t nb)
 }
 
 /* Equal requests; with `reversed`, b's commands are a's in reverse. */
-static int requests_eq(const git_push_request *a, const git_push_request *b, int reversed)
+static int requests_eq(const rgit_push_request *a, const rgit_push_request *b, int reversed)
 {
     size_t i, j;
 
@@ -49,23 +49,23 @@ static int requests_eq(const git_push_request *a, const git_push_request *b, int
 }
 
 /* Write `req` keeping every command (reversed or not), parse it back, compare. */
-static void check_round_trip(const git_push_request *req, int reversed)
+static void check_round_trip(const rgit_push_request *req, int reversed)
 {
     /* A rewritten header can be a little longer (shallow lines gain a LF). */
-    static const git_push_limits roomy = {64, 8, 1 << 20};
+    static const rgit_push_limits roomy = {64, 8, 1 << 20};
     size_t keep[64], i, used;
     rg_buf out = RG_BUF_INIT(1 << 20);
-    git_push_parser *p = NULL;
+    rgit_push_parser *p = NULL;
     rg_error err = RG_ERROR_INIT;
 
     for (i = 0; i < req->nupdates; i++)
         keep[i] = reversed ? req->nupdates - 1 - i : i;
-    FUZZ_CHECK(git_push_request_write(&out, req, keep, req->nupdates) == 0);
-    FUZZ_CHECK(git_push_parser_new(&p, &roomy) == 0);
-    FUZZ_CHECK(git_push_parser_feed(p, out.data, out.len, &used, &err) == 1);
+    FUZZ_CHECK(rgit_push_request_write(&out, req, keep, req->nupdates) == 0);
+    FUZZ_CHECK(rgit_push_parser_new(&p, &roomy) == 0);
+    FUZZ_CHECK(rgit_push_parser_feed(p, out.data, out.len, &used, &err) == 1);
     FUZZ_CHECK(used == out.len);
-    FUZZ_CHECK(requests_eq(req, git_push_parser_request(p), reversed));
-    git_push_parser_free(p);
+    FUZZ_CHECK(requests_eq(req, rgit_push_parser_request(p), reversed));
+    rgit_push_parser_free(p);
     rg_buf_free(&out);
 }
 
@@ -73,15 +73,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     const char *in = (const char *)data;
     uint64_t seed = fuzz_seed(data, size);
-    git_push_parser *whole = NULL, *chunked = NULL;
+    rgit_push_parser *whole = NULL, *chunked = NULL;
     rg_error err = RG_ERROR_INIT;
     size_t used_whole = 0, used, pos = 0, end_chunked = 0, n;
     int rc_whole, rc = 0;
 
-    FUZZ_CHECK(git_push_parser_new(&whole, &small_limits) == 0);
-    FUZZ_CHECK(git_push_parser_new(&chunked, &small_limits) == 0);
+    FUZZ_CHECK(rgit_push_parser_new(&whole, &small_limits) == 0);
+    FUZZ_CHECK(rgit_push_parser_new(&chunked, &small_limits) == 0);
 
-    rc_whole = git_push_parser_feed(whole, in, size, &used_whole, &err);
+    rc_whole = rgit_push_parser_feed(whole, in, size, &used_whole, &err);
     FUZZ_CHECK(rc_whole <= 1);
     FUZZ_CHECK(rc_whole < 0 || used_whole <= size);
     FUZZ_CHECK(rc_whole != 0 || used_whole == size);
@@ -91,7 +91,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         n = fuzz_chunk(&seed);
         if (n > size - pos)
             n = size - pos;
-        rc = git_push_parser_feed(chunked, in + pos, n, &used, &err);
+        rc = rgit_push_parser_feed(chunked, in + pos, n, &used, &err);
         if (rc == 1)
             end_chunked = pos + used;
         else if (rc == 0)
@@ -100,18 +100,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     FUZZ_CHECK(rc == rc_whole);
     if (rc == 1) {
-        const git_push_request *req = git_push_parser_request(whole);
+        const rgit_push_request *req = rgit_push_parser_request(whole);
 
         FUZZ_CHECK(end_chunked == used_whole);
-        FUZZ_CHECK(requests_eq(req, git_push_parser_request(chunked), 0));
+        FUZZ_CHECK(requests_eq(req, rgit_push_parser_request(chunked), 0));
         /* Once complete, the pack is not the parser's business. */
-        FUZZ_CHECK(git_push_parser_feed(whole, "PACK", 4, &used, &err) == -EINVAL);
+        FUZZ_CHECK(rgit_push_parser_feed(whole, "PACK", 4, &used, &err) == -EINVAL);
         check_round_trip(req, 0);
         check_round_trip(req, 1);
     } else {
-        FUZZ_CHECK(git_push_parser_request(whole) == NULL);
+        FUZZ_CHECK(rgit_push_parser_request(whole) == NULL);
     }
-    git_push_parser_free(whole);
-    git_push_parser_free(chunked);
+    rgit_push_parser_free(whole);
+    rgit_push_parser_free(chunked);
     return 0;
 }

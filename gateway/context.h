@@ -7,12 +7,12 @@
 #define RG_GATEWAY_CONTEXT_H
 
 #include "gateway/audit.h"
-#include "policy/config.h"
+#include "config/config.h"
 #include "tokens/credentials.h"
 #include "tokens/token.h"
 
 typedef struct gateway_ctx {
-    const policy_config *cfg;
+    const config_model *cfg;
     tokens_key *key;
     audit_log *audit;
     /* Per upstream, indexed like cfg->upstreams; NULL entries for local ones. */

@@ -31,7 +31,7 @@ typedef enum body_mode {
 } body_mode;
 
 typedef struct ref_state {
-    policy_action action;
+    config_action action;
     int needs_ancestry; /* an update whose class a rule cares about */
     int classified;     /* action is known exactly (not "update or force") */
     char note[256];     /* why ancestry could not be decided, if so */
@@ -55,11 +55,11 @@ struct gateway_receive {
     gateway_inflate *z;
     uint64_t raw_bytes;
     uint64_t decoded_bytes;
-    git_push_parser *parser;
-    const git_push_request *req;
+    rgit_push_parser *parser;
+    const rgit_push_request *req;
     ref_state *refs;
     body_mode mode;
-    git_sideband_mode sideband;
+    rgit_sideband_mode sideband;
     int report_status;
 
     upstream_push *upstream;
@@ -69,7 +69,7 @@ struct gateway_receive {
 
     int spool_fd;
     gateway_mirror *mirror; /* remote upstreams: held while the pack is inspected */
-    git_quarantine *q;
+    rgit_quarantine *q;
     int q_failed;
     rg_error q_err;
     int check_workflows; /* the write credential needs to know about workflow changes */
@@ -94,7 +94,7 @@ static int fail(gateway_receive *r, unsigned status, int code, const char *msg)
 
 int gateway_receive_new(gateway_receive **out, const gateway_receive_info *info, rg_error *err)
 {
-    git_push_limits limits = GIT_PUSH_LIMITS_INIT;
+    rgit_push_limits limits = RGIT_PUSH_LIMITS_INIT;
     gateway_receive *r;
     unsigned char rnd[8];
     int rc = -ENOMEM;
@@ -119,7 +119,7 @@ int gateway_receive_new(gateway_receive **out, const gateway_receive_info *info,
         snprintf(r->push_id + 2 * i, 3, "%02x", rnd[i]);
     if ((info->target->repo_dir && r->repo_dir == NULL) || r->run == NULL)
         goto done;
-    if (git_push_parser_new(&r->parser, &limits) < 0)
+    if (rgit_push_parser_new(&r->parser, &limits) < 0)
         goto done;
     if (info->gzip && gateway_inflate_new(&r->z, r->ctx->cfg->max_body_bytes, on_decoded, r) < 0)
         goto done;
@@ -139,31 +139,31 @@ static const char *action_label(const ref_state *s)
 {
     if (!s->classified)
         return "update|force";
-    return policy_action_name(s->action);
+    return config_action_name(s->action);
 }
 
 /* Classify every command; mark the updates whose class a rule cares about. */
 static int classify(gateway_receive *r)
 {
-    const git_push_request *req = r->req;
+    const rgit_push_request *req = r->req;
     policy_decision as_update, as_force;
     int any = 0;
 
     for (size_t i = 0; i < req->nupdates; i++) {
-        const git_ref_update *u = &req->updates[i];
+        const rgit_ref_update *u = &req->updates[i];
         ref_state *s = &r->refs[i];
 
         s->classified = 1;
-        if (git_oid_hex_is_zero(u->old_id)) {
-            s->action = POLICY_ACTION_CREATE;
-        } else if (git_oid_hex_is_zero(u->new_id)) {
-            s->action = POLICY_ACTION_DELETE;
+        if (rgit_oid_hex_is_zero(u->old_id)) {
+            s->action = CONFIG_ACTION_CREATE;
+        } else if (rgit_oid_hex_is_zero(u->new_id)) {
+            s->action = CONFIG_ACTION_DELETE;
         } else {
             /* The protocol has no force bit: only ancestry tells, and
              * computing it needs the pack. Ask the rules whether it matters. */
-            policy_eval(&as_update, r->ctx->cfg, r->route.repo, u->refname, POLICY_ACTION_UPDATE);
-            policy_eval(&as_force, r->ctx->cfg, r->route.repo, u->refname, POLICY_ACTION_FORCE);
-            s->action = POLICY_ACTION_UPDATE;
+            policy_eval(&as_update, r->ctx->cfg, r->route.repo, u->refname, CONFIG_ACTION_UPDATE);
+            policy_eval(&as_force, r->ctx->cfg, r->route.repo, u->refname, CONFIG_ACTION_FORCE);
+            s->action = CONFIG_ACTION_UPDATE;
             if (as_update.effect != as_force.effect ||
                 as_update.rule_index != as_force.rule_index ||
                 as_update.evaluate_matched != as_force.evaluate_matched ||
@@ -182,7 +182,7 @@ static int classify(gateway_receive *r)
 static void resolve_ancestry(gateway_receive *r)
 {
     for (size_t i = 0; i < r->req->nupdates; i++) {
-        const git_ref_update *u = &r->req->updates[i];
+        const rgit_ref_update *u = &r->req->updates[i];
         ref_state *s = &r->refs[i];
         rg_error e = RG_ERROR_INIT;
         int anc = 0;
@@ -192,13 +192,13 @@ static void resolve_ancestry(gateway_receive *r)
         if (r->q == NULL || r->q_failed) {
             snprintf(s->note, sizeof(s->note), "ancestry undecidable (%s): treated as force",
                      r->q_err.msg[0] ? r->q_err.msg : "no pack");
-            s->action = POLICY_ACTION_FORCE;
-        } else if (git_quarantine_is_ancestor(&anc, r->q, u->old_id, u->new_id, &e) < 0) {
+            s->action = CONFIG_ACTION_FORCE;
+        } else if (rgit_quarantine_is_ancestor(&anc, r->q, u->old_id, u->new_id, &e) < 0) {
             snprintf(s->note, sizeof(s->note), "ancestry undecidable (%s): treated as force",
                      e.msg);
-            s->action = POLICY_ACTION_FORCE;
+            s->action = CONFIG_ACTION_FORCE;
         } else {
-            s->action = anc ? POLICY_ACTION_UPDATE : POLICY_ACTION_FORCE;
+            s->action = anc ? CONFIG_ACTION_UPDATE : CONFIG_ACTION_FORCE;
         }
     }
 }
@@ -213,25 +213,25 @@ static void resolve_ancestry(gateway_receive *r)
 /* Does a push to this upstream need to know whether it changes workflows? */
 static int workflows_matter(gateway_receive *r)
 {
-    const git_push_request *req = r->req;
+    const rgit_push_request *req = r->req;
     policy_decision d;
 
     if (r->target.repo_dir != NULL || r->target.up == NULL ||
-        r->target.up->credentials.type != POLICY_CRED_GITHUB_APP)
+        r->target.up->credentials.type != CONFIG_CRED_GITHUB_APP)
         return 0;
     /* Only refs that may be forwarded carry content the token would write. */
     for (size_t i = 0; i < req->nupdates; i++) {
-        const git_ref_update *u = &req->updates[i];
+        const rgit_ref_update *u = &req->updates[i];
         const ref_state *s = &r->refs[i];
 
-        if (git_oid_hex_is_zero(u->new_id))
+        if (rgit_oid_hex_is_zero(u->new_id))
             continue;
         policy_eval(&d, r->ctx->cfg, r->route.repo, u->refname, s->action);
-        if (d.effect == POLICY_ALLOW)
+        if (d.effect == CONFIG_ALLOW)
             return 1;
         if (s->needs_ancestry) {
-            policy_eval(&d, r->ctx->cfg, r->route.repo, u->refname, POLICY_ACTION_FORCE);
-            if (d.effect == POLICY_ALLOW)
+            policy_eval(&d, r->ctx->cfg, r->route.repo, u->refname, CONFIG_ACTION_FORCE);
+            if (d.effect == CONFIG_ALLOW)
                 return 1;
         }
     }
@@ -263,18 +263,18 @@ static void add_note(ref_state *s, const char *fmt, ...)
 static void resolve_workflows(gateway_receive *r)
 {
     for (size_t i = 0; i < r->req->nupdates; i++) {
-        const git_ref_update *u = &r->req->updates[i];
+        const rgit_ref_update *u = &r->req->updates[i];
         ref_state *s = &r->refs[i];
         rg_error e = RG_ERROR_INIT;
         int changed = 0;
 
-        if (!s->allowed || git_oid_hex_is_zero(u->new_id))
+        if (!s->allowed || rgit_oid_hex_is_zero(u->new_id))
             continue;
         if (r->q == NULL || r->q_failed) {
             add_note(s, "workflow changes undecidable (%s): no workflows permission",
                      r->q_err.msg[0] ? r->q_err.msg : "no pack");
-        } else if (git_quarantine_changes_prefix(
-                       &changed, r->q, s->action == POLICY_ACTION_CREATE ? NULL : u->old_id,
+        } else if (rgit_quarantine_changes_prefix(
+                       &changed, r->q, s->action == CONFIG_ACTION_CREATE ? NULL : u->old_id,
                        u->new_id, WORKFLOWS_PREFIX, &e) < 0) {
             add_note(s, "workflow changes undecidable (%s): no workflows permission", e.msg);
         } else if (changed) {
@@ -286,19 +286,19 @@ static void resolve_workflows(gateway_receive *r)
 
 static void decide_all(gateway_receive *r)
 {
-    const git_push_request *req = r->req;
+    const rgit_push_request *req = r->req;
     const char *denied_ref = NULL;
 
     for (size_t i = 0; i < req->nupdates; i++) {
         ref_state *s = &r->refs[i];
 
         policy_eval(&s->decision, r->ctx->cfg, r->route.repo, req->updates[i].refname, s->action);
-        s->allowed = s->decision.effect == POLICY_ALLOW;
+        s->allowed = s->decision.effect == CONFIG_ALLOW;
         if (!s->allowed && denied_ref == NULL)
             denied_ref = req->updates[i].refname;
     }
     /* --atomic: one denied ref rejects every ref. */
-    if (denied_ref && git_push_has_cap(req, "atomic")) {
+    if (denied_ref && rgit_push_has_cap(req, "atomic")) {
         for (size_t i = 0; i < req->nupdates; i++) {
             if (!r->refs[i].allowed)
                 continue;
@@ -321,7 +321,7 @@ static void upstream_failed(gateway_receive *r, const rg_error *e)
 /* Start upstream with the allowed commands; the pack follows if needed. */
 static int start_forward(gateway_receive *r)
 {
-    const git_push_request *req = r->req;
+    const rgit_push_request *req = r->req;
     rg_buf header = RG_BUF_INIT(16 * 1024 * 1024);
     rg_error e = RG_ERROR_INIT;
     size_t *keep, nkeep = 0;
@@ -337,7 +337,7 @@ static int start_forward(gateway_receive *r)
         keep[nkeep++] = i;
         r->refs[i].forwarded = 1;
         /* Upstream reads a pack unless every command it gets is a delete. */
-        if (!git_oid_hex_is_zero(req->updates[i].new_id))
+        if (!rgit_oid_hex_is_zero(req->updates[i].new_id))
             r->send_pack = 1;
     }
     if (nkeep == 0) {
@@ -357,7 +357,7 @@ static int start_forward(gateway_receive *r)
         r->mode = MODE_DISCARD;
         goto done;
     }
-    rc = git_push_request_write(&header, req, keep, nkeep);
+    rc = rgit_push_request_write(&header, req, keep, nkeep);
     if (rc < 0) {
         rc = fail(r, 500, rc, "cannot rewrite the command list");
         goto done;
@@ -395,7 +395,7 @@ static int start_spool(gateway_receive *r)
         }
         gitdir = gateway_mirror_dir(r->mirror);
     }
-    if (git_quarantine_new(&r->q, gitdir, r->ctx->tmp_dir, r->req->oid_hexlen, &r->q_err) < 0)
+    if (rgit_quarantine_new(&r->q, gitdir, r->ctx->tmp_dir, r->req->oid_hexlen, &r->q_err) < 0)
         r->q_failed = 1;
     return 0;
 }
@@ -429,12 +429,12 @@ static int header_done(gateway_receive *r)
 {
     int need_pack;
 
-    r->req = git_push_parser_request(r->parser);
-    if (git_push_has_cap(r->req, "side-band-64k"))
-        r->sideband = GIT_SIDEBAND_64K;
-    else if (git_push_has_cap(r->req, "side-band"))
-        r->sideband = GIT_SIDEBAND_1000;
-    r->report_status = git_push_has_cap(r->req, "report-status");
+    r->req = rgit_push_parser_request(r->parser);
+    if (rgit_push_has_cap(r->req, "side-band-64k"))
+        r->sideband = RGIT_SIDEBAND_64K;
+    else if (rgit_push_has_cap(r->req, "side-band"))
+        r->sideband = RGIT_SIDEBAND_1000;
+    r->report_status = rgit_push_has_cap(r->req, "report-status");
     if (r->req->nupdates == 0) {
         /* git's 4-byte probe before a large push: answer 200, do nothing. */
         r->mode = MODE_DISCARD;
@@ -465,7 +465,7 @@ static int on_pack(gateway_receive *r, const char *data, size_t len)
         rc = rg_fs_write_all(r->spool_fd, data, len);
         if (rc < 0)
             return fail(r, 500, rc, "cannot spool the pack to disk");
-        if (r->q && !r->q_failed && git_quarantine_write(r->q, data, len, &r->q_err) < 0)
+        if (r->q && !r->q_failed && rgit_quarantine_write(r->q, data, len, &r->q_err) < 0)
             r->q_failed = 1;
         return 0;
     default:
@@ -484,7 +484,7 @@ static int on_decoded(void *arg, const char *data, size_t len)
     if (r->decoded_bytes > r->ctx->cfg->max_body_bytes)
         return fail(r, 413, RG_E_TOO_BIG, "push body larger than the configured max_body_bytes");
     if (r->mode == MODE_HEADER) {
-        rc = git_push_parser_feed(r->parser, data, len, &consumed, &e);
+        rc = rgit_push_parser_feed(r->parser, data, len, &consumed, &e);
         if (rc < 0)
             return fail(r, rc == RG_E_TOO_BIG ? 413 : 400, rc, e.msg);
         if (rc == 0)
@@ -518,7 +518,7 @@ int gateway_receive_body(gateway_receive *r, const char *data, size_t len)
 
 /* --------------------------------------------------------------- answer */
 
-static const git_ref_status *find_status(const git_report *rep, const char *ref)
+static const rgit_ref_status *find_status(const rgit_report *rep, const char *ref)
 {
     for (size_t i = 0; i < rep->nrefs; i++)
         if (!strcmp(rep->refs[i].refname, ref))
@@ -536,7 +536,7 @@ static void one_line(char *s)
 
 static int write_audit(gateway_receive *r, char (*reasons)[600], char (*outcomes)[600])
 {
-    const git_push_request *req = r->req;
+    const rgit_push_request *req = r->req;
     audit_record *recs;
     char(*evals)[300];
     rg_error e = RG_ERROR_INIT;
@@ -554,7 +554,7 @@ static int write_audit(gateway_receive *r, char (*reasons)[600], char (*outcomes
 
         if (s->decision.evaluate_matched)
             snprintf(evals[i], sizeof(evals[i]), "%s by %s",
-                     policy_effect_name(s->decision.evaluate_effect),
+                     config_effect_name(s->decision.evaluate_effect),
                      s->decision.evaluate_rule_name);
         recs[i] = (audit_record){
             .push_id = r->push_id,
@@ -593,13 +593,13 @@ static void error_response(rg_buf *response, unsigned *status, const char **ctyp
 void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
                          const char **content_type)
 {
-    git_report up_report = {0};
+    rgit_report up_report = {0};
     rg_buf progress = RG_BUF_INIT(UPSTREAM_PROGRESS_MAX);
-    git_ref_status *st = NULL;
+    rgit_ref_status *st = NULL;
     char(*reasons)[600] = NULL, (*outcomes)[600] = NULL, (*errs)[600] = NULL;
     char unpack[300] = "ok";
     rg_error e = RG_ERROR_INIT;
-    const git_push_request *req;
+    const rgit_push_request *req;
     int have_report = 0;
 
     *status = 200;
@@ -617,7 +617,7 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
         goto done;
 
     if (r->mode == MODE_SPOOL) {
-        if (r->q && !r->q_failed && git_quarantine_finish(r->q, &r->q_err) < 0)
+        if (r->q && !r->q_failed && rgit_quarantine_finish(r->q, &r->q_err) < 0)
             r->q_failed = 1;
         resolve_ancestry(r);
         decide_all(r);
@@ -627,7 +627,7 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
             /* Inspection is over: let waiting updates of the mirror in
              * while the push is forwarded. The quarantine reads the
              * mirror's objects, so it goes first. */
-            git_quarantine_free(r->q);
+            rgit_quarantine_free(r->q);
             r->q = NULL;
             gateway_mirror_release(r->mirror);
             r->mirror = NULL;
@@ -661,7 +661,7 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
     one_line(unpack);
     for (size_t i = 0; i < req->nupdates; i++) {
         const ref_state *s = &r->refs[i];
-        const git_ref_status *us =
+        const rgit_ref_status *us =
             have_report ? find_status(&up_report, req->updates[i].refname) : NULL;
 
         st[i].refname = req->updates[i].refname;
@@ -698,14 +698,14 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
     /* Audit before answering: the pusher learns nothing the log lacks. */
     write_audit(r, reasons, outcomes);
     rg_buf_reset(response);
-    if (progress.len && r->sideband != GIT_SIDEBAND_NONE)
-        git_sideband_write(response, 2, progress.data, progress.len, r->sideband);
+    if (progress.len && r->sideband != RGIT_SIDEBAND_NONE)
+        rgit_sideband_write(response, 2, progress.data, progress.len, r->sideband);
     if (r->report_status)
-        git_report_write(response, unpack, st, req->nupdates, r->sideband);
-    else if (r->sideband != GIT_SIDEBAND_NONE)
+        rgit_report_write(response, unpack, st, req->nupdates, r->sideband);
+    else if (r->sideband != RGIT_SIDEBAND_NONE)
         rg_buf_append(response, "0000", 4);
 done:
-    git_report_free(&up_report);
+    rgit_report_free(&up_report);
     rg_buf_free(&progress);
     free(st);
     free(reasons);
@@ -719,12 +719,12 @@ void gateway_receive_free(gateway_receive *r)
         return;
     upstream_push_free(r->upstream);
     /* The quarantine reads the mirror's objects: free it first. */
-    git_quarantine_free(r->q);
+    rgit_quarantine_free(r->q);
     gateway_mirror_release(r->mirror);
     if (r->spool_fd >= 0)
         close(r->spool_fd);
     gateway_inflate_free(r->z);
-    git_push_parser_free(r->parser);
+    rgit_push_parser_free(r->parser);
     free(r->refs);
     free(r->repo_dir);
     free(r->run);

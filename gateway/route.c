@@ -96,7 +96,7 @@ static int is_bare_repo(const char *dir)
     return 1;
 }
 
-int gateway_route_local_dir(char **out, const policy_upstream *up, const gateway_route *route,
+int gateway_route_local_dir(char **out, const config_upstream *up, const gateway_route *route,
                             rg_error *err)
 {
     char cand[PATH_MAX], root[PATH_MAX], *real = NULL;

@@ -10,7 +10,7 @@
 #ifndef RG_GATEWAY_ROUTE_H
 #define RG_GATEWAY_ROUTE_H
 
-#include "policy/config.h"
+#include "config/config.h"
 #include "util/error.h"
 
 typedef enum gateway_service {
@@ -42,7 +42,7 @@ int gateway_route_parse(gateway_route *out, const char *method, const char *url,
  * -ENOENT with a message when there is no such repository. *out is freed by
  * the caller.
  */
-int gateway_route_local_dir(char **out, const policy_upstream *up, const gateway_route *route,
+int gateway_route_local_dir(char **out, const config_upstream *up, const gateway_route *route,
                             rg_error *err);
 
 #endif

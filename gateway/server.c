@@ -135,7 +135,7 @@ static enum MHD_Result advertise(struct MHD_Connection *c, const upstream_target
     enum MHD_Result ret;
 
     if (upstream_advertise(&raw, t, &e) < 0 ||
-        git_advert_filter(&out, raw.data, raw.len, dropped_caps, "git-receive-pack", &e) < 0) {
+        rgit_advert_filter(&out, raw.data, raw.len, dropped_caps, "git-receive-pack", &e) < 0) {
         char msg[600];
 
         fprintf(stderr, "refgate: advertisement for %s/%s failed: %s\n", t->up->host, t->repo_path,
@@ -336,7 +336,7 @@ static enum MHD_Result begin(gateway_server *s, struct MHD_Connection *c, const 
     upstream_fetch_request freq = UPSTREAM_FETCH_REQUEST_INIT;
     gateway_receive_info info;
     upstream_target target;
-    const policy_upstream *up;
+    const config_upstream *up;
     gateway_route route;
     gateway_auth auth;
     rg_error e = RG_ERROR_INIT;
@@ -350,7 +350,7 @@ static enum MHD_Result begin(gateway_server *s, struct MHD_Connection *c, const 
     rc = gateway_route_parse(&route, method, url, service, &e);
     if (rc < 0)
         return respond_text(c, rc == -EPERM ? 405 : rc == -EINVAL ? 400 : 404, e.msg);
-    up = policy_config_upstream(s->ctx.cfg, route.host);
+    up = config_find_upstream(s->ctx.cfg, route.host);
     if (up == NULL)
         return respond_text(c, 404, "unknown upstream host in the path");
     fetch = route.service == GATEWAY_UPLOAD_PACK;
@@ -515,7 +515,7 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 static int bind_listen(gateway_server *s, rg_error *err)
 {
-    const policy_config *cfg = s->ctx.cfg;
+    const config_model *cfg = s->ctx.cfg;
     struct addrinfo hints = {0}, *ai = NULL;
     struct sockaddr_storage ss;
     socklen_t sl = sizeof(ss);
@@ -560,7 +560,7 @@ static int bind_listen(gateway_server *s, rg_error *err)
  */
 static int make_providers(gateway_server *s, rg_error *err)
 {
-    const policy_config *cfg = s->ctx.cfg;
+    const config_model *cfg = s->ctx.cfg;
     size_t n = cfg->nupstreams ? cfg->nupstreams : 1;
     int rc;
 
@@ -569,7 +569,7 @@ static int make_providers(gateway_server *s, rg_error *err)
     if (s->ctx.read_creds == NULL || s->ctx.write_creds == NULL)
         return rg_error_set(err, -ENOMEM, "out of memory");
     for (size_t i = 0; i < cfg->nupstreams; i++) {
-        const policy_upstream *up = &cfg->upstreams[i];
+        const config_upstream *up = &cfg->upstreams[i];
 
         if (up->root != NULL)
             continue;
@@ -609,7 +609,7 @@ static void clear_tmp(const char *dir)
     nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
-int gateway_server_start(gateway_server **out, const policy_config *cfg, rg_error *err)
+int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error *err)
 {
     gateway_server *s;
     char path[4200], line[160];

@@ -7,7 +7,7 @@
 #ifndef RG_GATEWAY_SERVER_H
 #define RG_GATEWAY_SERVER_H
 
-#include "policy/config.h"
+#include "config/config.h"
 #include "util/error.h"
 
 typedef struct gateway_server gateway_server;
@@ -17,7 +17,7 @@ typedef struct gateway_server gateway_server;
  * serving and write the base URL to <state_dir>/url. `cfg` must outlive the
  * server.
  */
-int gateway_server_start(gateway_server **out, const policy_config *cfg, rg_error *err);
+int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error *err);
 
 /* The base URL, e.g. "http://127.0.0.1:41234". */
 const char *gateway_server_url(const gateway_server *s);

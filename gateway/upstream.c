@@ -45,7 +45,7 @@ int upstream_advertise(rg_buf *out, const upstream_target *t, rg_error *err)
     return upstream_http_advertise(out, t, err);
 }
 
-int upstream_push_start(upstream_push **out, const upstream_target *t, git_sideband_mode mode,
+int upstream_push_start(upstream_push **out, const upstream_target *t, rgit_sideband_mode mode,
                         unsigned cred_flags, rg_error *err)
 {
     upstream_push *u;
@@ -74,7 +74,7 @@ int upstream_push_write(upstream_push *u, const void *data, size_t len, rg_error
     return upstream_http_push_write(u->http, data, len, err);
 }
 
-int upstream_push_finish(upstream_push *u, git_report *report, rg_buf *progress, rg_error *err)
+int upstream_push_finish(upstream_push *u, rgit_report *report, rg_buf *progress, rg_error *err)
 {
     if (u->local)
         return upstream_local_push_finish(u->local, report, progress, err);

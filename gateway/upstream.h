@@ -17,7 +17,7 @@
 
 #include "gateway/route.h"
 #include "git/report.h"
-#include "policy/config.h"
+#include "config/config.h"
 #include "tokens/credentials.h"
 #include "util/buf.h"
 #include "util/error.h"
@@ -29,7 +29,7 @@
 
 /* One repository on one upstream, and how to reach it. */
 typedef struct upstream_target {
-    const policy_upstream *up;
+    const config_upstream *up;
     const char *repo_path;  /* the path under the upstream, e.g. "acme/app" (no .git) */
     const char *repo_dir;   /* local upstreams: the bare repository; remote: NULL */
     tokens_provider *read;  /* remote: advertisements, fetches, the mirror */
@@ -45,7 +45,7 @@ typedef struct upstream_push upstream_push;
  * Start a forwarded push; `mode` is the side-band the request asked for.
  * `cred_flags` (TOKENS_CRED_*) shape the write credential of a remote push.
  */
-int upstream_push_start(upstream_push **out, const upstream_target *t, git_sideband_mode mode,
+int upstream_push_start(upstream_push **out, const upstream_target *t, rgit_sideband_mode mode,
                         unsigned cred_flags, rg_error *err);
 
 /* Send the next bytes of the (rewritten) request. RG_E_UPSTREAM when the
@@ -57,7 +57,7 @@ int upstream_push_write(upstream_push *u, const void *data, size_t len, rg_error
  * its band-2 progress. RG_E_UPSTREAM with a message naming what the
  * upstream did when it gave no usable report.
  */
-int upstream_push_finish(upstream_push *u, git_report *report, rg_buf *progress, rg_error *err);
+int upstream_push_finish(upstream_push *u, rgit_report *report, rg_buf *progress, rg_error *err);
 
 /* Abort (killing what runs) and free. Accepts NULL. */
 void upstream_push_free(upstream_push *u);

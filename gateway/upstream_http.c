@@ -176,7 +176,7 @@ static int call_init(http_call *c, const upstream_target *t, tokens_provider *p,
                      const char *expect_type, const char *git_protocol, const char *const *extra,
                      rg_error *err)
 {
-    const policy_upstream *up = t->up;
+    const config_upstream *up = t->up;
     struct curl_slist *h;
     char url[2048], line[320];
     int rc = 0;
@@ -288,7 +288,7 @@ static size_t sink_to_buf(char *data, size_t size, size_t nmemb, void *arg)
 
 /*
  * The gateway's name in the advertisement it builds. It is the version
- * `refgate --version` prints (gateway/main.c); keep the two together.
+ * `refgate --version` prints (cli/main.c); keep the two together.
  */
 #define UPSTREAM_AGENT "refgate/0.1.0"
 
@@ -299,7 +299,7 @@ static size_t sink_to_buf(char *data, size_t size, size_t nmemb, void *arg)
  * that policy allowed, so a denied push mints nothing. The advertisement
  * is built instead from upload-pack's protocol v0 one (no Git-Protocol
  * header), fetched with the read credential: the same refs, in
- * receive-pack's shape (git_advert_for_push).
+ * receive-pack's shape (rgit_advert_for_push).
  */
 int upstream_http_advertise(rg_buf *out, const upstream_target *t, rg_error *err)
 {
@@ -327,7 +327,7 @@ int upstream_http_advertise(rg_buf *out, const upstream_target *t, rg_error *err
         rc = call_error(&c, res, err);
         goto done;
     }
-    rc = git_advert_for_push(out, raw.data ? raw.data : "", raw.len, UPSTREAM_AGENT, err);
+    rc = rgit_advert_for_push(out, raw.data ? raw.data : "", raw.len, UPSTREAM_AGENT, err);
     if (rc == RG_E_PROTOCOL) {
         /* Malformed wire data from upstream is upstream's failure. */
         rg_error_wrap(err, "upstream's answer");
@@ -350,7 +350,7 @@ struct upstream_http_push {
     pthread_t thread;
     int thread_started;
     CURLcode result;
-    git_sideband_demux *demux;
+    rgit_sideband_demux *demux;
     int demux_failed;
     rg_error demux_err;
 };
@@ -382,7 +382,7 @@ static size_t push_answer(char *data, size_t size, size_t nmemb, void *arg)
         return 0;
     /* Keep reading past a malformed answer so upstream finishes, but keep
      * nothing of it. */
-    if (!u->demux_failed && git_sideband_demux_feed(u->demux, data, n, &u->demux_err) < 0)
+    if (!u->demux_failed && rgit_sideband_demux_feed(u->demux, data, n, &u->demux_err) < 0)
         u->demux_failed = 1;
     return n;
 }
@@ -399,7 +399,7 @@ static void *push_main(void *arg)
 }
 
 int upstream_http_push_start(upstream_http_push **out, const upstream_target *t,
-                             git_sideband_mode mode, unsigned cred_flags, rg_error *err)
+                             rgit_sideband_mode mode, unsigned cred_flags, rg_error *err)
 {
     static const char *const extra[] = {
         "Content-Type: application/x-git-receive-pack-request",
@@ -415,7 +415,7 @@ int upstream_http_push_start(upstream_http_push **out, const upstream_target *t,
     if (u == NULL)
         return rg_error_set(err, -ENOMEM, "out of memory");
     u->body_r = u->body_w = -1;
-    rc = git_sideband_demux_new(&u->demux, mode, UPSTREAM_REPORT_MAX, UPSTREAM_PROGRESS_MAX);
+    rc = rgit_sideband_demux_new(&u->demux, mode, UPSTREAM_REPORT_MAX, UPSTREAM_PROGRESS_MAX);
     if (rc < 0) {
         rc = rg_error_set(err, rc, "out of memory");
         goto done;
@@ -491,7 +491,7 @@ int upstream_http_push_write(upstream_http_push *u, const void *data, size_t len
     return 0;
 }
 
-int upstream_http_push_finish(upstream_http_push *u, git_report *report, rg_buf *progress,
+int upstream_http_push_finish(upstream_http_push *u, rgit_report *report, rg_buf *progress,
                               rg_error *err)
 {
     const rg_buf *rep, *prog;
@@ -502,21 +502,21 @@ int upstream_http_push_finish(upstream_http_push *u, git_report *report, rg_buf 
     rc = push_conclude(u, err);
     if (rc < 0)
         return rc;
-    prog = git_sideband_demux_progress(u->demux);
+    prog = rgit_sideband_demux_progress(u->demux);
     if (progress && prog && prog->len)
         rg_buf_append(progress, prog->data, prog->len);
     if (u->demux_failed)
         return rg_error_set(err, RG_E_UPSTREAM, "upstream sent a malformed answer: %s",
                             u->demux_err.msg);
-    if (git_sideband_demux_finish(u->demux, err) < 0)
+    if (rgit_sideband_demux_finish(u->demux, err) < 0)
         return rg_error_set(err, RG_E_UPSTREAM, "upstream's answer was cut short");
-    if (git_sideband_demux_fatal(u->demux))
+    if (rgit_sideband_demux_fatal(u->demux))
         return rg_error_set(err, RG_E_UPSTREAM, "upstream failed: %s",
-                            git_sideband_demux_fatal(u->demux));
-    rep = git_sideband_demux_report(u->demux);
+                            rgit_sideband_demux_fatal(u->demux));
+    rep = rgit_sideband_demux_report(u->demux);
     if (rep == NULL || rep->len == 0)
         return rg_error_set(err, RG_E_UPSTREAM, "upstream gave no report");
-    rc = git_report_parse(report, rep->data, rep->len, err);
+    rc = rgit_report_parse(report, rep->data, rep->len, err);
     if (rc < 0)
         return rg_error_set(err, RG_E_UPSTREAM, "upstream sent a malformed report");
     return 0;
@@ -536,7 +536,7 @@ void upstream_http_push_free(upstream_http_push *u)
     if (u->body_r >= 0)
         close(u->body_r);
     call_free(&u->call);
-    git_sideband_demux_free(u->demux);
+    rgit_sideband_demux_free(u->demux);
     free(u);
 }
 

@@ -16,9 +16,9 @@ typedef struct upstream_http_fetch upstream_http_fetch;
 
 int upstream_local_advertise(rg_buf *out, const upstream_target *t, rg_error *err);
 int upstream_local_push_start(upstream_local_push **out, const upstream_target *t,
-                              git_sideband_mode mode, rg_error *err);
+                              rgit_sideband_mode mode, rg_error *err);
 int upstream_local_push_write(upstream_local_push *u, const void *data, size_t len, rg_error *err);
-int upstream_local_push_finish(upstream_local_push *u, git_report *report, rg_buf *progress,
+int upstream_local_push_finish(upstream_local_push *u, rgit_report *report, rg_buf *progress,
                                rg_error *err);
 void upstream_local_push_free(upstream_local_push *u);
 int upstream_local_fetch_start(upstream_local_fetch **out, const upstream_target *t,
@@ -28,9 +28,9 @@ void upstream_local_fetch_free(upstream_local_fetch *f);
 
 int upstream_http_advertise(rg_buf *out, const upstream_target *t, rg_error *err);
 int upstream_http_push_start(upstream_http_push **out, const upstream_target *t,
-                             git_sideband_mode mode, unsigned cred_flags, rg_error *err);
+                             rgit_sideband_mode mode, unsigned cred_flags, rg_error *err);
 int upstream_http_push_write(upstream_http_push *u, const void *data, size_t len, rg_error *err);
-int upstream_http_push_finish(upstream_http_push *u, git_report *report, rg_buf *progress,
+int upstream_http_push_finish(upstream_http_push *u, rgit_report *report, rg_buf *progress,
                               rg_error *err);
 void upstream_http_push_free(upstream_http_push *u);
 int upstream_http_fetch_start(upstream_http_fetch **out, const upstream_target *t,

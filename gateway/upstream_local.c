@@ -27,7 +27,7 @@ struct upstream_local_push {
     rg_proc proc;
     pthread_t reader;
     int reader_started;
-    git_sideband_demux *demux;
+    rgit_sideband_demux *demux;
     rg_buf err_text; /* the child's stderr, capped */
     int demux_failed;
     rg_error demux_err;
@@ -118,7 +118,7 @@ static void *reader_main(void *arg)
                 if (u->err_text.len + (size_t)n <= u->err_text.max)
                     rg_buf_append(&u->err_text, chunk, (size_t)n);
             } else if (!u->demux_failed &&
-                       git_sideband_demux_feed(u->demux, chunk, (size_t)n, &u->demux_err) < 0) {
+                       rgit_sideband_demux_feed(u->demux, chunk, (size_t)n, &u->demux_err) < 0) {
                 /* Keep draining so the child never blocks, but keep nothing. */
                 u->demux_failed = 1;
             }
@@ -128,7 +128,7 @@ static void *reader_main(void *arg)
 }
 
 int upstream_local_push_start(upstream_local_push **out, const upstream_target *t,
-                              git_sideband_mode mode, rg_error *err)
+                              rgit_sideband_mode mode, rg_error *err)
 {
     const char *argv[] = {"git", "receive-pack", "--stateless-rpc", t->repo_dir, NULL};
     const char *envp[4];
@@ -142,7 +142,7 @@ int upstream_local_push_start(upstream_local_push **out, const upstream_target *
         return rg_error_set(err, -ENOMEM, "out of memory");
     u->proc = (rg_proc)RG_PROC_INIT;
     rg_buf_init(&u->err_text, 64 * 1024);
-    rc = git_sideband_demux_new(&u->demux, mode, UPSTREAM_REPORT_MAX, UPSTREAM_PROGRESS_MAX);
+    rc = rgit_sideband_demux_new(&u->demux, mode, UPSTREAM_REPORT_MAX, UPSTREAM_PROGRESS_MAX);
     if (rc < 0) {
         rg_error_set(err, rc, "out of memory");
         goto done;
@@ -183,7 +183,7 @@ int upstream_local_push_write(upstream_local_push *u, const void *data, size_t l
     return 0;
 }
 
-int upstream_local_push_finish(upstream_local_push *u, git_report *report, rg_buf *progress,
+int upstream_local_push_finish(upstream_local_push *u, rgit_report *report, rg_buf *progress,
                                rg_error *err)
 {
     const rg_buf *rep, *prog;
@@ -201,24 +201,24 @@ int upstream_local_push_finish(upstream_local_push *u, git_report *report, rg_bu
     }
     rg_proc_wait(&u->proc, &status);
     last_line(why, sizeof(why), &u->err_text);
-    prog = git_sideband_demux_progress(u->demux);
+    prog = rgit_sideband_demux_progress(u->demux);
     if (progress && prog && prog->len)
         rg_buf_append(progress, prog->data, prog->len);
     if (u->demux_failed)
         return rg_error_set(err, RG_E_UPSTREAM, "upstream sent a malformed answer: %s",
                             u->demux_err.msg);
-    rc = git_sideband_demux_finish(u->demux, err);
+    rc = rgit_sideband_demux_finish(u->demux, err);
     if (rc < 0)
         return rg_error_set(err, RG_E_UPSTREAM, "upstream's answer was cut short (status %d%s%s)",
                             status, why[0] ? ": " : "", why);
-    if (git_sideband_demux_fatal(u->demux))
+    if (rgit_sideband_demux_fatal(u->demux))
         return rg_error_set(err, RG_E_UPSTREAM, "upstream failed: %s",
-                            git_sideband_demux_fatal(u->demux));
-    rep = git_sideband_demux_report(u->demux);
+                            rgit_sideband_demux_fatal(u->demux));
+    rep = rgit_sideband_demux_report(u->demux);
     if (rep == NULL || rep->len == 0)
         return rg_error_set(err, RG_E_UPSTREAM, "upstream gave no report (status %d%s%s)", status,
                             why[0] ? ": " : "", why);
-    rc = git_report_parse(report, rep->data, rep->len, err);
+    rc = rgit_report_parse(report, rep->data, rep->len, err);
     if (rc < 0)
         return rg_error_set(err, RG_E_UPSTREAM, "upstream sent a malformed report");
     return 0;
@@ -234,7 +234,7 @@ void upstream_local_push_free(upstream_local_push *u)
     if (u->reader_started)
         pthread_join(u->reader, NULL);
     rg_proc_kill(&u->proc);
-    git_sideband_demux_free(u->demux);
+    rgit_sideband_demux_free(u->demux);
     rg_buf_free(&u->err_text);
     free(u);
 }
@@ -379,8 +379,8 @@ int upstream_local_fetch_start(upstream_local_fetch **out, const upstream_target
     if (req->advertise && !upstream_protocol_is_v2(req->git_protocol)) {
         rg_buf pre = RG_BUF_INIT(sizeof(f->pre) - 1);
 
-        if (git_pktline_printf(&pre, "# service=git-upload-pack\n") < 0 ||
-            git_pktline_flush(&pre) < 0) {
+        if (rgit_pktline_printf(&pre, "# service=git-upload-pack\n") < 0 ||
+            rgit_pktline_flush(&pre) < 0) {
             rg_buf_free(&pre);
             rc = rg_error_set(err, -ENOMEM, "out of memory");
             goto done;

@@ -39,7 +39,7 @@ static int dropped(const char *cap, size_t len, const char *const *drop)
 static int write_first_line(rg_buf *out, const char *line, size_t len, const char *nul,
                             const char *const *drop)
 {
-    rg_buf buf = RG_BUF_INIT(GIT_PKTLINE_DATA_MAX);
+    rg_buf buf = RG_BUF_INIT(RGIT_PKTLINE_DATA_MAX);
     size_t i, start, end = len;
     int rc, any = 0;
 
@@ -64,7 +64,7 @@ static int write_first_line(rg_buf *out, const char *line, size_t len, const cha
     if (rc == 0 && end < len)
         rc = rg_buf_append(&buf, "\n", 1);
     if (rc == 0)
-        rc = git_pktline_write(out, buf.data, buf.len);
+        rc = rgit_pktline_write(out, buf.data, buf.len);
     rg_buf_free(&buf);
     return rc;
 }
@@ -72,14 +72,14 @@ static int write_first_line(rg_buf *out, const char *line, size_t len, const cha
 /* A later line with a NUL: keep what precedes it, and its trailing LF. */
 static int write_cut_line(rg_buf *out, const char *line, size_t len, const char *nul)
 {
-    rg_buf buf = RG_BUF_INIT(GIT_PKTLINE_DATA_MAX);
+    rg_buf buf = RG_BUF_INIT(RGIT_PKTLINE_DATA_MAX);
     int rc;
 
     rc = rg_buf_append(&buf, line, (size_t)(nul - line));
     if (rc == 0 && line[len - 1] == '\n')
         rc = rg_buf_append(&buf, "\n", 1);
     if (rc == 0)
-        rc = git_pktline_write(out, buf.data ? buf.data : "", buf.len);
+        rc = rgit_pktline_write(out, buf.data ? buf.data : "", buf.len);
     rg_buf_free(&buf);
     return rc;
 }
@@ -112,41 +112,41 @@ static int check_end(int got_flush, size_t off, size_t len, rg_error *err)
  */
 static int skip_preamble(size_t *off, const char *in, size_t len, const char *expect, rg_error *err)
 {
-    git_pktline pkt;
+    rgit_pktline pkt;
     size_t end, elen = expect ? strlen(expect) : 0;
     char q[96];
     int rc;
 
     *off = 0;
-    rc = git_pktline_parse(&pkt, in, len, err);
-    if (rc <= 0 || pkt.type != GIT_PKTLINE_DATA || pkt.len < 10 ||
+    rc = rgit_pktline_parse(&pkt, in, len, err);
+    if (rc <= 0 || pkt.type != RGIT_PKTLINE_DATA || pkt.len < 10 ||
         memcmp(pkt.data, "# service=", 10) != 0)
         return 0;
     end = pkt.len - (pkt.data[pkt.len - 1] == '\n');
     if (expect && (end != 10 + elen || memcmp(pkt.data + 10, expect, elen) != 0))
         return rg_error_set(err, RG_E_PROTOCOL, "not a %s advertisement: \"%s\"", expect,
-                            git_pktline_quote(q, sizeof(q), pkt.data, pkt.len));
+                            rgit_pktline_quote(q, sizeof(q), pkt.data, pkt.len));
     *off = (size_t)rc;
-    rc = git_pktline_parse(&pkt, in + *off, len - *off, err);
-    if (rc <= 0 || pkt.type != GIT_PKTLINE_FLUSH)
+    rc = rgit_pktline_parse(&pkt, in + *off, len - *off, err);
+    if (rc <= 0 || pkt.type != RGIT_PKTLINE_FLUSH)
         return rg_error_set(err, RG_E_PROTOCOL, "no flush after the # service= line");
     *off += (size_t)rc;
     return 0;
 }
 
-int git_advert_filter(rg_buf *out, const char *in, size_t len, const char *const *drop,
-                      const char *service, rg_error *err)
+int rgit_advert_filter(rg_buf *out, const char *in, size_t len, const char *const *drop,
+                       const char *service, rg_error *err)
 {
-    git_pktline pkt;
+    rgit_pktline pkt;
     size_t start = out->len, off = 0;
     const char *nul;
     char q[96];
     int rc = 0, first = 1, got_flush = 0;
 
     if (service != NULL) {
-        rc = git_pktline_printf(out, "# service=%s\n", service);
+        rc = rgit_pktline_printf(out, "# service=%s\n", service);
         if (rc == 0)
-            rc = git_pktline_flush(out);
+            rc = rgit_pktline_flush(out);
         if (rc < 0) {
             rc = output_error(err, rc);
             goto done;
@@ -162,7 +162,7 @@ int git_advert_filter(rg_buf *out, const char *in, size_t len, const char *const
 
     /* Bounded: every turn takes a packet of at least 4 bytes. */
     while (off < len) {
-        rc = git_pktline_parse(&pkt, in + off, len - off, err);
+        rc = rgit_pktline_parse(&pkt, in + off, len - off, err);
         if (rc < 0)
             goto done;
         if (rc == 0) {
@@ -170,8 +170,8 @@ int git_advert_filter(rg_buf *out, const char *in, size_t len, const char *const
             goto done;
         }
         off += (size_t)rc;
-        if (pkt.type == GIT_PKTLINE_FLUSH) {
-            rc = git_pktline_flush(out);
+        if (pkt.type == RGIT_PKTLINE_FLUSH) {
+            rc = rgit_pktline_flush(out);
             if (rc < 0) {
                 rc = output_error(err, rc);
                 goto done;
@@ -179,9 +179,9 @@ int git_advert_filter(rg_buf *out, const char *in, size_t len, const char *const
             got_flush = 1;
             break;
         }
-        if (pkt.type != GIT_PKTLINE_DATA || pkt.len == 0) {
+        if (pkt.type != RGIT_PKTLINE_DATA || pkt.len == 0) {
             rc = rg_error_set(err, RG_E_PROTOCOL, "unexpected %s packet",
-                              pkt.type == GIT_PKTLINE_DATA ? "empty" : "delim or response-end");
+                              pkt.type == RGIT_PKTLINE_DATA ? "empty" : "delim or response-end");
             goto done;
         }
         nul = memchr(pkt.data, '\0', pkt.len);
@@ -194,7 +194,7 @@ int git_advert_filter(rg_buf *out, const char *in, size_t len, const char *const
             /* "version 1" precedes the refs in protocol v1; v2 has no push. */
             if (pkt.len > 9 && !(pkt.len == 10 && pkt.data[9] == '\n')) {
                 rc = rg_error_set(err, RG_E_PROTOCOL, "bad version line \"%s\"",
-                                  git_pktline_quote(q, sizeof(q), pkt.data, pkt.len));
+                                  rgit_pktline_quote(q, sizeof(q), pkt.data, pkt.len));
                 goto done;
             }
             if (pkt.data[8] != '1') {
@@ -203,7 +203,7 @@ int git_advert_filter(rg_buf *out, const char *in, size_t len, const char *const
                                   pkt.data[8]);
                 goto done;
             }
-            rc = git_pktline_write(out, pkt.data, pkt.len);
+            rc = rgit_pktline_write(out, pkt.data, pkt.len);
         } else if (first && nul != NULL) {
             rc = write_first_line(out, pkt.data, pkt.len, nul, drop);
             first = 0;
@@ -211,7 +211,7 @@ int git_advert_filter(rg_buf *out, const char *in, size_t len, const char *const
             rc = write_cut_line(out, pkt.data, pkt.len, nul);
         } else {
             /* A ref line without capabilities, a shallow line or an ERR. */
-            rc = git_pktline_write(out, pkt.data, pkt.len);
+            rc = rgit_pktline_write(out, pkt.data, pkt.len);
             first = 0;
         }
         if (rc < 0) {
@@ -284,7 +284,7 @@ static int caps_object_format(const char **out, const char *caps, size_t len, rg
             *out = "sha256";
         } else {
             return rg_error_set(err, RG_E_PROTOCOL, "unknown %s",
-                                git_pktline_quote(q, sizeof(q), caps + start, n));
+                                rgit_pktline_quote(q, sizeof(q), caps + start, n));
         }
     }
     return 0;
@@ -310,13 +310,13 @@ static int write_no_refs(rg_buf *out, size_t hexsz, const char *caps)
     static const char zeros[] = "0000000000000000000000000000000000000000"
                                 "000000000000000000000000";
 
-    return git_pktline_printf(out, "%.*s capabilities^{}%c%s\n", (int)hexsz, zeros, 0, caps);
+    return rgit_pktline_printf(out, "%.*s capabilities^{}%c%s\n", (int)hexsz, zeros, 0, caps);
 }
 
-int git_advert_for_push(rg_buf *out, const char *in, size_t len, const char *agent, rg_error *err)
+int rgit_advert_for_push(rg_buf *out, const char *in, size_t len, const char *agent, rg_error *err)
 {
-    rg_buf caps = RG_BUF_INIT(GIT_PKTLINE_DATA_MAX);
-    git_pktline pkt;
+    rg_buf caps = RG_BUF_INIT(RGIT_PKTLINE_DATA_MAX);
+    rgit_pktline pkt;
     size_t start = out->len, off = 0, end, hexsz = 40, name_len, lines = 0;
     const char *format = "sha1", *nul, *sp, *name;
     char q[96];
@@ -328,7 +328,7 @@ int git_advert_for_push(rg_buf *out, const char *in, size_t len, const char *age
 
     /* Bounded: every turn takes a packet of at least 4 bytes. */
     while (off < len) {
-        rc = git_pktline_parse(&pkt, in + off, len - off, err);
+        rc = rgit_pktline_parse(&pkt, in + off, len - off, err);
         if (rc < 0)
             goto done;
         if (rc == 0) {
@@ -337,27 +337,27 @@ int git_advert_for_push(rg_buf *out, const char *in, size_t len, const char *age
         }
         off += (size_t)rc;
         rc = 0;
-        if (pkt.type == GIT_PKTLINE_FLUSH) {
+        if (pkt.type == RGIT_PKTLINE_FLUSH) {
             got_flush = 1;
             break;
         }
-        if (pkt.type != GIT_PKTLINE_DATA || pkt.len == 0) {
+        if (pkt.type != RGIT_PKTLINE_DATA || pkt.len == 0) {
             rc = rg_error_set(err, RG_E_PROTOCOL, "unexpected %s packet",
-                              pkt.type == GIT_PKTLINE_DATA ? "empty" : "delim or response-end");
+                              pkt.type == RGIT_PKTLINE_DATA ? "empty" : "delim or response-end");
             goto done;
         }
         lines++;
         end = pkt.len - (pkt.data[pkt.len - 1] == '\n');
         if (end >= 4 && memcmp(pkt.data, "ERR ", 4) == 0) {
             rc = rg_error_set(err, RG_E_PROTOCOL, "ERR %s",
-                              git_pktline_quote(q, sizeof(q), pkt.data + 4, end - 4));
+                              rgit_pktline_quote(q, sizeof(q), pkt.data + 4, end - 4));
             goto done;
         }
         if (first && lines == 1 && end >= 8 && memcmp(pkt.data, "version ", 8) == 0) {
             /* Only v0 was asked for; v1 differs from it by this line alone. */
             if (end != 9 || pkt.data[8] != '1') {
                 rc = rg_error_set(err, RG_E_PROTOCOL, "upstream answered with \"%s\", not v0",
-                                  git_pktline_quote(q, sizeof(q), pkt.data, end));
+                                  rgit_pktline_quote(q, sizeof(q), pkt.data, end));
                 goto done;
             }
             continue;
@@ -386,7 +386,7 @@ int git_advert_for_push(rg_buf *out, const char *in, size_t len, const char *age
                 rc = write_no_refs(out, hexsz, caps.data);
             caps_sent = 1;
             if (rc == 0)
-                rc = git_pktline_printf(out, "%.*s\n", (int)end, pkt.data);
+                rc = rgit_pktline_printf(out, "%.*s\n", (int)end, pkt.data);
             if (rc < 0) {
                 rc = output_error(err, rc);
                 goto done;
@@ -397,7 +397,7 @@ int git_advert_for_push(rg_buf *out, const char *in, size_t len, const char *age
         if (sp == NULL || (size_t)(sp - pkt.data) != hexsz || !is_hex(pkt.data, hexsz) ||
             end == hexsz + 1) {
             rc = rg_error_set(err, RG_E_PROTOCOL, "not a %s ref line: \"%s\"", format,
-                              git_pktline_quote(q, sizeof(q), pkt.data, end));
+                              rgit_pktline_quote(q, sizeof(q), pkt.data, end));
             goto done;
         }
         name = sp + 1;
@@ -411,9 +411,9 @@ int git_advert_for_push(rg_buf *out, const char *in, size_t len, const char *age
             (name_len >= 3 && memcmp(name + name_len - 3, "^{}", 3) == 0))
             continue;
         if (!caps_sent)
-            rc = git_pktline_printf(out, "%.*s%c%s\n", (int)end, pkt.data, 0, caps.data);
+            rc = rgit_pktline_printf(out, "%.*s%c%s\n", (int)end, pkt.data, 0, caps.data);
         else
-            rc = git_pktline_printf(out, "%.*s\n", (int)end, pkt.data);
+            rc = rgit_pktline_printf(out, "%.*s\n", (int)end, pkt.data);
         caps_sent = 1;
         if (rc < 0) {
             rc = output_error(err, rc);
@@ -433,7 +433,7 @@ int git_advert_for_push(rg_buf *out, const char *in, size_t len, const char *age
     if (!caps_sent)
         rc = write_no_refs(out, hexsz, caps.data);
     if (rc == 0)
-        rc = git_pktline_flush(out);
+        rc = rgit_pktline_flush(out);
     if (rc < 0)
         rc = output_error(err, rc);
 done:

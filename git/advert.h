@@ -20,8 +20,8 @@
  * When `service` is non-NULL the smart-HTTP preamble
  * `# service=<service>\n` and a flush come first.
  */
-int git_advert_filter(rg_buf *out, const char *in, size_t len, const char *const *drop,
-                      const char *service, rg_error *err);
+int rgit_advert_filter(rg_buf *out, const char *in, size_t len, const char *const *drop,
+                       const char *service, rg_error *err);
 
 /*
  * Append to `out` a receive-pack advertisement (no smart-HTTP preamble)
@@ -35,6 +35,6 @@ int git_advert_filter(rg_buf *out, const char *in, size_t len, const char *const
  * such an advertisement (an `ERR` line's text is in the message), with
  * `out` left as it was; RG_E_TOO_BIG when `out` would pass its cap.
  */
-int git_advert_for_push(rg_buf *out, const char *in, size_t len, const char *agent, rg_error *err);
+int rgit_advert_for_push(rg_buf *out, const char *in, size_t len, const char *agent, rg_error *err);
 
 #endif

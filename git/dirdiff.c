@@ -79,7 +79,7 @@ typedef struct dd_store {
     size_t nobjs, capobjs;
     size_t *slots; /* open addressing: index + 1, 0 when empty */
     size_t nslots;
-    int rootfd[2]; /* borrowed from the git_dirdiff */
+    int rootfd[2]; /* borrowed from the rgit_dirdiff */
 } dd_store;
 
 static size_t dd_oid_hash(const git_oid *id)
@@ -519,7 +519,7 @@ static int dd_store_new(dd_store **out)
 /* The diff object                                                          */
 /* ------------------------------------------------------------------------ */
 
-struct git_dirdiff {
+struct rgit_dirdiff {
     char *tmpdir;         /* the private repository; removed by free */
     git_repository *repo; /* owns the odb, which owns the store */
     dd_store *store;
@@ -545,7 +545,7 @@ static int dd_rm_entry(const char *path, const struct stat *st, int flag, struct
     return 0;
 }
 
-void git_dirdiff_free(git_dirdiff *d)
+void rgit_dirdiff_free(rgit_dirdiff *d)
 {
     if (d == NULL)
         return;
@@ -596,7 +596,7 @@ static bool dd_is_dotgit(const char *name)
  * nothing falls back to ~/.config/git; the user's global and system config
  * never join in.
  */
-static int dd_repo_open(git_dirdiff *d, const char *base, const char *tmp_parent, rg_error *err)
+static int dd_repo_open(rgit_dirdiff *d, const char *base, const char *tmp_parent, rg_error *err)
 {
     git_repository_init_options io;
     rg_buf path = RG_BUF_INIT(PATH_MAX), cfgpath = RG_BUF_INIT(PATH_MAX);
@@ -726,7 +726,7 @@ done:
 /* ------------------------------------------------------------------------ */
 
 typedef struct dd_walk {
-    git_dirdiff *d;
+    rgit_dirdiff *d;
     dd_scratch sc;
     rg_buf query; /* the ignore question being asked */
     unsigned int max_depth;
@@ -1252,8 +1252,8 @@ static int dd_open_root(int *out, const char *path, const char *what, rg_error *
     return 0;
 }
 
-int git_dirdiff_new(git_dirdiff **out, const char *base, const char *fork,
-                    const git_dirdiff_opts *opts, rg_error *err)
+int rgit_dirdiff_new(rgit_dirdiff **out, const char *base, const char *fork,
+                     const rgit_dirdiff_opts *opts, rg_error *err)
 {
     git_diff_options dopts;
     git_tree *tree[2] = {NULL, NULL};
@@ -1262,7 +1262,7 @@ int git_dirdiff_new(git_dirdiff **out, const char *base, const char *fork,
     dd_walk w;
     rg_buf rel = RG_BUF_INIT(DD_PATH_MAX);
     struct stat st[2];
-    git_dirdiff *d;
+    rgit_dirdiff *d;
     dd_tvec empty = {NULL, 0, 0};
     int rc, s;
 
@@ -1335,16 +1335,16 @@ done:
     dd_scratch_free(&w.sc);
     rg_buf_free(&w.query);
     rg_buf_free(&rel);
-    git_dirdiff_free(d);
+    rgit_dirdiff_free(d);
     return rc;
 }
 
-size_t git_dirdiff_count(const git_dirdiff *d)
+size_t rgit_dirdiff_count(const rgit_dirdiff *d)
 {
     return git_diff_num_deltas(d->diff);
 }
 
-int git_dirdiff_get(git_dirdiff_change *out, const git_dirdiff *d, size_t i)
+int rgit_dirdiff_get(rgit_dirdiff_change *out, const rgit_dirdiff *d, size_t i)
 {
     const git_diff_delta *delta;
 
@@ -1352,9 +1352,9 @@ int git_dirdiff_get(git_dirdiff_change *out, const git_dirdiff *d, size_t i)
         return -ERANGE;
     delta = git_diff_get_delta(d->diff, i);
     out->path = delta->old_file.path ? delta->old_file.path : delta->new_file.path;
-    out->status = delta->status == GIT_DELTA_ADDED     ? GIT_DIRDIFF_ADDED
-                  : delta->status == GIT_DELTA_DELETED ? GIT_DIRDIFF_DELETED
-                                                       : GIT_DIRDIFF_MODIFIED;
+    out->status = delta->status == GIT_DELTA_ADDED     ? RGIT_DIRDIFF_ADDED
+                  : delta->status == GIT_DELTA_DELETED ? RGIT_DIRDIFF_DELETED
+                                                       : RGIT_DIRDIFF_MODIFIED;
     out->old_mode = delta->status == GIT_DELTA_ADDED ? 0 : delta->old_file.mode;
     out->new_mode = delta->status == GIT_DELTA_DELETED ? 0 : delta->new_file.mode;
     return 0;
@@ -1365,7 +1365,7 @@ int git_dirdiff_get(git_dirdiff_change *out, const git_dirdiff *d, size_t i)
 /* ------------------------------------------------------------------------ */
 
 typedef struct dd_print {
-    git_dirdiff_write_fn write;
+    rgit_dirdiff_write_fn write;
     void *payload;
     int rc;          /* what the writer returned, or ours */
     const char *bad; /* a path whose binary patch could not be made */
@@ -1401,7 +1401,7 @@ static int dd_print_line(const git_diff_delta *delta, const git_diff_hunk *hunk,
     return p->rc != 0 ? -1 : 0;
 }
 
-int git_dirdiff_print(git_dirdiff *d, git_dirdiff_write_fn write, void *payload, rg_error *err)
+int rgit_dirdiff_print(rgit_dirdiff *d, rgit_dirdiff_write_fn write, void *payload, rg_error *err)
 {
     dd_print p = {write, payload, 0, NULL};
 
@@ -1419,16 +1419,16 @@ static int dd_buf_write(const void *data, size_t len, void *payload)
     return rg_buf_append(payload, data, len);
 }
 
-int git_dirdiff_patch(rg_buf *out, git_dirdiff *d, rg_error *err)
+int rgit_dirdiff_patch(rg_buf *out, rgit_dirdiff *d, rg_error *err)
 {
-    int rc = git_dirdiff_print(d, dd_buf_write, out, err);
+    int rc = rgit_dirdiff_print(d, dd_buf_write, out, err);
 
     if (rc == RG_E_TOO_BIG)
         rg_error_set(err, rc, "the patch is larger than %zu bytes", out->max);
     return rc;
 }
 
-int git_dirdiff_stat(rg_buf *out, git_dirdiff *d, size_t width, rg_error *err)
+int rgit_dirdiff_stat(rg_buf *out, rgit_dirdiff *d, size_t width, rg_error *err)
 {
     git_diff_stats *stats = NULL;
     git_buf b = {NULL, 0, 0};
@@ -1680,17 +1680,17 @@ static int dd_rmdir_empty(int dirfd, const char *name, unsigned int depth)
     return rc;
 }
 
-static void dd_tell(git_dirdiff_apply_fn report, void *payload, const char *path,
-                    git_dirdiff_outcome outcome, const char *reason, size_t *refused)
+static void dd_tell(rgit_dirdiff_apply_fn report, void *payload, const char *path,
+                    rgit_dirdiff_outcome outcome, const char *reason, size_t *refused)
 {
-    if (outcome == GIT_DIRDIFF_REFUSED)
+    if (outcome == RGIT_DIRDIFF_REFUSED)
         (*refused)++;
     if (report != NULL)
         report(path, outcome, reason, payload);
 }
 
-static int dd_apply_one(size_t *refused, git_dirdiff *d, int origfd, const git_diff_delta *delta,
-                        const dd_added *added, dd_scratch *sc, git_dirdiff_apply_fn report,
+static int dd_apply_one(size_t *refused, rgit_dirdiff *d, int origfd, const git_diff_delta *delta,
+                        const dd_added *added, dd_scratch *sc, rgit_dirdiff_apply_fn report,
                         void *payload, rg_error *err)
 {
     const char *path = delta->old_file.path, *name = NULL;
@@ -1702,7 +1702,7 @@ static int dd_apply_one(size_t *refused, git_dirdiff *d, int origfd, const git_d
 
     pfd = dd_open_parent(origfd, path, &name, false);
     if (pfd == -ENOTDIR) {
-        dd_tell(report, payload, path, GIT_DIRDIFF_REFUSED, dd_changed_parent, refused);
+        dd_tell(report, payload, path, RGIT_DIRDIFF_REFUSED, dd_changed_parent, refused);
         return 0;
     }
     if (pfd < 0 && pfd != -ENOENT)
@@ -1710,7 +1710,7 @@ static int dd_apply_one(size_t *refused, git_dirdiff *d, int origfd, const git_d
     rc = dd_inspect(&cur, pfd, name ? name : path, sc);
     if (rc == -ESTALE) {
         /* It changed while being read: someone is editing it right now. */
-        dd_tell(report, payload, path, GIT_DIRDIFF_REFUSED, dd_changed, refused);
+        dd_tell(report, payload, path, RGIT_DIRDIFF_REFUSED, dd_changed, refused);
         rc = 0;
         goto done;
     }
@@ -1728,7 +1728,7 @@ static int dd_apply_one(size_t *refused, git_dirdiff *d, int origfd, const git_d
     else
         dd_state_of(&want, &delta->new_file);
     if (dd_state_eq(&cur, &want)) {
-        dd_tell(report, payload, path, GIT_DIRDIFF_ALREADY, NULL, refused);
+        dd_tell(report, payload, path, RGIT_DIRDIFF_ALREADY, NULL, refused);
         goto done;
     }
     /* A directory holding nothing but empty directories (which no patch
@@ -1737,7 +1737,7 @@ static int dd_apply_one(size_t *refused, git_dirdiff *d, int origfd, const git_d
     if (adding && cur.mode == DD_STATE_DIR && dd_rmdir_empty(pfd, name, 0) == 0)
         cur.mode = 0;
     if (!dd_state_eq(&cur, &was)) {
-        dd_tell(report, payload, path, GIT_DIRDIFF_REFUSED,
+        dd_tell(report, payload, path, RGIT_DIRDIFF_REFUSED,
                 cur.mode == DD_STATE_DIR ? dd_in_the_way : dd_changed, refused);
         goto done;
     }
@@ -1751,7 +1751,7 @@ static int dd_apply_one(size_t *refused, git_dirdiff *d, int origfd, const git_d
         if (pfd < 0) {
             pfd = dd_open_parent(origfd, path, &name, true);
             if (pfd == -ENOTDIR) {
-                dd_tell(report, payload, path, GIT_DIRDIFF_REFUSED, dd_changed_parent, refused);
+                dd_tell(report, payload, path, RGIT_DIRDIFF_REFUSED, dd_changed_parent, refused);
                 goto done;
             }
             if (pfd < 0) {
@@ -1773,7 +1773,7 @@ static int dd_apply_one(size_t *refused, git_dirdiff *d, int origfd, const git_d
             goto done;
         }
     }
-    dd_tell(report, payload, path, GIT_DIRDIFF_APPLIED, NULL, refused);
+    dd_tell(report, payload, path, RGIT_DIRDIFF_APPLIED, NULL, refused);
 done:
     git_blob_free(blob);
     if (pfd >= 0)
@@ -1781,8 +1781,8 @@ done:
     return rc;
 }
 
-int git_dirdiff_apply(size_t *refused, git_dirdiff *d, const char *original,
-                      git_dirdiff_apply_fn report, void *payload, rg_error *err)
+int rgit_dirdiff_apply(size_t *refused, rgit_dirdiff *d, const char *original,
+                       rgit_dirdiff_apply_fn report, void *payload, rg_error *err)
 {
     dd_scratch sc;
     dd_added added = {NULL, 0};
@@ -1850,7 +1850,7 @@ static size_t dd_trimmed_len(const char *fork)
     return n;
 }
 
-int git_dirdiff_default_base(rg_buf *out, const char *fork, rg_error *err)
+int rgit_dirdiff_default_base(rg_buf *out, const char *fork, rg_error *err)
 {
     size_t n = dd_trimmed_len(fork), slash = n;
     int rc;
@@ -1868,7 +1868,7 @@ int git_dirdiff_default_base(rg_buf *out, const char *fork, rg_error *err)
     return 0;
 }
 
-int git_dirdiff_default_original(rg_buf *out, const char *fork, rg_error *err)
+int rgit_dirdiff_default_original(rg_buf *out, const char *fork, rg_error *err)
 {
     size_t n = dd_trimmed_len(fork), dot = n;
     int rc;

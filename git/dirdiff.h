@@ -34,55 +34,55 @@
 #include "util/buf.h"
 #include "util/error.h"
 
-typedef struct git_dirdiff git_dirdiff;
+typedef struct rgit_dirdiff rgit_dirdiff;
 
-typedef struct git_dirdiff_opts {
+typedef struct rgit_dirdiff_opts {
     /* Parent of the short-lived private repository that holds the ignore
      * machinery's state; NULL: $TMPDIR, else /tmp. Never the base or fork. */
     const char *tmp_parent;
     /* Deepest directory nesting read before failing; 0: 256. */
     unsigned int max_depth;
-} git_dirdiff_opts;
+} rgit_dirdiff_opts;
 
-#define GIT_DIRDIFF_OPTS_INIT                                                                      \
+#define RGIT_DIRDIFF_OPTS_INIT                                                                     \
     {                                                                                              \
         NULL, 0                                                                                    \
     }
 
-typedef enum git_dirdiff_status {
-    GIT_DIRDIFF_ADDED = 'A',
-    GIT_DIRDIFF_DELETED = 'D',
-    GIT_DIRDIFF_MODIFIED = 'M', /* content, mode or both */
-} git_dirdiff_status;
+typedef enum rgit_dirdiff_status {
+    RGIT_DIRDIFF_ADDED = 'A',
+    RGIT_DIRDIFF_DELETED = 'D',
+    RGIT_DIRDIFF_MODIFIED = 'M', /* content, mode or both */
+} rgit_dirdiff_status;
 
 /* One changed path. Modes are git's: 0100644, 0100755 or 0120000, 0 absent. */
-typedef struct git_dirdiff_change {
+typedef struct rgit_dirdiff_change {
     const char *path; /* '/'-separated, relative; owned by the diff */
-    git_dirdiff_status status;
+    rgit_dirdiff_status status;
     unsigned int old_mode;
     unsigned int new_mode;
-} git_dirdiff_change;
+} rgit_dirdiff_change;
 
 /*
  * Compare the directory `base` (the fork point) with `fork` and keep the
- * result in *out (free with git_dirdiff_free). `opts` may be NULL. Fails
+ * result in *out (free with rgit_dirdiff_free). `opts` may be NULL. Fails
  * with a message naming the path when a file cannot be read, a directory is
  * nested deeper than opts->max_depth, or base and fork are the same.
  */
-int git_dirdiff_new(git_dirdiff **out, const char *base, const char *fork,
-                    const git_dirdiff_opts *opts, rg_error *err);
+int rgit_dirdiff_new(rgit_dirdiff **out, const char *base, const char *fork,
+                     const rgit_dirdiff_opts *opts, rg_error *err);
 
 /* Number of changed paths; a type change counts twice (delete + add). */
-size_t git_dirdiff_count(const git_dirdiff *d);
+size_t rgit_dirdiff_count(const rgit_dirdiff *d);
 
 /* The i-th change in path order; -ERANGE when i >= count. */
-int git_dirdiff_get(git_dirdiff_change *out, const git_dirdiff *d, size_t i);
+int rgit_dirdiff_get(rgit_dirdiff_change *out, const rgit_dirdiff *d, size_t i);
 
 /*
  * Receives the patch in pieces, in order. Return 0 to go on; anything else
- * stops the printing and is returned by git_dirdiff_print.
+ * stops the printing and is returned by rgit_dirdiff_print.
  */
-typedef int (*git_dirdiff_write_fn)(const void *data, size_t len, void *payload);
+typedef int (*rgit_dirdiff_write_fn)(const void *data, size_t len, void *payload);
 
 /*
  * Write the patch: `diff --git a/<path> b/<path>` sections with modes,
@@ -90,24 +90,24 @@ typedef int (*git_dirdiff_write_fn)(const void *data, size_t len, void *payload)
  * `git apply` reproduces the fork from a copy of the base. Nothing is
  * written when there are no changes.
  */
-int git_dirdiff_print(git_dirdiff *d, git_dirdiff_write_fn write, void *payload, rg_error *err);
+int rgit_dirdiff_print(rgit_dirdiff *d, rgit_dirdiff_write_fn write, void *payload, rg_error *err);
 
 /* The same patch appended to `out` (which keeps its cap). */
-int git_dirdiff_patch(rg_buf *out, git_dirdiff *d, rg_error *err);
+int rgit_dirdiff_patch(rg_buf *out, rgit_dirdiff *d, rg_error *err);
 
 /* A `git diff --stat --summary` style summary, `width` columns (0: 80). */
-int git_dirdiff_stat(rg_buf *out, git_dirdiff *d, size_t width, rg_error *err);
+int rgit_dirdiff_stat(rg_buf *out, rgit_dirdiff *d, size_t width, rg_error *err);
 
-typedef enum git_dirdiff_outcome {
-    GIT_DIRDIFF_APPLIED, /* the original now has the fork's version */
-    GIT_DIRDIFF_ALREADY, /* the original already had the fork's version */
-    GIT_DIRDIFF_REFUSED, /* the original changed since the fork: left alone */
-} git_dirdiff_outcome;
+typedef enum rgit_dirdiff_outcome {
+    RGIT_DIRDIFF_APPLIED, /* the original now has the fork's version */
+    RGIT_DIRDIFF_ALREADY, /* the original already had the fork's version */
+    RGIT_DIRDIFF_REFUSED, /* the original changed since the fork: left alone */
+} rgit_dirdiff_outcome;
 
 /* Told the outcome of each path as it is decided; `reason` is NULL unless
  * refused. */
-typedef void (*git_dirdiff_apply_fn)(const char *path, git_dirdiff_outcome outcome,
-                                     const char *reason, void *payload);
+typedef void (*rgit_dirdiff_apply_fn)(const char *path, rgit_dirdiff_outcome outcome,
+                                      const char *reason, void *payload);
 
 /*
  * Apply the changes to the directory `original` by writing files directly
@@ -120,11 +120,11 @@ typedef void (*git_dirdiff_apply_fn)(const char *path, git_dirdiff_outcome outco
  * gets the number of refused paths. A filesystem error stops the run
  * (paths already reported as applied stay applied) and returns negative.
  */
-int git_dirdiff_apply(size_t *refused, git_dirdiff *d, const char *original,
-                      git_dirdiff_apply_fn report, void *payload, rg_error *err);
+int rgit_dirdiff_apply(size_t *refused, rgit_dirdiff *d, const char *original,
+                       rgit_dirdiff_apply_fn report, void *payload, rg_error *err);
 
 /* Free the diff and remove its private repository. Accepts NULL. */
-void git_dirdiff_free(git_dirdiff *d);
+void rgit_dirdiff_free(rgit_dirdiff *d);
 
 /*
  * refgate-run's naming: the base of FORK is `<dirname FORK>/.<basename
@@ -132,7 +132,7 @@ void git_dirdiff_free(git_dirdiff *d);
  * slashes of `fork` are ignored. Appends to `out`; the original fails with
  * -EINVAL when FORK does not end in `.<digits>`.
  */
-int git_dirdiff_default_base(rg_buf *out, const char *fork, rg_error *err);
-int git_dirdiff_default_original(rg_buf *out, const char *fork, rg_error *err);
+int rgit_dirdiff_default_base(rg_buf *out, const char *fork, rg_error *err);
+int rgit_dirdiff_default_original(rg_buf *out, const char *fork, rg_error *err);
 
 #endif

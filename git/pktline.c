@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-const char *git_pktline_quote(char *out, size_t out_size, const void *data, size_t len)
+const char *rgit_pktline_quote(char *out, size_t out_size, const void *data, size_t len)
 {
     static const char hex[] = "0123456789abcdef";
     const unsigned char *p = data;
@@ -55,13 +55,13 @@ const char *git_pktline_quote(char *out, size_t out_size, const void *data, size
     return out;
 }
 
-int git_pktline_parse(git_pktline *out, const char *buf, size_t len, rg_error *err)
+int rgit_pktline_parse(rgit_pktline *out, const char *buf, size_t len, rg_error *err)
 {
     char q[32];
     size_t n = 0;
     int i;
 
-    out->type = GIT_PKTLINE_DATA;
+    out->type = RGIT_PKTLINE_DATA;
     out->data = NULL;
     out->len = 0;
     if (len < 4)
@@ -71,27 +71,27 @@ int git_pktline_parse(git_pktline *out, const char *buf, size_t len, rg_error *e
 
         if (v < 0)
             return rg_error_set(err, RG_E_PROTOCOL, "bad pkt-line length \"%s\"",
-                                git_pktline_quote(q, sizeof(q), buf, 4));
+                                rgit_pktline_quote(q, sizeof(q), buf, 4));
         n = n * 16 + (size_t)v;
     }
     switch (n) {
     case 0:
-        out->type = GIT_PKTLINE_FLUSH;
+        out->type = RGIT_PKTLINE_FLUSH;
         return 4;
     case 1:
-        out->type = GIT_PKTLINE_DELIM;
+        out->type = RGIT_PKTLINE_DELIM;
         return 4;
     case 2:
-        out->type = GIT_PKTLINE_RESPONSE_END;
+        out->type = RGIT_PKTLINE_RESPONSE_END;
         return 4;
     case 3:
         return rg_error_set(err, RG_E_PROTOCOL, "reserved pkt-line length 0003");
     default:
         break;
     }
-    if (n > GIT_PKTLINE_MAX)
+    if (n > RGIT_PKTLINE_MAX)
         return rg_error_set(err, RG_E_PROTOCOL, "pkt-line length %zu is over the maximum %d", n,
-                            GIT_PKTLINE_MAX);
+                            RGIT_PKTLINE_MAX);
     if (len < n)
         return 0;
     out->data = buf + 4;
@@ -103,19 +103,19 @@ int git_pktline_parse(git_pktline *out, const char *buf, size_t len, rg_error *e
  * Incremental reader
  */
 
-void git_pktline_reader_init(git_pktline_reader *r)
+void rgit_pktline_reader_init(rgit_pktline_reader *r)
 {
     r->len = 0;
 }
 
-int git_pktline_reader_pending(const git_pktline_reader *r)
+int rgit_pktline_reader_pending(const rgit_pktline_reader *r)
 {
     return r->len > 0;
 }
 
 /*
  * The total length a validated header announces. Only called on a header
- * that git_pktline_parse has accepted, so the digits are known to be hex.
+ * that rgit_pktline_parse has accepted, so the digits are known to be hex.
  */
 static size_t header_length(const char *hdr)
 {
@@ -127,8 +127,8 @@ static size_t header_length(const char *hdr)
     return n;
 }
 
-int git_pktline_reader_next(git_pktline *out, git_pktline_reader *r, const char *data, size_t len,
-                            size_t *consumed, rg_error *err)
+int rgit_pktline_reader_next(rgit_pktline *out, rgit_pktline_reader *r, const char *data,
+                             size_t len, size_t *consumed, rg_error *err)
 {
     size_t take, want;
     int rc;
@@ -138,7 +138,7 @@ int git_pktline_reader_next(git_pktline *out, git_pktline_reader *r, const char 
         return 0;
     if (r->len == 0) {
         /* The common case: the whole packet is in this chunk, so no copy. */
-        rc = git_pktline_parse(out, data, len, err);
+        rc = rgit_pktline_parse(out, data, len, err);
         if (rc != 0) {
             if (rc > 0)
                 *consumed = (size_t)rc;
@@ -162,7 +162,7 @@ int git_pktline_reader_next(git_pktline *out, git_pktline_reader *r, const char 
         *consumed = take;
         if (r->len < 4)
             return 0;
-        rc = git_pktline_parse(out, r->buf, r->len, err);
+        rc = rgit_pktline_parse(out, r->buf, r->len, err);
         if (rc < 0) {
             r->len = 0;
             return rc;
@@ -182,7 +182,7 @@ int git_pktline_reader_next(git_pktline *out, git_pktline_reader *r, const char 
     *consumed += take;
     if (take < want)
         return 0;
-    rc = git_pktline_parse(out, r->buf, r->len, err);
+    rc = rgit_pktline_parse(out, r->buf, r->len, err);
     /*
      * The packet now lives in buf until the next call; marking the reader
      * empty lets that call start afresh. The header was validated above, so
@@ -196,13 +196,13 @@ int git_pktline_reader_next(git_pktline *out, git_pktline_reader *r, const char 
  * Writers
  */
 
-int git_pktline_write(rg_buf *out, const void *data, size_t len)
+int rgit_pktline_write(rg_buf *out, const void *data, size_t len)
 {
     char hdr[8];
     size_t start = out->len;
     int rc;
 
-    if (len > GIT_PKTLINE_DATA_MAX)
+    if (len > RGIT_PKTLINE_DATA_MAX)
         return -EINVAL;
     snprintf(hdr, sizeof(hdr), "%04zx", len + 4);
     rc = rg_buf_append(out, hdr, 4);
@@ -219,7 +219,7 @@ done:
     return rc;
 }
 
-int git_pktline_printf(rg_buf *out, const char *fmt, ...)
+int rgit_pktline_printf(rg_buf *out, const char *fmt, ...)
 {
     va_list ap;
     char *line = NULL;
@@ -228,7 +228,7 @@ int git_pktline_printf(rg_buf *out, const char *fmt, ...)
     va_start(ap, fmt);
     n = vsnprintf(NULL, 0, fmt, ap);
     va_end(ap);
-    if (n < 0 || (size_t)n > GIT_PKTLINE_DATA_MAX) {
+    if (n < 0 || (size_t)n > RGIT_PKTLINE_DATA_MAX) {
         rc = -EINVAL;
         goto done;
     }
@@ -240,13 +240,13 @@ int git_pktline_printf(rg_buf *out, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(line, (size_t)n + 1, fmt, ap);
     va_end(ap);
-    rc = git_pktline_write(out, line, (size_t)n);
+    rc = rgit_pktline_write(out, line, (size_t)n);
 done:
     free(line);
     return rc;
 }
 
-int git_pktline_flush(rg_buf *out)
+int rgit_pktline_flush(rg_buf *out)
 {
     return rg_buf_append(out, "0000", 4);
 }

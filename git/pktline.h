@@ -12,21 +12,21 @@
 #include "util/buf.h"
 #include "util/error.h"
 
-#define GIT_PKTLINE_MAX      65520
-#define GIT_PKTLINE_DATA_MAX (GIT_PKTLINE_MAX - 4)
+#define RGIT_PKTLINE_MAX      65520
+#define RGIT_PKTLINE_DATA_MAX (RGIT_PKTLINE_MAX - 4)
 
-typedef enum git_pktline_type {
-    GIT_PKTLINE_DATA,
-    GIT_PKTLINE_FLUSH,        /* 0000 */
-    GIT_PKTLINE_DELIM,        /* 0001 */
-    GIT_PKTLINE_RESPONSE_END, /* 0002 */
-} git_pktline_type;
+typedef enum rgit_pktline_type {
+    RGIT_PKTLINE_DATA,
+    RGIT_PKTLINE_FLUSH,        /* 0000 */
+    RGIT_PKTLINE_DELIM,        /* 0001 */
+    RGIT_PKTLINE_RESPONSE_END, /* 0002 */
+} rgit_pktline_type;
 
-typedef struct git_pktline {
-    git_pktline_type type;
+typedef struct rgit_pktline {
+    rgit_pktline_type type;
     const char *data; /* points into the parsed bytes; NULL unless DATA */
     size_t len;       /* payload bytes, without the 4-byte header */
-} git_pktline;
+} rgit_pktline;
 
 /*
  * Parse the packet at the start of buf[0..len). Returns the number of bytes
@@ -36,47 +36,47 @@ typedef struct git_pktline {
  * one, but it is not a flush, and git itself sends it for an empty push
  * option, so each caller decides whether empty data is valid where it is.
  */
-int git_pktline_parse(git_pktline *out, const char *buf, size_t len, rg_error *err);
+int rgit_pktline_parse(rgit_pktline *out, const char *buf, size_t len, rg_error *err);
 
-/* Append one data packet; -EINVAL when len > GIT_PKTLINE_DATA_MAX. */
-int git_pktline_write(rg_buf *out, const void *data, size_t len);
+/* Append one data packet; -EINVAL when len > RGIT_PKTLINE_DATA_MAX. */
+int rgit_pktline_write(rg_buf *out, const void *data, size_t len);
 
 /* Append a printf-formatted data packet. */
-int git_pktline_printf(rg_buf *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int rgit_pktline_printf(rg_buf *out, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Append 0000. */
-int git_pktline_flush(rg_buf *out);
+int rgit_pktline_flush(rg_buf *out);
 
 /*
  * Incremental framing for a stream that arrives in chunks of any size. A
  * packet is copied into the reader only when it straddles two chunks, and
  * the reader never takes a byte past the end of the packet it completes, so
  * a caller can stop exactly where the pkt-lines end (in a push, the pack
- * follows). The fields are private; initialise with git_pktline_reader_init.
+ * follows). The fields are private; initialise with rgit_pktline_reader_init.
  */
-typedef struct git_pktline_reader {
+typedef struct rgit_pktline_reader {
     size_t len; /* bytes of an unfinished packet held in buf */
-    char buf[GIT_PKTLINE_MAX];
-} git_pktline_reader;
+    char buf[RGIT_PKTLINE_MAX];
+} rgit_pktline_reader;
 
-void git_pktline_reader_init(git_pktline_reader *r);
+void rgit_pktline_reader_init(rgit_pktline_reader *r);
 
 /*
  * Take the next packet from data[0..len). Returns 1 with *out set (its data
  * valid until the next call, and only while `data` is), 0 when every byte
  * was taken without completing a packet, or RG_E_PROTOCOL as
- * git_pktline_parse does. *consumed says how many bytes of data were taken.
+ * rgit_pktline_parse does. *consumed says how many bytes of data were taken.
  */
-int git_pktline_reader_next(git_pktline *out, git_pktline_reader *r, const char *data, size_t len,
-                            size_t *consumed, rg_error *err);
+int rgit_pktline_reader_next(rgit_pktline *out, rgit_pktline_reader *r, const char *data,
+                             size_t len, size_t *consumed, rg_error *err);
 
 /* 1 when the reader holds part of a packet, so the stream must not end. */
-int git_pktline_reader_pending(const git_pktline_reader *r);
+int rgit_pktline_reader_pending(const rgit_pktline_reader *r);
 
 /*
  * Render data[0..len) for an error message: printable ASCII as is, other
  * bytes as \xNN, cut with "..." to fit out_size. Returns out.
  */
-const char *git_pktline_quote(char *out, size_t out_size, const void *data, size_t len);
+const char *rgit_pktline_quote(char *out, size_t out_size, const void *data, size_t len);
 
 #endif

@@ -7,7 +7,7 @@
  * upstream see different requests: capabilities only on the first command,
  * shallow lines only before it, one id length throughout, each ref named
  * once, ref names that git's check-ref-format would accept. Everything it
- * keeps is capped by git_push_limits, and it never takes a byte of the pack.
+ * keeps is capped by rgit_push_limits, and it never takes a byte of the pack.
  */
 #include "git/push.h"
 #include "git/pktline.h"
@@ -30,15 +30,15 @@ typedef enum push_state {
     PUSH_FAILED,
 } push_state;
 
-struct git_push_parser {
-    git_push_limits limits;
-    git_push_request req;
+struct rgit_push_parser {
+    rgit_push_limits limits;
+    rgit_push_request req;
     push_state state;
     int fail_code;
     size_t header_bytes;
     int hexlen_from_format; /* req.oid_hexlen was set by object-format= */
     size_t updates_alloc, caps_alloc, options_alloc, shallow_alloc;
-    git_pktline_reader reader; /* last: it holds a whole packet */
+    rgit_pktline_reader reader; /* last: it holds a whole packet */
 };
 
 /* ---------------------------------------------------------------------------
@@ -81,10 +81,10 @@ static int is_lower_hex(const char *s, size_t n)
 
 static const char *quote(char *q, size_t qsize, const char *s, size_t n)
 {
-    return git_pktline_quote(q, qsize, s, n);
+    return rgit_pktline_quote(q, qsize, s, n);
 }
 
-int git_oid_hex_is_zero(const char *id)
+int rgit_oid_hex_is_zero(const char *id)
 {
     size_t i;
 
@@ -96,7 +96,7 @@ int git_oid_hex_is_zero(const char *id)
     return 1;
 }
 
-int git_push_has_cap(const git_push_request *req, const char *name)
+int rgit_push_has_cap(const rgit_push_request *req, const char *name)
 {
     size_t i, n;
 
@@ -166,7 +166,7 @@ static const char *refname_problem(const char *s, size_t n)
  * object-format= when the client sent it; otherwise the gateway could check
  * one object while upstream stores another.
  */
-static int check_hexlen(git_push_parser *p, size_t n, const char *what, rg_error *err)
+static int check_hexlen(rgit_push_parser *p, size_t n, const char *what, rg_error *err)
 {
     if (p->req.oid_hexlen == 0) {
         p->req.oid_hexlen = n;
@@ -189,14 +189,14 @@ static size_t oid_length(const char *s, size_t n)
     size_t len;
 
     for (len = 0; len < n && s[len] != ' '; len++)
-        if (len > GIT_OID_HEX_MAX)
+        if (len > RGIT_OID_HEX_MAX)
             return 0;
     if ((len != 40 && len != 64) || !is_lower_hex(s, len))
         return 0;
     return len;
 }
 
-static int parse_caps(git_push_parser *p, const char *s, size_t n, rg_error *err)
+static int parse_caps(rgit_push_parser *p, const char *s, size_t n, rg_error *err)
 {
     char q[96];
     size_t i = 0, start, len;
@@ -252,7 +252,7 @@ static int parse_caps(git_push_parser *p, const char *s, size_t n, rg_error *err
     return 0;
 }
 
-static int add_shallow(git_push_parser *p, const char *s, size_t n, rg_error *err)
+static int add_shallow(rgit_push_parser *p, const char *s, size_t n, rg_error *err)
 {
     char q[96];
     int rc;
@@ -273,9 +273,9 @@ static int add_shallow(git_push_parser *p, const char *s, size_t n, rg_error *er
     return 0;
 }
 
-static int add_command(git_push_parser *p, const char *s, size_t n, rg_error *err)
+static int add_command(rgit_push_parser *p, const char *s, size_t n, rg_error *err)
 {
-    git_ref_update *u;
+    rgit_ref_update *u;
     const char *why;
     char q[160];
     size_t idlen;
@@ -296,7 +296,7 @@ static int add_command(git_push_parser *p, const char *s, size_t n, rg_error *er
     if (p->req.nupdates >= p->limits.max_updates)
         return rg_error_set(err, RG_E_TOO_BIG, "more than %zu commands in one push",
                             p->limits.max_updates);
-    rc = grow(&p->req.updates, &p->updates_alloc, p->req.nupdates, sizeof(git_ref_update));
+    rc = grow(&p->req.updates, &p->updates_alloc, p->req.nupdates, sizeof(rgit_ref_update));
     if (rc < 0)
         return rg_error_set(err, rc, "out of memory");
     u = &p->req.updates[p->req.nupdates];
@@ -311,7 +311,7 @@ static int add_command(git_push_parser *p, const char *s, size_t n, rg_error *er
     return 0;
 }
 
-static int add_option(git_push_parser *p, const char *s, size_t n, rg_error *err)
+static int add_option(rgit_push_parser *p, const char *s, size_t n, rg_error *err)
 {
     int rc;
 
@@ -332,7 +332,7 @@ static int add_option(git_push_parser *p, const char *s, size_t n, rg_error *err
 }
 
 /* A shallow line or a command; the caller has stripped one trailing LF. */
-static int handle_line(git_push_parser *p, const char *s, size_t n, rg_error *err)
+static int handle_line(rgit_push_parser *p, const char *s, size_t n, rg_error *err)
 {
     const char *nul;
     int rc;
@@ -381,7 +381,7 @@ static int compare_names(const void *a, const void *b)
  * A ref named twice would be decided twice and reported ambiguously; git's
  * receive-pack refuses such a push too, so refuse it before evaluating.
  */
-static int check_duplicates(const git_push_request *req, rg_error *err)
+static int check_duplicates(const rgit_push_request *req, rg_error *err)
 {
     const char **names = NULL;
     char q[160];
@@ -408,21 +408,21 @@ done:
     return rc;
 }
 
-static int handle_packet(git_push_parser *p, const git_pktline *pkt, rg_error *err)
+static int handle_packet(rgit_push_parser *p, const rgit_pktline *pkt, rg_error *err)
 {
     const char *s = pkt->data;
     size_t n = pkt->len;
 
-    if (pkt->type == GIT_PKTLINE_DELIM || pkt->type == GIT_PKTLINE_RESPONSE_END)
+    if (pkt->type == RGIT_PKTLINE_DELIM || pkt->type == RGIT_PKTLINE_RESPONSE_END)
         return rg_error_set(err, RG_E_PROTOCOL, "unexpected %s packet (push is protocol v0/v1)",
-                            pkt->type == GIT_PKTLINE_DELIM ? "delim" : "response-end");
-    if (pkt->type == GIT_PKTLINE_FLUSH) {
+                            pkt->type == RGIT_PKTLINE_DELIM ? "delim" : "response-end");
+    if (pkt->type == RGIT_PKTLINE_FLUSH) {
         /*
          * Push options follow only when the client asked for them; without
          * commands there are no capabilities, so a lone flush (git's probe)
          * or shallow lines and a flush complete the request.
          */
-        if (p->state == PUSH_EXPECT_COMMAND && git_push_has_cap(&p->req, "push-options"))
+        if (p->state == PUSH_EXPECT_COMMAND && rgit_push_has_cap(&p->req, "push-options"))
             p->state = PUSH_EXPECT_OPTION;
         else
             p->state = PUSH_DONE;
@@ -439,10 +439,10 @@ static int handle_packet(git_push_parser *p, const git_pktline *pkt, rg_error *e
  * Public interface
  */
 
-int git_push_parser_new(git_push_parser **out, const git_push_limits *limits)
+int rgit_push_parser_new(rgit_push_parser **out, const rgit_push_limits *limits)
 {
-    static const git_push_limits defaults = GIT_PUSH_LIMITS_INIT;
-    git_push_parser *p;
+    static const rgit_push_limits defaults = RGIT_PUSH_LIMITS_INIT;
+    rgit_push_parser *p;
 
     *out = NULL;
     p = calloc(1, sizeof(*p));
@@ -450,7 +450,7 @@ int git_push_parser_new(git_push_parser **out, const git_push_limits *limits)
         return -ENOMEM;
     p->limits = limits ? *limits : defaults;
     p->state = PUSH_EXPECT_FIRST;
-    git_pktline_reader_init(&p->reader);
+    rgit_pktline_reader_init(&p->reader);
     *out = p;
     return 0;
 }
@@ -464,7 +464,7 @@ static void free_strings(char **v, size_t n)
     free(v);
 }
 
-void git_push_parser_free(git_push_parser *p)
+void rgit_push_parser_free(rgit_push_parser *p)
 {
     size_t i;
 
@@ -479,10 +479,10 @@ void git_push_parser_free(git_push_parser *p)
     free(p);
 }
 
-int git_push_parser_feed(git_push_parser *p, const char *data, size_t len, size_t *consumed,
-                         rg_error *err)
+int rgit_push_parser_feed(rgit_push_parser *p, const char *data, size_t len, size_t *consumed,
+                          rg_error *err)
 {
-    git_pktline pkt;
+    rgit_pktline pkt;
     size_t off = 0, used;
     int rc = 0;
 
@@ -495,7 +495,7 @@ int git_push_parser_feed(git_push_parser *p, const char *data, size_t len, size_
         return rg_error_set(err, p->fail_code, "push request: parsing already failed");
     /* Bounded: each turn either takes a whole packet (>= 4 bytes) or ends. */
     while (off < len) {
-        rc = git_pktline_reader_next(&pkt, &p->reader, data + off, len - off, &used, err);
+        rc = rgit_pktline_reader_next(&pkt, &p->reader, data + off, len - off, &used, err);
         if (rc < 0)
             goto done;
         off += used;
@@ -532,7 +532,7 @@ done:
     return rc;
 }
 
-const git_push_request *git_push_parser_request(const git_push_parser *p)
+const rgit_push_request *rgit_push_parser_request(const rgit_push_parser *p)
 {
     /* Half a request must not be mistaken for the whole one. */
     if (p == NULL || p->state != PUSH_DONE)
@@ -544,10 +544,10 @@ const git_push_request *git_push_parser_request(const git_push_parser *p)
  * Writing
  */
 
-int git_push_request_write(rg_buf *out, const git_push_request *req, const size_t *keep,
-                           size_t nkeep)
+int rgit_push_request_write(rg_buf *out, const rgit_push_request *req, const size_t *keep,
+                            size_t nkeep)
 {
-    rg_buf line = RG_BUF_INIT(GIT_PKTLINE_DATA_MAX);
+    rg_buf line = RG_BUF_INIT(RGIT_PKTLINE_DATA_MAX);
     unsigned char *seen = NULL;
     size_t start = out->len, i, j;
     int rc = 0;
@@ -572,12 +572,12 @@ int git_push_request_write(rg_buf *out, const git_push_request *req, const size_
 
     /* git's own send-pack writes shallow lines with a LF, commands without. */
     for (i = 0; i < req->nshallow; i++) {
-        rc = git_pktline_printf(out, "shallow %s\n", req->shallow[i]);
+        rc = rgit_pktline_printf(out, "shallow %s\n", req->shallow[i]);
         if (rc < 0)
             goto done;
     }
     for (i = 0; i < nkeep; i++) {
-        const git_ref_update *u = &req->updates[keep[i]];
+        const rgit_ref_update *u = &req->updates[keep[i]];
 
         rg_buf_reset(&line);
         rc = rg_buf_printf(&line, "%s %s %s", u->old_id, u->new_id, u->refname);
@@ -598,21 +598,21 @@ int git_push_request_write(rg_buf *out, const git_push_request *req, const size_
             if (rc < 0)
                 goto done;
         }
-        rc = git_pktline_write(out, line.data, line.len);
+        rc = rgit_pktline_write(out, line.data, line.len);
         if (rc < 0)
             goto done;
     }
-    rc = git_pktline_flush(out);
+    rc = rgit_pktline_flush(out);
     if (rc < 0)
         goto done;
     /* Without a command there are no capabilities to announce options. */
-    if (nkeep > 0 && git_push_has_cap(req, "push-options")) {
+    if (nkeep > 0 && rgit_push_has_cap(req, "push-options")) {
         for (i = 0; i < req->npush_options; i++) {
-            rc = git_pktline_write(out, req->push_options[i], strlen(req->push_options[i]));
+            rc = rgit_pktline_write(out, req->push_options[i], strlen(req->push_options[i]));
             if (rc < 0)
                 goto done;
         }
-        rc = git_pktline_flush(out);
+        rc = rgit_pktline_flush(out);
     }
 done:
     free(seen);

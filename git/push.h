@@ -18,16 +18,16 @@
 #include "util/buf.h"
 #include "util/error.h"
 
-#define GIT_OID_HEX_MAX 64
+#define RGIT_OID_HEX_MAX 64
 
-typedef struct git_ref_update {
-    char old_id[GIT_OID_HEX_MAX + 1]; /* all zeros: create */
-    char new_id[GIT_OID_HEX_MAX + 1]; /* all zeros: delete */
+typedef struct rgit_ref_update {
+    char old_id[RGIT_OID_HEX_MAX + 1]; /* all zeros: create */
+    char new_id[RGIT_OID_HEX_MAX + 1]; /* all zeros: delete */
     char *refname;
-} git_ref_update;
+} rgit_ref_update;
 
-typedef struct git_push_request {
-    git_ref_update *updates;
+typedef struct rgit_push_request {
+    rgit_ref_update *updates;
     size_t nupdates;
     char **caps; /* capabilities from the first command, in order */
     size_t ncaps;
@@ -36,23 +36,23 @@ typedef struct git_push_request {
     char **shallow; /* ids from shallow lines */
     size_t nshallow;
     size_t oid_hexlen; /* 40 or 64, from the ids (and object-format=) */
-} git_push_request;
+} rgit_push_request;
 
-typedef struct git_push_limits {
+typedef struct rgit_push_limits {
     size_t max_updates;      /* commands per push */
     size_t max_push_options; /* push options per push */
     size_t max_header_bytes; /* everything before the pack */
-} git_push_limits;
+} rgit_push_limits;
 
-#define GIT_PUSH_LIMITS_INIT                                                                       \
+#define RGIT_PUSH_LIMITS_INIT                                                                      \
     {                                                                                              \
         10000, 100, 4 * 1024 * 1024                                                                \
     }
 
-typedef struct git_push_parser git_push_parser;
+typedef struct rgit_push_parser rgit_push_parser;
 
-int git_push_parser_new(git_push_parser **out, const git_push_limits *limits);
-void git_push_parser_free(git_push_parser *p);
+int rgit_push_parser_new(rgit_push_parser **out, const rgit_push_limits *limits);
+void rgit_push_parser_free(rgit_push_parser *p);
 
 /*
  * Feed the next `len` bytes of the body. Returns 0 when more is needed, 1
@@ -62,27 +62,27 @@ void git_push_parser_free(git_push_parser *p);
  * A body that is only a flush (git's 4-byte probe before a large push)
  * completes with zero updates.
  */
-int git_push_parser_feed(git_push_parser *p, const char *data, size_t len, size_t *consumed,
-                         rg_error *err);
+int rgit_push_parser_feed(rgit_push_parser *p, const char *data, size_t len, size_t *consumed,
+                          rg_error *err);
 
 /*
  * The parsed request; valid after feed returned 1 (NULL before, and after
  * an error), owned by the parser.
  */
-const git_push_request *git_push_parser_request(const git_push_parser *p);
+const rgit_push_request *rgit_push_parser_request(const rgit_push_parser *p);
 
 /* 1 when `caps` holds `name` or `name=...`, else 0. */
-int git_push_has_cap(const git_push_request *req, const char *name);
+int rgit_push_has_cap(const rgit_push_request *req, const char *name);
 
 /* 1 when id is all zeros. */
-int git_oid_hex_is_zero(const char *id);
+int rgit_oid_hex_is_zero(const char *id);
 
 /*
  * Write the header of a request that carries only the commands whose
  * indexes are in `keep` (in that order): the capabilities move to the new
  * first command; shallow lines and push options are kept.
  */
-int git_push_request_write(rg_buf *out, const git_push_request *req, const size_t *keep,
-                           size_t nkeep);
+int rgit_push_request_write(rg_buf *out, const rgit_push_request *req, const size_t *keep,
+                            size_t nkeep);
 
 #endif

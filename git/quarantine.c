@@ -59,7 +59,7 @@ enum quarantine_state {
     QUARANTINE_FAILED,   /* an earlier step failed; everything else fails too */
 };
 
-struct git_quarantine {
+struct rgit_quarantine {
     enum quarantine_state state;
     int libgit2_ready;    /* git_libgit2_init() succeeded and needs its shutdown */
     size_t hexlen;        /* 40 or 64 */
@@ -157,7 +157,7 @@ done:
 
 /* The environment of every git child: nothing of the gateway's own but
  * PATH, the quarantine as the only writable object directory. */
-static void quarantine_env(char **envp, char *bufs[3], const git_quarantine *q, int for_index)
+static void quarantine_env(char **envp, char *bufs[3], const rgit_quarantine *q, int for_index)
 {
     const char *path = getenv("PATH");
 
@@ -181,7 +181,7 @@ static void quarantine_env(char **envp, char *bufs[3], const git_quarantine *q, 
     envp[5] = NULL;
 }
 
-static int quarantine_start_indexer(git_quarantine *q, rg_error *err)
+static int quarantine_start_indexer(rgit_quarantine *q, rg_error *err)
 {
     char gitdir[PATH_MAX + 16], b0[PATH_MAX + 16], b1[PATH_MAX + 32], b2[PATH_MAX + 48];
     char *bufs[3] = {b0, b1, b2}, *envp[6];
@@ -193,10 +193,10 @@ static int quarantine_start_indexer(git_quarantine *q, rg_error *err)
                          RG_PROC_STDIN | RG_PROC_STDOUT | RG_PROC_STDERR | RG_PROC_GROUP, err);
 }
 
-int git_quarantine_new(git_quarantine **out, const char *upstream_gitdir, const char *tmp_parent,
-                       size_t oid_hexlen, rg_error *err)
+int rgit_quarantine_new(rgit_quarantine **out, const char *upstream_gitdir, const char *tmp_parent,
+                        size_t oid_hexlen, rg_error *err)
 {
-    git_quarantine *q = NULL;
+    rgit_quarantine *q = NULL;
     char objects[PATH_MAX];
     struct stat st;
     int rc = 0;
@@ -220,7 +220,7 @@ int git_quarantine_new(git_quarantine **out, const char *upstream_gitdir, const 
     q->hexlen = oid_hexlen;
     q->indexer = (rg_proc)RG_PROC_INIT;
 
-    /* libgit2 counts its initialisations; git_quarantine_free() balances this one. */
+    /* libgit2 counts its initialisations; rgit_quarantine_free() balances this one. */
     if (git_libgit2_init() < 0) {
         rc = quarantine_git_error(err, -ENOMEM, "initialising libgit2");
         goto done;
@@ -264,7 +264,7 @@ int git_quarantine_new(git_quarantine **out, const char *upstream_gitdir, const 
     *out = q;
     q = NULL;
 done:
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     return rc;
 }
 
@@ -272,7 +272,7 @@ done:
  * Receiving the pack
  * ------------------------------------------------------------------------- */
 
-static int quarantine_check_open(git_quarantine *q, rg_error *err)
+static int quarantine_check_open(rgit_quarantine *q, rg_error *err)
 {
     if (q->state == QUARANTINE_FAILED)
         return rg_error_set(err, RG_E_PROTOCOL, "the pack was already rejected");
@@ -281,7 +281,7 @@ static int quarantine_check_open(git_quarantine *q, rg_error *err)
     return 0;
 }
 
-int git_quarantine_write(git_quarantine *q, const void *data, size_t len, rg_error *err)
+int rgit_quarantine_write(rgit_quarantine *q, const void *data, size_t len, rg_error *err)
 {
     int rc;
 
@@ -300,7 +300,7 @@ int git_quarantine_write(git_quarantine *q, const void *data, size_t len, rg_err
 }
 
 /* Wait for index-pack, killing it when it overstays. *status as rg_proc_wait. */
-static int quarantine_wait_indexer(git_quarantine *q, int *status)
+static int quarantine_wait_indexer(rgit_quarantine *q, int *status)
 {
     time_t deadline = time(NULL) + QUARANTINE_INDEX_SECONDS;
     int st;
@@ -337,7 +337,7 @@ static void quarantine_last_line(char *out, size_t outsz, const rg_buf *b)
     out[n] = '\0';
 }
 
-int git_quarantine_finish(git_quarantine *q, rg_error *err)
+int rgit_quarantine_finish(rgit_quarantine *q, rg_error *err)
 {
     rg_buf out = RG_BUF_INIT(QUARANTINE_CHILD_OUTPUT_MAX);
     rg_buf errout = RG_BUF_INIT(QUARANTINE_CHILD_OUTPUT_MAX);
@@ -421,7 +421,7 @@ static int quarantine_parse_oid(git_oid *out, const char *hex, rg_error *err)
 }
 
 /* Fails unless `id` names a commit in the upstream or the pack; a tag is not peeled. */
-static int quarantine_require_commit(git_quarantine *q, const git_oid *id, const char *hex,
+static int quarantine_require_commit(rgit_quarantine *q, const git_oid *id, const char *hex,
                                      rg_error *err)
 {
     git_object_t type;
@@ -441,7 +441,7 @@ static int quarantine_require_commit(git_quarantine *q, const git_oid *id, const
 }
 
 /* Run a read-only git command over the upstream and the quarantine. */
-static int quarantine_git(int *status, rg_buf *out, git_quarantine *q, const char *const *args,
+static int quarantine_git(int *status, rg_buf *out, rgit_quarantine *q, const char *const *args,
                           rg_error *err)
 {
     char gitdir[PATH_MAX + 16], b0[PATH_MAX + 16], b1[PATH_MAX + 32], b2[PATH_MAX + 48];
@@ -458,7 +458,7 @@ static int quarantine_git(int *status, rg_buf *out, git_quarantine *q, const cha
 }
 
 /* SHA-256: fails unless `hex` is a full id naming a commit in the upstream or the pack. */
-static int quarantine_git_require_commit(git_quarantine *q, const char *hex, rg_error *err)
+static int quarantine_git_require_commit(rgit_quarantine *q, const char *hex, rg_error *err)
 {
     const char *args[] = {"cat-file", "-t", hex, NULL};
     rg_buf type = RG_BUF_INIT(64);
@@ -483,7 +483,7 @@ static int quarantine_git_require_commit(git_quarantine *q, const char *hex, rg_
 }
 
 /* SHA-256: the same questions, asked of git (libgit2 1.5 cannot read the objects). */
-static int quarantine_is_ancestor_git(int *out, git_quarantine *q, const char *ancestor_hex,
+static int quarantine_is_ancestor_git(int *out, rgit_quarantine *q, const char *ancestor_hex,
                                       const char *descendant_hex, rg_error *err)
 {
     int status = -1, rc;
@@ -509,8 +509,8 @@ static int quarantine_is_ancestor_git(int *out, git_quarantine *q, const char *a
     return 0;
 }
 
-int git_quarantine_is_ancestor(int *out, git_quarantine *q, const char *ancestor_hex,
-                               const char *descendant_hex, rg_error *err)
+int rgit_quarantine_is_ancestor(int *out, rgit_quarantine *q, const char *ancestor_hex,
+                                const char *descendant_hex, rg_error *err)
 {
     git_oid ancestor, descendant;
     int rc, grc;
@@ -576,7 +576,7 @@ bad:
 }
 
 /* SHA-1: the entry at `path` in the tree of commit `id`; *out NULL when there is none. */
-static int quarantine_entry_at(git_tree_entry **out, git_quarantine *q, const git_oid *id,
+static int quarantine_entry_at(git_tree_entry **out, rgit_quarantine *q, const git_oid *id,
                                const char *path, rg_error *err)
 {
     git_commit *commit = NULL;
@@ -602,7 +602,7 @@ done:
 }
 
 /* SHA-1: *out = the upstream's HEAD commit; *found 0 when HEAD is unborn. */
-static int quarantine_upstream_head(git_oid *out, int *found, git_quarantine *q, rg_error *err)
+static int quarantine_upstream_head(git_oid *out, int *found, rgit_quarantine *q, rg_error *err)
 {
     git_repository *up = NULL;
     int rc = 0, grc;
@@ -623,7 +623,7 @@ static int quarantine_upstream_head(git_oid *out, int *found, git_quarantine *q,
     return rc;
 }
 
-static int quarantine_changes_prefix_libgit2(int *out, git_quarantine *q, const char *old_hex,
+static int quarantine_changes_prefix_libgit2(int *out, rgit_quarantine *q, const char *old_hex,
                                              const char *new_hex, const char *path, rg_error *err)
 {
     git_tree_entry *old_entry = NULL, *new_entry = NULL;
@@ -663,7 +663,7 @@ done:
 }
 
 /* SHA-256: `git ls-tree <commit> -- <path>` names the entry (mode, type, id), or nothing. */
-static int quarantine_git_entry_at(rg_buf *out, git_quarantine *q, const char *commit_hex,
+static int quarantine_git_entry_at(rg_buf *out, rgit_quarantine *q, const char *commit_hex,
                                    const char *path, rg_error *err)
 {
     const char *args[] = {"--literal-pathspecs", "ls-tree", commit_hex, "--", path, NULL};
@@ -676,7 +676,7 @@ static int quarantine_git_entry_at(rg_buf *out, git_quarantine *q, const char *c
     return rc;
 }
 
-static int quarantine_changes_prefix_git(int *out, git_quarantine *q, const char *old_hex,
+static int quarantine_changes_prefix_git(int *out, rgit_quarantine *q, const char *old_hex,
                                          const char *new_hex, const char *path, rg_error *err)
 {
     rg_buf head = RG_BUF_INIT(256);
@@ -713,8 +713,8 @@ done:
     return rc;
 }
 
-int git_quarantine_changes_prefix(int *out, git_quarantine *q, const char *old_hex,
-                                  const char *new_hex, const char *prefix, rg_error *err)
+int rgit_quarantine_changes_prefix(int *out, rgit_quarantine *q, const char *old_hex,
+                                   const char *new_hex, const char *prefix, rg_error *err)
 {
     char path[PATH_MAX];
     int rc;
@@ -735,7 +735,7 @@ int git_quarantine_changes_prefix(int *out, git_quarantine *q, const char *old_h
  * Teardown
  * ------------------------------------------------------------------------- */
 
-void git_quarantine_free(git_quarantine *q)
+void rgit_quarantine_free(rgit_quarantine *q)
 {
     if (q == NULL)
         return;

@@ -16,7 +16,7 @@
 
 #include "util/error.h"
 
-typedef struct git_quarantine git_quarantine;
+typedef struct rgit_quarantine rgit_quarantine;
 
 /*
  * Create a quarantine under `tmp_parent` (a fresh directory inside it) for a
@@ -25,14 +25,14 @@ typedef struct git_quarantine git_quarantine;
  * Writing to the indexer after it gave up raises SIGPIPE: callers ignore
  * that signal.
  */
-int git_quarantine_new(git_quarantine **out, const char *upstream_gitdir, const char *tmp_parent,
-                       size_t oid_hexlen, rg_error *err);
+int rgit_quarantine_new(rgit_quarantine **out, const char *upstream_gitdir, const char *tmp_parent,
+                        size_t oid_hexlen, rg_error *err);
 
 /* Stream the next bytes of the pack into the indexer. */
-int git_quarantine_write(git_quarantine *q, const void *data, size_t len, rg_error *err);
+int rgit_quarantine_write(rgit_quarantine *q, const void *data, size_t len, rg_error *err);
 
 /* The pack is complete: finish indexing (resolving thin deltas). */
-int git_quarantine_finish(git_quarantine *q, rg_error *err);
+int rgit_quarantine_finish(rgit_quarantine *q, rg_error *err);
 
 /*
  * *out = 1 when `ancestor_hex` is `descendant_hex` or one of its ancestors,
@@ -40,8 +40,8 @@ int git_quarantine_finish(git_quarantine *q, rg_error *err);
  * when either is missing or not a commit, returns RG_E_PROTOCOL, so the
  * caller can treat the update as a force (fail closed).
  */
-int git_quarantine_is_ancestor(int *out, git_quarantine *q, const char *ancestor_hex,
-                               const char *descendant_hex, rg_error *err);
+int rgit_quarantine_is_ancestor(int *out, rgit_quarantine *q, const char *ancestor_hex,
+                                const char *descendant_hex, rg_error *err);
 
 /*
  * *out = 1 when anything at or under the directory `prefix` (such as
@@ -54,10 +54,10 @@ int git_quarantine_is_ancestor(int *out, git_quarantine *q, const char *ancestor
  * commit gives RG_E_PROTOCOL, so the caller can fail closed; a prefix that
  * is not a plain relative path gives -EINVAL.
  */
-int git_quarantine_changes_prefix(int *out, git_quarantine *q, const char *old_hex,
-                                  const char *new_hex, const char *prefix, rg_error *err);
+int rgit_quarantine_changes_prefix(int *out, rgit_quarantine *q, const char *old_hex,
+                                   const char *new_hex, const char *prefix, rg_error *err);
 
 /* Remove the quarantine directory and free. Accepts NULL. */
-void git_quarantine_free(git_quarantine *q);
+void rgit_quarantine_free(rgit_quarantine *q);
 
 #endif

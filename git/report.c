@@ -21,12 +21,13 @@
  * Writing
  */
 
-static int mode_valid(git_sideband_mode mode)
+static int mode_valid(rgit_sideband_mode mode)
 {
-    return mode == GIT_SIDEBAND_NONE || mode == GIT_SIDEBAND_1000 || mode == GIT_SIDEBAND_64K;
+    return mode == RGIT_SIDEBAND_NONE || mode == RGIT_SIDEBAND_1000 || mode == RGIT_SIDEBAND_64K;
 }
 
-int git_sideband_write(rg_buf *out, int band, const void *data, size_t len, git_sideband_mode mode)
+int rgit_sideband_write(rg_buf *out, int band, const void *data, size_t len,
+                        rgit_sideband_mode mode)
 {
     const char *p = data;
     size_t start = out->len, max, off = 0, n;
@@ -35,7 +36,7 @@ int git_sideband_write(rg_buf *out, int band, const void *data, size_t len, git_
 
     if (band < 1 || band > 3 || !mode_valid(mode) || (len > 0 && data == NULL))
         return -EINVAL;
-    if (mode == GIT_SIDEBAND_NONE)
+    if (mode == RGIT_SIDEBAND_NONE)
         return 0;
     /* A packet is at most `mode` bytes: 4 of length, 1 of band, the rest. */
     max = (size_t)mode - 5;
@@ -103,15 +104,15 @@ static int refname_writable(const char *name)
 /* Room left for text in a status line so far `used` bytes long, LF kept. */
 static size_t line_room(size_t used)
 {
-    return used + 1 < GIT_PKTLINE_DATA_MAX ? GIT_PKTLINE_DATA_MAX - used - 1 : 0;
+    return used + 1 < RGIT_PKTLINE_DATA_MAX ? RGIT_PKTLINE_DATA_MAX - used - 1 : 0;
 }
 
-int git_report_write(rg_buf *out, const char *unpack, const git_ref_status *refs, size_t nrefs,
-                     git_sideband_mode mode)
+int rgit_report_write(rg_buf *out, const char *unpack, const rgit_ref_status *refs, size_t nrefs,
+                      rgit_sideband_mode mode)
 {
     /* The plain report first; side-band then carries it whole in band 1. */
     rg_buf plain = RG_BUF_INIT(out->max);
-    rg_buf line = RG_BUF_INIT(GIT_PKTLINE_DATA_MAX);
+    rg_buf line = RG_BUF_INIT(RGIT_PKTLINE_DATA_MAX);
     size_t start = out->len, i;
     int rc;
 
@@ -122,7 +123,7 @@ int git_report_write(rg_buf *out, const char *unpack, const git_ref_status *refs
     for (i = 0; i < nrefs; i++) {
         /* A ref name with a space or LF cannot be written unambiguously. */
         if (!refname_writable(refs[i].refname) ||
-            strlen(refs[i].refname) + 4 > GIT_PKTLINE_DATA_MAX) {
+            strlen(refs[i].refname) + 4 > RGIT_PKTLINE_DATA_MAX) {
             rc = -EINVAL;
             goto done;
         }
@@ -134,7 +135,7 @@ int git_report_write(rg_buf *out, const char *unpack, const git_ref_status *refs
     if (rc == 0)
         rc = rg_buf_puts(&line, "\n");
     if (rc == 0)
-        rc = git_pktline_write(&plain, line.data, line.len);
+        rc = rgit_pktline_write(&plain, line.data, line.len);
     for (i = 0; rc == 0 && i < nrefs; i++) {
         rg_buf_reset(&line);
         rc = rg_buf_printf(&line, "%s %s", refs[i].error ? "ng" : "ok", refs[i].refname);
@@ -146,19 +147,19 @@ int git_report_write(rg_buf *out, const char *unpack, const git_ref_status *refs
         if (rc == 0)
             rc = rg_buf_puts(&line, "\n");
         if (rc == 0)
-            rc = git_pktline_write(&plain, line.data, line.len);
+            rc = rgit_pktline_write(&plain, line.data, line.len);
     }
     if (rc == 0)
-        rc = git_pktline_flush(&plain);
+        rc = rgit_pktline_flush(&plain);
     if (rc < 0)
         goto done;
 
-    if (mode == GIT_SIDEBAND_NONE) {
+    if (mode == RGIT_SIDEBAND_NONE) {
         rc = rg_buf_append(out, plain.data, plain.len);
     } else {
-        rc = git_sideband_write(out, 1, plain.data, plain.len, mode);
+        rc = rgit_sideband_write(out, 1, plain.data, plain.len, mode);
         if (rc == 0)
-            rc = git_pktline_flush(out);
+            rc = rgit_pktline_flush(out);
     }
 done:
     rg_buf_free(&plain);
@@ -174,7 +175,7 @@ done:
  * Parsing a report
  */
 
-void git_report_free(git_report *r)
+void rgit_report_free(rgit_report *r)
 {
     size_t i;
 
@@ -192,9 +193,9 @@ void git_report_free(git_report *r)
 }
 
 /* One `ok <ref>` or `ng <ref> [<reason>]` line, LF already stripped. */
-static int parse_status(git_report *r, size_t *alloc, const char *s, size_t n, rg_error *err)
+static int parse_status(rgit_report *r, size_t *alloc, const char *s, size_t n, rg_error *err)
 {
-    git_ref_status *st;
+    rgit_ref_status *st;
     const char *name, *sp;
     size_t namelen, i;
     char q[96];
@@ -209,7 +210,7 @@ static int parse_status(git_report *r, size_t *alloc, const char *s, size_t n, r
                             "report-status-v2 option lines, which refgate never asks for");
     else
         return rg_error_set(err, RG_E_PROTOCOL, "unexpected report line \"%s\"",
-                            git_pktline_quote(q, sizeof(q), s, n));
+                            rgit_pktline_quote(q, sizeof(q), s, n));
     name = s + 3;
     sp = memchr(name, ' ', n - 3);
     namelen = sp ? (size_t)(sp - name) : n - 3;
@@ -220,14 +221,14 @@ static int parse_status(git_report *r, size_t *alloc, const char *s, size_t n, r
             break;
     if (namelen == 0 || i < namelen)
         return rg_error_set(err, RG_E_PROTOCOL, "bad ref name in report line \"%s\"",
-                            git_pktline_quote(q, sizeof(q), s, n));
+                            rgit_pktline_quote(q, sizeof(q), s, n));
     if (memchr(s, '\0', n) != NULL)
         return rg_error_set(err, RG_E_PROTOCOL, "a NUL in report line \"%s\"",
-                            git_pktline_quote(q, sizeof(q), s, n));
+                            rgit_pktline_quote(q, sizeof(q), s, n));
 
     if (r->nrefs == *alloc) {
         size_t nalloc = *alloc ? *alloc * 2 : 8;
-        git_ref_status *p = realloc(r->refs, nalloc * sizeof(*p));
+        rgit_ref_status *p = realloc(r->refs, nalloc * sizeof(*p));
 
         if (p == NULL)
             return rg_error_set(err, -ENOMEM, "out of memory");
@@ -249,9 +250,9 @@ static int parse_status(git_report *r, size_t *alloc, const char *s, size_t n, r
     return 0;
 }
 
-int git_report_parse(git_report *out, const char *data, size_t len, rg_error *err)
+int rgit_report_parse(rgit_report *out, const char *data, size_t len, rg_error *err)
 {
-    git_pktline pkt;
+    rgit_pktline pkt;
     size_t off = 0, alloc = 0, n;
     char q[96];
     int rc = 0, got_flush = 0;
@@ -259,7 +260,7 @@ int git_report_parse(git_report *out, const char *data, size_t len, rg_error *er
     memset(out, 0, sizeof(*out));
     /* Bounded: every turn takes a packet of at least 4 bytes. */
     while (off < len && !got_flush) {
-        rc = git_pktline_parse(&pkt, data + off, len - off, err);
+        rc = rgit_pktline_parse(&pkt, data + off, len - off, err);
         if (rc < 0)
             goto done;
         if (rc == 0) {
@@ -268,11 +269,11 @@ int git_report_parse(git_report *out, const char *data, size_t len, rg_error *er
         }
         off += (size_t)rc;
         rc = 0;
-        if (pkt.type == GIT_PKTLINE_FLUSH) {
+        if (pkt.type == RGIT_PKTLINE_FLUSH) {
             got_flush = 1;
             break;
         }
-        if (pkt.type != GIT_PKTLINE_DATA) {
+        if (pkt.type != RGIT_PKTLINE_DATA) {
             rc = rg_error_set(err, RG_E_PROTOCOL, "unexpected delim or response-end packet");
             goto done;
         }
@@ -282,7 +283,7 @@ int git_report_parse(git_report *out, const char *data, size_t len, rg_error *er
         if (out->unpack == NULL) {
             if (n < 8 || memcmp(pkt.data, "unpack ", 7) != 0 || memchr(pkt.data, '\0', n) != NULL) {
                 rc = rg_error_set(err, RG_E_PROTOCOL, "expected \"unpack <status>\", got \"%s\"",
-                                  git_pktline_quote(q, sizeof(q), pkt.data, n));
+                                  rgit_pktline_quote(q, sizeof(q), pkt.data, n));
                 goto done;
             }
             out->unpack = strndup(pkt.data + 7, n - 7);
@@ -310,7 +311,7 @@ int git_report_parse(git_report *out, const char *data, size_t len, rg_error *er
     }
 done:
     if (rc < 0) {
-        git_report_free(out);
+        rgit_report_free(out);
         rg_error_wrap(err, "report-status");
     }
     return rc;
@@ -320,20 +321,20 @@ done:
  * Side-band demultiplexing
  */
 
-struct git_sideband_demux {
-    git_sideband_mode mode;
+struct rgit_sideband_demux {
+    rgit_sideband_mode mode;
     rg_buf report;
     rg_buf progress;
     char *fatal;
-    int ended;                 /* the outer flush has been seen */
-    int failed;                /* an error ended the stream; nothing more is read */
-    git_pktline_reader reader; /* last: it holds a whole packet */
+    int ended;                  /* the outer flush has been seen */
+    int failed;                 /* an error ended the stream; nothing more is read */
+    rgit_pktline_reader reader; /* last: it holds a whole packet */
 };
 
-int git_sideband_demux_new(git_sideband_demux **out, git_sideband_mode mode, size_t report_max,
-                           size_t progress_max)
+int rgit_sideband_demux_new(rgit_sideband_demux **out, rgit_sideband_mode mode, size_t report_max,
+                            size_t progress_max)
 {
-    git_sideband_demux *d;
+    rgit_sideband_demux *d;
 
     *out = NULL;
     if (!mode_valid(mode))
@@ -344,12 +345,12 @@ int git_sideband_demux_new(git_sideband_demux **out, git_sideband_mode mode, siz
     d->mode = mode;
     rg_buf_init(&d->report, report_max);
     rg_buf_init(&d->progress, progress_max);
-    git_pktline_reader_init(&d->reader);
+    rgit_pktline_reader_init(&d->reader);
     *out = d;
     return 0;
 }
 
-void git_sideband_demux_free(git_sideband_demux *d)
+void rgit_sideband_demux_free(rgit_sideband_demux *d)
 {
     if (d == NULL)
         return;
@@ -363,7 +364,7 @@ void git_sideband_demux_free(git_sideband_demux *d)
  * Progress is only shown to a person, so when it passes its cap the rest is
  * dropped rather than failing a push that otherwise went through.
  */
-static int append_progress(git_sideband_demux *d, const char *s, size_t n)
+static int append_progress(rgit_sideband_demux *d, const char *s, size_t n)
 {
     size_t room = d->progress.max - d->progress.len;
 
@@ -372,7 +373,7 @@ static int append_progress(git_sideband_demux *d, const char *s, size_t n)
     return n ? rg_buf_append(&d->progress, s, n) : 0;
 }
 
-static int demux_packet(git_sideband_demux *d, const git_pktline *pkt, rg_error *err)
+static int demux_packet(rgit_sideband_demux *d, const rgit_pktline *pkt, rg_error *err)
 {
     const char *s;
     size_t n;
@@ -380,15 +381,15 @@ static int demux_packet(git_sideband_demux *d, const git_pktline *pkt, rg_error 
 
     if (d->ended)
         return rg_error_set(err, RG_E_PROTOCOL, "data after the final flush");
-    if (pkt->type == GIT_PKTLINE_FLUSH) {
+    if (pkt->type == RGIT_PKTLINE_FLUSH) {
         d->ended = 1;
         return 0;
     }
-    if (pkt->type != GIT_PKTLINE_DATA)
+    if (pkt->type != RGIT_PKTLINE_DATA)
         return rg_error_set(err, RG_E_PROTOCOL, "unexpected delim or response-end packet");
     if (pkt->len == 0)
         return rg_error_set(err, RG_E_PROTOCOL, "a side-band packet without a band designator");
-    if (d->mode == GIT_SIDEBAND_1000 && pkt->len + 4 > 1000)
+    if (d->mode == RGIT_SIDEBAND_1000 && pkt->len + 4 > 1000)
         return rg_error_set(err, RG_E_PROTOCOL,
                             "a %zu-byte packet on side-band, whose packets are at most 1000",
                             pkt->len + 4);
@@ -420,15 +421,15 @@ static int demux_packet(git_sideband_demux *d, const git_pktline *pkt, rg_error 
     }
 }
 
-int git_sideband_demux_feed(git_sideband_demux *d, const char *data, size_t len, rg_error *err)
+int rgit_sideband_demux_feed(rgit_sideband_demux *d, const char *data, size_t len, rg_error *err)
 {
-    git_pktline pkt;
+    rgit_pktline pkt;
     size_t off = 0, used;
     int rc = 0;
 
     if (d->failed)
         return rg_error_set(err, RG_E_PROTOCOL, "side-band: the stream already failed");
-    if (d->mode == GIT_SIDEBAND_NONE) {
+    if (d->mode == RGIT_SIDEBAND_NONE) {
         rc = rg_buf_append(&d->report, data, len);
         if (rc == RG_E_TOO_BIG)
             rc = rg_error_set(err, rc, "the report is over %zu bytes", d->report.max);
@@ -438,7 +439,7 @@ int git_sideband_demux_feed(git_sideband_demux *d, const char *data, size_t len,
     }
     /* Bounded: each turn takes a whole packet or the rest of the input. */
     while (off < len) {
-        rc = git_pktline_reader_next(&pkt, &d->reader, data + off, len - off, &used, err);
+        rc = rgit_pktline_reader_next(&pkt, &d->reader, data + off, len - off, &used, err);
         if (rc < 0)
             goto done;
         off += used;
@@ -457,32 +458,32 @@ done:
     return 0;
 }
 
-int git_sideband_demux_finish(git_sideband_demux *d, rg_error *err)
+int rgit_sideband_demux_finish(rgit_sideband_demux *d, rg_error *err)
 {
     if (d->failed)
         return rg_error_set(err, RG_E_PROTOCOL, "side-band: the stream already failed");
-    if (git_pktline_reader_pending(&d->reader))
+    if (rgit_pktline_reader_pending(&d->reader))
         return rg_error_set(err, RG_E_PROTOCOL, "side-band: the stream ended inside a packet");
     /*
      * receive-pack ends a side-band answer with a flush; without one the
      * report may be cut short. A fatal message explains the end by itself.
      */
-    if (d->mode != GIT_SIDEBAND_NONE && !d->ended && d->fatal == NULL)
+    if (d->mode != RGIT_SIDEBAND_NONE && !d->ended && d->fatal == NULL)
         return rg_error_set(err, RG_E_PROTOCOL, "side-band: the stream ended before its flush");
     return 0;
 }
 
-const rg_buf *git_sideband_demux_report(const git_sideband_demux *d)
+const rg_buf *rgit_sideband_demux_report(const rgit_sideband_demux *d)
 {
     return &d->report;
 }
 
-const rg_buf *git_sideband_demux_progress(const git_sideband_demux *d)
+const rg_buf *rgit_sideband_demux_progress(const rgit_sideband_demux *d)
 {
     return &d->progress;
 }
 
-const char *git_sideband_demux_fatal(const git_sideband_demux *d)
+const char *rgit_sideband_demux_fatal(const rgit_sideband_demux *d)
 {
     return d->fatal;
 }

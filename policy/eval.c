@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "util/glob.h"
+
 #define NO_APPROVER "and no approver is configured: ask a maintainer to push it or change the rule"
 
-static int is_single_action(policy_action a)
+static int is_single_action(config_action a)
 {
-    return a == POLICY_ACTION_CREATE || a == POLICY_ACTION_UPDATE || a == POLICY_ACTION_FORCE ||
-           a == POLICY_ACTION_DELETE;
+    return a == CONFIG_ACTION_CREATE || a == CONFIG_ACTION_UPDATE || a == CONFIG_ACTION_FORCE ||
+           a == CONFIG_ACTION_DELETE;
 }
 
 /* A selector that is absent (NULL) matches everything. */
@@ -26,13 +28,13 @@ static int any_glob_matches(char *const *globs, size_t n, const char *name)
     if (globs == NULL)
         return 1;
     for (i = 0; i < n; i++)
-        if (policy_glob_match(globs[i], name))
+        if (rg_glob_match(globs[i], name))
             return 1;
     return 0;
 }
 
-static int rule_matches(const policy_rule *r, const char *repo, const char *ref,
-                        policy_action action)
+static int rule_matches(const config_rule *r, const char *repo, const char *ref,
+                        config_action action)
 {
     return (r->actions & (unsigned)action) != 0 && any_glob_matches(r->repos, r->nrepos, repo) &&
            any_glob_matches(r->refs, r->nrefs, ref);
@@ -43,10 +45,10 @@ static int rule_matches(const policy_rule *r, const char *repo, const char *ref,
  * that match and are in the given mode; -1 when none match. *count gets
  * how many matched.
  */
-static int decide(int *count, const policy_config *cfg, int evaluate_only, const char *repo,
-                  const char *ref, policy_action action)
+static int decide(int *count, const config_model *cfg, int evaluate_only, const char *repo,
+                  const char *ref, config_action action)
 {
-    const policy_rule *r;
+    const config_rule *r;
     int best = -1;
     size_t i;
 
@@ -104,36 +106,36 @@ static const char *ref_shown(char buf[REF_SHOWN_MAX + 4], const char *ref)
     return buf;
 }
 
-static void reason_for_rule(policy_decision *out, const policy_rule *r, const char *ref,
-                            policy_action action)
+static void reason_for_rule(policy_decision *out, const config_rule *r, const char *ref,
+                            config_action action)
 {
     char shown[REF_SHOWN_MAX + 4];
-    const char *verb = r->effect == POLICY_DENY  ? "denies"
-                       : r->effect == POLICY_ASK ? "requires approval for"
+    const char *verb = r->effect == CONFIG_DENY  ? "denies"
+                       : r->effect == CONFIG_ASK ? "requires approval for"
                                                  : "allows";
 
     if (r->reason != NULL) {
         reason_add(out, "%s", r->reason);
-        if (r->effect == POLICY_ASK)
+        if (r->effect == CONFIG_ASK)
             reason_add(out, "; approval required (rule \"%s\"), " NO_APPROVER, r->name);
         return;
     }
-    reason_add(out, "rule \"%s\" %s %s on %s", r->name, verb, policy_action_name(action),
+    reason_add(out, "rule \"%s\" %s %s on %s", r->name, verb, config_action_name(action),
                ref_shown(shown, ref));
     /* The generated text already names the rule and says approval is needed. */
-    if (r->effect == POLICY_ASK)
+    if (r->effect == CONFIG_ASK)
         reason_add(out, ", " NO_APPROVER);
 }
 
-static void reason_for_default(policy_decision *out, policy_effect effect, const char *ref,
-                               policy_action action)
+static void reason_for_default(policy_decision *out, config_effect effect, const char *ref,
+                               config_action action)
 {
     char shown[REF_SHOWN_MAX + 4];
 
     reason_add(out, "no rule %s %s on %s (default: %s)",
-               effect == POLICY_ALLOW ? "matches" : "allows", policy_action_name(action),
-               ref_shown(shown, ref), policy_effect_name(effect));
-    if (effect == POLICY_ASK)
+               effect == CONFIG_ALLOW ? "matches" : "allows", config_action_name(action),
+               ref_shown(shown, ref), config_effect_name(effect));
+    if (effect == CONFIG_ASK)
         reason_add(out, "; approval required, " NO_APPROVER);
 }
 
@@ -141,19 +143,19 @@ static void reason_for_default(policy_decision *out, policy_effect effect, const
 /* Evaluation                                                               */
 /* ------------------------------------------------------------------------ */
 
-void policy_eval(policy_decision *out, const policy_config *cfg, const char *repo, const char *ref,
-                 policy_action action)
+void policy_eval(policy_decision *out, const config_model *cfg, const char *repo, const char *ref,
+                 config_action action)
 {
     int best, ebest;
 
     memset(out, 0, sizeof(*out));
     out->rule_index = -1;
     out->rule_name = "default";
-    out->evaluate_effect = POLICY_ALLOW;
+    out->evaluate_effect = CONFIG_ALLOW;
     /* A caller's mistake must not turn into an allow: fail closed. */
     if (cfg == NULL || repo == NULL || ref == NULL || !is_single_action(action)) {
-        out->effect = POLICY_DENY;
-        out->rule_effect = POLICY_DENY;
+        out->effect = CONFIG_DENY;
+        out->rule_effect = CONFIG_DENY;
         reason_add(out, "cannot evaluate the update (%s)",
                    cfg == NULL                 ? "no configuration"
                    : !is_single_action(action) ? "unknown action"
@@ -172,7 +174,7 @@ void policy_eval(policy_decision *out, const policy_config *cfg, const char *rep
         reason_for_default(out, cfg->default_effect, ref, action);
     }
     /* Without an approver, asking can only end in a refusal. */
-    out->effect = out->rule_effect == POLICY_ALLOW ? POLICY_ALLOW : POLICY_DENY;
+    out->effect = out->rule_effect == CONFIG_ALLOW ? CONFIG_ALLOW : CONFIG_DENY;
 
     ebest = decide(&out->evaluate_matched, cfg, 1, repo, ref, action);
     if (ebest >= 0) {

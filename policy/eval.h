@@ -8,12 +8,12 @@
 #ifndef RG_POLICY_EVAL_H
 #define RG_POLICY_EVAL_H
 
-#include "policy/config.h"
+#include "config/config.h"
 
 /* Names point into the config (or are static): valid while it is. */
 typedef struct policy_decision {
-    policy_effect effect;      /* ALLOW or DENY: ask is resolved to deny here */
-    policy_effect rule_effect; /* what the deciding rule said (may be ASK) */
+    config_effect effect;      /* ALLOW or DENY: ask is resolved to deny here */
+    config_effect rule_effect; /* what the deciding rule said (may be ASK) */
     int rule_index;            /* deciding rule, or -1 for the default */
     const char *rule_name;     /* the rule's name, or "default" */
     char reason[512];          /* shown to the pusher after "policy: " */
@@ -24,29 +24,19 @@ typedef struct policy_decision {
      * resolved) and its name; otherwise ALLOW and NULL.
      */
     int evaluate_matched;
-    policy_effect evaluate_effect;
+    config_effect evaluate_effect;
     const char *evaluate_rule_name;
 } policy_decision;
 
 /*
- * Decide `action` (exactly one policy_action bit) on `ref` (a full name,
+ * Decide `action` (exactly one config_action bit) on `ref` (a full name,
  * refs/heads/main) in `repo` ("<host>/<path>" without .git, as routing and
  * tokens name it). The deciding rule is the first, in config order, with
  * the strongest effect among the enforced rules that match. A NULL config,
  * repo or ref, or an action that is not one bit, is a deny: a caller's
  * mistake never becomes an allow.
  */
-void policy_eval(policy_decision *out, const policy_config *cfg, const char *repo, const char *ref,
-                 policy_action action);
-
-/*
- * Glob match as rules use it, segment by segment at `/`: a segment that is
- * exactly `**` matches any number of whole segments, including none (so a
- * trailing `**` segment after refs/heads matches refs/heads too); elsewhere
- * `*` matches any run of characters within one segment (also none) and `?`
- * one character (a whole UTF-8 sequence) other than `/`. Anything else
- * matches itself; there are no classes or escapes. Returns 1 or 0.
- */
-int policy_glob_match(const char *pattern, const char *name);
+void policy_eval(policy_decision *out, const config_model *cfg, const char *repo, const char *ref,
+                 config_action action);
 
 #endif

@@ -22,7 +22,7 @@
 #define PRIVATE_KEY_MAX  (64u * 1024)
 
 struct tokens_provider {
-    policy_cred_type type;
+    config_cred_type type;
     char *username; /* static */
     char *secret;   /* static: the token */
     tokens_github_app *app;
@@ -167,7 +167,7 @@ done:
  * Providers
  * ------------------------------------------------------------------------ */
 
-int tokens_provider_new(tokens_provider **out, const policy_credentials *cfg, const char *ca_file,
+int tokens_provider_new(tokens_provider **out, const config_credentials *cfg, const char *ca_file,
                         rg_error *err)
 {
     tokens_provider *p = NULL;
@@ -183,9 +183,9 @@ int tokens_provider_new(tokens_provider **out, const policy_credentials *cfg, co
         return rg_error_set(err, -ENOMEM, "out of memory");
     p->type = cfg->type;
     switch (cfg->type) {
-    case POLICY_CRED_NONE:
+    case CONFIG_CRED_NONE:
         break;
-    case POLICY_CRED_STATIC:
+    case CONFIG_CRED_STATIC:
         p->username = strdup(cfg->username ? cfg->username : "x-access-token");
         if (p->username == NULL) {
             rc = rg_error_set(err, -ENOMEM, "out of memory");
@@ -193,7 +193,7 @@ int tokens_provider_new(tokens_provider **out, const policy_credentials *cfg, co
         }
         rc = static_token_load(&p->secret, cfg->token_file, err);
         break;
-    case POLICY_CRED_GITHUB_APP:
+    case CONFIG_CRED_GITHUB_APP:
         rc = secret_file_read(&pem, &pemlen, cfg->private_key_file, "private_key_file",
                               PRIVATE_KEY_MAX, err);
         if (rc == 0)
@@ -247,16 +247,16 @@ int tokens_provider_acquire(tokens_credential **out, tokens_provider *p, const c
     if (c == NULL)
         return rg_error_set(err, -ENOMEM, "out of memory");
     switch (p->type) {
-    case POLICY_CRED_NONE:
+    case CONFIG_CRED_NONE:
         /* Anonymous: nothing to send and nothing to name in logs. */
         goto ok;
-    case POLICY_CRED_STATIC:
+    case CONFIG_CRED_STATIC:
         c->username = strdup(p->username);
         c->password = strdup(p->secret);
         if (c->username == NULL || c->password == NULL)
             rc = rg_error_set(err, -ENOMEM, "out of memory");
         break;
-    case POLICY_CRED_GITHUB_APP:
+    case CONFIG_CRED_GITHUB_APP:
         c->username = strdup("x-access-token");
         if (c->username == NULL)
             rc = rg_error_set(err, -ENOMEM, "out of memory");
@@ -284,7 +284,7 @@ int tokens_provider_release_checked(tokens_provider *p, tokens_credential *c, rg
 
     if (c == NULL)
         return 0;
-    if (p != NULL && p->type == POLICY_CRED_GITHUB_APP && c->password != NULL) {
+    if (p != NULL && p->type == CONFIG_CRED_GITHUB_APP && c->password != NULL) {
         rc = tokens_github_app_revoke(p->app, c->password, err);
         if (rc < 0)
             rg_error_wrap(err, "revoking token %s", c->hash);

@@ -10,7 +10,7 @@
 #ifndef RG_TOKENS_CREDENTIALS_H
 #define RG_TOKENS_CREDENTIALS_H
 
-#include "policy/config.h"
+#include "config/config.h"
 #include "util/error.h"
 
 typedef enum tokens_access {
@@ -38,7 +38,7 @@ typedef struct tokens_credential {
  * is one that cannot be read. `ca_file` (may be NULL) is used for the API
  * calls of github-app.
  */
-int tokens_provider_new(tokens_provider **out, const policy_credentials *cfg, const char *ca_file,
+int tokens_provider_new(tokens_provider **out, const config_credentials *cfg, const char *ca_file,
                         rg_error *err);
 void tokens_provider_free(tokens_provider *p);
 

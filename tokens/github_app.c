@@ -323,14 +323,14 @@ static int answer_error(const api_answer *a, const tokens_github_app *app, const
  * Provider
  * ------------------------------------------------------------------------ */
 
-int tokens_github_app_new(tokens_github_app **out, const policy_credentials *cfg, const char *pem,
+int tokens_github_app_new(tokens_github_app **out, const config_credentials *cfg, const char *pem,
                           size_t len, const char *key_name, const char *ca_file, rg_error *err)
 {
     tokens_github_app *app = NULL;
     int rc = 0;
 
     *out = NULL;
-    if (cfg == NULL || cfg->type != POLICY_CRED_GITHUB_APP || cfg->app_id <= 0)
+    if (cfg == NULL || cfg->type != CONFIG_CRED_GITHUB_APP || cfg->app_id <= 0)
         return rg_error_set(err, -EINVAL, "github-app: no app id configured");
     pthread_once(&curl_once, curl_init);
     if (curl_init_rc != CURLE_OK)

@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#include "policy/config.h"
+#include "config/config.h"
 #include "tokens/credentials.h"
 #include "util/error.h"
 
@@ -22,7 +22,7 @@ typedef struct tokens_github_app tokens_github_app;
  * text (`pem`, `len`; the caller wipes it). `key_name` names the key in
  * errors. `ca_file` (may be NULL: the system CAs) verifies the API's TLS.
  */
-int tokens_github_app_new(tokens_github_app **out, const policy_credentials *cfg, const char *pem,
+int tokens_github_app_new(tokens_github_app **out, const config_credentials *cfg, const char *pem,
                           size_t len, const char *key_name, const char *ca_file, rg_error *err);
 void tokens_github_app_free(tokens_github_app *app);
 

@@ -1,5 +1,5 @@
 /*
- * The audit log (gateway/audit.c) and `refgate audit` (gateway/cli_audit.c):
+ * The audit log (gateway/audit.c) and `refgate audit` (cli/audit.c):
  * records chain by hash, every kind of damage is found at the right line,
  * a torn tail is kept and chained past, concurrent appends stay one chain,
  * and the CLI filters, prints and verifies what is on disk.
@@ -22,7 +22,7 @@
 #include <unistd.h>
 
 #include "gateway/audit.h"
-#include "gateway/cli.h"
+#include "cli/cli.h"
 
 static char dir[PATH_MAX], logpath[PATH_MAX];
 

@@ -24,7 +24,7 @@
 static char base[] = "/tmp/rg-test-mirror-XXXXXX";
 static char remote_root[512], remote[600], work[600], state[600], url[600];
 static char host[] = "example", repo_path[] = "acme/app";
-static policy_upstream up;
+static config_upstream up;
 static upstream_target target;
 
 /* ---------------------------------------------------------------------------

@@ -119,7 +119,7 @@ TestSuite(route_local, .init = make_root, .fini = remove_root);
 static int local_dir(char **out, const char *url)
 {
     char r[PATH_MAX];
-    policy_upstream up = {.host = (char *)"local", .url = NULL, .root = r};
+    config_upstream up = {.host = (char *)"local", .url = NULL, .root = r};
     gateway_route route;
     rg_error err = RG_ERROR_INIT;
 

@@ -48,7 +48,7 @@ static const char *const drop[] = {"push-cert", "report-status-v2", NULL};
 /* Append a data packet whose payload is `first`, NUL, `second`. */
 static void write_nul_line(rg_buf *out, const char *first, const char *second)
 {
-    cr_assert_eq(git_pktline_printf(out, "%s%c%s", first, 0, second), 0);
+    cr_assert_eq(rgit_pktline_printf(out, "%s%c%s", first, 0, second), 0);
 }
 
 static void assert_buf_eq(const rg_buf *got, const rg_buf *want)
@@ -63,16 +63,16 @@ Test(advert, drops_push_cert_and_report_status_v2)
     rg_error err = RG_ERROR_INIT;
 
     write_nul_line(&in, A40 " refs/heads/main", UPSTREAM_CAPS "\n");
-    cr_assert_eq(git_pktline_printf(&in, "%s refs/heads/dev\n", B40), 0);
-    cr_assert_eq(git_pktline_printf(&in, "%s .have\n", B40), 0);
-    cr_assert_eq(git_pktline_flush(&in), 0);
+    cr_assert_eq(rgit_pktline_printf(&in, "%s refs/heads/dev\n", B40), 0);
+    cr_assert_eq(rgit_pktline_printf(&in, "%s .have\n", B40), 0);
+    cr_assert_eq(rgit_pktline_flush(&in), 0);
 
     write_nul_line(&want, A40 " refs/heads/main", FILTERED_CAPS "\n");
-    cr_assert_eq(git_pktline_printf(&want, "%s refs/heads/dev\n", B40), 0);
-    cr_assert_eq(git_pktline_printf(&want, "%s .have\n", B40), 0);
-    cr_assert_eq(git_pktline_flush(&want), 0);
+    cr_assert_eq(rgit_pktline_printf(&want, "%s refs/heads/dev\n", B40), 0);
+    cr_assert_eq(rgit_pktline_printf(&want, "%s .have\n", B40), 0);
+    cr_assert_eq(rgit_pktline_flush(&want), 0);
 
-    cr_assert_eq(git_advert_filter(&out, in.data, in.len, drop, NULL, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_advert_filter(&out, in.data, in.len, drop, NULL, &err), 0, "%s", err.msg);
     assert_buf_eq(&out, &want);
     rg_buf_free(&in);
     rg_buf_free(&out);
@@ -85,11 +85,11 @@ Test(advert, empty_repository_advertisement)
     rg_error err = RG_ERROR_INIT;
 
     write_nul_line(&in, Z40 " capabilities^{}", UPSTREAM_CAPS "\n");
-    cr_assert_eq(git_pktline_flush(&in), 0);
+    cr_assert_eq(rgit_pktline_flush(&in), 0);
     write_nul_line(&want, Z40 " capabilities^{}", FILTERED_CAPS "\n");
-    cr_assert_eq(git_pktline_flush(&want), 0);
+    cr_assert_eq(rgit_pktline_flush(&want), 0);
 
-    cr_assert_eq(git_advert_filter(&out, in.data, in.len, drop, NULL, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_advert_filter(&out, in.data, in.len, drop, NULL, &err), 0, "%s", err.msg);
     assert_buf_eq(&out, &want);
     rg_buf_free(&in);
     rg_buf_free(&out);
@@ -103,15 +103,15 @@ Test(advert, service_preamble_is_written_once)
     rg_error err = RG_ERROR_INIT;
 
     write_nul_line(&bare, A40 " refs/heads/main", "report-status push-cert=x\n");
-    cr_assert_eq(git_pktline_flush(&bare), 0);
+    cr_assert_eq(rgit_pktline_flush(&bare), 0);
     cr_assert_str_eq(bare.data + bare.len - 4, "0000");
 
     cr_assert_eq(rg_buf_puts(&want, "001f# service=git-receive-pack\n0000"), 0);
     write_nul_line(&want, A40 " refs/heads/main", "report-status\n");
-    cr_assert_eq(git_pktline_flush(&want), 0);
+    cr_assert_eq(rgit_pktline_flush(&want), 0);
 
     /* Local `git receive-pack --advertise-refs` output: preamble added. */
-    cr_assert_eq(git_advert_filter(&out, bare.data, bare.len, drop, "git-receive-pack", &err), 0,
+    cr_assert_eq(rgit_advert_filter(&out, bare.data, bare.len, drop, "git-receive-pack", &err), 0,
                  "%s", err.msg);
     assert_buf_eq(&out, &want);
 
@@ -119,13 +119,13 @@ Test(advert, service_preamble_is_written_once)
     cr_assert_eq(rg_buf_puts(&in, "001f# service=git-receive-pack\n0000"), 0);
     cr_assert_eq(rg_buf_append(&in, bare.data, bare.len), 0);
     rg_buf_reset(&out);
-    cr_assert_eq(git_advert_filter(&out, in.data, in.len, drop, "git-receive-pack", &err), 0, "%s",
+    cr_assert_eq(rgit_advert_filter(&out, in.data, in.len, drop, "git-receive-pack", &err), 0, "%s",
                  err.msg);
     assert_buf_eq(&out, &want);
 
     /* And dropped when no service is asked for. */
     rg_buf_reset(&out);
-    cr_assert_eq(git_advert_filter(&out, in.data, in.len, drop, NULL, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_advert_filter(&out, in.data, in.len, drop, NULL, &err), 0, "%s", err.msg);
     cr_assert_eq(out.len, want.len - 35);
     cr_assert_eq(memcmp(out.data, want.data + 35, out.len), 0);
     rg_buf_free(&in);
@@ -139,10 +139,10 @@ Test(advert, version_1_line_and_no_drop_list_pass_through)
     rg_buf in = RG_BUF_INIT(1 << 20), out = RG_BUF_INIT(1 << 20);
     rg_error err = RG_ERROR_INIT;
 
-    cr_assert_eq(git_pktline_printf(&in, "version 1\n"), 0);
+    cr_assert_eq(rgit_pktline_printf(&in, "version 1\n"), 0);
     write_nul_line(&in, A40 " refs/heads/main", UPSTREAM_CAPS "\n");
-    cr_assert_eq(git_pktline_flush(&in), 0);
-    cr_assert_eq(git_advert_filter(&out, in.data, in.len, NULL, NULL, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_pktline_flush(&in), 0);
+    cr_assert_eq(rgit_advert_filter(&out, in.data, in.len, NULL, NULL, &err), 0, "%s", err.msg);
     assert_buf_eq(&out, &in);
     rg_buf_free(&in);
     rg_buf_free(&out);
@@ -155,11 +155,11 @@ Test(advert, capabilities_on_a_later_line_are_cut)
 
     write_nul_line(&in, A40 " refs/heads/main", "report-status\n");
     write_nul_line(&in, B40 " refs/heads/dev", "push-cert=sneaky\n");
-    cr_assert_eq(git_pktline_flush(&in), 0);
+    cr_assert_eq(rgit_pktline_flush(&in), 0);
     write_nul_line(&want, A40 " refs/heads/main", "report-status\n");
-    cr_assert_eq(git_pktline_printf(&want, "%s refs/heads/dev\n", B40), 0);
-    cr_assert_eq(git_pktline_flush(&want), 0);
-    cr_assert_eq(git_advert_filter(&out, in.data, in.len, drop, NULL, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_pktline_printf(&want, "%s refs/heads/dev\n", B40), 0);
+    cr_assert_eq(rgit_pktline_flush(&want), 0);
+    cr_assert_eq(rgit_advert_filter(&out, in.data, in.len, drop, NULL, &err), 0, "%s", err.msg);
     assert_buf_eq(&out, &want);
     rg_buf_free(&in);
     rg_buf_free(&out);
@@ -172,10 +172,10 @@ Test(advert, every_capability_dropped_leaves_an_empty_list)
     rg_error err = RG_ERROR_INIT;
 
     write_nul_line(&in, A40 " refs/heads/main", "push-cert=1 report-status-v2");
-    cr_assert_eq(git_pktline_flush(&in), 0);
+    cr_assert_eq(rgit_pktline_flush(&in), 0);
     write_nul_line(&want, A40 " refs/heads/main", "");
-    cr_assert_eq(git_pktline_flush(&want), 0);
-    cr_assert_eq(git_advert_filter(&out, in.data, in.len, drop, NULL, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_pktline_flush(&want), 0);
+    cr_assert_eq(rgit_advert_filter(&out, in.data, in.len, drop, NULL, &err), 0, "%s", err.msg);
     assert_buf_eq(&out, &want);
     rg_buf_free(&in);
     rg_buf_free(&out);
@@ -220,7 +220,7 @@ ParameterizedTest(size_t *i_case, advert, rejects_malformed)
     rg_error err = RG_ERROR_INIT;
 
     cr_assert_eq(rg_buf_puts(&out, "kept"), 0);
-    cr_assert_eq(git_advert_filter(&out, c->in, c->len, drop, "git-receive-pack", &err),
+    cr_assert_eq(rgit_advert_filter(&out, c->in, c->len, drop, "git-receive-pack", &err),
                  RG_E_PROTOCOL, "%s: %s", c->name, err.msg);
     cr_assert(strstr(err.msg, c->msg) != NULL, "%s: \"%s\" lacks \"%s\"", c->name, err.msg, c->msg);
     cr_assert_str_eq(out.data, "kept", "%s: out is left as it was", c->name);
@@ -233,8 +233,8 @@ Test(advert, output_over_its_cap_fails_too_big)
     rg_error err = RG_ERROR_INIT;
 
     write_nul_line(&in, A40 " refs/heads/main", "report-status\n");
-    cr_assert_eq(git_pktline_flush(&in), 0);
-    cr_assert_eq(git_advert_filter(&out, in.data, in.len, drop, NULL, &err), RG_E_TOO_BIG);
+    cr_assert_eq(rgit_pktline_flush(&in), 0);
+    cr_assert_eq(rgit_advert_filter(&out, in.data, in.len, drop, NULL, &err), RG_E_TOO_BIG);
     cr_assert(strstr(err.msg, "cap") != NULL, "%s", err.msg);
     rg_buf_free(&in);
     rg_buf_free(&out);
@@ -412,7 +412,7 @@ static void frame_lines(rg_buf *out, const char *const *lines)
         cr_assert_lt(n, sizeof(line));
         for (j = 0; j < n; j++)
             line[j] = lines[i][j] == '|' ? '\0' : lines[i][j];
-        cr_assert_eq(git_pktline_write(out, line, n), 0);
+        cr_assert_eq(rgit_pktline_write(out, line, n), 0);
     }
 }
 
@@ -435,10 +435,10 @@ ParameterizedTest(size_t *i_case, advert, for_push)
             cr_assert_eq(rg_buf_puts(&in, "001e# service=git-upload-pack\n0000"), 0);
         frame_lines(&in, c->in);
         if (!c->no_flush)
-            cr_assert_eq(git_pktline_flush(&in), 0);
+            cr_assert_eq(rgit_pktline_flush(&in), 0);
     }
     cr_assert_eq(rg_buf_puts(&out, "kept"), 0);
-    rc = git_advert_for_push(&out, in.data ? in.data : "", in.len, "refgate/test", &err);
+    rc = rgit_advert_for_push(&out, in.data ? in.data : "", in.len, "refgate/test", &err);
     if (c->msg != NULL) {
         cr_assert_eq(rc, RG_E_PROTOCOL, "%s: %d %s", c->name, rc, err.msg);
         cr_assert(strstr(err.msg, c->msg) != NULL, "%s: \"%s\" lacks \"%s\"", c->name, err.msg,
@@ -448,7 +448,7 @@ ParameterizedTest(size_t *i_case, advert, for_push)
         cr_assert_eq(rc, 0, "%s: %s", c->name, err.msg);
         cr_assert_eq(rg_buf_puts(&want, "kept"), 0);
         frame_lines(&want, c->want);
-        cr_assert_eq(git_pktline_flush(&want), 0);
+        cr_assert_eq(rgit_pktline_flush(&want), 0);
         cr_assert_eq(out.len, want.len, "%s: length %zu, want %zu:\n%s", c->name, out.len, want.len,
                      out.data);
         cr_assert_eq(memcmp(out.data, want.data, want.len), 0, "%s: got\n%s\nwant\n%s", c->name,
@@ -466,11 +466,11 @@ Test(advert, built_advertisement_passes_the_filter_unchanged)
 
     cr_assert_eq(rg_buf_puts(&in, "001e# service=git-upload-pack\n0000"), 0);
     write_nul_line(&in, A40 " HEAD", UPLOAD_CAPS " object-format=sha1\n");
-    cr_assert_eq(git_pktline_printf(&in, "%s refs/heads/main\n", A40), 0);
-    cr_assert_eq(git_pktline_flush(&in), 0);
-    cr_assert_eq(git_advert_for_push(&built, in.data, in.len, "refgate/test", &err), 0, "%s",
+    cr_assert_eq(rgit_pktline_printf(&in, "%s refs/heads/main\n", A40), 0);
+    cr_assert_eq(rgit_pktline_flush(&in), 0);
+    cr_assert_eq(rgit_advert_for_push(&built, in.data, in.len, "refgate/test", &err), 0, "%s",
                  err.msg);
-    cr_assert_eq(git_advert_filter(&out, built.data, built.len, drop, NULL, &err), 0, "%s",
+    cr_assert_eq(rgit_advert_filter(&out, built.data, built.len, drop, NULL, &err), 0, "%s",
                  err.msg);
     assert_buf_eq(&out, &built);
     rg_buf_free(&in);
@@ -484,8 +484,8 @@ Test(advert, built_advertisement_over_its_cap_fails_too_big)
     rg_error err = RG_ERROR_INIT;
 
     write_nul_line(&in, A40 " refs/heads/main", UPLOAD_CAPS "\n");
-    cr_assert_eq(git_pktline_flush(&in), 0);
-    cr_assert_eq(git_advert_for_push(&out, in.data, in.len, "refgate/test", &err), RG_E_TOO_BIG);
+    cr_assert_eq(rgit_pktline_flush(&in), 0);
+    cr_assert_eq(rgit_advert_for_push(&out, in.data, in.len, "refgate/test", &err), RG_E_TOO_BIG);
     cr_assert(strstr(err.msg, "cap") != NULL, "%s", err.msg);
     rg_buf_free(&in);
     rg_buf_free(&out);

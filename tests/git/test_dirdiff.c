@@ -128,33 +128,33 @@ static void fork_base(void)
     test_run("cp -a '%s' '%s'", base, fork_dir);
 }
 
-static git_dirdiff *diff_of(const char *b, const char *f)
+static rgit_dirdiff *diff_of(const char *b, const char *f)
 {
     rg_error err = RG_ERROR_INIT;
-    git_dirdiff *d = NULL;
-    int rc = git_dirdiff_new(&d, b, f, NULL, &err);
+    rgit_dirdiff *d = NULL;
+    int rc = rgit_dirdiff_new(&d, b, f, NULL, &err);
 
-    cr_assert_eq(rc, 0, "git_dirdiff_new: %s", err.msg);
+    cr_assert_eq(rc, 0, "rgit_dirdiff_new: %s", err.msg);
     return d;
 }
 
-static char *patch_of(git_dirdiff *d)
+static char *patch_of(rgit_dirdiff *d)
 {
     rg_buf b = RG_BUF_INIT(64 << 20);
     rg_error err = RG_ERROR_INIT;
 
-    cr_assert_eq(git_dirdiff_patch(&b, d, &err), 0, "patch: %s", err.msg);
+    cr_assert_eq(rgit_dirdiff_patch(&b, d, &err), 0, "patch: %s", err.msg);
     return rg_buf_detach(&b);
 }
 
 /* The change at `path` with `status`, or fail. */
-static git_dirdiff_change change_at(git_dirdiff *d, const char *path, git_dirdiff_status status)
+static rgit_dirdiff_change change_at(rgit_dirdiff *d, const char *path, rgit_dirdiff_status status)
 {
-    git_dirdiff_change c;
+    rgit_dirdiff_change c;
     size_t i;
 
-    for (i = 0; i < git_dirdiff_count(d); i++) {
-        cr_assert_eq(git_dirdiff_get(&c, d, i), 0);
+    for (i = 0; i < rgit_dirdiff_count(d); i++) {
+        cr_assert_eq(rgit_dirdiff_get(&c, d, i), 0);
         if (!strcmp(c.path, path) && c.status == status)
             return c;
     }
@@ -164,11 +164,11 @@ static git_dirdiff_change change_at(git_dirdiff *d, const char *path, git_dirdif
 
 /* Apply the patch with the real `git apply` to a copy of the base and check,
  * with the diff itself, that the copy now matches the fork. */
-static void assert_round_trip(git_dirdiff *d)
+static void assert_round_trip(rgit_dirdiff *d)
 {
     char patch_path[700], copy[700];
     char *patch = patch_of(d);
-    git_dirdiff *again;
+    rgit_dirdiff *again;
 
     snprintf(patch_path, sizeof(patch_path), "%s/patch", root);
     snprintf(copy, sizeof(copy), "%s/copy", root);
@@ -177,9 +177,9 @@ static void assert_round_trip(git_dirdiff *d)
     test_run("rm -rf '%s' && cp -a '%s' '%s'", copy, base, copy);
     test_run("cd '%s' && git apply --whitespace=nowarn '%s'", copy, patch_path);
     again = diff_of(copy, fork_dir);
-    cr_assert_eq(git_dirdiff_count(again), 0, "the patched copy differs from the fork:\n%s",
+    cr_assert_eq(rgit_dirdiff_count(again), 0, "the patched copy differs from the fork:\n%s",
                  patch_of(again));
-    git_dirdiff_free(again);
+    rgit_dirdiff_free(again);
 }
 
 static void free_indices(struct criterion_test_params *p)
@@ -209,25 +209,25 @@ static struct criterion_test_params indices(size_t n)
 Test(dirdiff, identical_trees_have_no_changes_and_an_empty_patch)
 {
     rg_buf stat = RG_BUF_INIT(1 << 20);
-    git_dirdiff *d;
+    rgit_dirdiff *d;
     char *patch;
 
     make_project();
     fork_base();
     d = diff_of(base, fork_dir);
-    cr_assert_eq(git_dirdiff_count(d), 0);
+    cr_assert_eq(rgit_dirdiff_count(d), 0);
     patch = patch_of(d);
     cr_assert_str_empty(patch);
-    cr_assert_eq(git_dirdiff_stat(&stat, d, 80, NULL), 0);
+    cr_assert_eq(rgit_dirdiff_stat(&stat, d, 80, NULL), 0);
     cr_assert_eq(stat.len, 0);
     free(patch);
     rg_buf_free(&stat);
-    git_dirdiff_free(d);
+    rgit_dirdiff_free(d);
 }
 
 Test(dirdiff, mtime_alone_is_not_a_change_and_same_size_content_is)
 {
-    git_dirdiff *d;
+    rgit_dirdiff *d;
 
     make_project();
     fork_base();
@@ -237,9 +237,9 @@ Test(dirdiff, mtime_alone_is_not_a_change_and_same_size_content_is)
              "'%s/src/util.c' && touch -r '%s/t' '%s/src/util.c' && rm '%s/t'",
              fork_dir, root, fork_dir, root, fork_dir, root);
     d = diff_of(base, fork_dir);
-    cr_assert_eq(git_dirdiff_count(d), 1);
-    change_at(d, "src/util.c", GIT_DIRDIFF_MODIFIED);
-    git_dirdiff_free(d);
+    cr_assert_eq(rgit_dirdiff_count(d), 1);
+    change_at(d, "src/util.c", RGIT_DIRDIFF_MODIFIED);
+    rgit_dirdiff_free(d);
 }
 
 /* One kind of change: what to do to the fork and what the diff must say. */
@@ -247,7 +247,7 @@ typedef struct change_case {
     const char *name;
     void (*mutate)(void);
     const char *path;
-    git_dirdiff_status status;
+    rgit_dirdiff_status status;
     unsigned int old_mode, new_mode;
     const char *in_patch; /* text the patch must contain */
 } change_case;
@@ -295,19 +295,19 @@ static void mut_no_newline(void)
 }
 
 static change_case change_cases[] = {
-    {"modify", mut_modify, "src/main.c", GIT_DIRDIFF_MODIFIED, 0100644, 0100644, "+    return 1;"},
-    {"add", mut_add, "src/new.c", GIT_DIRDIFF_ADDED, 0, 0100644, "new file mode 100644"},
-    {"delete", mut_delete, "docs/old.txt", GIT_DIRDIFF_DELETED, 0100644, 0,
+    {"modify", mut_modify, "src/main.c", RGIT_DIRDIFF_MODIFIED, 0100644, 0100644, "+    return 1;"},
+    {"add", mut_add, "src/new.c", RGIT_DIRDIFF_ADDED, 0, 0100644, "new file mode 100644"},
+    {"delete", mut_delete, "docs/old.txt", RGIT_DIRDIFF_DELETED, 0100644, 0,
      "deleted file mode 100644"},
-    {"chmod", mut_chmod, "run.sh", GIT_DIRDIFF_MODIFIED, 0100755, 0100644, "new mode 100644"},
-    {"symlink", mut_add_link, "docs/link", GIT_DIRDIFF_ADDED, 0, 0120000, "+../README.md"},
-    {"retarget", mut_retarget_link, "latest", GIT_DIRDIFF_MODIFIED, 0120000, 0120000,
+    {"chmod", mut_chmod, "run.sh", RGIT_DIRDIFF_MODIFIED, 0100755, 0100644, "new mode 100644"},
+    {"symlink", mut_add_link, "docs/link", RGIT_DIRDIFF_ADDED, 0, 0120000, "+../README.md"},
+    {"retarget", mut_retarget_link, "latest", RGIT_DIRDIFF_MODIFIED, 0120000, 0120000,
      "+src/util.c"},
-    {"binary", mut_binary, "logo.bin", GIT_DIRDIFF_MODIFIED, 0100644, 0100644, "GIT binary patch"},
-    {"delete-binary", mut_delete_binary, "logo.bin", GIT_DIRDIFF_DELETED, 0100644, 0,
+    {"binary", mut_binary, "logo.bin", RGIT_DIRDIFF_MODIFIED, 0100644, 0100644, "GIT binary patch"},
+    {"delete-binary", mut_delete_binary, "logo.bin", RGIT_DIRDIFF_DELETED, 0100644, 0,
      "GIT binary patch"},
-    {"empty", mut_empty, "empty", GIT_DIRDIFF_ADDED, 0, 0100644, "new file mode 100644"},
-    {"no-newline", mut_no_newline, "README.md", GIT_DIRDIFF_MODIFIED, 0100644, 0100644,
+    {"empty", mut_empty, "empty", RGIT_DIRDIFF_ADDED, 0, 0100644, "new file mode 100644"},
+    {"no-newline", mut_no_newline, "README.md", RGIT_DIRDIFF_MODIFIED, 0100644, 0100644,
      "\\ No newline at end of file"},
 };
 
@@ -319,15 +319,15 @@ ParameterizedTestParameters(dirdiff, each_kind_of_change_is_reported_and_round_t
 ParameterizedTest(int *i, dirdiff, each_kind_of_change_is_reported_and_round_trips)
 {
     const change_case *cc = &change_cases[*i];
-    git_dirdiff_change c;
-    git_dirdiff *d;
+    rgit_dirdiff_change c;
+    rgit_dirdiff *d;
     char *patch;
 
     make_project();
     fork_base();
     cc->mutate();
     d = diff_of(base, fork_dir);
-    cr_assert_eq(git_dirdiff_count(d), 1, "%s: %zu changes", cc->name, git_dirdiff_count(d));
+    cr_assert_eq(rgit_dirdiff_count(d), 1, "%s: %zu changes", cc->name, rgit_dirdiff_count(d));
     c = change_at(d, cc->path, cc->status);
     cr_assert_eq(c.old_mode, cc->old_mode, "%s: old mode %o", cc->name, c.old_mode);
     cr_assert_eq(c.new_mode, cc->new_mode, "%s: new mode %o", cc->name, c.new_mode);
@@ -336,12 +336,12 @@ ParameterizedTest(int *i, dirdiff, each_kind_of_change_is_reported_and_round_tri
                        cc->in_patch, patch);
     free(patch);
     assert_round_trip(d);
-    git_dirdiff_free(d);
+    rgit_dirdiff_free(d);
 }
 
 Test(dirdiff, type_changes_are_a_deletion_and_an_addition)
 {
-    git_dirdiff *d;
+    rgit_dirdiff *d;
 
     make_project();
     fork_base();
@@ -352,20 +352,20 @@ Test(dirdiff, type_changes_are_a_deletion_and_an_addition)
     remove_path(fork_dir, "run.sh");
     put(fork_dir, "run.sh/inner", "file -> directory\n");
     d = diff_of(base, fork_dir);
-    change_at(d, "latest", GIT_DIRDIFF_DELETED);
-    change_at(d, "latest", GIT_DIRDIFF_ADDED);
-    change_at(d, "docs/old.txt", GIT_DIRDIFF_DELETED);
-    change_at(d, "docs", GIT_DIRDIFF_ADDED);
-    change_at(d, "run.sh", GIT_DIRDIFF_DELETED);
-    change_at(d, "run.sh/inner", GIT_DIRDIFF_ADDED);
-    cr_assert_eq(git_dirdiff_count(d), 6);
+    change_at(d, "latest", RGIT_DIRDIFF_DELETED);
+    change_at(d, "latest", RGIT_DIRDIFF_ADDED);
+    change_at(d, "docs/old.txt", RGIT_DIRDIFF_DELETED);
+    change_at(d, "docs", RGIT_DIRDIFF_ADDED);
+    change_at(d, "run.sh", RGIT_DIRDIFF_DELETED);
+    change_at(d, "run.sh/inner", RGIT_DIRDIFF_ADDED);
+    cr_assert_eq(rgit_dirdiff_count(d), 6);
     assert_round_trip(d);
-    git_dirdiff_free(d);
+    rgit_dirdiff_free(d);
 }
 
 Test(dirdiff, odd_file_names_round_trip)
 {
-    git_dirdiff *d;
+    rgit_dirdiff *d;
     char *patch;
 
     make_project();
@@ -377,19 +377,19 @@ Test(dirdiff, odd_file_names_round_trip)
     put(fork_dir, "caf\xc3\xa9.txt", "e\n");
     put(fork_dir, "-dash", "f\n");
     d = diff_of(base, fork_dir);
-    cr_assert_eq(git_dirdiff_count(d), 6);
+    cr_assert_eq(rgit_dirdiff_count(d), 6);
     patch = patch_of(d);
     /* git quotes such names; a raw newline would start a forged line. */
     cr_assert_null(strstr(patch, "new\nline"), "%s", patch);
     free(patch);
     assert_round_trip(d);
-    git_dirdiff_free(d);
+    rgit_dirdiff_free(d);
 }
 
 Test(dirdiff, stat_summarises_like_git)
 {
     rg_buf stat = RG_BUF_INIT(1 << 20);
-    git_dirdiff *d;
+    rgit_dirdiff *d;
 
     make_project();
     fork_base();
@@ -398,13 +398,13 @@ Test(dirdiff, stat_summarises_like_git)
     mut_chmod();
     mut_binary();
     d = diff_of(base, fork_dir);
-    cr_assert_eq(git_dirdiff_stat(&stat, d, 80, NULL), 0);
+    cr_assert_eq(rgit_dirdiff_stat(&stat, d, 80, NULL), 0);
     cr_assert_not_null(strstr(stat.data, " 4 files changed"), "%s", stat.data);
     cr_assert_not_null(strstr(stat.data, "create mode 100644 src/new.c"), "%s", stat.data);
     cr_assert_not_null(strstr(stat.data, "mode change 100755 => 100644 run.sh"), "%s", stat.data);
     cr_assert_not_null(strstr(stat.data, "Bin 12 -> 7 bytes"), "%s", stat.data);
     rg_buf_free(&stat);
-    git_dirdiff_free(d);
+    rgit_dirdiff_free(d);
 }
 
 /* ---------------------------------------------------------------------------
@@ -413,7 +413,7 @@ Test(dirdiff, stat_summarises_like_git)
 
 Test(dirdiff, base_gitignore_hides_paths_on_both_sides)
 {
-    git_dirdiff *d;
+    rgit_dirdiff *d;
 
     make_project();
     put(base, ".gitignore", "*.log\nbuild/\n");
@@ -426,13 +426,13 @@ Test(dirdiff, base_gitignore_hides_paths_on_both_sides)
     put(fork_dir, "build/sub/deep.txt", "inside an ignored directory\n");
     remove_path(fork_dir, "build/out.o");
     d = diff_of(base, fork_dir);
-    cr_assert_eq(git_dirdiff_count(d), 0);
-    git_dirdiff_free(d);
+    cr_assert_eq(rgit_dirdiff_count(d), 0);
+    rgit_dirdiff_free(d);
 }
 
 Test(dirdiff, nested_gitignore_of_the_base_applies_below_it)
 {
-    git_dirdiff *d;
+    rgit_dirdiff *d;
 
     make_project();
     put(base, "src/.gitignore", "*.tmp\n");
@@ -441,14 +441,14 @@ Test(dirdiff, nested_gitignore_of_the_base_applies_below_it)
     put(fork_dir, "src/deeper/more.tmp", "hidden too\n");
     put(fork_dir, "top.tmp", "not under src: shown\n");
     d = diff_of(base, fork_dir);
-    cr_assert_eq(git_dirdiff_count(d), 1);
-    change_at(d, "top.tmp", GIT_DIRDIFF_ADDED);
-    git_dirdiff_free(d);
+    cr_assert_eq(rgit_dirdiff_count(d), 1);
+    change_at(d, "top.tmp", RGIT_DIRDIFF_ADDED);
+    rgit_dirdiff_free(d);
 }
 
 Test(dirdiff, fork_gitignore_cannot_hide_a_change)
 {
-    git_dirdiff *d;
+    rgit_dirdiff *d;
 
     make_project();
     put(base, ".gitignore", "*.log\n");
@@ -459,18 +459,18 @@ Test(dirdiff, fork_gitignore_cannot_hide_a_change)
     put(fork_dir, "sub/.gitignore", "*\n");
     put(fork_dir, "sub/x.c", "x\n");
     d = diff_of(base, fork_dir);
-    change_at(d, ".gitignore", GIT_DIRDIFF_MODIFIED);
-    change_at(d, "secret.txt", GIT_DIRDIFF_ADDED);
-    change_at(d, "src/main.c", GIT_DIRDIFF_MODIFIED);
-    change_at(d, "sub/.gitignore", GIT_DIRDIFF_ADDED);
-    change_at(d, "sub/x.c", GIT_DIRDIFF_ADDED);
-    cr_assert_eq(git_dirdiff_count(d), 5);
-    git_dirdiff_free(d);
+    change_at(d, ".gitignore", RGIT_DIRDIFF_MODIFIED);
+    change_at(d, "secret.txt", RGIT_DIRDIFF_ADDED);
+    change_at(d, "src/main.c", RGIT_DIRDIFF_MODIFIED);
+    change_at(d, "sub/.gitignore", RGIT_DIRDIFF_ADDED);
+    change_at(d, "sub/x.c", RGIT_DIRDIFF_ADDED);
+    cr_assert_eq(rgit_dirdiff_count(d), 5);
+    rgit_dirdiff_free(d);
 }
 
 Test(dirdiff, base_info_exclude_counts_and_tracked_files_stay_visible)
 {
-    git_dirdiff *d;
+    rgit_dirdiff *d;
 
     make_project();
     put(base, ".gitignore", "*.env\nvendor/\n");
@@ -486,15 +486,15 @@ Test(dirdiff, base_info_exclude_counts_and_tracked_files_stay_visible)
     put(fork_dir, "other.env", "new and ignored\n");
     put(fork_dir, "me.local", "excluded by info/exclude\n");
     d = diff_of(base, fork_dir);
-    change_at(d, "config.env", GIT_DIRDIFF_MODIFIED);
-    change_at(d, "vendor/lib.c", GIT_DIRDIFF_MODIFIED);
-    cr_assert_eq(git_dirdiff_count(d), 2);
-    git_dirdiff_free(d);
+    change_at(d, "config.env", RGIT_DIRDIFF_MODIFIED);
+    change_at(d, "vendor/lib.c", RGIT_DIRDIFF_MODIFIED);
+    cr_assert_eq(rgit_dirdiff_count(d), 2);
+    rgit_dirdiff_free(d);
 }
 
 Test(dirdiff, dot_git_is_left_out_at_every_level_in_every_spelling)
 {
-    git_dirdiff *d;
+    rgit_dirdiff *d;
 
     make_project();
     test_run("cd '%s' && git init -q", base);
@@ -508,9 +508,9 @@ Test(dirdiff, dot_git_is_left_out_at_every_level_in_every_spelling)
     put(fork_dir, ".git. /config", "x\n");
     put(fork_dir, ".gitx", "an ordinary file\n");
     d = diff_of(base, fork_dir);
-    cr_assert_eq(git_dirdiff_count(d), 1);
-    change_at(d, ".gitx", GIT_DIRDIFF_ADDED);
-    git_dirdiff_free(d);
+    cr_assert_eq(rgit_dirdiff_count(d), 1);
+    change_at(d, ".gitx", RGIT_DIRDIFF_ADDED);
+    rgit_dirdiff_free(d);
 }
 
 /* ---------------------------------------------------------------------------
@@ -521,7 +521,7 @@ Test(dirdiff, fork_git_config_hooks_and_attributes_never_run)
 {
     char marker[700], shim[700], path[900], original[700], cfg[2048];
     rg_buf b = RG_BUF_INIT(1 << 20);
-    git_dirdiff *d;
+    rgit_dirdiff *d;
     size_t refused;
 
     snprintf(marker, sizeof(marker), "%s/PWNED", root);
@@ -556,11 +556,11 @@ Test(dirdiff, fork_git_config_hooks_and_attributes_never_run)
     setenv("PATH", path, 1);
 
     d = diff_of(base, fork_dir);
-    cr_assert_gt(git_dirdiff_count(d), 0);
-    cr_assert_eq(git_dirdiff_patch(&b, d, NULL), 0);
-    cr_assert_eq(git_dirdiff_stat(&b, d, 80, NULL), 0);
-    cr_assert_eq(git_dirdiff_apply(&refused, d, original, NULL, NULL, NULL), 0);
-    git_dirdiff_free(d);
+    cr_assert_gt(rgit_dirdiff_count(d), 0);
+    cr_assert_eq(rgit_dirdiff_patch(&b, d, NULL), 0);
+    cr_assert_eq(rgit_dirdiff_stat(&b, d, 80, NULL), 0);
+    cr_assert_eq(rgit_dirdiff_apply(&refused, d, original, NULL, NULL, NULL), 0);
+    rgit_dirdiff_free(d);
     rg_buf_free(&b);
     cr_assert(!exists(marker), "something ran a command planted in the fork");
 }
@@ -568,7 +568,7 @@ Test(dirdiff, fork_git_config_hooks_and_attributes_never_run)
 Test(dirdiff, symlinks_pointing_outside_are_shown_as_links_never_followed)
 {
     char target[700];
-    git_dirdiff *d;
+    rgit_dirdiff *d;
     char *patch;
 
     make_project();
@@ -581,21 +581,21 @@ Test(dirdiff, symlinks_pointing_outside_are_shown_as_links_never_followed)
     put_link(fork_dir, "leakdir", target);
     put_link(fork_dir, "passwd", "/etc/passwd");
     d = diff_of(base, fork_dir);
-    cr_assert_eq(git_dirdiff_count(d), 3);
-    cr_assert_eq(change_at(d, "leak", GIT_DIRDIFF_ADDED).new_mode, 0120000);
-    cr_assert_eq(change_at(d, "leakdir", GIT_DIRDIFF_ADDED).new_mode, 0120000);
-    cr_assert_eq(change_at(d, "passwd", GIT_DIRDIFF_ADDED).new_mode, 0120000);
+    cr_assert_eq(rgit_dirdiff_count(d), 3);
+    cr_assert_eq(change_at(d, "leak", RGIT_DIRDIFF_ADDED).new_mode, 0120000);
+    cr_assert_eq(change_at(d, "leakdir", RGIT_DIRDIFF_ADDED).new_mode, 0120000);
+    cr_assert_eq(change_at(d, "passwd", RGIT_DIRDIFF_ADDED).new_mode, 0120000);
     patch = patch_of(d);
     cr_assert_not_null(strstr(patch, "+/etc/passwd"), "%s", patch);
     cr_assert_null(strstr(patch, "TOP-SECRET"), "a symlink was followed:\n%s", patch);
     cr_assert_null(strstr(patch, "root:"), "a symlink was followed:\n%s", patch);
     free(patch);
-    git_dirdiff_free(d);
+    rgit_dirdiff_free(d);
 }
 
 Test(dirdiff, fifos_and_sockets_count_as_absent_and_never_block)
 {
-    git_dirdiff *d;
+    rgit_dirdiff *d;
     char path[700];
 
     make_project();
@@ -607,26 +607,26 @@ Test(dirdiff, fifos_and_sockets_count_as_absent_and_never_block)
     path_in(path, sizeof(path), fork_dir, "README.md");
     cr_assert_eq(mkfifo(path, 0644), 0);
     d = diff_of(base, fork_dir);
-    cr_assert_eq(git_dirdiff_count(d), 1);
-    change_at(d, "README.md", GIT_DIRDIFF_DELETED);
-    git_dirdiff_free(d);
+    cr_assert_eq(rgit_dirdiff_count(d), 1);
+    change_at(d, "README.md", RGIT_DIRDIFF_DELETED);
+    rgit_dirdiff_free(d);
 }
 
 Test(dirdiff, content_changed_after_hashing_fails_instead_of_showing_other_bytes)
 {
     rg_buf b = RG_BUF_INIT(1 << 20);
     rg_error err = RG_ERROR_INIT;
-    git_dirdiff *d;
+    rgit_dirdiff *d;
 
     make_project();
     fork_base();
     mut_modify();
     d = diff_of(base, fork_dir);
     put(fork_dir, "src/main.c", "swapped after the diff was taken\n");
-    cr_assert_lt(git_dirdiff_patch(&b, d, &err), 0);
+    cr_assert_lt(rgit_dirdiff_patch(&b, d, &err), 0);
     cr_assert_not_null(strstr(err.msg, "src/main.c"), "%s", err.msg);
     rg_buf_free(&b);
-    git_dirdiff_free(d);
+    rgit_dirdiff_free(d);
 }
 
 /* Every entry under `dir` with its size, mode and change time, one a line. */
@@ -651,10 +651,10 @@ static char *snapshot(const char *dir)
 
 Test(dirdiff, nothing_is_written_into_base_or_fork_and_the_private_repo_goes_away)
 {
-    git_dirdiff_opts opts = GIT_DIRDIFF_OPTS_INIT;
+    rgit_dirdiff_opts opts = RGIT_DIRDIFF_OPTS_INIT;
     rg_buf b = RG_BUF_INIT(1 << 20);
     char tmp[700], *before[2], *after[2];
-    git_dirdiff *d = NULL;
+    rgit_dirdiff *d = NULL;
     rg_error err = RG_ERROR_INIT;
     int s;
 
@@ -671,10 +671,10 @@ Test(dirdiff, nothing_is_written_into_base_or_fork_and_the_private_repo_goes_awa
     before[1] = snapshot(fork_dir);
     sleep(1); /* so that a write would show in the times */
     opts.tmp_parent = tmp;
-    cr_assert_eq(git_dirdiff_new(&d, base, fork_dir, &opts, &err), 0, "%s", err.msg);
-    cr_assert_eq(git_dirdiff_patch(&b, d, NULL), 0);
-    cr_assert_eq(git_dirdiff_stat(&b, d, 80, NULL), 0);
-    git_dirdiff_free(d);
+    cr_assert_eq(rgit_dirdiff_new(&d, base, fork_dir, &opts, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_dirdiff_patch(&b, d, NULL), 0);
+    cr_assert_eq(rgit_dirdiff_stat(&b, d, 80, NULL), 0);
+    rgit_dirdiff_free(d);
     after[0] = snapshot(base);
     after[1] = snapshot(fork_dir);
     for (s = 0; s < 2; s++) {
@@ -688,25 +688,25 @@ Test(dirdiff, nothing_is_written_into_base_or_fork_and_the_private_repo_goes_awa
 
 Test(dirdiff, nesting_deeper_than_the_limit_fails)
 {
-    git_dirdiff_opts opts = GIT_DIRDIFF_OPTS_INIT;
+    rgit_dirdiff_opts opts = RGIT_DIRDIFF_OPTS_INIT;
     rg_error err = RG_ERROR_INIT;
-    git_dirdiff *d = NULL;
+    rgit_dirdiff *d = NULL;
 
     make_project();
     fork_base();
     put(fork_dir, "a/b/c/d/e/f.txt", "deep\n");
     opts.max_depth = 3;
-    cr_assert_eq(git_dirdiff_new(&d, base, fork_dir, &opts, &err), -ELOOP, "%s", err.msg);
+    cr_assert_eq(rgit_dirdiff_new(&d, base, fork_dir, &opts, &err), -ELOOP, "%s", err.msg);
     cr_assert_null(d);
 }
 
 Test(dirdiff, base_and_fork_must_differ)
 {
     rg_error err = RG_ERROR_INIT;
-    git_dirdiff *d = NULL;
+    rgit_dirdiff *d = NULL;
 
-    cr_assert_eq(git_dirdiff_new(&d, base, base, NULL, &err), -EINVAL);
-    cr_assert_eq(git_dirdiff_new(&d, base, "/nonexistent/fork", NULL, &err), -ENOENT);
+    cr_assert_eq(rgit_dirdiff_new(&d, base, base, NULL, &err), -EINVAL);
+    cr_assert_eq(rgit_dirdiff_new(&d, base, "/nonexistent/fork", NULL, &err), -ENOENT);
     cr_assert_null(d);
 }
 
@@ -718,7 +718,7 @@ typedef struct outcomes {
     char text[4096];
 } outcomes;
 
-static void record(const char *path, git_dirdiff_outcome outcome, const char *reason, void *p)
+static void record(const char *path, rgit_dirdiff_outcome outcome, const char *reason, void *p)
 {
     outcomes *o = p;
     size_t n = strlen(o->text);
@@ -732,7 +732,7 @@ Test(dirdiff, apply_refuses_paths_changed_in_the_original_and_applies_the_rest)
 {
     rg_error err = RG_ERROR_INIT;
     outcomes o = {{0}};
-    git_dirdiff *d, *left;
+    rgit_dirdiff *d, *left;
     size_t refused;
 
     make_project();
@@ -748,7 +748,7 @@ Test(dirdiff, apply_refuses_paths_changed_in_the_original_and_applies_the_rest)
     put(other, "src/new.c", "and created this\n");
 
     d = diff_of(base, fork_dir);
-    cr_assert_eq(git_dirdiff_apply(&refused, d, other, record, &o, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_dirdiff_apply(&refused, d, other, record, &o, &err), 0, "%s", err.msg);
     cr_assert_eq(refused, 2, "%s", o.text);
     cr_assert_not_null(strstr(o.text, "refused src/main.c: changed in the original since the fork"),
                        "%s", o.text);
@@ -757,22 +757,22 @@ Test(dirdiff, apply_refuses_paths_changed_in_the_original_and_applies_the_rest)
 
     /* Everything but the two refused paths now matches the fork. */
     left = diff_of(other, fork_dir);
-    cr_assert_eq(git_dirdiff_count(left), 2);
-    change_at(left, "src/main.c", GIT_DIRDIFF_MODIFIED);
-    change_at(left, "src/new.c", GIT_DIRDIFF_MODIFIED);
-    git_dirdiff_free(left);
+    cr_assert_eq(rgit_dirdiff_count(left), 2);
+    change_at(left, "src/main.c", RGIT_DIRDIFF_MODIFIED);
+    change_at(left, "src/new.c", RGIT_DIRDIFF_MODIFIED);
+    rgit_dirdiff_free(left);
 
     /* Again: nothing new to do; the two stay refused. */
     memset(&o, 0, sizeof(o));
-    cr_assert_eq(git_dirdiff_apply(&refused, d, other, record, &o, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_dirdiff_apply(&refused, d, other, record, &o, &err), 0, "%s", err.msg);
     cr_assert_eq(refused, 2, "%s", o.text);
     cr_assert_null(strstr(o.text, "applied"), "%s", o.text);
-    git_dirdiff_free(d);
+    rgit_dirdiff_free(d);
 }
 
 Test(dirdiff, apply_handles_type_changes_and_prunes_emptied_directories)
 {
-    git_dirdiff *d, *left;
+    rgit_dirdiff *d, *left;
     struct stat st;
     char path[700];
     size_t refused;
@@ -792,22 +792,22 @@ Test(dirdiff, apply_handles_type_changes_and_prunes_emptied_directories)
     remove_path(fork_dir, "src");
 
     d = diff_of(base, fork_dir);
-    cr_assert_eq(git_dirdiff_apply(&refused, d, other, NULL, NULL, NULL), 0);
+    cr_assert_eq(rgit_dirdiff_apply(&refused, d, other, NULL, NULL, NULL), 0);
     cr_assert_eq(refused, 0);
     left = diff_of(other, fork_dir);
-    cr_assert_eq(git_dirdiff_count(left), 0);
-    git_dirdiff_free(left);
+    cr_assert_eq(rgit_dirdiff_count(left), 0);
+    rgit_dirdiff_free(left);
     path_in(path, sizeof(path), other, "src");
     cr_assert(!exists(path), "src/ should be gone once its files are");
     path_in(path, sizeof(path), other, "run.sh/inner");
     cr_assert_eq(stat(path, &st), 0);
     cr_assert(st.st_mode & S_IXUSR);
-    git_dirdiff_free(d);
+    rgit_dirdiff_free(d);
 }
 
 Test(dirdiff, apply_keeps_permissions_and_follows_git_for_the_x_bit)
 {
-    git_dirdiff *d;
+    rgit_dirdiff *d;
     struct stat st;
     char path[700];
     size_t refused;
@@ -819,18 +819,18 @@ Test(dirdiff, apply_keeps_permissions_and_follows_git_for_the_x_bit)
     put(fork_dir, "src/util.c", "int util(void) { return 3; }\n");
     chmod_path(fork_dir, "src/util.c", 0700);
     d = diff_of(base, fork_dir);
-    cr_assert_eq(git_dirdiff_apply(&refused, d, other, NULL, NULL, NULL), 0);
+    cr_assert_eq(rgit_dirdiff_apply(&refused, d, other, NULL, NULL, NULL), 0);
     path_in(path, sizeof(path), other, "src/util.c");
     cr_assert_eq(stat(path, &st), 0);
     cr_assert_eq(st.st_mode & 07777, 0700, "mode %o", st.st_mode & 07777);
-    git_dirdiff_free(d);
+    rgit_dirdiff_free(d);
 }
 
 Test(dirdiff, apply_never_writes_through_a_symlink_in_the_original)
 {
     char outside[700], path[900];
     outcomes o = {{0}};
-    git_dirdiff *d;
+    rgit_dirdiff *d;
     size_t refused;
 
     snprintf(outside, sizeof(outside), "%s/outside", root);
@@ -844,27 +844,27 @@ Test(dirdiff, apply_never_writes_through_a_symlink_in_the_original)
     remove_path(other, "src");
     put_link(other, "src", outside);
     d = diff_of(base, fork_dir);
-    cr_assert_eq(git_dirdiff_apply(&refused, d, other, record, &o, NULL), 0);
+    cr_assert_eq(rgit_dirdiff_apply(&refused, d, other, record, &o, NULL), 0);
     cr_assert_eq(refused, 1, "%s", o.text);
     cr_assert_not_null(strstr(o.text, "refused src/planted.c"), "%s", o.text);
     path_in(path, sizeof(path), outside, "planted.c");
     cr_assert(!exists(path), "apply wrote through a symlink");
-    git_dirdiff_free(d);
+    rgit_dirdiff_free(d);
 }
 
 Test(dirdiff, apply_refuses_to_write_into_the_fork_or_base)
 {
     rg_error err = RG_ERROR_INIT;
-    git_dirdiff *d;
+    rgit_dirdiff *d;
     size_t refused;
 
     make_project();
     fork_base();
     mut_add();
     d = diff_of(base, fork_dir);
-    cr_assert_eq(git_dirdiff_apply(&refused, d, fork_dir, NULL, NULL, &err), -EINVAL);
-    cr_assert_eq(git_dirdiff_apply(&refused, d, base, NULL, NULL, &err), -EINVAL);
-    git_dirdiff_free(d);
+    cr_assert_eq(rgit_dirdiff_apply(&refused, d, fork_dir, NULL, NULL, &err), -EINVAL);
+    cr_assert_eq(rgit_dirdiff_apply(&refused, d, base, NULL, NULL, &err), -EINVAL);
+    rgit_dirdiff_free(d);
 }
 
 /* ---------------------------------------------------------------------------
@@ -900,7 +900,7 @@ ParameterizedTest(int *i, dirdiff, default_base_and_original_follow_refgate_run)
     rg_buf b = RG_BUF_INIT(4096);
     int rc;
 
-    rc = git_dirdiff_default_base(&b, nc->fork, NULL);
+    rc = rgit_dirdiff_default_base(&b, nc->fork, NULL);
     if (nc->base == NULL) {
         cr_assert_eq(rc, -EINVAL, "%s", nc->fork);
     } else {
@@ -908,7 +908,7 @@ ParameterizedTest(int *i, dirdiff, default_base_and_original_follow_refgate_run)
         cr_assert_str_eq(b.data, nc->base);
     }
     rg_buf_free(&b);
-    rc = git_dirdiff_default_original(&b, nc->fork, NULL);
+    rc = rgit_dirdiff_default_original(&b, nc->fork, NULL);
     if (nc->original == NULL) {
         cr_assert_eq(rc, -EINVAL, "%s", nc->fork);
     } else {

@@ -37,30 +37,30 @@ struct parse_case {
     const char *in;
     size_t len;
     int rc; /* expected return */
-    git_pktline_type type;
+    rgit_pktline_type type;
     size_t data_len;
 };
 
 #define S(s) s, sizeof(s) - 1
 
 static const struct parse_case parse_table_cases[] = {
-    {"flush", S("0000"), 4, GIT_PKTLINE_FLUSH, 0},
-    {"delim", S("0001"), 4, GIT_PKTLINE_DELIM, 0},
-    {"response end", S("0002"), 4, GIT_PKTLINE_RESPONSE_END, 0},
-    {"reserved 0003", S("0003"), RG_E_PROTOCOL, GIT_PKTLINE_DATA, 0},
-    {"empty data 0004", S("0004"), 4, GIT_PKTLINE_DATA, 0},
-    {"data with LF", S("000ahello\n"), 10, GIT_PKTLINE_DATA, 6},
-    {"data without LF", S("0008abcd"), 8, GIT_PKTLINE_DATA, 4},
-    {"uppercase hex", S("000Aabcdef"), 10, GIT_PKTLINE_DATA, 6},
-    {"trailing bytes untouched", S("0005x0000"), 5, GIT_PKTLINE_DATA, 1},
-    {"bad hex", S("00g5x"), RG_E_PROTOCOL, GIT_PKTLINE_DATA, 0},
-    {"space in length", S(" 005x"), RG_E_PROTOCOL, GIT_PKTLINE_DATA, 0},
-    {"65521 over max", S("fff1"), RG_E_PROTOCOL, GIT_PKTLINE_DATA, 0},
-    {"ffff over max", S("ffff"), RG_E_PROTOCOL, GIT_PKTLINE_DATA, 0},
-    {"short: empty", S(""), 0, GIT_PKTLINE_DATA, 0},
-    {"short: 3 of header", S("000"), 0, GIT_PKTLINE_DATA, 0},
-    {"short: half the data", S("000aabc"), 0, GIT_PKTLINE_DATA, 0},
-    {"short: max length header only", S("fff0"), 0, GIT_PKTLINE_DATA, 0},
+    {"flush", S("0000"), 4, RGIT_PKTLINE_FLUSH, 0},
+    {"delim", S("0001"), 4, RGIT_PKTLINE_DELIM, 0},
+    {"response end", S("0002"), 4, RGIT_PKTLINE_RESPONSE_END, 0},
+    {"reserved 0003", S("0003"), RG_E_PROTOCOL, RGIT_PKTLINE_DATA, 0},
+    {"empty data 0004", S("0004"), 4, RGIT_PKTLINE_DATA, 0},
+    {"data with LF", S("000ahello\n"), 10, RGIT_PKTLINE_DATA, 6},
+    {"data without LF", S("0008abcd"), 8, RGIT_PKTLINE_DATA, 4},
+    {"uppercase hex", S("000Aabcdef"), 10, RGIT_PKTLINE_DATA, 6},
+    {"trailing bytes untouched", S("0005x0000"), 5, RGIT_PKTLINE_DATA, 1},
+    {"bad hex", S("00g5x"), RG_E_PROTOCOL, RGIT_PKTLINE_DATA, 0},
+    {"space in length", S(" 005x"), RG_E_PROTOCOL, RGIT_PKTLINE_DATA, 0},
+    {"65521 over max", S("fff1"), RG_E_PROTOCOL, RGIT_PKTLINE_DATA, 0},
+    {"ffff over max", S("ffff"), RG_E_PROTOCOL, RGIT_PKTLINE_DATA, 0},
+    {"short: empty", S(""), 0, RGIT_PKTLINE_DATA, 0},
+    {"short: 3 of header", S("000"), 0, RGIT_PKTLINE_DATA, 0},
+    {"short: half the data", S("000aabc"), 0, RGIT_PKTLINE_DATA, 0},
+    {"short: max length header only", S("fff0"), 0, RGIT_PKTLINE_DATA, 0},
 };
 
 ParameterizedTestParameters(pktline, parse_table)
@@ -71,9 +71,9 @@ ParameterizedTestParameters(pktline, parse_table)
 ParameterizedTest(size_t *i_case, pktline, parse_table)
 {
     const struct parse_case *c = &parse_table_cases[*i_case];
-    git_pktline pkt;
+    rgit_pktline pkt;
     rg_error err = RG_ERROR_INIT;
-    int rc = git_pktline_parse(&pkt, c->in, c->len, &err);
+    int rc = rgit_pktline_parse(&pkt, c->in, c->len, &err);
 
     cr_assert_eq(rc, c->rc, "%s: rc %d, want %d (%s)", c->name, rc, c->rc, err.msg);
     if (rc < 0) {
@@ -85,7 +85,7 @@ ParameterizedTest(size_t *i_case, pktline, parse_table)
         return;
     cr_assert_eq(pkt.type, c->type, "%s", c->name);
     cr_assert_eq(pkt.len, c->data_len, "%s", c->name);
-    if (pkt.type == GIT_PKTLINE_DATA)
+    if (pkt.type == RGIT_PKTLINE_DATA)
         cr_assert_eq(pkt.data, c->in + 4, "%s: data points into the input", c->name);
     else
         cr_assert_null(pkt.data, "%s", c->name);
@@ -93,27 +93,27 @@ ParameterizedTest(size_t *i_case, pktline, parse_table)
 
 Test(pktline, max_length_packet_is_accepted)
 {
-    size_t n = GIT_PKTLINE_MAX;
+    size_t n = RGIT_PKTLINE_MAX;
     char *buf = malloc(n);
-    git_pktline pkt;
+    rgit_pktline pkt;
     rg_error err = RG_ERROR_INIT;
 
     memcpy(buf, "fff0", 4);
     memset(buf + 4, 'x', n - 4);
-    cr_assert_eq(git_pktline_parse(&pkt, buf, n, &err), (int)n, "%s", err.msg);
-    cr_assert_eq(pkt.type, GIT_PKTLINE_DATA);
-    cr_assert_eq(pkt.len, GIT_PKTLINE_DATA_MAX);
+    cr_assert_eq(rgit_pktline_parse(&pkt, buf, n, &err), (int)n, "%s", err.msg);
+    cr_assert_eq(pkt.type, RGIT_PKTLINE_DATA);
+    cr_assert_eq(pkt.len, RGIT_PKTLINE_DATA_MAX);
     /* One byte short is a partial packet, not an error. */
-    cr_assert_eq(git_pktline_parse(&pkt, buf, n - 1, &err), 0);
+    cr_assert_eq(rgit_pktline_parse(&pkt, buf, n - 1, &err), 0);
     free(buf);
 }
 
 Test(pktline, error_message_quotes_bad_bytes)
 {
-    git_pktline pkt;
+    rgit_pktline pkt;
     rg_error err = RG_ERROR_INIT;
 
-    cr_assert_eq(git_pktline_parse(&pkt, "\x01zz\n", 4, &err), RG_E_PROTOCOL);
+    cr_assert_eq(rgit_pktline_parse(&pkt, "\x01zz\n", 4, &err), RG_E_PROTOCOL);
     cr_assert(strstr(err.msg, "\\x01zz\\x0a") != NULL, "message: %s", err.msg);
 }
 
@@ -124,46 +124,46 @@ Test(pktline, error_message_quotes_bad_bytes)
 Test(pktline, write_then_parse_round_trips)
 {
     rg_buf out = RG_BUF_INIT(1 << 20);
-    git_pktline pkt;
+    rgit_pktline pkt;
     rg_error err = RG_ERROR_INIT;
     size_t off = 0;
     int rc;
 
-    cr_assert_eq(git_pktline_write(&out, "hello\n", 6), 0);
-    cr_assert_eq(git_pktline_printf(&out, "%s %d\n", "n", 42), 0);
-    cr_assert_eq(git_pktline_flush(&out), 0);
+    cr_assert_eq(rgit_pktline_write(&out, "hello\n", 6), 0);
+    cr_assert_eq(rgit_pktline_printf(&out, "%s %d\n", "n", 42), 0);
+    cr_assert_eq(rgit_pktline_flush(&out), 0);
     cr_assert_eq(out.len, 10 + 9 + 4);
     cr_assert_eq(memcmp(out.data, "000ahello\n0009n 42\n0000", out.len), 0, "got %s", out.data);
 
-    rc = git_pktline_parse(&pkt, out.data + off, out.len - off, &err);
+    rc = rgit_pktline_parse(&pkt, out.data + off, out.len - off, &err);
     cr_assert_eq(rc, 10);
     cr_assert_eq(pkt.len, 6);
     cr_assert_eq(memcmp(pkt.data, "hello\n", 6), 0);
     off += (size_t)rc;
-    rc = git_pktline_parse(&pkt, out.data + off, out.len - off, &err);
+    rc = rgit_pktline_parse(&pkt, out.data + off, out.len - off, &err);
     cr_assert_eq(rc, 9);
     cr_assert_eq(memcmp(pkt.data, "n 42\n", 5), 0);
     off += (size_t)rc;
-    rc = git_pktline_parse(&pkt, out.data + off, out.len - off, &err);
+    rc = rgit_pktline_parse(&pkt, out.data + off, out.len - off, &err);
     cr_assert_eq(rc, 4);
-    cr_assert_eq(pkt.type, GIT_PKTLINE_FLUSH);
+    cr_assert_eq(pkt.type, RGIT_PKTLINE_FLUSH);
     rg_buf_free(&out);
 }
 
 Test(pktline, write_max_data_and_refuse_one_more)
 {
     rg_buf out = RG_BUF_INIT(1 << 20);
-    char *data = calloc(1, GIT_PKTLINE_DATA_MAX + 1);
-    git_pktline pkt;
+    char *data = calloc(1, RGIT_PKTLINE_DATA_MAX + 1);
+    rgit_pktline pkt;
     rg_error err = RG_ERROR_INIT;
 
-    memset(data, 'a', GIT_PKTLINE_DATA_MAX + 1);
-    cr_assert_eq(git_pktline_write(&out, data, GIT_PKTLINE_DATA_MAX), 0);
-    cr_assert_eq(out.len, GIT_PKTLINE_MAX);
+    memset(data, 'a', RGIT_PKTLINE_DATA_MAX + 1);
+    cr_assert_eq(rgit_pktline_write(&out, data, RGIT_PKTLINE_DATA_MAX), 0);
+    cr_assert_eq(out.len, RGIT_PKTLINE_MAX);
     cr_assert_eq(memcmp(out.data, "fff0", 4), 0);
-    cr_assert_eq(git_pktline_parse(&pkt, out.data, out.len, &err), GIT_PKTLINE_MAX);
-    cr_assert_eq(git_pktline_write(&out, data, GIT_PKTLINE_DATA_MAX + 1), -EINVAL);
-    cr_assert_eq(out.len, GIT_PKTLINE_MAX, "a refused packet writes nothing");
+    cr_assert_eq(rgit_pktline_parse(&pkt, out.data, out.len, &err), RGIT_PKTLINE_MAX);
+    cr_assert_eq(rgit_pktline_write(&out, data, RGIT_PKTLINE_DATA_MAX + 1), -EINVAL);
+    cr_assert_eq(out.len, RGIT_PKTLINE_MAX, "a refused packet writes nothing");
     free(data);
     rg_buf_free(&out);
 }
@@ -172,7 +172,7 @@ Test(pktline, write_over_buffer_cap_fails_too_big)
 {
     rg_buf out = RG_BUF_INIT(8);
 
-    cr_assert_eq(git_pktline_write(&out, "0123456789", 10), RG_E_TOO_BIG);
+    cr_assert_eq(rgit_pktline_write(&out, "0123456789", 10), RG_E_TOO_BIG);
     rg_buf_free(&out);
 }
 
@@ -180,7 +180,7 @@ Test(pktline, empty_write_is_0004)
 {
     rg_buf out = RG_BUF_INIT(64);
 
-    cr_assert_eq(git_pktline_write(&out, "", 0), 0);
+    cr_assert_eq(rgit_pktline_write(&out, "", 0), 0);
     cr_assert_str_eq(out.data, "0004");
     rg_buf_free(&out);
 }
@@ -193,38 +193,38 @@ Test(pktline, empty_write_is_0004)
 static void read_in_steps(const char *in, size_t len, size_t step, rg_buf *payloads, char *types,
                           size_t *ntypes)
 {
-    git_pktline_reader r;
-    git_pktline pkt;
+    rgit_pktline_reader r;
+    rgit_pktline pkt;
     rg_error err = RG_ERROR_INIT;
     size_t off = 0, used, chunk;
     int rc;
 
-    git_pktline_reader_init(&r);
+    rgit_pktline_reader_init(&r);
     *ntypes = 0;
     while (off < len) {
         size_t coff = 0;
 
         chunk = len - off < step ? len - off : step;
         while (coff < chunk) {
-            rc = git_pktline_reader_next(&pkt, &r, in + off + coff, chunk - coff, &used, &err);
+            rc = rgit_pktline_reader_next(&pkt, &r, in + off + coff, chunk - coff, &used, &err);
             cr_assert_geq(rc, 0, "%s", err.msg);
             coff += used;
             if (rc == 0) {
                 cr_assert_eq(coff, chunk, "0 means every byte was taken");
                 break;
             }
-            types[(*ntypes)++] = "DFEa"[pkt.type == GIT_PKTLINE_DATA    ? 0
-                                        : pkt.type == GIT_PKTLINE_FLUSH ? 1
-                                        : pkt.type == GIT_PKTLINE_DELIM ? 2
-                                                                        : 3];
-            if (pkt.type == GIT_PKTLINE_DATA) {
+            types[(*ntypes)++] = "DFEa"[pkt.type == RGIT_PKTLINE_DATA    ? 0
+                                        : pkt.type == RGIT_PKTLINE_FLUSH ? 1
+                                        : pkt.type == RGIT_PKTLINE_DELIM ? 2
+                                                                         : 3];
+            if (pkt.type == RGIT_PKTLINE_DATA) {
                 cr_assert_eq(rg_buf_append(payloads, pkt.data, pkt.len), 0);
                 cr_assert_eq(rg_buf_append(payloads, "|", 1), 0);
             }
         }
         off += chunk;
     }
-    cr_assert_not(git_pktline_reader_pending(&r), "a whole stream leaves nothing pending");
+    cr_assert_not(rgit_pktline_reader_pending(&r), "a whole stream leaves nothing pending");
 }
 
 ParameterizedTestParameters(pktline, reader_chunking)
@@ -250,51 +250,51 @@ ParameterizedTest(size_t *step, pktline, reader_chunking)
 Test(pktline, reader_never_takes_bytes_past_a_packet)
 {
     /* A packet split across two chunks, the second carrying foreign bytes. */
-    git_pktline_reader r;
-    git_pktline pkt;
+    rgit_pktline_reader r;
+    rgit_pktline pkt;
     rg_error err = RG_ERROR_INIT;
     size_t used;
 
-    git_pktline_reader_init(&r);
-    cr_assert_eq(git_pktline_reader_next(&pkt, &r, "00", 2, &used, &err), 0);
+    rgit_pktline_reader_init(&r);
+    cr_assert_eq(rgit_pktline_reader_next(&pkt, &r, "00", 2, &used, &err), 0);
     cr_assert_eq(used, 2);
-    cr_assert(git_pktline_reader_pending(&r));
-    cr_assert_eq(git_pktline_reader_next(&pkt, &r, "0aabcd", 6, &used, &err), 0);
+    cr_assert(rgit_pktline_reader_pending(&r));
+    cr_assert_eq(rgit_pktline_reader_next(&pkt, &r, "0aabcd", 6, &used, &err), 0);
     cr_assert_eq(used, 6);
-    cr_assert_eq(git_pktline_reader_next(&pkt, &r, "efPACK", 6, &used, &err), 1);
+    cr_assert_eq(rgit_pktline_reader_next(&pkt, &r, "efPACK", 6, &used, &err), 1);
     cr_assert_eq(used, 2, "only the 2 bytes the packet lacked, not the pack: %zu", used);
     cr_assert_eq(pkt.len, 6);
     cr_assert_eq(memcmp(pkt.data, "abcdef", 6), 0);
-    cr_assert_not(git_pktline_reader_pending(&r));
+    cr_assert_not(rgit_pktline_reader_pending(&r));
 
     /* A flush whose header straddles chunks takes only its own bytes. */
-    cr_assert_eq(git_pktline_reader_next(&pkt, &r, "000", 3, &used, &err), 0);
-    cr_assert_eq(git_pktline_reader_next(&pkt, &r, "0PACK", 5, &used, &err), 1);
+    cr_assert_eq(rgit_pktline_reader_next(&pkt, &r, "000", 3, &used, &err), 0);
+    cr_assert_eq(rgit_pktline_reader_next(&pkt, &r, "0PACK", 5, &used, &err), 1);
     cr_assert_eq(used, 1);
-    cr_assert_eq(pkt.type, GIT_PKTLINE_FLUSH);
+    cr_assert_eq(pkt.type, RGIT_PKTLINE_FLUSH);
 }
 
 Test(pktline, reader_rejects_bad_header_split_across_chunks)
 {
-    git_pktline_reader r;
-    git_pktline pkt;
+    rgit_pktline_reader r;
+    rgit_pktline pkt;
     rg_error err = RG_ERROR_INIT;
     size_t used;
 
-    git_pktline_reader_init(&r);
-    cr_assert_eq(git_pktline_reader_next(&pkt, &r, "00", 2, &used, &err), 0);
-    cr_assert_eq(git_pktline_reader_next(&pkt, &r, "03", 2, &used, &err), RG_E_PROTOCOL);
-    git_pktline_reader_init(&r);
-    cr_assert_eq(git_pktline_reader_next(&pkt, &r, "ff", 2, &used, &err), 0);
-    cr_assert_eq(git_pktline_reader_next(&pkt, &r, "f1", 2, &used, &err), RG_E_PROTOCOL);
+    rgit_pktline_reader_init(&r);
+    cr_assert_eq(rgit_pktline_reader_next(&pkt, &r, "00", 2, &used, &err), 0);
+    cr_assert_eq(rgit_pktline_reader_next(&pkt, &r, "03", 2, &used, &err), RG_E_PROTOCOL);
+    rgit_pktline_reader_init(&r);
+    cr_assert_eq(rgit_pktline_reader_next(&pkt, &r, "ff", 2, &used, &err), 0);
+    cr_assert_eq(rgit_pktline_reader_next(&pkt, &r, "f1", 2, &used, &err), RG_E_PROTOCOL);
 }
 
 Test(pktline, quote_cuts_long_input_visibly)
 {
     char q[16];
 
-    git_pktline_quote(q, sizeof(q), "abcdefghijklmnopqrstuvwxyz", 26);
+    rgit_pktline_quote(q, sizeof(q), "abcdefghijklmnopqrstuvwxyz", 26);
     cr_assert_str_eq(q, "abcdefghijkl...");
-    git_pktline_quote(q, sizeof(q), "a\nb", 3);
+    rgit_pktline_quote(q, sizeof(q), "a\nb", 3);
     cr_assert_str_eq(q, "a\\x0ab");
 }

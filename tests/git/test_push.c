@@ -56,7 +56,7 @@ static void build(rg_buf *out, const char *const *lines)
 
     for (i = 0; lines[i] != NULL; i++) {
         if (strcmp(lines[i], "FLUSH") == 0) {
-            cr_assert_eq(git_pktline_flush(out), 0);
+            cr_assert_eq(rgit_pktline_flush(out), 0);
         } else if (strcmp(lines[i], "DELIM") == 0) {
             cr_assert_eq(rg_buf_puts(out, "0001"), 0);
         } else if (strcmp(lines[i], "EMPTY") == 0) {
@@ -67,14 +67,14 @@ static void build(rg_buf *out, const char *const *lines)
             for (j = 0; line[j]; j++)
                 if (line[j] == '|')
                     line[j] = '\0';
-            cr_assert_eq(git_pktline_write(out, line, strlen(lines[i])), 0);
+            cr_assert_eq(rgit_pktline_write(out, line, strlen(lines[i])), 0);
             free(line);
         }
     }
 }
 
 /* Feed all of data[0..len) in chunks of `step`; return the final rc. */
-static int feed_in_steps(git_push_parser *p, const char *data, size_t len, size_t step,
+static int feed_in_steps(rgit_push_parser *p, const char *data, size_t len, size_t step,
                          size_t *header_len, rg_error *err)
 {
     size_t off = 0, used, n;
@@ -83,7 +83,7 @@ static int feed_in_steps(git_push_parser *p, const char *data, size_t len, size_
     *header_len = 0;
     while (off < len) {
         n = len - off < step ? len - off : step;
-        rc = git_push_parser_feed(p, data + off, n, &used, err);
+        rc = rgit_push_parser_feed(p, data + off, n, &used, err);
         if (rc < 0)
             return rc;
         if (rc == 1) {
@@ -97,10 +97,10 @@ static int feed_in_steps(git_push_parser *p, const char *data, size_t len, size_
     return rc;
 }
 
-static int parse_all(git_push_parser **p, const rg_buf *body, const git_push_limits *limits,
+static int parse_all(rgit_push_parser **p, const rg_buf *body, const rgit_push_limits *limits,
                      size_t *header_len, rg_error *err)
 {
-    cr_assert_eq(git_push_parser_new(p, limits), 0);
+    cr_assert_eq(rgit_push_parser_new(p, limits), 0);
     return feed_in_steps(*p, body->data, body->len, body->len ? body->len : 1, header_len, err);
 }
 
@@ -113,7 +113,7 @@ static void assert_strv_eq(char **a, size_t na, char **b, size_t nb, const char 
         cr_assert_str_eq(a[i], b[i], "%s[%zu]", what, i);
 }
 
-static void assert_requests_eq(const git_push_request *a, const git_push_request *b)
+static void assert_requests_eq(const rgit_push_request *a, const rgit_push_request *b)
 {
     size_t i;
 
@@ -144,8 +144,8 @@ Test(push, parses_commands_and_capabilities_as_git_sends_them)
         NULL,
     };
     rg_buf body = RG_BUF_INIT(1 << 20);
-    git_push_parser *p;
-    const git_push_request *req;
+    rgit_push_parser *p;
+    const rgit_push_request *req;
     rg_error err = RG_ERROR_INIT;
     size_t hdr;
 
@@ -153,7 +153,7 @@ Test(push, parses_commands_and_capabilities_as_git_sends_them)
     cr_assert_eq(rg_buf_append(&body, PACK, PACK_LEN), 0);
     cr_assert_eq(parse_all(&p, &body, NULL, &hdr, &err), 1, "%s", err.msg);
     cr_assert_eq(hdr, body.len - PACK_LEN, "consumed stops where the pack starts");
-    req = git_push_parser_request(p);
+    req = rgit_push_parser_request(p);
     cr_assert_not_null(req);
     cr_assert_eq(req->nupdates, 3);
     cr_assert_str_eq(req->updates[0].old_id, Z40);
@@ -161,19 +161,19 @@ Test(push, parses_commands_and_capabilities_as_git_sends_them)
     cr_assert_str_eq(req->updates[0].refname, "refs/heads/new");
     cr_assert_str_eq(req->updates[1].refname, "refs/heads/main");
     cr_assert_str_eq(req->updates[2].refname, "refs/tags/old", "one trailing LF is stripped");
-    cr_assert(git_oid_hex_is_zero(req->updates[2].new_id));
+    cr_assert(rgit_oid_hex_is_zero(req->updates[2].new_id));
     cr_assert_eq(req->ncaps, 7);
     cr_assert_str_eq(req->caps[0], "report-status");
     cr_assert_str_eq(req->caps[5], "agent=git/2.39.5");
     cr_assert_str_eq(req->caps[6], "object-format=sha1");
-    cr_assert(git_push_has_cap(req, "side-band-64k"));
-    cr_assert(git_push_has_cap(req, "agent"));
-    cr_assert_not(git_push_has_cap(req, "side-band"), "a prefix is not a match");
-    cr_assert_not(git_push_has_cap(req, "push-options"));
+    cr_assert(rgit_push_has_cap(req, "side-band-64k"));
+    cr_assert(rgit_push_has_cap(req, "agent"));
+    cr_assert_not(rgit_push_has_cap(req, "side-band"), "a prefix is not a match");
+    cr_assert_not(rgit_push_has_cap(req, "push-options"));
     cr_assert_eq(req->npush_options, 0);
     cr_assert_eq(req->nshallow, 0);
     cr_assert_eq(req->oid_hexlen, 40);
-    git_push_parser_free(p);
+    rgit_push_parser_free(p);
     rg_buf_free(&body);
 }
 
@@ -189,8 +189,8 @@ Test(push, reads_push_options_after_the_command_list)
         NULL,
     };
     rg_buf body = RG_BUF_INIT(1 << 20);
-    git_push_parser *p;
-    const git_push_request *req;
+    rgit_push_parser *p;
+    const rgit_push_request *req;
     rg_error err = RG_ERROR_INIT;
     size_t hdr;
 
@@ -198,12 +198,12 @@ Test(push, reads_push_options_after_the_command_list)
     cr_assert_eq(rg_buf_append(&body, PACK, PACK_LEN), 0);
     cr_assert_eq(parse_all(&p, &body, NULL, &hdr, &err), 1, "%s", err.msg);
     cr_assert_eq(hdr, body.len - PACK_LEN);
-    req = git_push_parser_request(p);
+    req = rgit_push_parser_request(p);
     cr_assert_eq(req->npush_options, 3);
     cr_assert_str_eq(req->push_options[0], "ci.skip");
     cr_assert_str_eq(req->push_options[1], "reviewer=alice");
     cr_assert_str_eq(req->push_options[2], "", "git sends 0004 for git push -o ''");
-    git_push_parser_free(p);
+    rgit_push_parser_free(p);
     rg_buf_free(&body);
 }
 
@@ -216,15 +216,15 @@ Test(push, without_push_options_cap_what_follows_the_flush_is_pack)
         NULL,
     };
     rg_buf body = RG_BUF_INIT(1 << 20);
-    git_push_parser *p;
+    rgit_push_parser *p;
     rg_error err = RG_ERROR_INIT;
     size_t hdr;
 
     build(&body, lines);
     cr_assert_eq(parse_all(&p, &body, NULL, &hdr, &err), 1, "%s", err.msg);
-    cr_assert_eq(git_push_parser_request(p)->npush_options, 0);
+    cr_assert_eq(rgit_push_parser_request(p)->npush_options, 0);
     cr_assert_eq(hdr, 4 + strlen(lines[0]) + 4);
-    git_push_parser_free(p);
+    rgit_push_parser_free(p);
     rg_buf_free(&body);
 }
 
@@ -238,19 +238,19 @@ Test(push, reads_shallow_lines_before_the_commands)
         NULL,
     };
     rg_buf body = RG_BUF_INIT(1 << 20);
-    git_push_parser *p;
-    const git_push_request *req;
+    rgit_push_parser *p;
+    const rgit_push_request *req;
     rg_error err = RG_ERROR_INIT;
     size_t hdr;
 
     build(&body, lines);
     cr_assert_eq(parse_all(&p, &body, NULL, &hdr, &err), 1, "%s", err.msg);
-    req = git_push_parser_request(p);
+    req = rgit_push_parser_request(p);
     cr_assert_eq(req->nshallow, 2);
     cr_assert_str_eq(req->shallow[0], C40);
     cr_assert_str_eq(req->shallow[1], B40);
     cr_assert_eq(req->nupdates, 1);
-    git_push_parser_free(p);
+    rgit_push_parser_free(p);
     rg_buf_free(&body);
 }
 
@@ -264,39 +264,39 @@ Test(push, reads_sha256_ids)
         NULL,
     };
     rg_buf body = RG_BUF_INIT(1 << 20);
-    git_push_parser *p;
-    const git_push_request *req;
+    rgit_push_parser *p;
+    const rgit_push_request *req;
     rg_error err = RG_ERROR_INIT;
     size_t hdr;
 
     build(&body, lines);
     cr_assert_eq(parse_all(&p, &body, NULL, &hdr, &err), 1, "%s", err.msg);
-    req = git_push_parser_request(p);
+    req = rgit_push_parser_request(p);
     cr_assert_eq(req->oid_hexlen, 64);
     cr_assert_str_eq(req->updates[0].new_id, A64);
-    cr_assert(git_oid_hex_is_zero(req->updates[0].old_id));
-    cr_assert(git_oid_hex_is_zero(req->updates[1].new_id));
-    git_push_parser_free(p);
+    cr_assert(rgit_oid_hex_is_zero(req->updates[0].old_id));
+    cr_assert(rgit_oid_hex_is_zero(req->updates[1].new_id));
+    rgit_push_parser_free(p);
     rg_buf_free(&body);
 }
 
 Test(push, probe_flush_completes_with_zero_updates)
 {
-    git_push_parser *p;
+    rgit_push_parser *p;
     rg_error err = RG_ERROR_INIT;
     size_t used = 99;
-    const git_push_request *req;
+    const rgit_push_request *req;
 
-    cr_assert_eq(git_push_parser_new(&p, NULL), 0);
-    cr_assert_null(git_push_parser_request(p), "nothing before the header is complete");
-    cr_assert_eq(git_push_parser_feed(p, "0000", 4, &used, &err), 1, "%s", err.msg);
+    cr_assert_eq(rgit_push_parser_new(&p, NULL), 0);
+    cr_assert_null(rgit_push_parser_request(p), "nothing before the header is complete");
+    cr_assert_eq(rgit_push_parser_feed(p, "0000", 4, &used, &err), 1, "%s", err.msg);
     cr_assert_eq(used, 4);
-    req = git_push_parser_request(p);
+    req = rgit_push_parser_request(p);
     cr_assert_not_null(req);
     cr_assert_eq(req->nupdates, 0);
     cr_assert_eq(req->ncaps, 0);
     cr_assert_eq(req->oid_hexlen, 40, "SHA-1 when nothing names an id");
-    git_push_parser_free(p);
+    rgit_push_parser_free(p);
 }
 
 Test(push, delete_only_push_needs_no_pack)
@@ -308,30 +308,30 @@ Test(push, delete_only_push_needs_no_pack)
         NULL,
     };
     rg_buf body = RG_BUF_INIT(1 << 20);
-    git_push_parser *p;
-    const git_push_request *req;
+    rgit_push_parser *p;
+    const rgit_push_request *req;
     rg_error err = RG_ERROR_INIT;
     size_t hdr, i;
 
     build(&body, lines);
     cr_assert_eq(parse_all(&p, &body, NULL, &hdr, &err), 1, "%s", err.msg);
     cr_assert_eq(hdr, body.len, "the whole body is the header");
-    req = git_push_parser_request(p);
+    req = rgit_push_parser_request(p);
     cr_assert_eq(req->nupdates, 2);
     for (i = 0; i < req->nupdates; i++)
-        cr_assert(git_oid_hex_is_zero(req->updates[i].new_id));
-    git_push_parser_free(p);
+        cr_assert(rgit_oid_hex_is_zero(req->updates[i].new_id));
+    rgit_push_parser_free(p);
     rg_buf_free(&body);
 }
 
 Test(push, oid_zero_helper)
 {
-    cr_assert(git_oid_hex_is_zero(Z40));
-    cr_assert(git_oid_hex_is_zero(Z64));
-    cr_assert_not(git_oid_hex_is_zero(A40));
-    cr_assert_not(git_oid_hex_is_zero("0000000000000000000000000000000000000001"));
-    cr_assert_not(git_oid_hex_is_zero(""));
-    cr_assert_not(git_oid_hex_is_zero(NULL));
+    cr_assert(rgit_oid_hex_is_zero(Z40));
+    cr_assert(rgit_oid_hex_is_zero(Z64));
+    cr_assert_not(rgit_oid_hex_is_zero(A40));
+    cr_assert_not(rgit_oid_hex_is_zero("0000000000000000000000000000000000000001"));
+    cr_assert_not(rgit_oid_hex_is_zero(""));
+    cr_assert_not(rgit_oid_hex_is_zero(NULL));
 }
 
 /* ---------------------------------------------------------------------------
@@ -357,21 +357,21 @@ ParameterizedTestParameters(push, byte_chunks_give_the_same_result)
 ParameterizedTest(size_t *step, push, byte_chunks_give_the_same_result)
 {
     rg_buf body = RG_BUF_INIT(1 << 20);
-    git_push_parser *whole, *chunked;
+    rgit_push_parser *whole, *chunked;
     rg_error err = RG_ERROR_INIT;
     size_t hdr_whole, hdr_chunked;
 
     build(&body, chunk_lines);
     cr_assert_eq(rg_buf_append(&body, PACK, PACK_LEN), 0);
     cr_assert_eq(parse_all(&whole, &body, NULL, &hdr_whole, &err), 1, "%s", err.msg);
-    cr_assert_eq(git_push_parser_new(&chunked, NULL), 0);
+    cr_assert_eq(rgit_push_parser_new(&chunked, NULL), 0);
     cr_assert_eq(feed_in_steps(chunked, body.data, body.len, *step, &hdr_chunked, &err), 1,
                  "step %zu: %s", *step, err.msg);
     cr_assert_eq(hdr_chunked, hdr_whole, "step %zu", *step);
     cr_assert_eq(hdr_whole, body.len - PACK_LEN);
-    assert_requests_eq(git_push_parser_request(whole), git_push_parser_request(chunked));
-    git_push_parser_free(whole);
-    git_push_parser_free(chunked);
+    assert_requests_eq(rgit_push_parser_request(whole), rgit_push_parser_request(chunked));
+    rgit_push_parser_free(whole);
+    rgit_push_parser_free(chunked);
     rg_buf_free(&body);
 }
 
@@ -386,23 +386,23 @@ Test(push, every_two_way_split_stops_exactly_at_the_pack)
     hdr = body.len;
     cr_assert_eq(rg_buf_append(&body, PACK, PACK_LEN), 0);
     for (split = 0; split <= body.len; split++) {
-        git_push_parser *p;
+        rgit_push_parser *p;
 
-        cr_assert_eq(git_push_parser_new(&p, NULL), 0);
-        rc = git_push_parser_feed(p, body.data, split, &used, &err);
+        cr_assert_eq(rgit_push_parser_new(&p, NULL), 0);
+        rc = rgit_push_parser_feed(p, body.data, split, &used, &err);
         if (split < hdr) {
             cr_assert_eq(rc, 0, "split %zu: %s", split, err.msg);
             cr_assert_eq(used, split);
-            rc = git_push_parser_feed(p, body.data + split, body.len - split, &used, &err);
+            rc = rgit_push_parser_feed(p, body.data + split, body.len - split, &used, &err);
             cr_assert_eq(rc, 1, "split %zu: %s", split, err.msg);
             cr_assert_eq(split + used, hdr, "split %zu", split);
         } else {
             cr_assert_eq(rc, 1, "split %zu: %s", split, err.msg);
             cr_assert_eq(used, hdr, "split %zu", split);
         }
-        cr_assert_eq(git_push_parser_feed(p, "PACK", 4, &used, &err), -EINVAL,
+        cr_assert_eq(rgit_push_parser_feed(p, "PACK", 4, &used, &err), -EINVAL,
                      "no more bytes once complete");
-        git_push_parser_free(p);
+        rgit_push_parser_free(p);
     }
     rg_buf_free(&body);
 }
@@ -493,7 +493,7 @@ ParameterizedTest(size_t *i_case, push, rejects_malformed_requests)
 {
     const struct bad_case *c = &rejects_malformed_requests_cases[*i_case];
     rg_buf body = RG_BUF_INIT(1 << 20);
-    git_push_parser *p;
+    rgit_push_parser *p;
     rg_error err = RG_ERROR_INIT;
     size_t hdr, used;
     int rc;
@@ -507,10 +507,10 @@ ParameterizedTest(size_t *i_case, push, rejects_malformed_requests)
     cr_assert(strstr(err.msg, c->msg) != NULL, "%s: message \"%s\" lacks \"%s\"", c->name, err.msg,
               c->msg);
     cr_assert(strncmp(err.msg, "push request: ", 14) == 0, "%s: %s", c->name, err.msg);
-    cr_assert_null(git_push_parser_request(p));
-    cr_assert_eq(git_push_parser_feed(p, "0000", 4, &used, &err), c->rc,
+    cr_assert_null(rgit_push_parser_request(p));
+    cr_assert_eq(rgit_push_parser_feed(p, "0000", 4, &used, &err), c->rc,
                  "%s: a failed parser stays failed", c->name);
-    git_push_parser_free(p);
+    rgit_push_parser_free(p);
     rg_buf_free(&body);
 }
 
@@ -558,17 +558,17 @@ ParameterizedTest(size_t *i_case, push, checks_ref_names)
 {
     const struct ref_case *c = &checks_ref_names_cases[*i_case];
     rg_buf body = RG_BUF_INIT(1 << 20);
-    git_push_parser *p;
+    rgit_push_parser *p;
     rg_error err = RG_ERROR_INIT;
     size_t hdr;
 
-    cr_assert_eq(git_pktline_printf(&body, "%s %s %s", A40, B40, c->ref), 0);
-    cr_assert_eq(git_pktline_flush(&body), 0);
+    cr_assert_eq(rgit_pktline_printf(&body, "%s %s %s", A40, B40, c->ref), 0);
+    cr_assert_eq(rgit_pktline_flush(&body), 0);
     cr_assert_eq(parse_all(&p, &body, NULL, &hdr, &err), c->ok ? 1 : RG_E_PROTOCOL, "%s: %s",
                  c->ref, err.msg);
     if (!c->ok)
         cr_assert(strstr(err.msg, "bad ref name") != NULL, "%s", err.msg);
-    git_push_parser_free(p);
+    rgit_push_parser_free(p);
     rg_buf_free(&body);
 }
 
@@ -578,86 +578,86 @@ ParameterizedTest(size_t *i_case, push, checks_ref_names)
 
 Test(push, oversized_header_is_too_big)
 {
-    git_push_limits limits = GIT_PUSH_LIMITS_INIT;
+    rgit_push_limits limits = RGIT_PUSH_LIMITS_INIT;
     rg_buf body = RG_BUF_INIT(1 << 20);
-    git_push_parser *p;
+    rgit_push_parser *p;
     rg_error err = RG_ERROR_INIT;
     size_t hdr, i;
 
     limits.max_header_bytes = 1000;
     for (i = 0; i < 20; i++)
-        cr_assert_eq(git_pktline_printf(&body, "%s %s refs/heads/b%zu", A40, B40, i), 0);
-    cr_assert_eq(git_pktline_flush(&body), 0);
+        cr_assert_eq(rgit_pktline_printf(&body, "%s %s refs/heads/b%zu", A40, B40, i), 0);
+    cr_assert_eq(rgit_pktline_flush(&body), 0);
     cr_assert_eq(parse_all(&p, &body, &limits, &hdr, &err), RG_E_TOO_BIG);
     cr_assert(strstr(err.msg, "over 1000 bytes") != NULL, "%s", err.msg);
-    git_push_parser_free(p);
+    rgit_push_parser_free(p);
 
     /* Byte by byte, it stops as soon as the cap is passed. */
-    cr_assert_eq(git_push_parser_new(&p, &limits), 0);
+    cr_assert_eq(rgit_push_parser_new(&p, &limits), 0);
     cr_assert_eq(feed_in_steps(p, body.data, body.len, 1, &hdr, &err), RG_E_TOO_BIG);
-    git_push_parser_free(p);
+    rgit_push_parser_free(p);
     rg_buf_free(&body);
 }
 
 Test(push, header_of_exactly_the_cap_is_accepted)
 {
-    git_push_limits limits = GIT_PUSH_LIMITS_INIT;
+    rgit_push_limits limits = RGIT_PUSH_LIMITS_INIT;
     rg_buf body = RG_BUF_INIT(1 << 20);
-    git_push_parser *p;
+    rgit_push_parser *p;
     rg_error err = RG_ERROR_INIT;
     size_t hdr;
 
-    cr_assert_eq(git_pktline_printf(&body, "%s %s refs/heads/main", A40, B40), 0);
-    cr_assert_eq(git_pktline_flush(&body), 0);
+    cr_assert_eq(rgit_pktline_printf(&body, "%s %s refs/heads/main", A40, B40), 0);
+    cr_assert_eq(rgit_pktline_flush(&body), 0);
     limits.max_header_bytes = body.len;
     cr_assert_eq(rg_buf_append(&body, PACK, PACK_LEN), 0);
     cr_assert_eq(parse_all(&p, &body, &limits, &hdr, &err), 1, "%s", err.msg);
-    git_push_parser_free(p);
+    rgit_push_parser_free(p);
     rg_buf_free(&body);
 }
 
 Test(push, too_many_updates_is_too_big)
 {
-    git_push_limits limits = GIT_PUSH_LIMITS_INIT;
+    rgit_push_limits limits = RGIT_PUSH_LIMITS_INIT;
     rg_buf body = RG_BUF_INIT(1 << 20);
-    git_push_parser *p;
+    rgit_push_parser *p;
     rg_error err = RG_ERROR_INIT;
     size_t hdr, i;
 
     limits.max_updates = 5;
     for (i = 0; i < 5; i++)
-        cr_assert_eq(git_pktline_printf(&body, "%s %s refs/heads/b%zu", A40, B40, i), 0);
-    cr_assert_eq(git_pktline_flush(&body), 0);
+        cr_assert_eq(rgit_pktline_printf(&body, "%s %s refs/heads/b%zu", A40, B40, i), 0);
+    cr_assert_eq(rgit_pktline_flush(&body), 0);
     cr_assert_eq(parse_all(&p, &body, &limits, &hdr, &err), 1, "five is the limit: %s", err.msg);
-    git_push_parser_free(p);
+    rgit_push_parser_free(p);
 
     rg_buf_reset(&body);
     for (i = 0; i < 6; i++)
-        cr_assert_eq(git_pktline_printf(&body, "%s %s refs/heads/b%zu", A40, B40, i), 0);
-    cr_assert_eq(git_pktline_flush(&body), 0);
+        cr_assert_eq(rgit_pktline_printf(&body, "%s %s refs/heads/b%zu", A40, B40, i), 0);
+    cr_assert_eq(rgit_pktline_flush(&body), 0);
     cr_assert_eq(parse_all(&p, &body, &limits, &hdr, &err), RG_E_TOO_BIG);
     cr_assert(strstr(err.msg, "more than 5 commands") != NULL, "%s", err.msg);
-    git_push_parser_free(p);
+    rgit_push_parser_free(p);
     rg_buf_free(&body);
 }
 
 Test(push, too_many_push_options_is_too_big)
 {
-    git_push_limits limits = GIT_PUSH_LIMITS_INIT;
+    rgit_push_limits limits = RGIT_PUSH_LIMITS_INIT;
     rg_buf body = RG_BUF_INIT(1 << 20);
-    git_push_parser *p;
+    rgit_push_parser *p;
     rg_error err = RG_ERROR_INIT;
     size_t hdr, i;
 
     limits.max_push_options = 2;
-    cr_assert_eq(git_pktline_printf(&body, "%s %s refs/heads/x%c push-options", A40, B40, 0), 0);
-    cr_assert_eq(git_pktline_flush(&body), 0);
+    cr_assert_eq(rgit_pktline_printf(&body, "%s %s refs/heads/x%c push-options", A40, B40, 0), 0);
+    cr_assert_eq(rgit_pktline_flush(&body), 0);
     for (i = 0; i < 3; i++)
-        cr_assert_eq(git_pktline_printf(&body, "opt%zu", i), 0);
-    cr_assert_eq(git_pktline_flush(&body), 0);
+        cr_assert_eq(rgit_pktline_printf(&body, "opt%zu", i), 0);
+    cr_assert_eq(rgit_pktline_flush(&body), 0);
     cr_assert_eq(parse_all(&p, &body, &limits, &hdr, &err), RG_E_TOO_BIG);
     cr_assert(strstr(err.msg, "push options") != NULL, "%s", err.msg);
-    git_push_parser_free(p);
+    rgit_push_parser_free(p);
     rg_buf_free(&body);
 }
 
@@ -678,31 +678,31 @@ Test(push, request_write_keeps_a_subset_and_moves_caps)
         NULL,
     };
     rg_buf body = RG_BUF_INIT(1 << 20), out = RG_BUF_INIT(1 << 20), want = RG_BUF_INIT(1 << 20);
-    git_push_parser *p, *q;
-    const git_push_request *req, *again;
+    rgit_push_parser *p, *q;
+    const rgit_push_request *req, *again;
     rg_error err = RG_ERROR_INIT;
     size_t keep[] = {2, 1}, hdr;
 
     build(&body, lines);
     cr_assert_eq(parse_all(&p, &body, NULL, &hdr, &err), 1, "%s", err.msg);
-    req = git_push_parser_request(p);
-    cr_assert_eq(git_push_request_write(&out, req, keep, 2), 0);
+    req = rgit_push_parser_request(p);
+    cr_assert_eq(rgit_push_request_write(&out, req, keep, 2), 0);
 
     /* Byte for byte what git's send-pack would have sent for these two. */
-    cr_assert_eq(git_pktline_printf(&want, "shallow %s\n", C40), 0);
+    cr_assert_eq(rgit_pktline_printf(&want, "shallow %s\n", C40), 0);
     cr_assert_eq(
-        git_pktline_printf(&want, "%s %s refs/heads/old%c%s push-options", B40, Z40, 0, GIT_CAPS),
+        rgit_pktline_printf(&want, "%s %s refs/heads/old%c%s push-options", B40, Z40, 0, GIT_CAPS),
         0);
-    cr_assert_eq(git_pktline_printf(&want, "%s %s refs/heads/main", A40, B40), 0);
-    cr_assert_eq(git_pktline_flush(&want), 0);
-    cr_assert_eq(git_pktline_printf(&want, "ci.skip"), 0);
-    cr_assert_eq(git_pktline_flush(&want), 0);
+    cr_assert_eq(rgit_pktline_printf(&want, "%s %s refs/heads/main", A40, B40), 0);
+    cr_assert_eq(rgit_pktline_flush(&want), 0);
+    cr_assert_eq(rgit_pktline_printf(&want, "ci.skip"), 0);
+    cr_assert_eq(rgit_pktline_flush(&want), 0);
     cr_assert_eq(out.len, want.len);
     cr_assert_eq(memcmp(out.data, want.data, out.len), 0, "got %s", out.data);
 
     /* And it parses back to the same request minus the dropped command. */
     cr_assert_eq(parse_all(&q, &out, NULL, &hdr, &err), 1, "%s", err.msg);
-    again = git_push_parser_request(q);
+    again = rgit_push_parser_request(q);
     cr_assert_eq(hdr, out.len);
     cr_assert_eq(again->nupdates, 2);
     cr_assert_str_eq(again->updates[0].refname, "refs/heads/old");
@@ -711,8 +711,8 @@ Test(push, request_write_keeps_a_subset_and_moves_caps)
     assert_strv_eq(again->shallow, again->nshallow, req->shallow, req->nshallow, "shallow");
     assert_strv_eq(again->push_options, again->npush_options, req->push_options, req->npush_options,
                    "push options");
-    git_push_parser_free(q);
-    git_push_parser_free(p);
+    rgit_push_parser_free(q);
+    rgit_push_parser_free(p);
     rg_buf_free(&body);
     rg_buf_free(&out);
     rg_buf_free(&want);
@@ -721,17 +721,17 @@ Test(push, request_write_keeps_a_subset_and_moves_caps)
 Test(push, request_write_all_round_trips)
 {
     rg_buf body = RG_BUF_INIT(1 << 20), out = RG_BUF_INIT(1 << 20);
-    git_push_parser *p, *q;
+    rgit_push_parser *p, *q;
     rg_error err = RG_ERROR_INIT;
     size_t keep[] = {0, 1}, hdr;
 
     build(&body, chunk_lines);
     cr_assert_eq(parse_all(&p, &body, NULL, &hdr, &err), 1, "%s", err.msg);
-    cr_assert_eq(git_push_request_write(&out, git_push_parser_request(p), keep, 2), 0);
+    cr_assert_eq(rgit_push_request_write(&out, rgit_push_parser_request(p), keep, 2), 0);
     cr_assert_eq(parse_all(&q, &out, NULL, &hdr, &err), 1, "%s", err.msg);
-    assert_requests_eq(git_push_parser_request(p), git_push_parser_request(q));
-    git_push_parser_free(q);
-    git_push_parser_free(p);
+    assert_requests_eq(rgit_push_parser_request(p), rgit_push_parser_request(q));
+    rgit_push_parser_free(q);
+    rgit_push_parser_free(p);
     rg_buf_free(&body);
     rg_buf_free(&out);
 }
@@ -739,17 +739,17 @@ Test(push, request_write_all_round_trips)
 Test(push, request_write_refuses_bad_indexes)
 {
     rg_buf body = RG_BUF_INIT(1 << 20), out = RG_BUF_INIT(1 << 20);
-    git_push_parser *p;
+    rgit_push_parser *p;
     rg_error err = RG_ERROR_INIT;
     size_t out_of_range[] = {0, 2}, twice[] = {1, 1}, hdr;
 
     build(&body, chunk_lines);
     cr_assert_eq(parse_all(&p, &body, NULL, &hdr, &err), 1, "%s", err.msg);
-    cr_assert_eq(git_push_request_write(&out, git_push_parser_request(p), out_of_range, 2),
+    cr_assert_eq(rgit_push_request_write(&out, rgit_push_parser_request(p), out_of_range, 2),
                  -EINVAL);
-    cr_assert_eq(git_push_request_write(&out, git_push_parser_request(p), twice, 2), -EINVAL);
+    cr_assert_eq(rgit_push_request_write(&out, rgit_push_parser_request(p), twice, 2), -EINVAL);
     cr_assert_eq(out.len, 0, "nothing is written on failure");
-    git_push_parser_free(p);
+    rgit_push_parser_free(p);
     rg_buf_free(&body);
     rg_buf_free(&out);
 }
@@ -757,17 +757,17 @@ Test(push, request_write_refuses_bad_indexes)
 Test(push, request_write_with_no_command_is_shallow_and_flush)
 {
     rg_buf body = RG_BUF_INIT(1 << 20), out = RG_BUF_INIT(1 << 20), want = RG_BUF_INIT(1024);
-    git_push_parser *p;
+    rgit_push_parser *p;
     rg_error err = RG_ERROR_INIT;
     size_t hdr;
 
     build(&body, chunk_lines);
     cr_assert_eq(parse_all(&p, &body, NULL, &hdr, &err), 1, "%s", err.msg);
-    cr_assert_eq(git_push_request_write(&out, git_push_parser_request(p), NULL, 0), 0);
-    cr_assert_eq(git_pktline_printf(&want, "shallow %s\n", C40), 0);
-    cr_assert_eq(git_pktline_flush(&want), 0);
+    cr_assert_eq(rgit_push_request_write(&out, rgit_push_parser_request(p), NULL, 0), 0);
+    cr_assert_eq(rgit_pktline_printf(&want, "shallow %s\n", C40), 0);
+    cr_assert_eq(rgit_pktline_flush(&want), 0);
     cr_assert_str_eq(out.data, want.data);
-    git_push_parser_free(p);
+    rgit_push_parser_free(p);
     rg_buf_free(&body);
     rg_buf_free(&out);
     rg_buf_free(&want);

@@ -102,7 +102,7 @@ static char *read_pack(size_t *len)
 }
 
 /* Feed the whole of `data` in chunks of `chunk` bytes, or random sizes when 0. */
-static int feed(git_quarantine *q, const char *data, size_t len, size_t chunk, rg_error *err)
+static int feed(rgit_quarantine *q, const char *data, size_t len, size_t chunk, rg_error *err)
 {
     unsigned int seed = 42;
     size_t off = 0, n;
@@ -112,7 +112,7 @@ static int feed(git_quarantine *q, const char *data, size_t len, size_t chunk, r
         n = chunk != 0 ? chunk : 1 + (size_t)rand_r(&seed) % 5000;
         if (n > len - off)
             n = len - off;
-        rc = git_quarantine_write(q, data + off, n, err);
+        rc = rgit_quarantine_write(q, data + off, n, err);
         if (rc < 0)
             return rc;
         off += n;
@@ -121,16 +121,16 @@ static int feed(git_quarantine *q, const char *data, size_t len, size_t chunk, r
 }
 
 /* A quarantine over `upstream` that has been fed the pack at pack_path and finished. */
-static git_quarantine *quarantine_pack(size_t chunk)
+static rgit_quarantine *quarantine_pack(size_t chunk)
 {
-    git_quarantine *q = NULL;
+    rgit_quarantine *q = NULL;
     rg_error err = RG_ERROR_INIT;
     size_t len;
     char *data = read_pack(&len);
 
-    cr_assert_eq(git_quarantine_new(&q, upstream, tmp_parent, HEXLEN, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_quarantine_new(&q, upstream, tmp_parent, HEXLEN, &err), 0, "%s", err.msg);
     cr_assert_eq(feed(q, data, len, chunk, &err), 0, "%s", err.msg);
-    cr_assert_eq(git_quarantine_finish(q, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_quarantine_finish(q, &err), 0, "%s", err.msg);
     free(data);
     return q;
 }
@@ -138,23 +138,23 @@ static git_quarantine *quarantine_pack(size_t chunk)
 /* Feed `data` and finish; returns the first error, with its message in `err`. */
 static int quarantine_bytes(const char *data, size_t len, rg_error *err)
 {
-    git_quarantine *q = NULL;
+    rgit_quarantine *q = NULL;
     int rc;
 
-    cr_assert_eq(git_quarantine_new(&q, upstream, tmp_parent, HEXLEN, err), 0, "%s", err->msg);
+    cr_assert_eq(rgit_quarantine_new(&q, upstream, tmp_parent, HEXLEN, err), 0, "%s", err->msg);
     rc = feed(q, data, len, 4096, err);
     if (rc == 0)
-        rc = git_quarantine_finish(q, err);
-    git_quarantine_free(q);
+        rc = rgit_quarantine_finish(q, err);
+    rgit_quarantine_free(q);
     return rc;
 }
 
-static int ancestor(git_quarantine *q, const char *a, const char *d)
+static int ancestor(rgit_quarantine *q, const char *a, const char *d)
 {
     rg_error err = RG_ERROR_INIT;
     int out = -1;
 
-    cr_assert_eq(git_quarantine_is_ancestor(&out, q, a, d, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_quarantine_is_ancestor(&out, q, a, d, &err), 0, "%s", err.msg);
     return out;
 }
 
@@ -251,7 +251,7 @@ Test(quarantine, fast_forward_old_is_ancestor_of_new)
     char *a, *old = upstream_with_history(&a);
     char *new1 = commit_file("src.c", "int x;\n");
     char *new2 = commit_file("src.c", "int x, y;\n");
-    git_quarantine *q;
+    rgit_quarantine *q;
 
     make_pack(new2, old, PACK_CLIENT);
     q = quarantine_pack(65536);
@@ -260,7 +260,7 @@ Test(quarantine, fast_forward_old_is_ancestor_of_new)
     cr_expect_eq(ancestor(q, new1, new2), 1);
     /* Ancestry is not symmetric: the new commit is not an ancestor of the old. */
     cr_expect_eq(ancestor(q, new2, old), 0);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     free(a);
     free(old);
     free(new1);
@@ -271,7 +271,7 @@ Test(quarantine, rewritten_history_is_not_a_fast_forward)
 {
     char *a, *old = upstream_with_history(&a);
     char *rewritten;
-    git_quarantine *q;
+    rgit_quarantine *q;
 
     test_run("git -C '%s' reset -q --hard HEAD~1", work);
     rewritten = commit_file("README", "a different second commit\n");
@@ -279,7 +279,7 @@ Test(quarantine, rewritten_history_is_not_a_fast_forward)
     q = quarantine_pack(65536);
     cr_expect_eq(ancestor(q, old, rewritten), 0);
     cr_expect_eq(ancestor(q, a, rewritten), 1);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     free(a);
     free(old);
     free(rewritten);
@@ -289,13 +289,13 @@ Test(quarantine, same_commit_is_its_own_ancestor)
 {
     char *old = upstream_with_history(NULL);
     char *new_id = commit_file("src.c", "int x;\n");
-    git_quarantine *q;
+    rgit_quarantine *q;
 
     make_pack(new_id, old, PACK_CLIENT);
     q = quarantine_pack(65536);
     cr_expect_eq(ancestor(q, old, old), 1);
     cr_expect_eq(ancestor(q, new_id, new_id), 1);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     free(old);
     free(new_id);
 }
@@ -304,7 +304,7 @@ Test(quarantine, unrelated_histories_are_not_ancestors)
 {
     char *old = upstream_with_history(NULL);
     char *orphan;
-    git_quarantine *q;
+    rgit_quarantine *q;
 
     test_run("git -C '%s' checkout -q --orphan other", work);
     orphan = commit_file("other", "unrelated\n");
@@ -312,7 +312,7 @@ Test(quarantine, unrelated_histories_are_not_ancestors)
     q = quarantine_pack(65536);
     cr_expect_eq(ancestor(q, old, orphan), 0);
     cr_expect_eq(ancestor(q, orphan, old), 0);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     free(old);
     free(orphan);
 }
@@ -321,7 +321,7 @@ Test(quarantine, merge_commit_has_both_parents_as_ancestors)
 {
     char *old = upstream_with_history(NULL);
     char *side, *merge;
-    git_quarantine *q;
+    rgit_quarantine *q;
 
     test_run("git -C '%s' checkout -q -b side HEAD~1", work);
     side = commit_file("side", "side branch\n");
@@ -332,7 +332,7 @@ Test(quarantine, merge_commit_has_both_parents_as_ancestors)
     cr_expect_eq(ancestor(q, old, merge), 1);
     cr_expect_eq(ancestor(q, side, merge), 1);
     cr_expect_eq(ancestor(q, side, old), 0);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     free(old);
     free(side);
     free(merge);
@@ -347,7 +347,7 @@ Test(quarantine, thin_pack_deltas_resolve_against_upstream_objects)
     char *text = big_text(20000, 7, (size_t)-1);
     char *changed = big_text(20000, 7, 10000);
     char *old, *new_id;
-    git_quarantine *q = NULL;
+    rgit_quarantine *q = NULL;
     rg_error err = RG_ERROR_INIT;
     struct stat st;
     size_t len;
@@ -364,7 +364,7 @@ Test(quarantine, thin_pack_deltas_resolve_against_upstream_objects)
 
     q = quarantine_pack(65536);
     cr_expect_eq(ancestor(q, old, new_id), 1);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
 
     /* The same pack cannot be completed over an upstream that lacks the delta bases. */
     snprintf(upstream, sizeof(upstream), "%s/empty.git", base);
@@ -383,7 +383,7 @@ Test(quarantine, thin_pack_deltas_resolve_against_upstream_objects)
 Test(quarantine, empty_pack_for_a_new_ref_to_existing_commits_works)
 {
     char *a, *old = upstream_with_history(&a);
-    git_quarantine *q;
+    rgit_quarantine *q;
     size_t len;
     char *data;
 
@@ -396,7 +396,7 @@ Test(quarantine, empty_pack_for_a_new_ref_to_existing_commits_works)
     q = quarantine_pack(65536);
     cr_expect_eq(ancestor(q, a, old), 1);
     cr_expect_eq(ancestor(q, old, a), 0);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     free(a);
     free(old);
 }
@@ -557,17 +557,17 @@ Test(quarantine, pack_with_a_duplicate_object_is_rejected, .timeout = 20)
 
 Test(quarantine, after_a_failure_everything_keeps_failing)
 {
-    git_quarantine *q = NULL;
+    rgit_quarantine *q = NULL;
     rg_error err = RG_ERROR_INIT;
     int anc = -1;
 
-    cr_assert_eq(git_quarantine_new(&q, upstream, tmp_parent, HEXLEN, &err), 0, "%s", err.msg);
-    git_quarantine_write(q, "NOTAPACKHEADER", 14, &err);
-    cr_expect_eq(git_quarantine_finish(q, &err), RG_E_PROTOCOL);
-    cr_expect_eq(git_quarantine_write(q, "PACK", 4, &err), RG_E_PROTOCOL);
-    cr_expect_eq(git_quarantine_finish(q, &err), RG_E_PROTOCOL);
-    cr_expect_eq(git_quarantine_is_ancestor(&anc, q, "0", "0", &err), -EINVAL);
-    git_quarantine_free(q);
+    cr_assert_eq(rgit_quarantine_new(&q, upstream, tmp_parent, HEXLEN, &err), 0, "%s", err.msg);
+    rgit_quarantine_write(q, "NOTAPACKHEADER", 14, &err);
+    cr_expect_eq(rgit_quarantine_finish(q, &err), RG_E_PROTOCOL);
+    cr_expect_eq(rgit_quarantine_write(q, "PACK", 4, &err), RG_E_PROTOCOL);
+    cr_expect_eq(rgit_quarantine_finish(q, &err), RG_E_PROTOCOL);
+    cr_expect_eq(rgit_quarantine_is_ancestor(&anc, q, "0", "0", &err), -EINVAL);
+    rgit_quarantine_free(q);
 }
 
 /* ---------------------------------------------------------------------------
@@ -580,20 +580,20 @@ Test(quarantine, missing_object_fails_closed)
     static const char zero[] = "0000000000000000000000000000000000000000";
     char *old = upstream_with_history(NULL);
     char *new_id = commit_file("src.c", "int x;\n");
-    git_quarantine *q;
+    rgit_quarantine *q;
     rg_error err = RG_ERROR_INIT;
     int out = 7;
 
     make_pack(new_id, old, PACK_CLIENT);
     q = quarantine_pack(65536);
-    cr_expect_eq(git_quarantine_is_ancestor(&out, q, missing, new_id, &err), RG_E_PROTOCOL);
+    cr_expect_eq(rgit_quarantine_is_ancestor(&out, q, missing, new_id, &err), RG_E_PROTOCOL);
     cr_expect_not_null(strstr(err.msg, missing), "message: %s", err.msg);
     cr_expect_eq(out, 0);
-    cr_expect_eq(git_quarantine_is_ancestor(&out, q, old, missing, &err), RG_E_PROTOCOL);
-    cr_expect_eq(git_quarantine_is_ancestor(&out, q, zero, new_id, &err), RG_E_PROTOCOL);
+    cr_expect_eq(rgit_quarantine_is_ancestor(&out, q, old, missing, &err), RG_E_PROTOCOL);
+    cr_expect_eq(rgit_quarantine_is_ancestor(&out, q, zero, new_id, &err), RG_E_PROTOCOL);
     /* Missing on both sides and equal is still missing, not "its own ancestor". */
-    cr_expect_eq(git_quarantine_is_ancestor(&out, q, missing, missing, &err), RG_E_PROTOCOL);
-    git_quarantine_free(q);
+    cr_expect_eq(rgit_quarantine_is_ancestor(&out, q, missing, missing, &err), RG_E_PROTOCOL);
+    rgit_quarantine_free(q);
     free(old);
     free(new_id);
 }
@@ -602,7 +602,7 @@ Test(quarantine, history_with_a_missing_commit_fails_closed)
 {
     char *a = commit_file("README", "one\n");
     char *b, *c;
-    git_quarantine *q;
+    rgit_quarantine *q;
     rg_error err = RG_ERROR_INIT;
     int out = 7, rc;
 
@@ -618,12 +618,12 @@ Test(quarantine, history_with_a_missing_commit_fails_closed)
      * libgit2's own, which would otherwise fail the sanitizer run.
      */
     LEAKS_IGNORED_BEGIN();
-    rc = git_quarantine_is_ancestor(&out, q, a, c, &err);
+    rc = rgit_quarantine_is_ancestor(&out, q, a, c, &err);
     LEAKS_IGNORED_END();
     cr_expect_eq(rc, RG_E_PROTOCOL);
     cr_expect_neq(err.msg[0], '\0');
     cr_expect_eq(out, 0);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     free(a);
     free(b);
     free(c);
@@ -633,7 +633,7 @@ Test(quarantine, tags_trees_and_blobs_are_not_commits)
 {
     char *old = upstream_with_history(NULL);
     char *tag, *tree, *blob;
-    git_quarantine *q;
+    rgit_quarantine *q;
     rg_error err = RG_ERROR_INIT;
     int out = 7;
 
@@ -645,16 +645,16 @@ Test(quarantine, tags_trees_and_blobs_are_not_commits)
     q = quarantine_pack(65536);
 
     /* An annotated tag is not peeled: the caller asked about a commit and got something else. */
-    cr_expect_eq(git_quarantine_is_ancestor(&out, q, tag, old, &err), RG_E_PROTOCOL);
+    cr_expect_eq(rgit_quarantine_is_ancestor(&out, q, tag, old, &err), RG_E_PROTOCOL);
     cr_expect_not_null(strstr(err.msg, "tag"), "message: %s", err.msg);
-    cr_expect_eq(git_quarantine_is_ancestor(&out, q, old, tag, &err), RG_E_PROTOCOL);
-    cr_expect_eq(git_quarantine_is_ancestor(&out, q, tag, tag, &err), RG_E_PROTOCOL);
-    cr_expect_eq(git_quarantine_is_ancestor(&out, q, tree, old, &err), RG_E_PROTOCOL);
+    cr_expect_eq(rgit_quarantine_is_ancestor(&out, q, old, tag, &err), RG_E_PROTOCOL);
+    cr_expect_eq(rgit_quarantine_is_ancestor(&out, q, tag, tag, &err), RG_E_PROTOCOL);
+    cr_expect_eq(rgit_quarantine_is_ancestor(&out, q, tree, old, &err), RG_E_PROTOCOL);
     cr_expect_not_null(strstr(err.msg, "tree"), "message: %s", err.msg);
-    cr_expect_eq(git_quarantine_is_ancestor(&out, q, old, blob, &err), RG_E_PROTOCOL);
+    cr_expect_eq(rgit_quarantine_is_ancestor(&out, q, old, blob, &err), RG_E_PROTOCOL);
     cr_expect_not_null(strstr(err.msg, "blob"), "message: %s", err.msg);
     cr_expect_eq(out, 0);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     free(old);
     free(tag);
     free(tree);
@@ -665,7 +665,7 @@ Test(quarantine, malformed_ids_are_refused)
 {
     char *old = upstream_with_history(NULL);
     char longer[HEXLEN + 2], upper[HEXLEN + 1];
-    git_quarantine *q;
+    rgit_quarantine *q;
     rg_error err = RG_ERROR_INIT;
     int out = 7;
     size_t i;
@@ -673,24 +673,24 @@ Test(quarantine, malformed_ids_are_refused)
     make_pack(old, old, PACK_CLIENT);
     q = quarantine_pack(65536);
     snprintf(longer, sizeof(longer), "%s0", old);
-    cr_expect_eq(git_quarantine_is_ancestor(&out, q, longer, old, &err), RG_E_PROTOCOL);
-    cr_expect_eq(git_quarantine_is_ancestor(&out, q, old, "abc", &err), RG_E_PROTOCOL);
-    cr_expect_eq(git_quarantine_is_ancestor(&out, q, old, "", &err), RG_E_PROTOCOL);
+    cr_expect_eq(rgit_quarantine_is_ancestor(&out, q, longer, old, &err), RG_E_PROTOCOL);
+    cr_expect_eq(rgit_quarantine_is_ancestor(&out, q, old, "abc", &err), RG_E_PROTOCOL);
+    cr_expect_eq(rgit_quarantine_is_ancestor(&out, q, old, "", &err), RG_E_PROTOCOL);
     cr_expect_eq(
-        git_quarantine_is_ancestor(&out, q, "g123456789abcdef0123456789abcdef01234567", old, &err),
+        rgit_quarantine_is_ancestor(&out, q, "g123456789abcdef0123456789abcdef01234567", old, &err),
         RG_E_PROTOCOL);
     /* Case does not change which object an id names. */
     for (i = 0; i <= HEXLEN; i++)
         upper[i] = (char)toupper((unsigned char)old[i]);
     cr_expect_eq(ancestor(q, upper, old), 1);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     free(old);
 }
 
 Test(quarantine, misuse_is_refused)
 {
     char *old = upstream_with_history(NULL);
-    git_quarantine *q = NULL;
+    rgit_quarantine *q = NULL;
     rg_error err = RG_ERROR_INIT;
     size_t len;
     char *data;
@@ -698,27 +698,27 @@ Test(quarantine, misuse_is_refused)
 
     make_pack(old, old, PACK_CLIENT);
     data = read_pack(&len);
-    cr_assert_eq(git_quarantine_new(&q, upstream, tmp_parent, HEXLEN, &err), 0, "%s", err.msg);
-    cr_expect_eq(git_quarantine_is_ancestor(&out, q, old, old, &err), -EINVAL);
-    cr_assert_eq(git_quarantine_write(q, data, len, &err), 0, "%s", err.msg);
-    cr_assert_eq(git_quarantine_finish(q, &err), 0, "%s", err.msg);
-    cr_expect_eq(git_quarantine_write(q, data, len, &err), -EINVAL);
-    cr_expect_eq(git_quarantine_finish(q, &err), -EINVAL);
+    cr_assert_eq(rgit_quarantine_new(&q, upstream, tmp_parent, HEXLEN, &err), 0, "%s", err.msg);
+    cr_expect_eq(rgit_quarantine_is_ancestor(&out, q, old, old, &err), -EINVAL);
+    cr_assert_eq(rgit_quarantine_write(q, data, len, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_quarantine_finish(q, &err), 0, "%s", err.msg);
+    cr_expect_eq(rgit_quarantine_write(q, data, len, &err), -EINVAL);
+    cr_expect_eq(rgit_quarantine_finish(q, &err), -EINVAL);
     cr_expect_eq(ancestor(q, old, old), 1);
-    git_quarantine_free(q);
-    git_quarantine_free(NULL);
+    rgit_quarantine_free(q);
+    rgit_quarantine_free(NULL);
     free(data);
     free(old);
 }
 
 Test(quarantine, missing_upstream_is_an_error)
 {
-    git_quarantine *q = (git_quarantine *)&q; /* non-NULL, to see that new() clears it */
+    rgit_quarantine *q = (rgit_quarantine *)&q; /* non-NULL, to see that new() clears it */
     rg_error err = RG_ERROR_INIT;
     char path[600];
 
     snprintf(path, sizeof(path), "%s/no-such-repo.git", base);
-    cr_expect_eq(git_quarantine_new(&q, path, tmp_parent, HEXLEN, &err), -ENOENT);
+    cr_expect_eq(rgit_quarantine_new(&q, path, tmp_parent, HEXLEN, &err), -ENOENT);
     cr_expect_null(q);
     cr_expect_not_null(strstr(err.msg, "no-such-repo.git"), "message: %s", err.msg);
     cr_expect_eq(count_entries(tmp_parent), 0);
@@ -733,7 +733,7 @@ Test(quarantine, upstream_is_byte_for_byte_untouched)
     char *text = big_text(20000, 3, (size_t)-1);
     char *changed = big_text(20000, 3, 500);
     char *old, *new_id, *before, *after;
-    git_quarantine *q;
+    rgit_quarantine *q;
 
     old = commit_file("big.txt", text);
     test_run("git -C '%s' push -q origin main && git -C '%s' gc -q", work, upstream);
@@ -746,7 +746,7 @@ Test(quarantine, upstream_is_byte_for_byte_untouched)
     before = snapshot_upstream();
     q = quarantine_pack(1000);
     cr_expect_eq(ancestor(q, old, new_id), 1);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     after = snapshot_upstream();
     cr_expect_str_eq(after, before);
     free(before);
@@ -768,7 +768,7 @@ static void check_chunking(size_t chunk, int flags)
     char *changed = big_text(3000, 11, 100);
     char *changed_again = big_text(3000, 11, 2000);
     char *old, *mid, *new_id;
-    git_quarantine *q;
+    rgit_quarantine *q;
 
     old = commit_file("big.txt", text);
     test_run("git -C '%s' push -q origin main", work);
@@ -779,7 +779,7 @@ static void check_chunking(size_t chunk, int flags)
     cr_expect_eq(ancestor(q, old, new_id), 1);
     cr_expect_eq(ancestor(q, mid, new_id), 1);
     cr_expect_eq(ancestor(q, new_id, old), 0);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     free(text);
     free(changed);
     free(changed_again);
@@ -826,7 +826,7 @@ Test(quarantine, directory_is_private_and_removed_on_free)
     char *old = upstream_with_history(NULL);
     char *new_id = commit_file("src.c", "int x;\n");
     char dir[1024];
-    git_quarantine *q;
+    rgit_quarantine *q;
     struct stat st;
 
     make_pack(new_id, old, PACK_CLIENT);
@@ -836,7 +836,7 @@ Test(quarantine, directory_is_private_and_removed_on_free)
     cr_expect(S_ISDIR(st.st_mode));
     cr_expect_eq(st.st_mode & 07777, 0700);
     cr_expect_gt(count_entries(dir), 0, "the pack and its index live in the quarantine");
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     cr_expect_eq(count_entries(tmp_parent), 0);
     free(old);
     free(new_id);
@@ -844,13 +844,13 @@ Test(quarantine, directory_is_private_and_removed_on_free)
 
 Test(quarantine, unfinished_quarantine_is_removed_on_free)
 {
-    git_quarantine *q = NULL;
+    rgit_quarantine *q = NULL;
     rg_error err = RG_ERROR_INIT;
 
-    cr_assert_eq(git_quarantine_new(&q, upstream, tmp_parent, HEXLEN, &err), 0, "%s", err.msg);
-    cr_assert_eq(git_quarantine_write(q, "PACK\0\0\0\2", 8, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_quarantine_new(&q, upstream, tmp_parent, HEXLEN, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_quarantine_write(q, "PACK\0\0\0\2", 8, &err), 0, "%s", err.msg);
     cr_expect_eq(count_entries(tmp_parent), 1);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     cr_expect_eq(count_entries(tmp_parent), 0);
 }
 
@@ -858,7 +858,7 @@ Test(quarantine, removal_does_not_follow_symlinks)
 {
     char *old = upstream_with_history(NULL);
     char dir[1024], link_path[1100], outside[600], victim[700];
-    git_quarantine *q;
+    rgit_quarantine *q;
     struct stat st;
 
     snprintf(outside, sizeof(outside), "%s/outside", base);
@@ -871,7 +871,7 @@ Test(quarantine, removal_does_not_follow_symlinks)
     quarantine_dir(dir, sizeof(dir));
     snprintf(link_path, sizeof(link_path), "%s/evil", dir);
     cr_assert_eq(symlink(outside, link_path), 0);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
 
     cr_expect_eq(count_entries(tmp_parent), 0);
     cr_expect_eq(stat(victim, &st), 0, "the symlink's target was removed");
@@ -884,22 +884,22 @@ Test(quarantine, removal_does_not_follow_symlinks)
 
 Test(quarantine, odd_id_lengths_are_refused)
 {
-    git_quarantine *q = (git_quarantine *)&q; /* non-NULL, to see that new() clears it */
+    rgit_quarantine *q = (rgit_quarantine *)&q; /* non-NULL, to see that new() clears it */
     rg_error err = RG_ERROR_INIT;
 
-    cr_expect_eq(git_quarantine_new(&q, upstream, tmp_parent, 41, &err), -EINVAL);
+    cr_expect_eq(rgit_quarantine_new(&q, upstream, tmp_parent, 41, &err), -EINVAL);
     cr_expect_null(q);
     cr_expect_eq(count_entries(tmp_parent), 0);
 }
 
 Test(quarantine, sha1_ids_for_a_sha256_upstream_are_refused)
 {
-    git_quarantine *q = (git_quarantine *)&q;
+    rgit_quarantine *q = (rgit_quarantine *)&q;
     rg_error err = RG_ERROR_INIT;
 
     snprintf(upstream, sizeof(upstream), "%s/sha256.git", base);
     test_run("git init -q --bare --object-format=sha256 '%s'", upstream);
-    cr_expect_eq(git_quarantine_new(&q, upstream, tmp_parent, HEXLEN, &err), RG_E_PROTOCOL);
+    cr_expect_eq(rgit_quarantine_new(&q, upstream, tmp_parent, HEXLEN, &err), RG_E_PROTOCOL);
     cr_expect_null(q);
     cr_expect_not_null(strstr(err.msg, "sha256"), "message: %s", err.msg);
     cr_expect_eq(count_entries(tmp_parent), 0);
@@ -921,18 +921,18 @@ static void sha256_fixture(char up[700], char w[700], const char *script)
 
 /* Pack `revs` (rev-list arguments, one per line) of `w` thinly, as a client
  * pushing to `up` would, and quarantine the pack. */
-static git_quarantine *sha256_quarantine(const char *up, const char *w, const char *revs)
+static rgit_quarantine *sha256_quarantine(const char *up, const char *w, const char *revs)
 {
-    git_quarantine *q = NULL;
+    rgit_quarantine *q = NULL;
     rg_buf pack = RG_BUF_INIT(1 << 20);
     rg_error err = RG_ERROR_INIT;
 
     test_run("printf '%s' | git -C '%s' pack-objects -q --stdout --revs --thin > '%s'", revs, w,
              pack_path);
-    cr_assert_eq(git_quarantine_new(&q, up, tmp_parent, 64, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_quarantine_new(&q, up, tmp_parent, 64, &err), 0, "%s", err.msg);
     cr_assert_eq(rg_fs_read_file(&pack, pack_path, &err), 0, "%s", err.msg);
-    cr_assert_eq(git_quarantine_write(q, pack.data, pack.len, &err), 0, "%s", err.msg);
-    cr_assert_eq(git_quarantine_finish(q, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_quarantine_write(q, pack.data, pack.len, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_quarantine_finish(q, &err), 0, "%s", err.msg);
     rg_buf_free(&pack);
     return q;
 }
@@ -940,7 +940,7 @@ static git_quarantine *sha256_quarantine(const char *up, const char *w, const ch
 Test(quarantine, sha256_repositories_are_answered_by_git)
 {
     char up[700], w[700], revs[200], *old, *ff, *rewritten;
-    git_quarantine *q;
+    rgit_quarantine *q;
     rg_error err = RG_ERROR_INIT;
     int anc = -1;
 
@@ -955,14 +955,14 @@ Test(quarantine, sha256_repositories_are_answered_by_git)
     cr_assert_eq(strlen(old), 64);
     snprintf(revs, sizeof(revs), "main\\nrewritten\\n^%s\\n", old);
     q = sha256_quarantine(up, w, revs);
-    cr_expect_eq(git_quarantine_is_ancestor(&anc, q, old, ff, &err), 0, "%s", err.msg);
+    cr_expect_eq(rgit_quarantine_is_ancestor(&anc, q, old, ff, &err), 0, "%s", err.msg);
     cr_expect_eq(anc, 1, "a fast-forward");
-    cr_expect_eq(git_quarantine_is_ancestor(&anc, q, ff, rewritten, &err), 0, "%s", err.msg);
+    cr_expect_eq(rgit_quarantine_is_ancestor(&anc, q, ff, rewritten, &err), 0, "%s", err.msg);
     cr_expect_eq(anc, 0, "not a fast-forward");
-    cr_expect_eq(git_quarantine_is_ancestor(&anc, q, old, old, &err), 0, "%s", err.msg);
+    cr_expect_eq(rgit_quarantine_is_ancestor(&anc, q, old, old, &err), 0, "%s", err.msg);
     cr_expect_eq(anc, 1);
-    cr_expect_eq(git_quarantine_is_ancestor(&anc, q, old, ff + 1, &err), RG_E_PROTOCOL);
-    git_quarantine_free(q);
+    cr_expect_eq(rgit_quarantine_is_ancestor(&anc, q, old, ff + 1, &err), RG_E_PROTOCOL);
+    rgit_quarantine_free(q);
     free(old);
     free(ff);
     free(rewritten);
@@ -974,12 +974,12 @@ Test(quarantine, sha256_repositories_are_answered_by_git)
 
 #define WORKFLOWS ".github/workflows/"
 
-static int changes(git_quarantine *q, const char *old, const char *new_id)
+static int changes(rgit_quarantine *q, const char *old, const char *new_id)
 {
     rg_error err = RG_ERROR_INIT;
     int out = -1;
 
-    cr_assert_eq(git_quarantine_changes_prefix(&out, q, old, new_id, WORKFLOWS, &err), 0, "%s",
+    cr_assert_eq(rgit_quarantine_changes_prefix(&out, q, old, new_id, WORKFLOWS, &err), 0, "%s",
                  err.msg);
     return out;
 }
@@ -1000,12 +1000,12 @@ Test(quarantine, update_that_edits_a_workflow_changes_the_prefix)
 {
     char *old = upstream_with_workflow();
     char *new_id = commit_file(".github/workflows/ci.yml", "on: [push, pull_request]\n");
-    git_quarantine *q;
+    rgit_quarantine *q;
 
     make_pack(new_id, old, PACK_CLIENT);
     q = quarantine_pack(65536);
     cr_expect_eq(changes(q, old, new_id), 1);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     free(old);
     free(new_id);
 }
@@ -1014,7 +1014,7 @@ Test(quarantine, update_elsewhere_does_not_change_the_prefix)
 {
     char *old = upstream_with_workflow();
     char *new_id;
-    git_quarantine *q;
+    rgit_quarantine *q;
 
     test_run("mkdir -p '%s/.github/other'", work);
     write_file(".github/other/x", "not a workflow\n");
@@ -1023,7 +1023,7 @@ Test(quarantine, update_elsewhere_does_not_change_the_prefix)
     make_pack(new_id, old, PACK_CLIENT);
     q = quarantine_pack(65536);
     cr_expect_eq(changes(q, old, new_id), 0);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     free(old);
     free(new_id);
 }
@@ -1032,7 +1032,7 @@ Test(quarantine, adding_or_deleting_the_workflows_directory_changes_the_prefix)
 {
     char *old = commit_file("README", "hello\n");
     char *added, *removed;
-    git_quarantine *q;
+    rgit_quarantine *q;
 
     test_run("git -C '%s' push -q origin main", work);
     test_run("mkdir -p '%s/.github/workflows'", work);
@@ -1044,7 +1044,7 @@ Test(quarantine, adding_or_deleting_the_workflows_directory_changes_the_prefix)
     cr_expect_eq(changes(q, old, added), 1, "added");
     cr_expect_eq(changes(q, added, removed), 1, "removed");
     cr_expect_eq(changes(q, old, removed), 0, "added and removed again: the endpoints agree");
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     free(old);
     free(added);
     free(removed);
@@ -1054,7 +1054,7 @@ Test(quarantine, mode_change_of_a_workflow_changes_the_prefix)
 {
     char *old = upstream_with_workflow();
     char *new_id;
-    git_quarantine *q;
+    rgit_quarantine *q;
 
     test_run("chmod +x '%s/.github/workflows/ci.yml' && git -C '%s' commit -q -am chmod", work,
              work);
@@ -1062,7 +1062,7 @@ Test(quarantine, mode_change_of_a_workflow_changes_the_prefix)
     make_pack(new_id, old, PACK_CLIENT);
     q = quarantine_pack(65536);
     cr_expect_eq(changes(q, old, new_id), 1);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     free(old);
     free(new_id);
 }
@@ -1071,7 +1071,7 @@ Test(quarantine, create_is_compared_with_the_upstream_head)
 {
     char *head = upstream_with_workflow();
     char *same, *edited;
-    git_quarantine *q;
+    rgit_quarantine *q;
 
     /* A new branch that leaves workflows as HEAD has them, then one that edits them. */
     same = commit_file("feature.c", "int f;\n");
@@ -1080,7 +1080,7 @@ Test(quarantine, create_is_compared_with_the_upstream_head)
     q = quarantine_pack(65536);
     cr_expect_eq(changes(q, NULL, same), 0);
     cr_expect_eq(changes(q, NULL, edited), 1);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     free(head);
     free(same);
     free(edited);
@@ -1090,7 +1090,7 @@ Test(quarantine, create_on_an_empty_upstream_is_compared_with_nothing)
 {
     char *plain = commit_file("README", "hello\n");
     char *with_workflow;
-    git_quarantine *q;
+    rgit_quarantine *q;
 
     test_run("mkdir -p '%s/.github/workflows'", work);
     with_workflow = commit_file(".github/workflows/ci.yml", "on: push\n");
@@ -1098,7 +1098,7 @@ Test(quarantine, create_on_an_empty_upstream_is_compared_with_nothing)
     q = quarantine_pack(65536);
     cr_expect_eq(changes(q, NULL, plain), 0);
     cr_expect_eq(changes(q, NULL, with_workflow), 1);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     free(plain);
     free(with_workflow);
 }
@@ -1110,28 +1110,28 @@ Test(quarantine, changes_prefix_fails_closed_on_missing_commits_and_bad_prefixes
     char *new_id = commit_file("README", "changed\n");
     char missing[HEXLEN + 1];
     rg_error err = RG_ERROR_INIT;
-    git_quarantine *q;
+    rgit_quarantine *q;
     int out = -1;
 
     make_pack(new_id, old, PACK_CLIENT);
     q = quarantine_pack(65536);
     memset(missing, 'a', HEXLEN);
     missing[HEXLEN] = '\0';
-    cr_expect_eq(git_quarantine_changes_prefix(&out, q, missing, new_id, WORKFLOWS, &err),
+    cr_expect_eq(rgit_quarantine_changes_prefix(&out, q, missing, new_id, WORKFLOWS, &err),
                  RG_E_PROTOCOL);
     cr_expect_eq(out, 0);
-    cr_expect_eq(git_quarantine_changes_prefix(&out, q, old, missing, WORKFLOWS, &err),
+    cr_expect_eq(rgit_quarantine_changes_prefix(&out, q, old, missing, WORKFLOWS, &err),
                  RG_E_PROTOCOL);
-    cr_expect_eq(git_quarantine_changes_prefix(&out, q, old, new_id + 1, WORKFLOWS, &err),
+    cr_expect_eq(rgit_quarantine_changes_prefix(&out, q, old, new_id + 1, WORKFLOWS, &err),
                  RG_E_PROTOCOL);
     for (size_t i = 0; i < sizeof(bad_prefixes) / sizeof(bad_prefixes[0]); i++)
-        cr_expect_eq(git_quarantine_changes_prefix(&out, q, old, new_id, bad_prefixes[i], &err),
+        cr_expect_eq(rgit_quarantine_changes_prefix(&out, q, old, new_id, bad_prefixes[i], &err),
                      -EINVAL, "prefix \"%s\"", bad_prefixes[i]);
     /* Without the trailing slash the prefix means the same directory. */
-    cr_expect_eq(git_quarantine_changes_prefix(&out, q, old, new_id, ".github/workflows", &err), 0,
+    cr_expect_eq(rgit_quarantine_changes_prefix(&out, q, old, new_id, ".github/workflows", &err), 0,
                  "%s", err.msg);
     cr_expect_eq(out, 0);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     free(old);
     free(new_id);
 }
@@ -1139,20 +1139,20 @@ Test(quarantine, changes_prefix_fails_closed_on_missing_commits_and_bad_prefixes
 Test(quarantine, changes_prefix_needs_a_finished_pack)
 {
     char *old = upstream_with_workflow();
-    git_quarantine *q = NULL;
+    rgit_quarantine *q = NULL;
     rg_error err = RG_ERROR_INIT;
     int out = -1;
 
-    cr_assert_eq(git_quarantine_new(&q, upstream, tmp_parent, HEXLEN, &err), 0, "%s", err.msg);
-    cr_expect_eq(git_quarantine_changes_prefix(&out, q, old, old, WORKFLOWS, &err), -EINVAL);
-    git_quarantine_free(q);
+    cr_assert_eq(rgit_quarantine_new(&q, upstream, tmp_parent, HEXLEN, &err), 0, "%s", err.msg);
+    cr_expect_eq(rgit_quarantine_changes_prefix(&out, q, old, old, WORKFLOWS, &err), -EINVAL);
+    rgit_quarantine_free(q);
     free(old);
 }
 
 Test(quarantine, sha256_changed_paths_are_answered_by_git)
 {
     char up[700], w[700], revs[200], *head, *same, *edited;
-    git_quarantine *q;
+    rgit_quarantine *q;
     rg_error err = RG_ERROR_INIT;
     int out = -1;
 
@@ -1167,21 +1167,21 @@ Test(quarantine, sha256_changed_paths_are_answered_by_git)
     edited = test_capture("git -C '%s' rev-parse main", w);
     snprintf(revs, sizeof(revs), "main\\n^%s\\n", head);
     q = sha256_quarantine(up, w, revs);
-    cr_expect_eq(git_quarantine_changes_prefix(&out, q, head, same, WORKFLOWS, &err), 0, "%s",
+    cr_expect_eq(rgit_quarantine_changes_prefix(&out, q, head, same, WORKFLOWS, &err), 0, "%s",
                  err.msg);
     cr_expect_eq(out, 0, "no workflow change");
-    cr_expect_eq(git_quarantine_changes_prefix(&out, q, head, edited, WORKFLOWS, &err), 0, "%s",
+    cr_expect_eq(rgit_quarantine_changes_prefix(&out, q, head, edited, WORKFLOWS, &err), 0, "%s",
                  err.msg);
     cr_expect_eq(out, 1, "a workflow change");
-    cr_expect_eq(git_quarantine_changes_prefix(&out, q, NULL, same, WORKFLOWS, &err), 0, "%s",
+    cr_expect_eq(rgit_quarantine_changes_prefix(&out, q, NULL, same, WORKFLOWS, &err), 0, "%s",
                  err.msg);
     cr_expect_eq(out, 0, "a create compared with HEAD");
-    cr_expect_eq(git_quarantine_changes_prefix(&out, q, NULL, edited, WORKFLOWS, &err), 0, "%s",
+    cr_expect_eq(rgit_quarantine_changes_prefix(&out, q, NULL, edited, WORKFLOWS, &err), 0, "%s",
                  err.msg);
     cr_expect_eq(out, 1, "a create compared with HEAD");
-    cr_expect_eq(git_quarantine_changes_prefix(&out, q, head, same + 1, WORKFLOWS, &err),
+    cr_expect_eq(rgit_quarantine_changes_prefix(&out, q, head, same + 1, WORKFLOWS, &err),
                  RG_E_PROTOCOL);
-    git_quarantine_free(q);
+    rgit_quarantine_free(q);
     free(head);
     free(same);
     free(edited);

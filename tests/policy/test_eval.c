@@ -1,5 +1,5 @@
 /*
- * Tests for policy/eval.c and policy/glob.c. Decisions are table-driven:
+ * Tests for policy/eval.c and util/glob.c. Decisions are table-driven:
  * one table of named precedence and reporting cases, and the full cross
  * product of action x selector x effect x default x mode, each against a
  * config parsed from JSON the way the gateway loads it (rules are written
@@ -12,8 +12,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "policy/config.h"
+#include "config/config.h"
 #include "policy/eval.h"
+#include "util/glob.h"
 
 #define REPO "local/acme/app"
 #define MAIN "refs/heads/main"
@@ -26,11 +27,11 @@
  * A config with two https upstreams (so no directory must exist), the given
  * default ("allow", "deny", "ask", or NULL for none) and rules.
  */
-static policy_config *config_with(const char *deflt, const char *rules)
+static config_model *config_with(const char *deflt, const char *rules)
 {
     char json[8192], def[64] = "";
     rg_error err = RG_ERROR_INIT;
-    policy_config *cfg = NULL;
+    config_model *cfg = NULL;
     char *p;
     int rc;
 
@@ -45,7 +46,7 @@ static policy_config *config_with(const char *deflt, const char *rules)
     for (p = json; *p; p++)
         if (*p == '\'')
             *p = '"';
-    rc = policy_config_parse(&cfg, json, strlen(json), "/tmp/rg-test-eval.json", &err);
+    rc = config_parse(&cfg, json, strlen(json), "/tmp/rg-test-eval.json", &err);
     cr_assert_eq(rc, 0, "config did not parse: %s\n%s", err.msg, json);
     return cfg;
 }
@@ -65,145 +66,145 @@ struct eval_case {
     char rules[480];
     char repo[32];
     char ref[32];
-    policy_action action;
-    policy_effect effect;
-    policy_effect rule_effect;
+    config_action action;
+    config_effect effect;
+    config_effect rule_effect;
     int rule_index;
     char rule_name[16];
     int matched;
     char reason[256];    /* the exact reason, or "" */
     char reason_has[96]; /* a substring of the reason, or "" */
     int evaluate_matched;
-    policy_effect evaluate_effect;
+    config_effect evaluate_effect;
     char evaluate_rule_name[16]; /* "": none matched, so NULL */
 };
 
-#define ALLOW POLICY_ALLOW
-#define ASK   POLICY_ASK
-#define DENY  POLICY_DENY
+#define ALLOW CONFIG_ALLOW
+#define ASK   CONFIG_ASK
+#define DENY  CONFIG_DENY
 
 static struct eval_case eval_cases[] = {
     {"deny wins over an earlier allow", "allow",
      "{'name': 'a', 'effect': 'allow'}, {'name': 'd', 'effect': 'deny'}", REPO, MAIN,
-     POLICY_ACTION_UPDATE, DENY, DENY, 1, "d", 2, "", "", 0, ALLOW, ""},
+     CONFIG_ACTION_UPDATE, DENY, DENY, 1, "d", 2, "", "", 0, ALLOW, ""},
     {"deny wins over a later allow", "allow",
      "{'name': 'd', 'effect': 'deny'}, {'name': 'a', 'effect': 'allow'}", REPO, MAIN,
-     POLICY_ACTION_UPDATE, DENY, DENY, 0, "d", 2, "", "", 0, ALLOW, ""},
+     CONFIG_ACTION_UPDATE, DENY, DENY, 0, "d", 2, "", "", 0, ALLOW, ""},
     {"ask wins over allow and resolves to deny", "allow",
      "{'name': 'a', 'effect': 'allow'}, {'name': 'q', 'effect': 'ask'}", REPO, MAIN,
-     POLICY_ACTION_FORCE, DENY, ASK, 1, "q", 2, "",
+     CONFIG_ACTION_FORCE, DENY, ASK, 1, "q", 2, "",
      "rule \"q\" requires approval for force on refs/heads/main, and no approver is configured", 0,
      ALLOW, ""},
     {"deny wins over ask", "allow",
      "{'name': 'q', 'effect': 'ask'}, {'name': 'd', 'effect': 'deny'}", REPO, MAIN,
-     POLICY_ACTION_FORCE, DENY, DENY, 1, "d", 2, "", "", 0, ALLOW, ""},
+     CONFIG_ACTION_FORCE, DENY, DENY, 1, "d", 2, "", "", 0, ALLOW, ""},
     {"the first of several denies names the decision", "allow",
      "{'name': 'first', 'effect': 'deny'}, {'name': 'second', 'effect': 'deny'},"
      "{'name': 'third', 'effect': 'allow'}",
-     REPO, MAIN, POLICY_ACTION_DELETE, DENY, DENY, 0, "first", 3, "", "", 0, ALLOW, ""},
+     REPO, MAIN, CONFIG_ACTION_DELETE, DENY, DENY, 0, "first", 3, "", "", 0, ALLOW, ""},
     {"the first of several allows names the decision", "deny",
      "{'name': 'first', 'effect': 'allow'}, {'name': 'second', 'effect': 'allow'}", REPO, MAIN,
-     POLICY_ACTION_CREATE, ALLOW, ALLOW, 0, "first", 2, "", "", 0, ALLOW, ""},
+     CONFIG_ACTION_CREATE, ALLOW, ALLOW, 0, "first", 2, "", "", 0, ALLOW, ""},
     {"the first of several asks names the decision", "allow",
      "{'name': 'q1', 'effect': 'ask'}, {'name': 'q2', 'effect': 'ask'}", REPO, MAIN,
-     POLICY_ACTION_CREATE, DENY, ASK, 0, "q1", 2, "", "rule \"q1\" requires approval", 0, ALLOW,
+     CONFIG_ACTION_CREATE, DENY, ASK, 0, "q1", 2, "", "rule \"q1\" requires approval", 0, ALLOW,
      ""},
     {"a deny that does not match leaves the allow", "deny",
      "{'name': 'protect-main', 'refs': ['refs/heads/main'], 'effect': 'deny'},"
      "{'name': 'open', 'effect': 'allow'}",
-     REPO, "refs/heads/dev", POLICY_ACTION_FORCE, ALLOW, ALLOW, 1, "open", 1, "", "", 0, ALLOW, ""},
+     REPO, "refs/heads/dev", CONFIG_ACTION_FORCE, ALLOW, ALLOW, 1, "open", 1, "", "", 0, ALLOW, ""},
     {"an unnamed rule is named by its index", "allow",
      "{'name': 'x', 'refs': ['refs/tags/**'], 'effect': 'allow'}, {'effect': 'deny'}", REPO, MAIN,
-     POLICY_ACTION_UPDATE, DENY, DENY, 1, "rules[1]", 1, "", "", 0, ALLOW, ""},
+     CONFIG_ACTION_UPDATE, DENY, DENY, 1, "rules[1]", 1, "", "", 0, ALLOW, ""},
     {"the rule's reason is the reason", "allow",
      "{'name': 'protect-main', 'refs': ['refs/heads/main'], 'effect': 'deny',"
      " 'reason': 'main is protected'}",
-     REPO, MAIN, POLICY_ACTION_FORCE, DENY, DENY, 0, "protect-main", 1, "main is protected", "", 0,
+     REPO, MAIN, CONFIG_ACTION_FORCE, DENY, DENY, 0, "protect-main", 1, "main is protected", "", 0,
      ALLOW, ""},
     {"a deny without a reason gets one naming rule, action and ref", "allow",
      "{'name': 'protect-main', 'refs': ['refs/heads/main'], 'effect': 'deny'}", REPO, MAIN,
-     POLICY_ACTION_FORCE, DENY, DENY, 0, "protect-main", 1,
+     CONFIG_ACTION_FORCE, DENY, DENY, 0, "protect-main", 1,
      "rule \"protect-main\" denies force on refs/heads/main", "", 0, ALLOW, ""},
     {"an allow without a reason gets one naming rule, action and ref", "deny",
-     "{'name': 'open', 'effect': 'allow'}", REPO, "refs/heads/x", POLICY_ACTION_CREATE, ALLOW,
+     "{'name': 'open', 'effect': 'allow'}", REPO, "refs/heads/x", CONFIG_ACTION_CREATE, ALLOW,
      ALLOW, 0, "open", 1, "rule \"open\" allows create on refs/heads/x", "", 0, ALLOW, ""},
     {"an ask with a reason says approval is needed and how", "allow",
      "{'name': 'review', 'effect': 'ask', 'reason': 'force pushes need review'}", REPO, MAIN,
-     POLICY_ACTION_FORCE, DENY, ASK, 0, "review", 1,
+     CONFIG_ACTION_FORCE, DENY, ASK, 0, "review", 1,
      "force pushes need review; approval required (rule \"review\"), and no approver is "
      "configured: ask a maintainer to push it or change the rule",
      "", 0, ALLOW, ""},
     {"an ask without a reason says approval is needed and how", "allow",
-     "{'name': 'review', 'effect': 'ask'}", REPO, MAIN, POLICY_ACTION_DELETE, DENY, ASK, 0,
+     "{'name': 'review', 'effect': 'ask'}", REPO, MAIN, CONFIG_ACTION_DELETE, DENY, ASK, 0,
      "review", 1,
      "rule \"review\" requires approval for delete on refs/heads/main, and no approver is "
      "configured: ask a maintainer to push it or change the rule",
      "", 0, ALLOW, ""},
-    {"the default deny explains itself", "deny", "", REPO, MAIN, POLICY_ACTION_DELETE, DENY, DENY,
+    {"the default deny explains itself", "deny", "", REPO, MAIN, CONFIG_ACTION_DELETE, DENY, DENY,
      -1, "default", 0, "no rule allows delete on refs/heads/main (default: deny)", "", 0, ALLOW,
      ""},
-    {"an absent default denies", "", "", REPO, MAIN, POLICY_ACTION_CREATE, DENY, DENY, -1,
+    {"an absent default denies", "", "", REPO, MAIN, CONFIG_ACTION_CREATE, DENY, DENY, -1,
      "default", 0, "no rule allows create on refs/heads/main (default: deny)", "", 0, ALLOW, ""},
-    {"the default allow explains itself", "allow", "", REPO, MAIN, POLICY_ACTION_UPDATE, ALLOW,
+    {"the default allow explains itself", "allow", "", REPO, MAIN, CONFIG_ACTION_UPDATE, ALLOW,
      ALLOW, -1, "default", 0, "no rule matches update on refs/heads/main (default: allow)", "", 0,
      ALLOW, ""},
     {"the default ask resolves to deny and says how to get approval", "ask", "", REPO, MAIN,
-     POLICY_ACTION_UPDATE, DENY, ASK, -1, "default", 0,
+     CONFIG_ACTION_UPDATE, DENY, ASK, -1, "default", 0,
      "no rule allows update on refs/heads/main (default: ask); approval required, and no "
      "approver is configured: ask a maintainer to push it or change the rule",
      "", 0, ALLOW, ""},
     {"an evaluate-mode deny does not block an allow but is reported", "deny",
      "{'name': 'trial', 'effect': 'deny', 'mode': 'evaluate'}, {'name': 'ok', 'effect': 'allow'}",
-     REPO, MAIN, POLICY_ACTION_FORCE, ALLOW, ALLOW, 1, "ok", 1, "", "", 1, DENY, "trial"},
+     REPO, MAIN, CONFIG_ACTION_FORCE, ALLOW, ALLOW, 1, "ok", 1, "", "", 1, DENY, "trial"},
     {"evaluate-mode rules alone leave the decision to the default", "allow",
-     "{'name': 'trial', 'effect': 'deny', 'mode': 'evaluate'}", REPO, MAIN, POLICY_ACTION_FORCE,
+     "{'name': 'trial', 'effect': 'deny', 'mode': 'evaluate'}", REPO, MAIN, CONFIG_ACTION_FORCE,
      ALLOW, ALLOW, -1, "default", 0, "", "(default: allow)", 1, DENY, "trial"},
     {"an evaluate-mode allow does not lift an enforced deny", "allow",
      "{'name': 'trial', 'effect': 'allow', 'mode': 'evaluate'}, {'name': 'no', 'effect': 'deny'}",
-     REPO, MAIN, POLICY_ACTION_UPDATE, DENY, DENY, 1, "no", 1, "", "", 1, ALLOW, "trial"},
+     REPO, MAIN, CONFIG_ACTION_UPDATE, DENY, DENY, 1, "no", 1, "", "", 1, ALLOW, "trial"},
     {"evaluate-mode rules use the same precedence among themselves", "allow",
      "{'name': 'e1', 'effect': 'allow', 'mode': 'evaluate'},"
      "{'name': 'e2', 'effect': 'ask', 'mode': 'evaluate'},"
      "{'name': 'e3', 'effect': 'deny', 'mode': 'evaluate'},"
      "{'name': 'e4', 'effect': 'deny', 'mode': 'evaluate'}",
-     REPO, MAIN, POLICY_ACTION_UPDATE, ALLOW, ALLOW, -1, "default", 0, "", "", 4, DENY, "e3"},
+     REPO, MAIN, CONFIG_ACTION_UPDATE, ALLOW, ALLOW, -1, "default", 0, "", "", 4, DENY, "e3"},
     {"an evaluate-mode ask is reported as ask", "allow",
-     "{'name': 'e', 'effect': 'ask', 'mode': 'evaluate'}", REPO, MAIN, POLICY_ACTION_UPDATE, ALLOW,
+     "{'name': 'e', 'effect': 'ask', 'mode': 'evaluate'}", REPO, MAIN, CONFIG_ACTION_UPDATE, ALLOW,
      ALLOW, -1, "default", 0, "", "", 1, ASK, "e"},
     {"an evaluate-mode rule that does not match is not reported", "allow",
      "{'name': 'e', 'refs': ['refs/tags/**'], 'effect': 'deny', 'mode': 'evaluate'}", REPO, MAIN,
-     POLICY_ACTION_UPDATE, ALLOW, ALLOW, -1, "default", 0, "", "", 0, ALLOW, ""},
+     CONFIG_ACTION_UPDATE, ALLOW, ALLOW, -1, "default", 0, "", "", 0, ALLOW, ""},
     {"an enforce-mode rule is enforced", "allow",
-     "{'name': 'e', 'effect': 'deny', 'mode': 'enforce'}", REPO, MAIN, POLICY_ACTION_UPDATE, DENY,
+     "{'name': 'e', 'effect': 'deny', 'mode': 'enforce'}", REPO, MAIN, CONFIG_ACTION_UPDATE, DENY,
      DENY, 0, "e", 1, "", "", 0, ALLOW, ""},
     {"a repo glob with ** matches nested paths", "allow",
      "{'name': 'r', 'repos': ['local/**'], 'effect': 'deny'}", "local/acme/team/app", MAIN,
-     POLICY_ACTION_UPDATE, DENY, DENY, 0, "r", 1, "", "", 0, ALLOW, ""},
+     CONFIG_ACTION_UPDATE, DENY, DENY, 0, "r", 1, "", "", 0, ALLOW, ""},
     {"a repo glob with * stays within one segment", "allow",
-     "{'name': 'r', 'repos': ['local/*'], 'effect': 'deny'}", REPO, MAIN, POLICY_ACTION_UPDATE,
+     "{'name': 'r', 'repos': ['local/*'], 'effect': 'deny'}", REPO, MAIN, CONFIG_ACTION_UPDATE,
      ALLOW, ALLOW, -1, "default", 0, "", "", 0, ALLOW, ""},
     {"a repo glob for another host does not match", "allow",
-     "{'name': 'r', 'repos': ['other/**'], 'effect': 'deny'}", REPO, MAIN, POLICY_ACTION_UPDATE,
+     "{'name': 'r', 'repos': ['other/**'], 'effect': 'deny'}", REPO, MAIN, CONFIG_ACTION_UPDATE,
      ALLOW, ALLOW, -1, "default", 0, "", "", 0, ALLOW, ""},
     {"any one of several repo globs matches", "allow",
      "{'name': 'r', 'repos': ['other/**', 'local/acme/app'], 'effect': 'deny'}", REPO, MAIN,
-     POLICY_ACTION_UPDATE, DENY, DENY, 0, "r", 1, "", "", 0, ALLOW, ""},
+     CONFIG_ACTION_UPDATE, DENY, DENY, 0, "r", 1, "", "", 0, ALLOW, ""},
     {"any one of several ref globs matches", "allow",
      "{'name': 'r', 'refs': ['refs/tags/*', 'refs/heads/ma?n'], 'effect': 'deny'}", REPO, MAIN,
-     POLICY_ACTION_UPDATE, DENY, DENY, 0, "r", 1, "", "", 0, ALLOW, ""},
+     CONFIG_ACTION_UPDATE, DENY, DENY, 0, "r", 1, "", "", 0, ALLOW, ""},
     {"repo and ref globs must both match", "allow",
      "{'name': 'r', 'repos': ['other/**'], 'refs': ['refs/heads/main'], 'effect': 'deny'}", REPO,
-     MAIN, POLICY_ACTION_UPDATE, ALLOW, ALLOW, -1, "default", 0, "", "", 0, ALLOW, ""},
+     MAIN, CONFIG_ACTION_UPDATE, ALLOW, ALLOW, -1, "default", 0, "", "", 0, ALLOW, ""},
     {"a rule for other actions does not match", "allow",
      "{'name': 'r', 'actions': ['force', 'delete'], 'effect': 'deny'}", REPO, MAIN,
-     POLICY_ACTION_UPDATE, ALLOW, ALLOW, -1, "default", 0, "", "", 0, ALLOW, ""},
+     CONFIG_ACTION_UPDATE, ALLOW, ALLOW, -1, "default", 0, "", "", 0, ALLOW, ""},
     {"a tag rule with ** below refs matches", "allow",
      "{'name': 'tags', 'refs': ['refs/**/v*'], 'actions': ['delete'], 'effect': 'deny'}", REPO,
-     "refs/tags/v1.0", POLICY_ACTION_DELETE, DENY, DENY, 0, "tags", 1, "", "", 0, ALLOW, ""},
-    {"no action bit is refused", "allow", "", REPO, MAIN, (policy_action)0, DENY, DENY, -1,
+     "refs/tags/v1.0", CONFIG_ACTION_DELETE, DENY, DENY, 0, "tags", 1, "", "", 0, ALLOW, ""},
+    {"no action bit is refused", "allow", "", REPO, MAIN, (config_action)0, DENY, DENY, -1,
      "default", 0, "", "cannot evaluate", 0, ALLOW, ""},
     {"two action bits at once are refused", "allow", "", REPO, MAIN,
-     (policy_action)(POLICY_ACTION_CREATE | POLICY_ACTION_UPDATE), DENY, DENY, -1, "default", 0, "",
+     (config_action)(CONFIG_ACTION_CREATE | CONFIG_ACTION_UPDATE), DENY, DENY, -1, "default", 0, "",
      "cannot evaluate", 0, ALLOW, ""},
 };
 
@@ -215,13 +216,13 @@ ParameterizedTestParameters(eval, decides_as_the_table_says)
 
 ParameterizedTest(struct eval_case *c, eval, decides_as_the_table_says)
 {
-    policy_config *cfg = config_with(c->deflt[0] ? c->deflt : NULL, c->rules);
+    config_model *cfg = config_with(c->deflt[0] ? c->deflt : NULL, c->rules);
     policy_decision d;
 
     policy_eval(&d, cfg, c->repo, c->ref, c->action);
-    cr_expect_eq(d.effect, c->effect, "%s: effect %s", c->what, policy_effect_name(d.effect));
+    cr_expect_eq(d.effect, c->effect, "%s: effect %s", c->what, config_effect_name(d.effect));
     cr_expect_eq(d.rule_effect, c->rule_effect, "%s: rule_effect %s", c->what,
-                 policy_effect_name(d.rule_effect));
+                 config_effect_name(d.rule_effect));
     cr_expect_eq(d.rule_index, c->rule_index, "%s: rule_index %d", c->what, d.rule_index);
     cr_expect_str_eq(d.rule_name, c->rule_name, "%s: rule_name %s", c->what, d.rule_name);
     cr_expect_eq(d.matched, c->matched, "%s: matched %d", c->what, d.matched);
@@ -233,25 +234,25 @@ ParameterizedTest(struct eval_case *c, eval, decides_as_the_table_says)
     cr_expect_eq(d.evaluate_matched, c->evaluate_matched, "%s: evaluate_matched %d", c->what,
                  d.evaluate_matched);
     cr_expect_eq(d.evaluate_effect, c->evaluate_effect, "%s: evaluate_effect %s", c->what,
-                 policy_effect_name(d.evaluate_effect));
+                 config_effect_name(d.evaluate_effect));
     if (c->evaluate_rule_name[0] == '\0')
         cr_expect_null(d.evaluate_rule_name, "%s: evaluate_rule_name %s", c->what,
                        d.evaluate_rule_name);
     else
         cr_expect_str_eq(d.evaluate_rule_name ? d.evaluate_rule_name : "(null)",
                          c->evaluate_rule_name, "%s: evaluate_rule_name", c->what);
-    policy_config_free(cfg);
+    config_free(cfg);
 }
 
 /* ---------------------------------------------------------------------------
  * The cross product: every action x selector x effect x default x mode
  * ------------------------------------------------------------------------- */
 
-static const policy_action matrix_actions[] = {
-    POLICY_ACTION_CREATE,
-    POLICY_ACTION_UPDATE,
-    POLICY_ACTION_FORCE,
-    POLICY_ACTION_DELETE,
+static const config_action matrix_actions[] = {
+    CONFIG_ACTION_CREATE,
+    CONFIG_ACTION_UPDATE,
+    CONFIG_ACTION_FORCE,
+    CONFIG_ACTION_DELETE,
 };
 
 /* How the one rule's selectors relate to the update local/acme/app main. */
@@ -267,7 +268,7 @@ enum selector {
 static const char *const selector_names[] = {
     "no selectors", "all selectors match", "repo glob misses", "ref glob misses", "action misses"};
 
-static const policy_effect matrix_effects[] = {POLICY_ALLOW, POLICY_ASK, POLICY_DENY};
+static const config_effect matrix_effects[] = {CONFIG_ALLOW, CONFIG_ASK, CONFIG_DENY};
 
 /* NULL: no "default" key, which must behave as deny. */
 static const char *const matrix_defaults[] = {"allow", "deny", "ask", NULL};
@@ -303,7 +304,7 @@ static struct matrix_row matrix_rows[] = {MATRIX_ROWS(0), MATRIX_ROWS(1), MATRIX
 
 static void rule_json(char *out, size_t size, const struct matrix_case *c)
 {
-    policy_action action = matrix_actions[c->action];
+    config_action action = matrix_actions[c->action];
     char actions[128] = "";
     size_t i;
 
@@ -312,41 +313,41 @@ static void rule_json(char *out, size_t size, const struct matrix_case *c)
             if (matrix_actions[i] == action)
                 continue;
             snprintf(actions + strlen(actions), sizeof(actions) - strlen(actions), "%s'%s'",
-                     actions[0] ? ", " : "", policy_action_name(matrix_actions[i]));
+                     actions[0] ? ", " : "", config_action_name(matrix_actions[i]));
         }
     } else {
-        snprintf(actions, sizeof(actions), "'%s'", policy_action_name(action));
+        snprintf(actions, sizeof(actions), "'%s'", config_action_name(action));
     }
     if (c->selector == SEL_NONE)
         snprintf(out, size, "{'name': 'r', 'effect': '%s', 'mode': '%s'}",
-                 policy_effect_name(matrix_effects[c->effect]), matrix_modes[c->mode]);
+                 config_effect_name(matrix_effects[c->effect]), matrix_modes[c->mode]);
     else
         snprintf(out, size,
                  "{'name': 'r', 'repos': ['%s'], 'refs': ['%s'], 'actions': [%s],"
                  " 'effect': '%s', 'mode': '%s'}",
                  c->selector == SEL_REPO_MISS ? "local/other/*" : "local/acme/*",
                  c->selector == SEL_REF_MISS ? "refs/heads/dev" : "refs/heads/ma*", actions,
-                 policy_effect_name(matrix_effects[c->effect]), matrix_modes[c->mode]);
+                 config_effect_name(matrix_effects[c->effect]), matrix_modes[c->mode]);
 }
 
 static void check_matrix_case(const struct matrix_case *c)
 {
-    policy_action action = matrix_actions[c->action];
-    policy_effect rule_effect = matrix_effects[c->effect];
-    policy_effect deflt = POLICY_DENY;
+    config_action action = matrix_actions[c->action];
+    config_effect rule_effect = matrix_effects[c->effect];
+    config_effect deflt = CONFIG_DENY;
     int matches = c->selector == SEL_NONE || c->selector == SEL_ALL_MATCH;
     int evaluate = c->mode == 1;
     char rules[512], what[256];
-    policy_config *cfg;
+    config_model *cfg;
     policy_decision d;
 
     if (matrix_defaults[c->deflt] != NULL)
-        deflt = !strcmp(matrix_defaults[c->deflt], "allow") ? POLICY_ALLOW
-                : !strcmp(matrix_defaults[c->deflt], "ask") ? POLICY_ASK
-                                                            : POLICY_DENY;
+        deflt = !strcmp(matrix_defaults[c->deflt], "allow") ? CONFIG_ALLOW
+                : !strcmp(matrix_defaults[c->deflt], "ask") ? CONFIG_ASK
+                                                            : CONFIG_DENY;
     rule_json(rules, sizeof(rules), c);
-    snprintf(what, sizeof(what), "%s, %s, rule %s (%s), default %s", policy_action_name(action),
-             selector_names[c->selector], policy_effect_name(rule_effect), matrix_modes[c->mode],
+    snprintf(what, sizeof(what), "%s, %s, rule %s (%s), default %s", config_action_name(action),
+             selector_names[c->selector], config_effect_name(rule_effect), matrix_modes[c->mode],
              matrix_defaults[c->deflt] ? matrix_defaults[c->deflt] : "absent");
     cfg = config_with(matrix_defaults[c->deflt], rules);
     policy_eval(&d, cfg, REPO, MAIN, action);
@@ -364,11 +365,11 @@ static void check_matrix_case(const struct matrix_case *c)
         cr_expect(strstr(d.reason, "(default: ") != NULL, "%s: reason \"%s\"", what, d.reason);
     }
     /* Ask has no approver here, so only an allow lets the update through. */
-    cr_expect_eq(d.effect, d.rule_effect == POLICY_ALLOW ? POLICY_ALLOW : POLICY_DENY, "%s: effect",
+    cr_expect_eq(d.effect, d.rule_effect == CONFIG_ALLOW ? CONFIG_ALLOW : CONFIG_DENY, "%s: effect",
                  what);
-    cr_expect(strstr(d.reason, policy_action_name(action)) != NULL, "%s: reason \"%s\"", what,
+    cr_expect(strstr(d.reason, config_action_name(action)) != NULL, "%s: reason \"%s\"", what,
               d.reason);
-    if (d.rule_effect == POLICY_ASK)
+    if (d.rule_effect == CONFIG_ASK)
         cr_expect(strstr(d.reason, "no approver is configured: ask a maintainer") != NULL,
                   "%s: reason \"%s\"", what, d.reason);
 
@@ -381,7 +382,7 @@ static void check_matrix_case(const struct matrix_case *c)
         cr_expect_eq(d.evaluate_matched, 0, "%s: evaluate_matched", what);
         cr_expect_null(d.evaluate_rule_name, "%s: evaluate_rule_name", what);
     }
-    policy_config_free(cfg);
+    config_free(cfg);
 }
 
 ParameterizedTestParameters(eval, every_action_selector_effect_default_and_mode)
@@ -406,24 +407,24 @@ ParameterizedTest(struct matrix_row *row, eval, every_action_selector_effect_def
 
 Test(eval, a_missing_config_repo_or_ref_is_a_deny)
 {
-    policy_config *cfg = config_with("allow", "");
+    config_model *cfg = config_with("allow", "");
     policy_decision d;
 
-    policy_eval(&d, NULL, REPO, MAIN, POLICY_ACTION_UPDATE);
-    cr_expect_eq(d.effect, POLICY_DENY);
+    policy_eval(&d, NULL, REPO, MAIN, CONFIG_ACTION_UPDATE);
+    cr_expect_eq(d.effect, CONFIG_DENY);
     cr_expect(strstr(d.reason, "no configuration") != NULL, "%s", d.reason);
-    policy_eval(&d, cfg, NULL, MAIN, POLICY_ACTION_UPDATE);
-    cr_expect_eq(d.effect, POLICY_DENY);
-    policy_eval(&d, cfg, REPO, NULL, POLICY_ACTION_UPDATE);
-    cr_expect_eq(d.effect, POLICY_DENY);
-    policy_eval(&d, cfg, REPO, MAIN, POLICY_ACTION_UPDATE);
-    cr_expect_eq(d.effect, POLICY_ALLOW);
-    policy_config_free(cfg);
+    policy_eval(&d, cfg, NULL, MAIN, CONFIG_ACTION_UPDATE);
+    cr_expect_eq(d.effect, CONFIG_DENY);
+    policy_eval(&d, cfg, REPO, NULL, CONFIG_ACTION_UPDATE);
+    cr_expect_eq(d.effect, CONFIG_DENY);
+    policy_eval(&d, cfg, REPO, MAIN, CONFIG_ACTION_UPDATE);
+    cr_expect_eq(d.effect, CONFIG_ALLOW);
+    config_free(cfg);
 }
 
 Test(eval, a_long_ref_is_shortened_at_a_character_boundary_and_the_notice_survives)
 {
-    policy_config *cfg = config_with("ask", "");
+    config_model *cfg = config_with("ask", "");
     char ref[4096] = "refs/heads/";
     policy_decision d;
     size_t len;
@@ -431,7 +432,7 @@ Test(eval, a_long_ref_is_shortened_at_a_character_boundary_and_the_notice_surviv
     /* Two-byte characters, so a cut in the wrong place would split one. */
     while (strlen(ref) + 2 < sizeof(ref) - 1)
         strcat(ref, "\xc3\xa9");
-    policy_eval(&d, cfg, REPO, ref, POLICY_ACTION_CREATE);
+    policy_eval(&d, cfg, REPO, ref, CONFIG_ACTION_CREATE);
     len = strlen(d.reason);
     cr_expect_lt(len, sizeof(d.reason));
     cr_expect(strstr(d.reason, "... (default: ask)") != NULL, "%s", d.reason);
@@ -439,17 +440,17 @@ Test(eval, a_long_ref_is_shortened_at_a_character_boundary_and_the_notice_surviv
               d.reason);
     /* The byte before "..." ends a whole character. */
     cr_expect_eq((unsigned char)strstr(d.reason, "...")[-1], 0xa9, "%s", d.reason);
-    policy_config_free(cfg);
+    config_free(cfg);
 }
 
 Test(eval, the_rule_name_points_into_the_config)
 {
-    policy_config *cfg = config_with("deny", "{'name': 'n', 'effect': 'allow'}");
+    config_model *cfg = config_with("deny", "{'name': 'n', 'effect': 'allow'}");
     policy_decision d;
 
-    policy_eval(&d, cfg, REPO, MAIN, POLICY_ACTION_CREATE);
+    policy_eval(&d, cfg, REPO, MAIN, CONFIG_ACTION_CREATE);
     cr_expect_eq(d.rule_name, cfg->rules[0].name);
-    policy_config_free(cfg);
+    config_free(cfg);
 }
 
 /* ---------------------------------------------------------------------------
@@ -556,13 +557,13 @@ ParameterizedTestParameters(glob, matches_as_the_table_says)
 
 ParameterizedTest(struct glob_case *c, glob, matches_as_the_table_says)
 {
-    cr_expect_eq(policy_glob_match(c->pattern, c->name), c->match, "\"%s\" vs \"%s\": expected %s",
+    cr_expect_eq(rg_glob_match(c->pattern, c->name), c->match, "\"%s\" vs \"%s\": expected %s",
                  c->pattern, c->name, c->match ? "a match" : "no match");
 }
 
 Test(glob, null_matches_nothing)
 {
-    cr_expect_eq(policy_glob_match(NULL, "a"), 0);
-    cr_expect_eq(policy_glob_match("a", NULL), 0);
-    cr_expect_eq(policy_glob_match("**", NULL), 0);
+    cr_expect_eq(rg_glob_match(NULL, "a"), 0);
+    cr_expect_eq(rg_glob_match("a", NULL), 0);
+    cr_expect_eq(rg_glob_match("**", NULL), 0);
 }

@@ -262,13 +262,13 @@ static void expect_no_secret(const char *msg)
         fclose(f);
 }
 
-static policy_credentials app_config(const char *key, long long installation)
+static config_credentials app_config(const char *key, long long installation)
 {
     static char keypath[PATH_MAX];
-    policy_credentials c = {0};
+    config_credentials c = {0};
 
     snprintf(keypath, sizeof(keypath), "%s/%s.pem", tmpdir, key);
-    c.type = POLICY_CRED_GITHUB_APP;
+    c.type = CONFIG_CRED_GITHUB_APP;
     c.app_id = APP_ID;
     c.private_key_file = keypath;
     c.api_url = api_url;
@@ -281,7 +281,7 @@ static tokens_provider *app_provider(const char *const *extra, long long install
 {
     tokens_provider *p = NULL;
     rg_error err = RG_ERROR_INIT;
-    policy_credentials c;
+    config_credentials c;
 
     need_tools();
     make_key("app", 0600);
@@ -297,7 +297,7 @@ static tokens_provider *app_provider(const char *const *extra, long long install
 
 Test(credentials, none_gives_a_credential_with_nothing_to_send)
 {
-    policy_credentials c = {.type = POLICY_CRED_NONE};
+    config_credentials c = {.type = CONFIG_CRED_NONE};
     tokens_provider *p = NULL;
     tokens_credential *cred = NULL;
     rg_error err = RG_ERROR_INIT;
@@ -315,7 +315,7 @@ Test(credentials, none_gives_a_credential_with_nothing_to_send)
 
 Test(credentials, static_reads_the_file_once_and_strips_one_newline)
 {
-    policy_credentials c = {.type = POLICY_CRED_STATIC, .username = (char *)"bot"};
+    config_credentials c = {.type = CONFIG_CRED_STATIC, .username = (char *)"bot"};
     tokens_provider *p = NULL;
     tokens_credential *a = NULL, *b = NULL;
     rg_error err = RG_ERROR_INIT;
@@ -342,7 +342,7 @@ Test(credentials, static_reads_the_file_once_and_strips_one_newline)
 
 Test(credentials, static_default_user_and_crlf_file)
 {
-    policy_credentials c = {.type = POLICY_CRED_STATIC};
+    config_credentials c = {.type = CONFIG_CRED_STATIC};
     tokens_provider *p = NULL;
     tokens_credential *a = NULL;
     rg_error err = RG_ERROR_INIT;
@@ -359,7 +359,7 @@ Test(credentials, static_default_user_and_crlf_file)
 
 Test(credentials, static_file_readable_by_others_is_refused_naming_its_mode)
 {
-    policy_credentials c = {.type = POLICY_CRED_STATIC, .username = (char *)"u"};
+    config_credentials c = {.type = CONFIG_CRED_STATIC, .username = (char *)"u"};
     tokens_provider *p = (tokens_provider *)1;
     rg_error err = RG_ERROR_INIT;
 
@@ -379,7 +379,7 @@ Test(credentials, static_file_readable_by_others_is_refused_naming_its_mode)
 
 Test(credentials, static_missing_or_odd_files_are_refused_without_the_secret)
 {
-    policy_credentials c = {.type = POLICY_CRED_STATIC, .username = (char *)"u"};
+    config_credentials c = {.type = CONFIG_CRED_STATIC, .username = (char *)"u"};
     tokens_provider *p = NULL;
     rg_error err = RG_ERROR_INIT;
 
@@ -605,7 +605,7 @@ Test(credentials, app_repository_outside_the_installations_is_a_clear_error)
     tokens_provider_free(p);
     p = NULL;
     {
-        policy_credentials cfg = app_config("app", 7);
+        config_credentials cfg = app_config("app", 7);
         cr_assert_eq(tokens_provider_new(&p, &cfg, NULL, &err), 0, "%s", err.msg);
     }
     cr_expect_eq(tokens_provider_acquire(&c, p, "other/x", TOKENS_ACCESS_READ, 0, &err),
@@ -683,7 +683,7 @@ Test(credentials, app_key_the_api_does_not_know_is_a_clear_401)
     tokens_provider *p = NULL;
     tokens_credential *c = NULL;
     rg_error err = RG_ERROR_INIT;
-    policy_credentials cfg;
+    config_credentials cfg;
 
     need_tools();
     make_key("app", 0600);
@@ -747,7 +747,7 @@ Test(credentials, app_key_readable_by_others_is_refused)
 {
     tokens_provider *p = NULL;
     rg_error err = RG_ERROR_INIT;
-    policy_credentials cfg;
+    config_credentials cfg;
 
     need_tools();
     make_key("app", 0644);
@@ -771,7 +771,7 @@ Test(credentials, app_unreachable_api_is_an_upstream_error)
     tokens_provider *p = NULL;
     tokens_credential *c = NULL;
     rg_error err = RG_ERROR_INIT;
-    policy_credentials cfg;
+    config_credentials cfg;
 
     need_tools();
     make_key("app", 0600);

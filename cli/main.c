@@ -1,12 +1,12 @@
 /*
- * refgate: the entry point. It dispatches to one subcommand (gateway/cli_*.c)
+ * refgate: the entry point. It dispatches to one subcommand (cli/)
  * and does nothing else, so every subcommand is reachable from tests and the
  * demo through the same functions.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "gateway/cli.h"
+#include "cli/cli.h"
 
 static const struct {
     const char *name;

@@ -26,115 +26,114 @@
  *   they are type-checked now and used by forwarding.
  * rules: optional; every selector is optional and matches anything when
  *   absent. `repos` globs match "<host>/<path>" without ".git", `refs`
- *   globs match full ref names (see policy_glob_match). `effect` is
+ *   globs match full ref names (see rg_glob_match). `effect` is
  *   required; `mode` defaults to "enforce"; `name` defaults to
  *   "rules[<index>]", names are unique and "default" is reserved. Patterns
  *   that can never match (empty segments, a repo ending in .git or naming
  *   no configured host, a ref outside refs, `***`, a `**` that is not a
  *   whole segment, `[` or `\`) are errors rather than dead rules.
  */
-#ifndef RG_POLICY_CONFIG_H
-#define RG_POLICY_CONFIG_H
+#ifndef RG_CONFIG_CONFIG_H
+#define RG_CONFIG_CONFIG_H
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "util/error.h"
 
-typedef enum policy_action {
-    POLICY_ACTION_CREATE = 1 << 0,
-    POLICY_ACTION_UPDATE = 1 << 1, /* fast-forward */
-    POLICY_ACTION_FORCE = 1 << 2,  /* old is not an ancestor of new */
-    POLICY_ACTION_DELETE = 1 << 3,
-} policy_action;
+typedef enum config_action {
+    CONFIG_ACTION_CREATE = 1 << 0,
+    CONFIG_ACTION_UPDATE = 1 << 1, /* fast-forward */
+    CONFIG_ACTION_FORCE = 1 << 2,  /* old is not an ancestor of new */
+    CONFIG_ACTION_DELETE = 1 << 3,
+} config_action;
 
-#define POLICY_ACTION_ALL 0xf
+#define CONFIG_ACTION_ALL 0xf
 
 /* Ordered so that a larger value wins: deny over ask over allow. */
-typedef enum policy_effect {
-    POLICY_ALLOW = 0,
-    POLICY_ASK = 1,
-    POLICY_DENY = 2,
-} policy_effect;
+typedef enum config_effect {
+    CONFIG_ALLOW = 0,
+    CONFIG_ASK = 1,
+    CONFIG_DENY = 2,
+} config_effect;
 
-typedef struct policy_rule {
+typedef struct config_rule {
     char *name;   /* "name", or "rules[<index>]" when absent */
     char **repos; /* NULL: any repo */
     size_t nrepos;
     char **refs; /* NULL: any ref */
     size_t nrefs;
-    unsigned actions; /* bitmask of policy_action; POLICY_ACTION_ALL when absent */
-    policy_effect effect;
+    unsigned actions; /* bitmask of config_action; CONFIG_ACTION_ALL when absent */
+    config_effect effect;
     char *reason;      /* may be NULL */
     int evaluate_only; /* "mode": "evaluate": logged, never enforced */
-} policy_rule;
+} config_rule;
 
 /* How the gateway authenticates to an upstream (remote upstreams only). */
-typedef enum policy_cred_type {
-    POLICY_CRED_NONE = 0,   /* {"type": "none"}, and the default */
-    POLICY_CRED_STATIC,     /* {"type": "static", "username", "token_file"} */
-    POLICY_CRED_GITHUB_APP, /* {"type": "github-app", "app_id", "private_key_file",
+typedef enum config_cred_type {
+    CONFIG_CRED_NONE = 0,   /* {"type": "none"}, and the default */
+    CONFIG_CRED_STATIC,     /* {"type": "static", "username", "token_file"} */
+    CONFIG_CRED_GITHUB_APP, /* {"type": "github-app", "app_id", "private_key_file",
                                "api_url", "installation_id"} */
-} policy_cred_type;
+} config_cred_type;
 
-typedef struct policy_credentials {
-    policy_cred_type type;
+typedef struct config_credentials {
+    config_cred_type type;
     char *username;            /* static: the Basic user name (default "x-access-token") */
     char *token_file;          /* static: absolute path of the secret */
     long long app_id;          /* github-app */
     char *private_key_file;    /* github-app: absolute path of the PEM key */
     char *api_url;             /* github-app: default "https://api.github.com" */
     long long installation_id; /* github-app: 0 = look it up per repository */
-} policy_credentials;
+} config_credentials;
 
-typedef struct policy_upstream {
+typedef struct config_upstream {
     char *host; /* the first path segment clients use */
     char *url;  /* as configured; for remote upstreams without a trailing '/' */
     char *root; /* for file:// upstreams, the absolute directory; else NULL */
     /* Remote (http/https) upstreams only: */
-    policy_credentials credentials;      /* for forwarded pushes */
-    policy_credentials read_credentials; /* advertisements, fetches, the mirror;
+    config_credentials credentials;      /* for forwarded pushes */
+    config_credentials read_credentials; /* advertisements, fetches, the mirror;
                                             a copy of `credentials` when absent */
     int has_read_credentials;            /* "read_credentials" was given */
     char *ca_file;                       /* absolute, or NULL: the system CAs */
     long connect_timeout;                /* seconds (default 10) */
     long idle_timeout;                   /* seconds without progress (default 60) */
-} policy_upstream;
+} config_upstream;
 
-typedef struct policy_config {
+typedef struct config_model {
     char *path; /* the file it was loaded from (absolute) */
     char *listen_host;
     unsigned listen_port; /* 0: any free port */
     char *state_dir;      /* absolute */
-    policy_effect default_effect;
+    config_effect default_effect;
     uint64_t max_body_bytes;
-    policy_upstream *upstreams;
+    config_upstream *upstreams;
     size_t nupstreams;
-    policy_rule *rules;
+    config_rule *rules;
     size_t nrules;
-} policy_config;
+} config_model;
 
 /*
  * Load the config at `path`. On success *out is the caller's, freed with
- * policy_config_free; on failure *out is NULL and err says why (RG_E_CONFIG
+ * config_free; on failure *out is NULL and err says why (RG_E_CONFIG
  * for a bad config, a negative errno when the file cannot be read).
  */
-int policy_config_load(policy_config **out, const char *path, rg_error *err);
+int config_load(config_model **out, const char *path, rg_error *err);
 
 /*
  * Parse a config from memory; `path` names it in errors and anchors paths
  * (it need not exist, but its directory must for local upstreams to resolve).
  */
-int policy_config_parse(policy_config **out, const char *json, size_t len, const char *path,
-                        rg_error *err);
+int config_parse(config_model **out, const char *json, size_t len, const char *path, rg_error *err);
 
-void policy_config_free(policy_config *cfg);
+void config_free(config_model *cfg);
 
 /* The upstream whose host is `host`, or NULL. */
-const policy_upstream *policy_config_upstream(const policy_config *cfg, const char *host);
+const config_upstream *config_find_upstream(const config_model *cfg, const char *host);
 
 /* Static names as the config spells them; "unknown" for other values. */
-const char *policy_action_name(policy_action a);
-const char *policy_effect_name(policy_effect e);
+const char *config_action_name(config_action a);
+const char *config_effect_name(config_effect e);
 
 #endif

@@ -6,8 +6,8 @@
  * gateway that refuses to start. Every message names the file, the key path
  * (`rules[2].actions[1]`) and what is wrong with it.
  */
-#include "policy/config.h"
-#include "policy/eval.h"
+#include "config/config.h"
+#include "util/glob.h"
 
 #include <arpa/inet.h>
 #include <jansson.h>
@@ -52,15 +52,15 @@ typedef struct parse_ctx {
 
 static const struct {
     const char *name;
-    policy_action action;
+    config_action action;
 } actions[] = {
-    {"create", POLICY_ACTION_CREATE},
-    {"update", POLICY_ACTION_UPDATE},
-    {"force", POLICY_ACTION_FORCE},
-    {"delete", POLICY_ACTION_DELETE},
+    {"create", CONFIG_ACTION_CREATE},
+    {"update", CONFIG_ACTION_UPDATE},
+    {"force", CONFIG_ACTION_FORCE},
+    {"delete", CONFIG_ACTION_DELETE},
 };
 
-const char *policy_action_name(policy_action a)
+const char *config_action_name(config_action a)
 {
     size_t i;
 
@@ -70,27 +70,27 @@ const char *policy_action_name(policy_action a)
     return "unknown";
 }
 
-const char *policy_effect_name(policy_effect e)
+const char *config_effect_name(config_effect e)
 {
     switch (e) {
-    case POLICY_ALLOW:
+    case CONFIG_ALLOW:
         return "allow";
-    case POLICY_ASK:
+    case CONFIG_ASK:
         return "ask";
-    case POLICY_DENY:
+    case CONFIG_DENY:
         return "deny";
     }
     return "unknown";
 }
 
-static int effect_from_name(policy_effect *out, const char *s)
+static int effect_from_name(config_effect *out, const char *s)
 {
     if (!strcmp(s, "allow"))
-        *out = POLICY_ALLOW;
+        *out = CONFIG_ALLOW;
     else if (!strcmp(s, "ask"))
-        *out = POLICY_ASK;
+        *out = CONFIG_ASK;
     else if (!strcmp(s, "deny"))
-        *out = POLICY_DENY;
+        *out = CONFIG_DENY;
     else
         return -1;
     return 0;
@@ -400,7 +400,7 @@ static int parse_port(unsigned *out, const char *s)
  * localhost are refused: they may resolve to several addresses, and which
  * one the gateway binds should not depend on the resolver.
  */
-static int parse_listen(policy_config *cfg, const parse_ctx *ctx, const char *s)
+static int parse_listen(config_model *cfg, const parse_ctx *ctx, const char *s)
 {
     const char *colon, *hstart;
     unsigned char addr[16];
@@ -444,14 +444,14 @@ static int parse_listen(policy_config *cfg, const parse_ctx *ctx, const char *s)
     return dup_string(&cfg->listen_host, ctx, host);
 }
 
-static int parse_effect(policy_effect *out, const parse_ctx *ctx, const char *key, const char *s)
+static int parse_effect(config_effect *out, const parse_ctx *ctx, const char *key, const char *s)
 {
     if (effect_from_name(out, s) < 0)
         return fail(ctx, key, "unknown effect \"%s\" (expected allow, deny or ask)", s);
     return 0;
 }
 
-static int parse_max_body(policy_config *cfg, const parse_ctx *ctx, const json_t *v)
+static int parse_max_body(config_model *cfg, const parse_ctx *ctx, const json_t *v)
 {
     if (!json_is_integer(v))
         return fail_type(ctx, "max_body_bytes", "an integer (bytes)", v);
@@ -546,7 +546,7 @@ static int url_decode_path(char **out, const parse_ctx *ctx, const char *kp, con
  * A local upstream must exist now: discovering at the first push that the
  * root is missing would turn a config mistake into confusing push errors.
  */
-static int resolve_local_root(policy_upstream *up, const parse_ctx *ctx, const char *kp,
+static int resolve_local_root(config_upstream *up, const parse_ctx *ctx, const char *kp,
                               const char *path)
 {
     char *joined = path_join(ctx->dir, path);
@@ -582,7 +582,7 @@ done:
  * the config file), and `http://` or `https://` URLs, which are forwarded to.
  * Sets *remote to 1 for the latter.
  */
-static int parse_upstream_url(policy_upstream *up, int *remote, const parse_ctx *ctx,
+static int parse_upstream_url(config_upstream *up, int *remote, const parse_ctx *ctx,
                               const char *kp, const char *url)
 {
     const char *sep = strstr(url, "://");
@@ -699,14 +699,14 @@ static int parse_http_url(char **out, const parse_ctx *ctx, const char *kp, cons
     return *out ? 0 : fail_oom(ctx);
 }
 
-static int parse_cred_static(policy_credentials *c, const parse_ctx *ctx, const json_t *obj,
+static int parse_cred_static(config_credentials *c, const parse_ctx *ctx, const json_t *obj,
                              const char *kp)
 {
     char sub[KEYPATH_MAX];
     const char *user = NULL, *file = NULL;
     int rc;
 
-    c->type = POLICY_CRED_STATIC;
+    c->type = CONFIG_CRED_STATIC;
     rc = check_keys(ctx, obj, kp, cred_static_keys, "type, username or token_file");
     if (rc == 0)
         rc = get_string(&user, ctx, obj, kp, "username", 0, NULL);
@@ -728,14 +728,14 @@ static int parse_cred_static(policy_credentials *c, const parse_ctx *ctx, const 
     return rc;
 }
 
-static int parse_cred_github_app(policy_credentials *c, const parse_ctx *ctx, const json_t *obj,
+static int parse_cred_github_app(config_credentials *c, const parse_ctx *ctx, const json_t *obj,
                                  const char *kp)
 {
     char sub[KEYPATH_MAX];
     const char *file = NULL, *api = NULL;
     int rc;
 
-    c->type = POLICY_CRED_GITHUB_APP;
+    c->type = CONFIG_CRED_GITHUB_APP;
     rc = check_keys(ctx, obj, kp, cred_app_keys,
                     "type, app_id, private_key_file, api_url or installation_id");
     if (rc == 0)
@@ -762,7 +762,7 @@ static int parse_cred_github_app(policy_credentials *c, const parse_ctx *ctx, co
  * other string is refused with a pointer to the object form, because a
  * string there is most likely a token pasted into the config.
  */
-static int parse_credentials(policy_credentials *c, const parse_ctx *ctx, const json_t *v,
+static int parse_credentials(config_credentials *c, const parse_ctx *ctx, const json_t *v,
                              const char *kp)
 {
     char sub[KEYPATH_MAX];
@@ -784,7 +784,7 @@ static int parse_credentials(policy_credentials *c, const parse_ctx *ctx, const 
     if (rc < 0)
         return rc;
     if (!strcmp(type, "none")) {
-        c->type = POLICY_CRED_NONE;
+        c->type = CONFIG_CRED_NONE;
         return check_keys(ctx, v, kp, cred_none_keys, "only type");
     }
     if (!strcmp(type, "static"))
@@ -795,7 +795,7 @@ static int parse_credentials(policy_credentials *c, const parse_ctx *ctx, const 
     return fail(ctx, sub, "unknown type \"%s\" (expected none, static or github-app)", type);
 }
 
-static void free_credentials(policy_credentials *c)
+static void free_credentials(config_credentials *c)
 {
     free(c->username);
     free(c->token_file);
@@ -805,8 +805,8 @@ static void free_credentials(policy_credentials *c)
 }
 
 /* A deep copy, so each field has exactly one owner and frees once. */
-static int copy_credentials(policy_credentials *dst, const parse_ctx *ctx,
-                            const policy_credentials *src)
+static int copy_credentials(config_credentials *dst, const parse_ctx *ctx,
+                            const config_credentials *src)
 {
     *dst = *src;
     dst->username = NULL;
@@ -842,7 +842,7 @@ static int get_seconds(long *out, const parse_ctx *ctx, const json_t *obj, const
 }
 
 /* The keys of a forwarding upstream: credentials, CA file and timeouts. */
-static int parse_remote(policy_upstream *up, const parse_ctx *ctx, const json_t *obj,
+static int parse_remote(config_upstream *up, const parse_ctx *ctx, const json_t *obj,
                         const char *parent)
 {
     char kp[KEYPATH_MAX];
@@ -877,7 +877,7 @@ static int parse_remote(policy_upstream *up, const parse_ctx *ctx, const json_t 
     return rc;
 }
 
-static int parse_upstream(policy_upstream *up, const parse_ctx *ctx, const json_t *obj,
+static int parse_upstream(config_upstream *up, const parse_ctx *ctx, const json_t *obj,
                           const char *kp)
 {
     char sub[KEYPATH_MAX];
@@ -919,7 +919,7 @@ static int parse_upstream(policy_upstream *up, const parse_ctx *ctx, const json_
     return dup_string(&up->url, ctx, url);
 }
 
-static int parse_upstreams(policy_config *cfg, const parse_ctx *ctx, const json_t *arr)
+static int parse_upstreams(config_model *cfg, const parse_ctx *ctx, const json_t *arr)
 {
     char kp[KEYPATH_MAX];
     size_t i, j;
@@ -969,7 +969,7 @@ typedef enum pattern_kind {
  * rule that would otherwise never match, and a deny rule that never matches
  * lets through what it was written to stop.
  */
-static int check_pattern(const policy_config *cfg, const parse_ctx *ctx, const char *kp,
+static int check_pattern(const config_model *cfg, const parse_ctx *ctx, const char *kp,
                          pattern_kind kind, const char *pat)
 {
     char first[256];
@@ -1000,7 +1000,7 @@ static int check_pattern(const policy_config *cfg, const parse_ctx *ctx, const c
     memcpy(first, pat, flen);
     first[flen] = '\0';
     if (kind == PATTERN_REF) {
-        if (!policy_glob_match(first, "refs"))
+        if (!rg_glob_match(first, "refs"))
             return fail(ctx, kp,
                         "\"%s\" never matches: refs are full names such as refs/heads/main", pat);
         return 0;
@@ -1021,7 +1021,7 @@ static int check_pattern(const policy_config *cfg, const parse_ctx *ctx, const c
     return 0;
 }
 
-static int parse_patterns(char ***out, size_t *nout, const policy_config *cfg, const parse_ctx *ctx,
+static int parse_patterns(char ***out, size_t *nout, const config_model *cfg, const parse_ctx *ctx,
                           const json_t *rule, const char *parent, const char *key,
                           pattern_kind kind)
 {
@@ -1066,7 +1066,7 @@ static int parse_actions(unsigned *out, const parse_ctx *ctx, const json_t *rule
     json_t *arr = json_object_get(rule, "actions"), *v;
     size_t i, j;
 
-    *out = POLICY_ACTION_ALL;
+    *out = CONFIG_ACTION_ALL;
     keypath_key(kp, parent, "actions");
     if (arr == NULL)
         return 0;
@@ -1092,7 +1092,7 @@ static int parse_actions(unsigned *out, const parse_ctx *ctx, const json_t *rule
     return 0;
 }
 
-static int parse_rule(policy_rule *r, const policy_config *cfg, const parse_ctx *ctx,
+static int parse_rule(config_rule *r, const config_model *cfg, const parse_ctx *ctx,
                       const json_t *obj, size_t index)
 {
     char kp[KEYPATH_MAX], sub[KEYPATH_MAX];
@@ -1143,7 +1143,7 @@ static int parse_rule(policy_rule *r, const policy_config *cfg, const parse_ctx 
     return rc;
 }
 
-static int parse_rules(policy_config *cfg, const parse_ctx *ctx, const json_t *arr)
+static int parse_rules(config_model *cfg, const parse_ctx *ctx, const json_t *arr)
 {
     char kp[KEYPATH_MAX];
     size_t i, j;
@@ -1184,7 +1184,7 @@ static const char *const top_keys[] = {
 };
 #define TOP_KEYS_TEXT "listen, state_dir, default, max_body_bytes, upstreams or rules"
 
-static int parse_root(policy_config *cfg, const parse_ctx *ctx, const json_t *root)
+static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *root)
 {
     const char *s;
     json_t *v;
@@ -1214,7 +1214,7 @@ static int parse_root(policy_config *cfg, const parse_ctx *ctx, const json_t *ro
         return rc;
 
     /* Fail closed: with no default, what no rule allows is refused. */
-    cfg->default_effect = POLICY_DENY;
+    cfg->default_effect = CONFIG_DENY;
     rc = get_string(&s, ctx, root, NULL, "default", 0, NULL);
     if (rc == 0 && s != NULL)
         rc = parse_effect(&cfg->default_effect, ctx, "default", s);
@@ -1236,10 +1236,9 @@ static int parse_root(policy_config *cfg, const parse_ctx *ctx, const json_t *ro
     return 0;
 }
 
-int policy_config_parse(policy_config **out, const char *json, size_t len, const char *path,
-                        rg_error *err)
+int config_parse(config_model **out, const char *json, size_t len, const char *path, rg_error *err)
 {
-    policy_config *cfg = NULL;
+    config_model *cfg = NULL;
     json_t *root = NULL;
     json_error_t jerr;
     char *dir = NULL;
@@ -1248,8 +1247,7 @@ int policy_config_parse(policy_config **out, const char *json, size_t len, const
 
     *out = NULL;
     if (json == NULL || path == NULL)
-        return rg_error_set(err, -EINVAL, "policy_config_parse: no %s given",
-                            json ? "path" : "text");
+        return rg_error_set(err, -EINVAL, "config_parse: no %s given", json ? "path" : "text");
     ctx.file = path;
     ctx.dir = NULL;
     ctx.err = err;
@@ -1275,23 +1273,23 @@ int policy_config_parse(policy_config **out, const char *json, size_t len, const
     *out = cfg;
     cfg = NULL;
 done:
-    policy_config_free(cfg);
+    config_free(cfg);
     json_decref(root);
     free(dir);
     return rc;
 }
 
-int policy_config_load(policy_config **out, const char *path, rg_error *err)
+int config_load(config_model **out, const char *path, rg_error *err)
 {
     rg_buf text = RG_BUF_INIT(CONFIG_MAX_BYTES);
     int rc;
 
     *out = NULL;
     if (path == NULL)
-        return rg_error_set(err, -EINVAL, "policy_config_load: no path given");
+        return rg_error_set(err, -EINVAL, "config_load: no path given");
     rc = rg_fs_read_file(&text, path, err);
     if (rc == 0)
-        rc = policy_config_parse(out, text.data, text.len, path, err);
+        rc = config_parse(out, text.data, text.len, path, err);
     rg_buf_free(&text);
     return rc;
 }
@@ -1307,7 +1305,7 @@ static void free_strings(char **v, size_t n)
     free(v);
 }
 
-void policy_config_free(policy_config *cfg)
+void config_free(config_model *cfg)
 {
     size_t i;
 
@@ -1335,7 +1333,7 @@ void policy_config_free(policy_config *cfg)
     free(cfg);
 }
 
-const policy_upstream *policy_config_upstream(const policy_config *cfg, const char *host)
+const config_upstream *config_find_upstream(const config_model *cfg, const char *host)
 {
     size_t i;
 

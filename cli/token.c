@@ -10,8 +10,8 @@
  *
  * Exit status: 0 done, 1 failed, 2 usage.
  */
-#include "gateway/cli.h"
-#include "policy/config.h"
+#include "cli/cli.h"
+#include "config/config.h"
 #include "tokens/token.h"
 
 #include <openssl/rand.h>
@@ -56,11 +56,11 @@ static const char *safe_arg(const char *arg)
     return arg;
 }
 
-static int load(policy_config **cfg, tokens_key **key, const char *config_path)
+static int load(config_model **cfg, tokens_key **key, const char *config_path)
 {
     rg_error err = RG_ERROR_INIT;
 
-    if (policy_config_load(cfg, config_path, &err) < 0) {
+    if (config_load(cfg, config_path, &err) < 0) {
         fprintf(stderr, "refgate token: %s\n", err.msg);
         return -1;
     }
@@ -77,7 +77,7 @@ static int load(policy_config **cfg, tokens_key **key, const char *config_path)
  * configuration knows (is HOST an upstream?) and says what is wrong in
  * terms of the option the user typed.
  */
-static int repo_arg(char **out, const policy_config *cfg, const char *arg)
+static int repo_arg(char **out, const config_model *cfg, const char *arg)
 {
     const char *slash;
     size_t len = strlen(arg), i;
@@ -112,7 +112,7 @@ static int repo_arg(char **out, const policy_config *cfg, const char *arg)
     }
     memcpy(host, arg, (size_t)(slash - arg));
     host[slash - arg] = '\0';
-    if (policy_config_upstream(cfg, host) == NULL) {
+    if (config_find_upstream(cfg, host) == NULL) {
         fprintf(stderr, "refgate token mint: --repo %s: '%s' is not an upstream host in %s (",
                 safe_arg(arg), host, cfg->path);
         for (i = 0; i < cfg->nupstreams; i++)
@@ -133,7 +133,7 @@ static int token_mint(int argc, char **argv)
 {
     const char *config_path = NULL, *ttl_arg = NULL, *run = NULL, *value = NULL;
     char *repos[TOKENS_REPOS_MAX], *token = NULL, gen_run[32];
-    policy_config *cfg = NULL;
+    config_model *cfg = NULL;
     tokens_key *key = NULL;
     rg_error err = RG_ERROR_INIT;
     const char *repo_args[TOKENS_REPOS_MAX];
@@ -225,7 +225,7 @@ done:
     for (i = 0; i < nrepos; i++)
         free(repos[i]);
     tokens_key_free(key);
-    policy_config_free(cfg);
+    config_free(cfg);
     return status;
 }
 
@@ -267,7 +267,7 @@ static int token_revoke(int argc, char **argv)
 {
     const char *config_path = NULL, *token_arg = NULL, *value = NULL;
     char buf[TOKENS_MAX_LEN + 2], prefix[13];
-    policy_config *cfg = NULL;
+    config_model *cfg = NULL;
     tokens_key *key = NULL;
     rg_error err = RG_ERROR_INIT;
     int status = 1, m, argi;
@@ -317,7 +317,7 @@ static int token_revoke(int argc, char **argv)
 done:
     explicit_bzero(buf, sizeof(buf));
     tokens_key_free(key);
-    policy_config_free(cfg);
+    config_free(cfg);
     return status;
 }
 

@@ -16,8 +16,8 @@
  * Exit status: 0 done (verify: intact), 1 failed (verify: broken), 2 usage.
  */
 #include "gateway/audit.h"
-#include "gateway/cli.h"
-#include "policy/config.h"
+#include "cli/cli.h"
+#include "config/config.h"
 
 #include <fnmatch.h>
 #include <jansson.h>
@@ -506,10 +506,10 @@ static int print_row(void *ctx, const audit_line *line, json_t *rec)
 static int load_log_path(char path[PATH_MAX], const char *config_path, const char *cmd)
 {
     rg_error err = RG_ERROR_INIT;
-    policy_config *cfg = NULL;
+    config_model *cfg = NULL;
     int rc = 0;
 
-    if (policy_config_load(&cfg, config_path, &err) < 0) {
+    if (config_load(&cfg, config_path, &err) < 0) {
         fprintf(stderr, "%s: %s\n", cmd, err.msg);
         return -1;
     }
@@ -517,7 +517,7 @@ static int load_log_path(char path[PATH_MAX], const char *config_path, const cha
         fprintf(stderr, "%s: %s: path too long\n", cmd, cfg->state_dir);
         rc = -1;
     }
-    policy_config_free(cfg);
+    config_free(cfg);
     return rc;
 }
 

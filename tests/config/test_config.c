@@ -1,5 +1,5 @@
 /*
- * Tests for policy/config.c. Each test gets a fresh temporary directory
+ * Tests for config/config.c. Each test gets a fresh temporary directory
  * holding upstream directories, so relative paths, file:// roots and
  * missing directories are checked against a real filesystem. Bad configs
  * are one table: every row must fail with a message that names the file,
@@ -17,7 +17,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "policy/config.h"
+#include "config/config.h"
 #include "util/fs.h"
 
 static char tmpdir[PATH_MAX];
@@ -103,8 +103,8 @@ Test(config, a_full_config_loads_every_field)
     char json[8192];
     const char *path;
     rg_error err = RG_ERROR_INIT;
-    policy_config *cfg = NULL;
-    const policy_rule *r;
+    config_model *cfg = NULL;
+    const config_rule *r;
     int n;
 
     n = snprintf(json, sizeof(json),
@@ -129,13 +129,13 @@ Test(config, a_full_config_loads_every_field)
                  tmpdir, tmpdir);
     cr_assert_lt(n, (int)sizeof(json));
     path = write_config("refgate.json", json);
-    cr_assert_eq(policy_config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
 
     cr_expect_str_eq(cfg->path, path);
     cr_expect_str_eq(cfg->listen_host, "::1");
     cr_expect_eq(cfg->listen_port, 0);
     cr_expect_str_eq(cfg->state_dir, join(tmpdir, "state"));
-    cr_expect_eq(cfg->default_effect, POLICY_ALLOW);
+    cr_expect_eq(cfg->default_effect, CONFIG_ALLOW);
     cr_expect_eq(cfg->max_body_bytes, 1048576);
 
     cr_assert_eq(cfg->nupstreams, 4);
@@ -148,17 +148,17 @@ Test(config, a_full_config_loads_every_field)
     cr_expect_str_eq(cfg->upstreams[3].host, "github.com");
     cr_expect_str_eq(cfg->upstreams[3].url, "https://github.com", "no trailing slash");
     cr_expect_null(cfg->upstreams[3].root);
-    cr_expect_eq(cfg->upstreams[3].credentials.type, POLICY_CRED_STATIC);
+    cr_expect_eq(cfg->upstreams[3].credentials.type, CONFIG_CRED_STATIC);
     cr_expect_str_eq(cfg->upstreams[3].credentials.username, "x-access-token");
     cr_expect_str_eq(cfg->upstreams[3].credentials.token_file, join(tmpdir, "t"));
-    cr_expect_eq(cfg->upstreams[3].read_credentials.type, POLICY_CRED_NONE);
+    cr_expect_eq(cfg->upstreams[3].read_credentials.type, CONFIG_CRED_NONE);
     cr_expect_eq(cfg->upstreams[3].has_read_credentials, 1);
     cr_expect_str_eq(cfg->upstreams[3].ca_file, join(tmpdir, "ca.pem"));
     cr_expect_eq(cfg->upstreams[3].connect_timeout, 5);
     cr_expect_eq(cfg->upstreams[3].idle_timeout, 30);
-    cr_expect_eq(policy_config_upstream(cfg, "github.com"), &cfg->upstreams[3]);
-    cr_expect_eq(policy_config_upstream(cfg, "local"), &cfg->upstreams[0]);
-    cr_expect_null(policy_config_upstream(cfg, "nope"));
+    cr_expect_eq(config_find_upstream(cfg, "github.com"), &cfg->upstreams[3]);
+    cr_expect_eq(config_find_upstream(cfg, "local"), &cfg->upstreams[0]);
+    cr_expect_null(config_find_upstream(cfg, "nope"));
 
     cr_assert_eq(cfg->nrules, 3);
     r = &cfg->rules[0];
@@ -168,8 +168,8 @@ Test(config, a_full_config_loads_every_field)
     cr_assert_eq(r->nrefs, 2);
     cr_expect_str_eq(r->refs[0], "refs/heads/main");
     cr_expect_str_eq(r->refs[1], "refs/heads/release/**");
-    cr_expect_eq(r->actions, POLICY_ACTION_UPDATE | POLICY_ACTION_FORCE | POLICY_ACTION_DELETE);
-    cr_expect_eq(r->effect, POLICY_DENY);
+    cr_expect_eq(r->actions, CONFIG_ACTION_UPDATE | CONFIG_ACTION_FORCE | CONFIG_ACTION_DELETE);
+    cr_expect_eq(r->effect, CONFIG_DENY);
     cr_expect_str_eq(r->reason, "main is protected");
     cr_expect_eq(r->evaluate_only, 0);
 
@@ -177,34 +177,34 @@ Test(config, a_full_config_loads_every_field)
     cr_expect_str_eq(r->name, "rules[1]", "an unnamed rule is named by its index");
     cr_expect_null(r->refs, "an absent selector matches anything");
     cr_expect_eq(r->nrefs, 0);
-    cr_expect_eq(r->actions, POLICY_ACTION_ALL);
-    cr_expect_eq(r->effect, POLICY_ASK);
+    cr_expect_eq(r->actions, CONFIG_ACTION_ALL);
+    cr_expect_eq(r->effect, CONFIG_ASK);
     cr_expect_null(r->reason);
     cr_expect_eq(r->evaluate_only, 1);
 
     r = &cfg->rules[2];
     cr_expect_null(r->repos);
-    cr_expect_eq(r->actions, POLICY_ACTION_CREATE);
+    cr_expect_eq(r->actions, CONFIG_ACTION_CREATE);
     cr_expect_eq(r->evaluate_only, 0);
-    policy_config_free(cfg);
+    config_free(cfg);
 }
 
 Test(config, a_minimal_config_gets_the_documented_defaults)
 {
     const char *path = write_config("min.json", "{'state_dir': '/var/lib/refgate'}");
     rg_error err = RG_ERROR_INIT;
-    policy_config *cfg = NULL;
+    config_model *cfg = NULL;
 
-    cr_assert_eq(policy_config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
     cr_expect_str_eq(cfg->listen_host, "127.0.0.1");
     cr_expect_eq(cfg->listen_port, 8470);
-    cr_expect_eq(cfg->default_effect, POLICY_DENY, "fail closed without a default");
+    cr_expect_eq(cfg->default_effect, CONFIG_DENY, "fail closed without a default");
     cr_expect_eq(cfg->max_body_bytes, (uint64_t)2 * 1024 * 1024 * 1024);
     cr_expect_eq(cfg->nupstreams, 0);
     cr_expect_null(cfg->upstreams);
     cr_expect_eq(cfg->nrules, 0);
     cr_expect_null(cfg->rules);
-    policy_config_free(cfg);
+    config_free(cfg);
 }
 
 Test(config, relative_paths_are_relative_to_the_file_not_the_working_directory)
@@ -217,7 +217,7 @@ Test(config, relative_paths_are_relative_to_the_file_not_the_working_directory)
     const char *from[] = {expect_path, "sub/refgate.json", "../sub/refgate.json"};
     const char *cwd[] = {"/", tmpdir, repos_dir};
     rg_error err = RG_ERROR_INIT;
-    policy_config *cfg = NULL;
+    config_model *cfg = NULL;
     size_t i;
 
     snprintf(expect_path, sizeof(expect_path), "%s", path);
@@ -225,12 +225,12 @@ Test(config, relative_paths_are_relative_to_the_file_not_the_working_directory)
                  (int)sizeof(repos_dir));
     for (i = 0; i < 3; i++) {
         cr_assert_eq(chdir(cwd[i]), 0);
-        cr_assert_eq(policy_config_load(&cfg, from[i], &err), 0, "%s", err.msg);
+        cr_assert_eq(config_load(&cfg, from[i], &err), 0, "%s", err.msg);
         cr_expect_str_eq(cfg->path, expect_path, "loaded as %s from %s", from[i], cwd[i]);
         cr_expect_str_eq(cfg->state_dir, join(tmpdir, "state"), "loaded as %s", from[i]);
         cr_expect_str_eq(cfg->upstreams[0].root, join(tmpdir, "repos"), "loaded as %s", from[i]);
         cr_expect_str_eq(cfg->upstreams[1].root, join(tmpdir, "sub"), "loaded as %s", from[i]);
-        policy_config_free(cfg);
+        config_free(cfg);
     }
 }
 
@@ -238,11 +238,11 @@ Test(config, an_absolute_state_dir_is_kept_and_tidied)
 {
     const char *path = write_config("abs.json", "{'state_dir': '/nonexistent/./a//b/../state/'}");
     rg_error err = RG_ERROR_INIT;
-    policy_config *cfg = NULL;
+    config_model *cfg = NULL;
 
-    cr_assert_eq(policy_config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
     cr_expect_str_eq(cfg->state_dir, "/nonexistent/a/state");
-    policy_config_free(cfg);
+    config_free(cfg);
 }
 
 Test(config, parse_from_memory_anchors_paths_at_the_named_file)
@@ -251,14 +251,14 @@ Test(config, parse_from_memory_anchors_paths_at_the_named_file)
     const char json[] = "{\"state_dir\": \"s\", \"upstreams\": [{\"host\": \"h\", \"url\": "
                         "\"repos\"}]}";
     rg_error err = RG_ERROR_INIT;
-    policy_config *cfg = NULL;
+    config_model *cfg = NULL;
 
     cr_assert_lt(snprintf(path, sizeof(path), "%s/never-written.json", tmpdir), (int)sizeof(path));
-    cr_assert_eq(policy_config_parse(&cfg, json, strlen(json), path, &err), 0, "%s", err.msg);
+    cr_assert_eq(config_parse(&cfg, json, strlen(json), path, &err), 0, "%s", err.msg);
     cr_expect_str_eq(cfg->path, path);
     cr_expect_str_eq(cfg->state_dir, join(tmpdir, "s"));
     cr_expect_str_eq(cfg->upstreams[0].root, join(tmpdir, "repos"));
-    policy_config_free(cfg);
+    config_free(cfg);
 }
 
 Test(config, remote_credentials_get_their_defaults_and_read_copies_write)
@@ -276,20 +276,20 @@ Test(config, remote_credentials_get_their_defaults_and_read_copies_write)
                        "   'installation_id': 99}},"
                        " {'host': 'anon', 'url': 'https://anon.example'}]}");
     rg_error err = RG_ERROR_INIT;
-    policy_config *cfg = NULL;
-    const policy_upstream *up;
+    config_model *cfg = NULL;
+    const config_upstream *up;
 
-    cr_assert_eq(policy_config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
     up = &cfg->upstreams[0];
     cr_expect_str_eq(up->url, "https://github.com");
-    cr_expect_eq(up->credentials.type, POLICY_CRED_GITHUB_APP);
+    cr_expect_eq(up->credentials.type, CONFIG_CRED_GITHUB_APP);
     cr_expect_eq(up->credentials.app_id, 42);
     cr_expect_str_eq(up->credentials.private_key_file, join(tmpdir, "app.pem"));
     cr_expect_str_eq(up->credentials.api_url, "https://api.github.com");
     cr_expect_eq(up->credentials.installation_id, 0, "looked up per repository");
     cr_expect_null(up->credentials.username);
     cr_expect_eq(up->has_read_credentials, 0);
-    cr_expect_eq(up->read_credentials.type, POLICY_CRED_GITHUB_APP, "read copies write");
+    cr_expect_eq(up->read_credentials.type, CONFIG_CRED_GITHUB_APP, "read copies write");
     cr_expect_eq(up->read_credentials.app_id, 42);
     cr_expect_str_eq(up->read_credentials.private_key_file, join(tmpdir, "app.pem"));
     cr_expect_neq(up->read_credentials.private_key_file, up->credentials.private_key_file,
@@ -300,20 +300,20 @@ Test(config, remote_credentials_get_their_defaults_and_read_copies_write)
 
     up = &cfg->upstreams[1];
     cr_expect_str_eq(up->url, "http://gitlab.example:8080/group");
-    cr_expect_eq(up->credentials.type, POLICY_CRED_STATIC);
+    cr_expect_eq(up->credentials.type, CONFIG_CRED_STATIC);
     cr_expect_str_eq(up->credentials.username, "oauth2");
     cr_expect_str_eq(up->credentials.token_file, "/run/secrets/gl");
     cr_expect_eq(up->has_read_credentials, 1);
-    cr_expect_eq(up->read_credentials.type, POLICY_CRED_GITHUB_APP);
+    cr_expect_eq(up->read_credentials.type, CONFIG_CRED_GITHUB_APP);
     cr_expect_eq(up->read_credentials.app_id, 7);
     cr_expect_str_eq(up->read_credentials.api_url, "https://ghe.example/api/v3");
     cr_expect_eq(up->read_credentials.installation_id, 99);
 
     up = &cfg->upstreams[2];
-    cr_expect_eq(up->credentials.type, POLICY_CRED_NONE, "no credentials: none");
-    cr_expect_eq(up->read_credentials.type, POLICY_CRED_NONE);
+    cr_expect_eq(up->credentials.type, CONFIG_CRED_NONE, "no credentials: none");
+    cr_expect_eq(up->read_credentials.type, CONFIG_CRED_NONE);
     cr_expect_eq(up->has_read_credentials, 0);
-    policy_config_free(cfg);
+    config_free(cfg);
 }
 
 Test(config, local_upstreams_have_no_remote_fields)
@@ -323,16 +323,16 @@ Test(config, local_upstreams_have_no_remote_fields)
                       "'repos/'}, {'host': 'n', 'url': 'https://x', "
                       "'credentials': 'none', 'read_credentials': {'type': 'none'}}]}");
     rg_error err = RG_ERROR_INIT;
-    policy_config *cfg = NULL;
+    config_model *cfg = NULL;
 
-    cr_assert_eq(policy_config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
     cr_expect_str_eq(cfg->upstreams[0].url, "repos/", "local URLs are kept as written");
-    cr_expect_eq(cfg->upstreams[0].credentials.type, POLICY_CRED_NONE);
+    cr_expect_eq(cfg->upstreams[0].credentials.type, CONFIG_CRED_NONE);
     cr_expect_null(cfg->upstreams[0].credentials.username);
     cr_expect_eq(cfg->upstreams[0].connect_timeout, 0);
-    cr_expect_eq(cfg->upstreams[1].credentials.type, POLICY_CRED_NONE);
+    cr_expect_eq(cfg->upstreams[1].credentials.type, CONFIG_CRED_NONE);
     cr_expect_eq(cfg->upstreams[1].has_read_credentials, 1);
-    policy_config_free(cfg);
+    config_free(cfg);
 }
 
 /*
@@ -366,14 +366,14 @@ ParameterizedTest(struct listen_case *c, config, listen_forms_that_load)
 {
     char json[256];
     rg_error err = RG_ERROR_INIT;
-    policy_config *cfg = NULL;
+    config_model *cfg = NULL;
 
     snprintf(json, sizeof(json), "{\"state_dir\": \"s\", \"listen\": \"%s\"}", c->listen);
-    cr_assert_eq(policy_config_parse(&cfg, json, strlen(json), "/tmp/listen.json", &err), 0,
-                 "%s: %s", c->listen, err.msg);
+    cr_assert_eq(config_parse(&cfg, json, strlen(json), "/tmp/listen.json", &err), 0, "%s: %s",
+                 c->listen, err.msg);
     cr_expect_str_eq(cfg->listen_host, c->host, "%s", c->listen);
     cr_expect_eq(cfg->listen_port, c->port, "%s", c->listen);
-    policy_config_free(cfg);
+    config_free(cfg);
 }
 
 /* ---------------------------------------------------------------------------
@@ -660,7 +660,7 @@ ParameterizedTest(struct bad_case *c, config, rejects_bad_configs_naming_file_ke
 {
     char path[PATH_MAX], json[4096], problem[1024], prefix[PATH_MAX + 64];
     rg_error err = RG_ERROR_INIT;
-    policy_config *cfg = (policy_config *)1;
+    config_model *cfg = (config_model *)1;
     int rc;
 
     /* The file exists (so "is not a directory" has something to find). */
@@ -670,7 +670,7 @@ ParameterizedTest(struct bad_case *c, config, rejects_bad_configs_naming_file_ke
     dequote(json);
     expand(problem, sizeof(problem), c->problem);
 
-    rc = policy_config_parse(&cfg, json, strlen(json), path, &err);
+    rc = config_parse(&cfg, json, strlen(json), path, &err);
     cr_expect_eq(rc, RG_E_CONFIG, "%s: rc %d (%s)", c->what, rc, err.msg);
     cr_expect_null(cfg, "%s: no config on failure", c->what);
     if (c->line > 0)
@@ -689,10 +689,10 @@ Test(config, a_syntax_error_in_a_file_names_the_file_line_and_column)
 {
     const char *path = write_config("syntax.json", "{\n  'state_dir': 's'\n  'rules': []\n}\n");
     rg_error err = RG_ERROR_INIT;
-    policy_config *cfg = NULL;
+    config_model *cfg = NULL;
     char prefix[PATH_MAX + 16];
 
-    cr_expect_eq(policy_config_load(&cfg, path, &err), RG_E_CONFIG);
+    cr_expect_eq(config_load(&cfg, path, &err), RG_E_CONFIG);
     cr_expect_null(cfg);
     snprintf(prefix, sizeof(prefix), "%s:3:", path);
     cr_expect(!strncmp(err.msg, prefix, strlen(prefix)), "\"%s\" should start \"%s\"", err.msg,
@@ -704,11 +704,11 @@ Test(config, a_syntax_error_in_a_file_names_the_file_line_and_column)
 Test(config, errors_name_the_file_as_the_caller_gave_it)
 {
     rg_error err = RG_ERROR_INIT;
-    policy_config *cfg = NULL;
+    config_model *cfg = NULL;
 
     write_config("sub/rel.json", "{'state_dir': 's', 'rules': [{'effect': 'nope'}]}");
     cr_assert_eq(chdir(tmpdir), 0);
-    cr_expect_eq(policy_config_load(&cfg, "sub/rel.json", &err), RG_E_CONFIG);
+    cr_expect_eq(config_load(&cfg, "sub/rel.json", &err), RG_E_CONFIG);
     cr_expect_str_eq(err.msg,
                      "sub/rel.json: rules[0].effect: unknown effect \"nope\" (expected allow, "
                      "deny or ask)");
@@ -717,24 +717,24 @@ Test(config, errors_name_the_file_as_the_caller_gave_it)
 Test(config, a_missing_file_is_an_errno_naming_it)
 {
     rg_error err = RG_ERROR_INIT;
-    policy_config *cfg = (policy_config *)1;
+    config_model *cfg = (config_model *)1;
     const char *path = join(tmpdir, "absent.json");
 
-    cr_expect_eq(policy_config_load(&cfg, path, &err), -ENOENT);
+    cr_expect_eq(config_load(&cfg, path, &err), -ENOENT);
     cr_expect_null(cfg);
     cr_expect(strstr(err.msg, path) != NULL, "%s", err.msg);
 }
 
 Test(config, names_and_null_handling)
 {
-    cr_expect_str_eq(policy_action_name(POLICY_ACTION_CREATE), "create");
-    cr_expect_str_eq(policy_action_name(POLICY_ACTION_UPDATE), "update");
-    cr_expect_str_eq(policy_action_name(POLICY_ACTION_FORCE), "force");
-    cr_expect_str_eq(policy_action_name(POLICY_ACTION_DELETE), "delete");
-    cr_expect_str_eq(policy_action_name((policy_action)0), "unknown");
-    cr_expect_str_eq(policy_effect_name(POLICY_ALLOW), "allow");
-    cr_expect_str_eq(policy_effect_name(POLICY_ASK), "ask");
-    cr_expect_str_eq(policy_effect_name(POLICY_DENY), "deny");
-    cr_expect_null(policy_config_upstream(NULL, "local"));
-    policy_config_free(NULL);
+    cr_expect_str_eq(config_action_name(CONFIG_ACTION_CREATE), "create");
+    cr_expect_str_eq(config_action_name(CONFIG_ACTION_UPDATE), "update");
+    cr_expect_str_eq(config_action_name(CONFIG_ACTION_FORCE), "force");
+    cr_expect_str_eq(config_action_name(CONFIG_ACTION_DELETE), "delete");
+    cr_expect_str_eq(config_action_name((config_action)0), "unknown");
+    cr_expect_str_eq(config_effect_name(CONFIG_ALLOW), "allow");
+    cr_expect_str_eq(config_effect_name(CONFIG_ASK), "ask");
+    cr_expect_str_eq(config_effect_name(CONFIG_DENY), "deny");
+    cr_expect_null(config_find_upstream(NULL, "local"));
+    config_free(NULL);
 }

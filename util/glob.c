@@ -1,5 +1,5 @@
 /*
- * The glob dialect of rule selectors (see eval.h). Names are cut at `/`
+ * The glob dialect of rule selectors (see glob.h). Names are cut at `/`
  * into segments: a `**` segment matches any number of whole segments,
  * including none, and every other segment matches exactly one segment, with
  * `*` for any run of characters and `?` for one character. Both levels use
@@ -7,7 +7,7 @@
  * last star, let it take one more), so matching is O(pattern * name) and a
  * hostile ref name cannot make it exponential.
  */
-#include "policy/eval.h"
+#include "util/glob.h"
 
 #include <stdint.h>
 #include <string.h>
@@ -86,7 +86,7 @@ static int is_globstar(const char *seg)
     return seg[0] == '*' && seg[1] == '*' && (seg[2] == '/' || seg[2] == '\0');
 }
 
-int policy_glob_match(const char *pattern, const char *name)
+int rg_glob_match(const char *pattern, const char *name)
 {
     const char *p = pattern, *n = name;
     const char *star_p = NULL, *star_n = NULL;

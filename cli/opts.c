@@ -2,7 +2,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gateway/cli.h"
+#include "cli/cli.h"
 
 int cli_is_help(const char *arg)
 {

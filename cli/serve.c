@@ -7,9 +7,9 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gateway/cli.h"
+#include "cli/cli.h"
 #include "gateway/server.h"
-#include "policy/config.h"
+#include "config/config.h"
 
 static void usage(FILE *f)
 {
@@ -23,7 +23,7 @@ static void usage(FILE *f)
 int cli_serve(int argc, char **argv)
 {
     const char *config = NULL;
-    policy_config *cfg = NULL;
+    config_model *cfg = NULL;
     gateway_server *srv = NULL;
     rg_error err = RG_ERROR_INIT;
     sigset_t set;
@@ -45,7 +45,7 @@ int cli_serve(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (policy_config_load(&cfg, config, &err) < 0) {
+    if (config_load(&cfg, config, &err) < 0) {
         fprintf(stderr, "refgate serve: %s\n", err.msg);
         return 1;
     }
@@ -59,7 +59,7 @@ int cli_serve(int argc, char **argv)
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     if (gateway_server_start(&srv, cfg, &err) < 0) {
         fprintf(stderr, "refgate serve: %s\n", err.msg);
-        policy_config_free(cfg);
+        config_free(cfg);
         return 1;
     }
     fprintf(stderr, "refgate: serving %s (state in %s)\n", gateway_server_url(srv), cfg->state_dir);
@@ -67,6 +67,6 @@ int cli_serve(int argc, char **argv)
     fprintf(stderr, "refgate: %s received, finishing in-flight pushes\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM");
     gateway_server_stop(srv);
-    policy_config_free(cfg);
+    config_free(cfg);
     return 0;
 }

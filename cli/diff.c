@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "gateway/cli.h"
+#include "cli/cli.h"
 #include "git/dirdiff.h"
 
 #define DIFF_PATH_MAX     4096
@@ -91,22 +91,22 @@ static int diff_stdout_write(const void *data, size_t len, void *payload)
     return fwrite(data, 1, len, stdout) == len ? 0 : -EIO;
 }
 
-static void diff_report(const char *path, git_dirdiff_outcome outcome, const char *reason,
+static void diff_report(const char *path, rgit_dirdiff_outcome outcome, const char *reason,
                         void *payload)
 {
     (void)payload;
     switch (outcome) {
-    case GIT_DIRDIFF_APPLIED:
+    case RGIT_DIRDIFF_APPLIED:
         fputs("applied: ", stdout);
         diff_put_path(stdout, path);
         fputc('\n', stdout);
         break;
-    case GIT_DIRDIFF_ALREADY:
+    case RGIT_DIRDIFF_ALREADY:
         fputs("already applied: ", stdout);
         diff_put_path(stdout, path);
         fputc('\n', stdout);
         break;
-    case GIT_DIRDIFF_REFUSED:
+    case RGIT_DIRDIFF_REFUSED:
         fflush(stdout);
         fputs("refused: ", stderr);
         diff_put_path(stderr, path);
@@ -140,7 +140,7 @@ int cli_diff(int argc, char **argv)
     rg_buf base_buf = RG_BUF_INIT(DIFF_PATH_MAX), orig_buf = RG_BUF_INIT(DIFF_PATH_MAX);
     rg_buf stat = RG_BUF_INIT(DIFF_STAT_MAX);
     rg_error err = RG_ERROR_INIT;
-    git_dirdiff *d = NULL;
+    rgit_dirdiff *d = NULL;
     bool want_stat = false, want_apply = false, dashdash = false;
     size_t refused = 0;
     int i, r, status = DIFF_EXIT_ERROR;
@@ -187,36 +187,36 @@ int cli_diff(int argc, char **argv)
     }
     /* From here on every failure is in `err`, reported once below. */
     if (base == NULL) {
-        if (git_dirdiff_default_base(&base_buf, fork, &err) < 0)
+        if (rgit_dirdiff_default_base(&base_buf, fork, &err) < 0)
             goto done;
         base = base_buf.data;
     }
     if (want_apply && original == NULL) {
-        if (git_dirdiff_default_original(&orig_buf, fork, &err) < 0) {
+        if (rgit_dirdiff_default_original(&orig_buf, fork, &err) < 0) {
             rg_error_wrap(&err, "give --original");
             goto done;
         }
         original = orig_buf.data;
     }
-    if (git_dirdiff_new(&d, base, fork, NULL, &err) < 0)
+    if (rgit_dirdiff_new(&d, base, fork, NULL, &err) < 0)
         goto done;
     if (want_apply) {
-        if (git_dirdiff_apply(&refused, d, original, diff_report, NULL, &err) < 0)
+        if (rgit_dirdiff_apply(&refused, d, original, diff_report, NULL, &err) < 0)
             goto done;
         if (refused > 0)
             fprintf(stderr, "refgate diff: %zu of %zu changes refused; the fork still has them\n",
-                    refused, git_dirdiff_count(d));
+                    refused, rgit_dirdiff_count(d));
         status = refused > 0 ? DIFF_EXIT_CHANGED : DIFF_EXIT_SAME;
     } else if (want_stat) {
-        if (git_dirdiff_stat(&stat, d, 80, &err) < 0)
+        if (rgit_dirdiff_stat(&stat, d, 80, &err) < 0)
             goto done;
         if (stat.len > 0 && fwrite(stat.data, 1, stat.len, stdout) != stat.len)
             rg_error_set(&err, -EIO, "writing the summary failed");
-        status = git_dirdiff_count(d) > 0 ? DIFF_EXIT_CHANGED : DIFF_EXIT_SAME;
+        status = rgit_dirdiff_count(d) > 0 ? DIFF_EXIT_CHANGED : DIFF_EXIT_SAME;
     } else {
-        if (git_dirdiff_print(d, diff_stdout_write, NULL, &err) < 0)
+        if (rgit_dirdiff_print(d, diff_stdout_write, NULL, &err) < 0)
             goto done;
-        status = git_dirdiff_count(d) > 0 ? DIFF_EXIT_CHANGED : DIFF_EXIT_SAME;
+        status = rgit_dirdiff_count(d) > 0 ? DIFF_EXIT_CHANGED : DIFF_EXIT_SAME;
     }
     if ((fflush(stdout) != 0 || ferror(stdout)) && err.code == 0)
         rg_error_set(&err, -EIO, "writing the output failed");
@@ -226,7 +226,7 @@ done:
         fprintf(stderr, "refgate diff: %s\n", err.msg);
         status = DIFF_EXIT_ERROR;
     }
-    git_dirdiff_free(d);
+    rgit_dirdiff_free(d);
     rg_buf_free(&base_buf);
     rg_buf_free(&orig_buf);
     rg_buf_free(&stat);

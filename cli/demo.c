@@ -17,9 +17,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gateway/cli.h"
+#include "cli/cli.h"
 #include "gateway/server.h"
-#include "policy/config.h"
+#include "config/config.h"
 #include "tokens/token.h"
 #include "util/fs.h"
 #include "util/proc.h"
@@ -182,7 +182,7 @@ static void run_env(demo *d, const char *gateway_url, const char *token)
 
 static int demo_main(demo *d, int keep)
 {
-    policy_config *cfg = NULL;
+    config_model *cfg = NULL;
     gateway_server *srv = NULL;
     tokens_key *key = NULL;
     char *token = NULL, before_main[80], after_main[80], feature[80], clone_url[400];
@@ -207,8 +207,7 @@ static int demo_main(demo *d, int keep)
     }
 
     printf(STEP, "start the gateway, mint a run token");
-    if (policy_config_load(&cfg, d->config, &err) < 0 ||
-        gateway_server_start(&srv, cfg, &err) < 0 ||
+    if (config_load(&cfg, d->config, &err) < 0 || gateway_server_start(&srv, cfg, &err) < 0 ||
         tokens_key_load(&key, cfg->state_dir, &err) < 0 ||
         tokens_mint(&token, key, "demo-run", repos, 1, 900, (int64_t)time(NULL), &err) < 0) {
         fprintf(stderr, "refgate demo: %s\n", err.msg);
@@ -272,7 +271,7 @@ done:
     gateway_server_stop(srv);
     tokens_secret_free(token);
     tokens_key_free(key);
-    policy_config_free(cfg);
+    config_free(cfg);
     if (keep)
         printf("kept %s\n", d->dir);
     else
