@@ -8,7 +8,7 @@
 # (after one warm-up, so both read from the page cache). The tree is
 # generated once under $BENCH_DIR (default: a fresh directory under $TMPDIR,
 # removed at exit unless BENCH_KEEP=1). The refgate binary is $REFGATE, else
-# $REFGATE_BUILD/gateway/refgate, else build/cli/refgate.
+# $REFGATE_BUILD/cli/refgate, else build/cli/refgate.
 set -euo pipefail
 
 size_mb=${1:-1024}

@@ -5,10 +5,12 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
 #include "gateway/server.h"
+#include "util/log.h"
 #include "config/config.h"
 
 static void usage(FILE *f)
@@ -27,6 +29,7 @@ int cli_serve(int argc, char **argv)
     gateway_server *srv = NULL;
     rg_error err = RG_ERROR_INIT;
     sigset_t set;
+    static int journald;
     int sig = 0;
 
     for (int i = 1; i < argc; i++) {
@@ -52,6 +55,10 @@ int cli_serve(int argc, char **argv)
     /* Writes to a receive-pack that died must fail with EPIPE, not kill us;
      * the stop signals are taken synchronously below, in this thread only,
      * so every server thread inherits the blocked mask. */
+    /* journald sets JOURNAL_STREAM for a service's stderr: it then reads
+     * each line's priority from a "<N>" prefix. */
+    journald = getenv("JOURNAL_STREAM") != NULL;
+    rg_log_set_sink(rg_log_stderr_sink, &journald);
     signal(SIGPIPE, SIG_IGN);
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);

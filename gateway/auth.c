@@ -1,6 +1,8 @@
 /* Authentication of requests by run token; see auth.h. */
 #include "gateway/auth.h"
 
+#include "util/log.h"
+
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,6 +26,7 @@ void gateway_auth_check(gateway_auth *out, const gateway_ctx *ctx, const char *a
     const char *b64, *token;
     tokens_status ts = TOKENS_MALFORMED;
     rg_error e = RG_ERROR_INIT;
+    char q[600];
     size_t len, dlen;
     int n;
 
@@ -68,7 +71,7 @@ void gateway_auth_check(gateway_auth *out, const gateway_ctx *ctx, const char *a
     if (tokens_verify(&out->claims, &ts, ctx->key, ctx->cfg->state_dir, token, (int64_t)time(NULL),
                       &e) < 0) {
         /* A check that cannot be made refuses (fail closed). */
-        fprintf(stderr, "refgate: token check failed: %s\n", e.msg);
+        rg_log(RG_LOG_ERR, "token_check_failed", "error=%s", rg_log_quote(q, sizeof(q), e.msg));
         deny(out, 503, "the token could not be checked; try again later");
         goto done;
     }

@@ -20,6 +20,7 @@
 #include "git/report.h"
 #include "policy/eval.h"
 #include "util/fs.h"
+#include "util/log.h"
 
 /* ---------------------------------------------------------------- state */
 
@@ -324,6 +325,7 @@ static int start_forward(gateway_receive *r)
     const rgit_push_request *req = r->req;
     rg_buf header = RG_BUF_INIT(16 * 1024 * 1024);
     rg_error e = RG_ERROR_INIT;
+    char q[600];
     size_t *keep, nkeep = 0;
     int rc = 0;
 
@@ -346,8 +348,8 @@ static int start_forward(gateway_receive *r)
     }
     /* Fail closed: what cannot be audited is not forwarded. */
     if (audit_ready(r->ctx->audit, req->nupdates, &e) < 0) {
-        fprintf(stderr, "refgate: audit log not writable, refusing push %s: %s\n", r->push_id,
-                e.msg);
+        rg_log(RG_LOG_ERR, "push_refused_audit_unwritable", "push=%s error=%s", r->push_id,
+               rg_log_quote(q, sizeof(q), e.msg));
         for (size_t i = 0; i < nkeep; i++) {
             r->refs[keep[i]].allowed = 0;
             r->refs[keep[i]].forwarded = 0;
@@ -540,6 +542,7 @@ static int write_audit(gateway_receive *r, char (*reasons)[600], char (*outcomes
     audit_record *recs;
     char(*evals)[300];
     rg_error e = RG_ERROR_INIT;
+    char q[600];
     int rc;
 
     recs = calloc(req->nupdates, sizeof(*recs));
@@ -575,7 +578,8 @@ static int write_audit(gateway_receive *r, char (*reasons)[600], char (*outcomes
     }
     rc = audit_append_many(r->ctx->audit, recs, req->nupdates, &e);
     if (rc < 0)
-        fprintf(stderr, "refgate: audit log append failed: %s\n", e.msg);
+        rg_log(RG_LOG_ERR, "audit_append_failed", "push=%s error=%s", r->push_id,
+               rg_log_quote(q, sizeof(q), e.msg));
     free(recs);
     free(evals);
     return rc;

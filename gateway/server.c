@@ -34,6 +34,7 @@
 #include "gateway/upstream.h"
 #include "git/advert.h"
 #include "util/fs.h"
+#include "util/log.h"
 
 /* What a client may send beyond max_body_bytes before the connection is
  * cut instead of answered, so an endless body cannot hold a thread. */
@@ -138,8 +139,8 @@ static enum MHD_Result advertise(struct MHD_Connection *c, const upstream_target
         rgit_advert_filter(&out, raw.data, raw.len, dropped_caps, "git-receive-pack", &e) < 0) {
         char msg[600];
 
-        fprintf(stderr, "refgate: advertisement for %s/%s failed: %s\n", t->up->host, t->repo_path,
-                e.msg);
+        rg_log(RG_LOG_WARNING, "advertisement_failed", "repo=%s/%s error=%s", t->up->host,
+               t->repo_path, rg_log_quote(msg, sizeof(msg), e.msg));
         /* The message names what upstream did and holds nothing secret. */
         snprintf(msg, sizeof(msg), "the upstream repository could not be read: %s", e.msg);
         ret = respond_text(c, 502, msg);
@@ -174,6 +175,7 @@ static ssize_t fetch_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     upstream_fetch *f = cls;
     rg_error e = RG_ERROR_INIT;
+    char q[600];
     ssize_t n;
 
     (void)pos;
@@ -184,7 +186,7 @@ static ssize_t fetch_reader(void *cls, uint64_t pos, char *buf, size_t max)
         return MHD_CONTENT_READER_END_OF_STREAM;
     /* Part of the answer is out: all that is left is to cut it short, which
      * git reports as an error rather than a short success. */
-    fprintf(stderr, "refgate: fetch answer failed part-way: %s\n", e.msg);
+    rg_log(RG_LOG_WARNING, "fetch_failed_midway", "error=%s", rg_log_quote(q, sizeof(q), e.msg));
     return MHD_CONTENT_READER_END_WITH_ERROR;
 }
 
@@ -204,7 +206,8 @@ static enum MHD_Result fetch_respond(struct MHD_Connection *c, const upstream_ta
     char msg[600];
 
     if (upstream_fetch_start(&f, t, freq, &e) < 0) {
-        fprintf(stderr, "refgate: fetch from %s/%s failed: %s\n", t->up->host, t->repo_path, e.msg);
+        rg_log(RG_LOG_WARNING, "fetch_failed", "repo=%s/%s error=%s", t->up->host, t->repo_path,
+               rg_log_quote(msg, sizeof(msg), e.msg));
         snprintf(msg, sizeof(msg), "the upstream repository could not be read: %s", e.msg);
         return respond_text(c, 502, msg);
     }
