@@ -34,7 +34,7 @@ test_a_full_audit_filesystem_refuses_pushes_and_forwards_nothing() {
   ! git -C "$T/w" push origin feature/full >"$T/out" 2>&1 || fail "push succeeded"
   assert_contains "$T/out" "feature/full -> feature/full (refgate: the audit log cannot be written"
   [ -z "$(upstream_ref app refs/heads/feature/full)" ] || fail "the push was forwarded"
-  assert_contains "$T/gateway.log" "audit log not writable"
+  assert_contains "$T/gateway.log" "push_refused_audit_unwritable"
   rm -f "$T/small/filler"
   git -C "$T/w" push origin feature/full >"$T/out" 2>&1 || { cat "$T/out"; fail "push after"; }
   [ -n "$(upstream_ref app refs/heads/feature/full)" ] || fail "did not land after"
