@@ -455,7 +455,15 @@ static int record_line(rg_buf *out, const audit_record *rec, const char *time, u
     obj = json_object();
     if (obj == NULL)
         return -ENOMEM;
-    if (json_object_set_new(obj, "time", json_string(time)) < 0 ||
+    if (json_object_set_new(obj, "v", json_integer(2)) < 0 ||
+        json_object_set_new(obj, "type",
+                            json_string(rec->kind == AUDIT_OUTCOME ? "outcome"
+                                        : rec->kind == AUDIT_EVENT ? "event"
+                                                                   : "decision")) < 0 ||
+        (rec->kind == AUDIT_OUTCOME &&
+         json_object_set_new(obj, "decision_seq", json_integer((json_int_t)rec->decision_seq)) <
+             0) ||
+        json_object_set_new(obj, "time", json_string(time)) < 0 ||
         json_object_set_new(obj, "seq", json_integer((json_int_t)seq)) < 0 ||
         json_object_set_new(obj, "prev", json_string(prev)) < 0)
         goto done;
@@ -484,7 +492,14 @@ done:
     return rc;
 }
 
-int audit_append_many(audit_log *log, const audit_record *recs, size_t n, rg_error *err)
+size_t audit_record_size_max(const audit_record *rec)
+{
+    (void)rec;
+    return 16 * FIELD_MAX;
+}
+
+int audit_append_many(audit_log *log, const audit_record *recs, size_t n, uint64_t *first_seq,
+                      rg_error *err)
 {
     rg_buf out;
     char now[TIME_LEN], prev[HASH_HEX + 1];
@@ -524,6 +539,8 @@ int audit_append_many(audit_log *log, const audit_record *recs, size_t n, rg_err
         rg_error_set(err, rc, "%s: %s", log->path, strerror(-rc));
         goto done;
     }
+    if (first_seq)
+        *first_seq = log->seq + 1;
     log->seq = seq;
     memcpy(log->prev, prev, sizeof(prev));
 done:
@@ -532,7 +549,7 @@ done:
     return rc;
 }
 
-int audit_ready(audit_log *log, size_t nrecords, rg_error *err)
+int audit_ready(audit_log *log, size_t nbytes, rg_error *err)
 {
     struct statvfs vfs;
     unsigned long long need, avail;
@@ -547,7 +564,7 @@ int audit_ready(audit_log *log, size_t nrecords, rg_error *err)
     }
     /* Room for the records at their largest, and a margin for everything
      * else writing to the same filesystem meanwhile. */
-    need = (unsigned long long)nrecords * (AUDIT_LINE_MAX + 1) + AUDIT_READY_MARGIN;
+    need = (unsigned long long)nbytes + AUDIT_READY_MARGIN;
     avail = (unsigned long long)vfs.f_bavail * vfs.f_frsize;
     if (avail < need)
         rc = rg_error_set(err, -ENOSPC, "%s: only %llu bytes free", log->path, avail);
@@ -558,7 +575,7 @@ done:
 
 int audit_append(audit_log *log, const audit_record *rec, rg_error *err)
 {
-    return audit_append_many(log, rec, 1, err);
+    return audit_append_many(log, rec, 1, NULL, err);
 }
 
 void audit_close(audit_log *log)

@@ -16,7 +16,10 @@
 
 #include "util/error.h"
 
+typedef enum audit_kind { AUDIT_DECISION = 1, AUDIT_OUTCOME, AUDIT_EVENT } audit_kind;
+
 typedef struct audit_record {
+    audit_kind kind;
     const char *push_id;
     const char *run;
     const char *token_hash; /* tokens_hash_prefix(), never the token */
@@ -29,8 +32,10 @@ typedef struct audit_record {
     const char *decision; /* allow | deny */
     const char *rule;     /* deciding rule name, or "default" */
     const char *reason;
-    const char *outcome;  /* e.g. "forwarded: ok", "forwarded: ng <reason>", "rejected" */
-    const char *evaluate; /* evaluate-mode verdict, or NULL */
+    const char *outcome;   /* e.g. "forwarded: ok", "forwarded: ng <reason>", "rejected" */
+    const char *evaluate;  /* evaluate-mode verdict, or NULL */
+    uint64_t decision_seq; /* outcome records: the seq of their decision */
+    const char *event, *detail;
 } audit_record;
 
 typedef struct audit_log audit_log;
@@ -54,14 +59,16 @@ int audit_open(audit_log **out, const char *path, rg_error *err);
  * After a failed write or fsync the next append first re-reads the tail.
  */
 int audit_append(audit_log *log, const audit_record *rec, rg_error *err);
-int audit_append_many(audit_log *log, const audit_record *recs, size_t n, rg_error *err);
+int audit_append_many(audit_log *log, const audit_record *recs, size_t n, uint64_t *first_seq,
+                      rg_error *err);
+size_t audit_record_size_max(const audit_record *rec);
 
 /*
  * Whether `nrecords` records can be appended now: the log's tail is known
  * and its filesystem has room for them. Checked before a push is forwarded,
  * so a log that cannot be written stops pushes instead of missing them.
  */
-int audit_ready(audit_log *log, size_t nrecords, rg_error *err);
+int audit_ready(audit_log *log, size_t nbytes, rg_error *err);
 
 void audit_close(audit_log *log);
 

@@ -1,6 +1,23 @@
 /*
  * A push through the gateway, from the first body byte to the answer; see
- * receive.h for the flow. Sections: state, policy, forwarding, body, answer.
+ * receive.h. One push reads top to bottom in the sections below:
+ *
+ *   plan      parse the command list, find the refs that really move,
+ *             classify every command (policy/plan.c)
+ *   inspect   when a rule needs ancestry (or the credential needs to know
+ *             about workflow changes): spool the pack into a quarantine
+ *   decide    every ref's verdict; the decision records are appended and
+ *             fsynced BEFORE a byte goes upstream
+ *   forward   the allowed commands (asking upstream for report-status
+ *             always) and the pack
+ *   finish    upstream's report merged with the gateway's own verdicts
+ *             (merge.c) and one outcome record per forwarded ref, however
+ *             the request ended: answered, failed after forwarding began,
+ *             or abandoned by a client that went away
+ *
+ * Each ref carries its own state (ref_cmd), as git's `struct command`
+ * carries its error_string: the report and the audit records are walks
+ * over the commands.
  */
 #include "gateway/receive.h"
 
@@ -13,14 +30,26 @@
 #include <unistd.h>
 
 #include "gateway/inflate.h"
+#include "gateway/merge.h"
 #include "gateway/mirror.h"
 #include "gateway/upstream.h"
 #include "git/push.h"
 #include "git/quarantine.h"
 #include "git/report.h"
-#include "policy/eval.h"
+#include "git/symref.h"
+#include "policy/plan.h"
 #include "util/fs.h"
 #include "util/log.h"
+
+/* The rewritten command list is at most the client's (capped by the
+ * parser) plus the capability the gateway adds. */
+#define FORWARD_HEADER_MAX (16u * 1024 * 1024)
+
+/* What the spooled pack is read back in. */
+#define SPOOL_CHUNK (1u << 20)
+
+/* What every ng for a ref the audit log could not take says. */
+#define UNAUDITED_REASON "the audit log cannot be written, so nothing was forwarded"
 
 /* ---------------------------------------------------------------- state */
 
@@ -31,17 +60,18 @@ typedef enum body_mode {
     MODE_DISCARD, /* nothing of the rest is needed */
 } body_mode;
 
-typedef struct ref_state {
-    config_action action;
-    int needs_ancestry; /* an update whose class a rule cares about */
-    int classified;     /* action is known exactly (not "update or force") */
-    char note[256];     /* why ancestry could not be decided, if so */
-    policy_decision decision;
-    int allowed;
-    int forwarded;
-    char atomic_ref[256]; /* set when denied only because another ref was */
-    int unaudited;        /* allowed, but the audit log could not take it */
-} ref_state;
+/* One command of the push and everything decided about it. */
+typedef struct ref_cmd {
+    const rgit_ref_update *u;
+    policy_plan_ref plan;
+    char *moves;                      /* owned: the ref it moves when symbolic upstream, or NULL */
+    char note[256];                   /* what the gateway could not decide, said with the verdict */
+    char reason[GATEWAY_RESULT_MAX];  /* the verdict's reason, for the ng and the log */
+    char refusal[GATEWAY_RESULT_MAX]; /* the ng text when not forwarded */
+    int unaudited;                    /* allowed, but the audit log could not take it */
+    uint64_t decision_seq;            /* its decision record, once written */
+    gateway_ref_result result;
+} ref_cmd;
 
 struct gateway_receive {
     const gateway_ctx *ctx;
@@ -58,16 +88,12 @@ struct gateway_receive {
     uint64_t decoded_bytes;
     rgit_push_parser *parser;
     const rgit_push_request *req;
-    ref_state *refs;
+    ref_cmd *cmds; /* req->nupdates of them */
     body_mode mode;
     rgit_sideband_mode sideband;
     int report_status;
 
-    upstream_push *upstream;
-    int upstream_failed;
-    rg_error upstream_err;
-    int send_pack;
-
+    /* Inspection (MODE_SPOOL). */
     int spool_fd;
     gateway_mirror *mirror; /* remote upstreams: held while the pack is inspected */
     rgit_quarantine *q;
@@ -76,6 +102,19 @@ struct gateway_receive {
     int check_workflows; /* the write credential needs to know about workflow changes */
     unsigned cred_flags; /* TOKENS_CRED_* for the forwarded push */
 
+    /* Forwarding. */
+    int decided;  /* verdicts made and decision records written */
+    int nforward; /* refs sent upstream */
+    upstream_push *upstream;
+    int send_pack;
+    int upstream_failed;
+    rg_error upstream_err;
+    int finished; /* upstream's answer merged and outcome records written */
+    rgit_report report;
+    rg_buf progress;
+    int have_report;
+
+    /* The request failed (malformed, too large): the HTTP status and why. */
     int failed;
     unsigned fail_status;
     rg_error fail_err;
@@ -91,6 +130,29 @@ static int fail(gateway_receive *r, unsigned status, int code, const char *msg)
         rg_error_set(&r->fail_err, code, "%s", msg);
     }
     return code;
+}
+
+static void upstream_failed(gateway_receive *r, const rg_error *e)
+{
+    if (!r->upstream_failed) {
+        r->upstream_failed = 1;
+        r->upstream_err = *e;
+    }
+}
+
+static void add_note(ref_cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_note(ref_cmd *c, const char *fmt, ...)
+{
+    size_t len = strlen(c->note);
+    va_list ap;
+
+    if (len > 0 && len + 2 < sizeof(c->note)) {
+        memcpy(c->note + len, "; ", 3);
+        len += 2;
+    }
+    va_start(ap, fmt);
+    vsnprintf(c->note + len, sizeof(c->note) - len, fmt, ap);
+    va_end(ap);
 }
 
 int gateway_receive_new(gateway_receive **out, const gateway_receive_info *info, rg_error *err)
@@ -109,6 +171,7 @@ int gateway_receive_new(gateway_receive **out, const gateway_receive_info *info,
     r->target = *info->target;
     r->target.repo_path = r->route.path;
     r->spool_fd = -1;
+    rg_buf_init(&r->progress, UPSTREAM_PROGRESS_MAX);
     r->repo_dir = info->target->repo_dir ? strdup(info->target->repo_dir) : NULL;
     r->target.repo_dir = r->repo_dir;
     r->run = strdup(info->claims->run ? info->claims->run : "");
@@ -134,74 +197,23 @@ done:
     return 0;
 }
 
-/* --------------------------------------------------------------- policy */
+/* ----------------------------------------------------------------- plan */
 
-static const char *action_label(const ref_state *s)
+/*
+ * Find the refs that really move. A local upstream is read directly; a
+ * remote one's advertisement (v0) shows symbolic refs as plain ones and its
+ * mirror copies them as plain refs, so there the ref is decided as named.
+ */
+static int find_moves(gateway_receive *r, rgit_symrefs *refs, ref_cmd *c)
 {
-    if (!s->classified)
-        return "update|force";
-    return config_action_name(s->action);
-}
+    rg_error e = RG_ERROR_INIT;
 
-/* Classify every command; mark the updates whose class a rule cares about. */
-static int classify(gateway_receive *r)
-{
-    const rgit_push_request *req = r->req;
-    policy_decision as_update, as_force;
-    int any = 0;
-
-    for (size_t i = 0; i < req->nupdates; i++) {
-        const rgit_ref_update *u = &req->updates[i];
-        ref_state *s = &r->refs[i];
-
-        s->classified = 1;
-        if (rgit_oid_hex_is_zero(u->old_id)) {
-            s->action = CONFIG_ACTION_CREATE;
-        } else if (rgit_oid_hex_is_zero(u->new_id)) {
-            s->action = CONFIG_ACTION_DELETE;
-        } else {
-            /* The protocol has no force bit: only ancestry tells, and
-             * computing it needs the pack. Ask the rules whether it matters. */
-            policy_eval(&as_update, r->ctx->cfg, r->route.repo, u->refname, CONFIG_ACTION_UPDATE);
-            policy_eval(&as_force, r->ctx->cfg, r->route.repo, u->refname, CONFIG_ACTION_FORCE);
-            s->action = CONFIG_ACTION_UPDATE;
-            if (as_update.effect != as_force.effect ||
-                as_update.rule_index != as_force.rule_index ||
-                as_update.evaluate_matched != as_force.evaluate_matched ||
-                as_update.evaluate_effect != as_force.evaluate_effect) {
-                s->needs_ancestry = 1;
-                any = 1;
-            } else {
-                s->classified = 0;
-            }
-        }
-    }
-    return any;
-}
-
-/* Settle the updates that needed ancestry, from the quarantine. */
-static void resolve_ancestry(gateway_receive *r)
-{
-    for (size_t i = 0; i < r->req->nupdates; i++) {
-        const rgit_ref_update *u = &r->req->updates[i];
-        ref_state *s = &r->refs[i];
-        rg_error e = RG_ERROR_INIT;
-        int anc = 0;
-
-        if (!s->needs_ancestry)
-            continue;
-        if (r->q == NULL || r->q_failed) {
-            snprintf(s->note, sizeof(s->note), "ancestry undecidable (%s): treated as force",
-                     r->q_err.msg[0] ? r->q_err.msg : "no pack");
-            s->action = CONFIG_ACTION_FORCE;
-        } else if (rgit_quarantine_is_ancestor(&anc, r->q, u->old_id, u->new_id, &e) < 0) {
-            snprintf(s->note, sizeof(s->note), "ancestry undecidable (%s): treated as force",
-                     e.msg);
-            s->action = CONFIG_ACTION_FORCE;
-        } else {
-            s->action = anc ? CONFIG_ACTION_UPDATE : CONFIG_ACTION_FORCE;
-        }
-    }
+    if (refs == NULL)
+        return 0;
+    if (rgit_symrefs_resolve(&c->moves, refs, c->u->refname, &e) < 0)
+        return fail(r, 502, e.code, e.msg);
+    c->plan.moves = c->moves;
+    return 0;
 }
 
 /*
@@ -214,165 +226,50 @@ static void resolve_ancestry(gateway_receive *r)
 /* Does a push to this upstream need to know whether it changes workflows? */
 static int workflows_matter(gateway_receive *r)
 {
-    const rgit_push_request *req = r->req;
-    policy_decision d;
-
     if (r->target.repo_dir != NULL || r->target.up == NULL ||
         r->target.up->credentials.type != CONFIG_CRED_GITHUB_APP)
         return 0;
     /* Only refs that may be forwarded carry content the token would write. */
-    for (size_t i = 0; i < req->nupdates; i++) {
-        const rgit_ref_update *u = &req->updates[i];
-        const ref_state *s = &r->refs[i];
-
-        if (rgit_oid_hex_is_zero(u->new_id))
-            continue;
-        policy_eval(&d, r->ctx->cfg, r->route.repo, u->refname, s->action);
-        if (d.effect == CONFIG_ALLOW)
+    for (size_t i = 0; i < r->req->nupdates; i++)
+        if (!r->cmds[i].plan.new_zero &&
+            policy_plan_may_allow(&r->cmds[i].plan, r->ctx->cfg, r->route.repo))
             return 1;
-        if (s->needs_ancestry) {
-            policy_eval(&d, r->ctx->cfg, r->route.repo, u->refname, CONFIG_ACTION_FORCE);
-            if (d.effect == CONFIG_ALLOW)
-                return 1;
-        }
-    }
     return 0;
 }
 
-static void add_note(ref_state *s, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_note(ref_state *s, const char *fmt, ...)
+/* Classify every command; returns 1 when the pack must be inspected first. */
+static int plan_push(gateway_receive *r)
 {
-    size_t len = strlen(s->note);
-    va_list ap;
-
-    if (len > 0 && len + 2 < sizeof(s->note)) {
-        memcpy(s->note + len, "; ", 3);
-        len += 2;
-    }
-    va_start(ap, fmt);
-    vsnprintf(s->note + len, sizeof(s->note) - len, fmt, ap);
-    va_end(ap);
-}
-
-/*
- * Set TOKENS_CRED_WORKFLOWS when an allowed create or update changes
- * .github/workflows/: an update compares the old and new trees, a create
- * (whose base is unknown) the upstream's HEAD tree and the new one. What
- * cannot be decided does not get the permission, so upstream refuses a
- * workflow change itself (fail closed); the note says so.
- */
-static void resolve_workflows(gateway_receive *r)
-{
-    for (size_t i = 0; i < r->req->nupdates; i++) {
-        const rgit_ref_update *u = &r->req->updates[i];
-        ref_state *s = &r->refs[i];
-        rg_error e = RG_ERROR_INIT;
-        int changed = 0;
-
-        if (!s->allowed || rgit_oid_hex_is_zero(u->new_id))
-            continue;
-        if (r->q == NULL || r->q_failed) {
-            add_note(s, "workflow changes undecidable (%s): no workflows permission",
-                     r->q_err.msg[0] ? r->q_err.msg : "no pack");
-        } else if (rgit_quarantine_changes_prefix(
-                       &changed, r->q, s->action == CONFIG_ACTION_CREATE ? NULL : u->old_id,
-                       u->new_id, WORKFLOWS_PREFIX, &e) < 0) {
-            add_note(s, "workflow changes undecidable (%s): no workflows permission", e.msg);
-        } else if (changed) {
-            add_note(s, "changes " WORKFLOWS_PREFIX);
-            r->cred_flags |= TOKENS_CRED_WORKFLOWS;
-        }
-    }
-}
-
-static void decide_all(gateway_receive *r)
-{
-    const rgit_push_request *req = r->req;
-    const char *denied_ref = NULL;
-
-    for (size_t i = 0; i < req->nupdates; i++) {
-        ref_state *s = &r->refs[i];
-
-        policy_eval(&s->decision, r->ctx->cfg, r->route.repo, req->updates[i].refname, s->action);
-        s->allowed = s->decision.effect == CONFIG_ALLOW;
-        if (!s->allowed && denied_ref == NULL)
-            denied_ref = req->updates[i].refname;
-    }
-    /* --atomic: one denied ref rejects every ref. */
-    if (denied_ref && rgit_push_has_cap(req, "atomic")) {
-        for (size_t i = 0; i < req->nupdates; i++) {
-            if (!r->refs[i].allowed)
-                continue;
-            r->refs[i].allowed = 0;
-            snprintf(r->refs[i].atomic_ref, sizeof(r->refs[i].atomic_ref), "%s", denied_ref);
-        }
-    }
-}
-
-/* ----------------------------------------------------------- forwarding */
-
-static void upstream_failed(gateway_receive *r, const rg_error *e)
-{
-    if (!r->upstream_failed) {
-        r->upstream_failed = 1;
-        r->upstream_err = *e;
-    }
-}
-
-/* Start upstream with the allowed commands; the pack follows if needed. */
-static int start_forward(gateway_receive *r)
-{
-    const rgit_push_request *req = r->req;
-    rg_buf header = RG_BUF_INIT(16 * 1024 * 1024);
+    rgit_symrefs *refs = NULL;
     rg_error e = RG_ERROR_INIT;
-    char q[600];
-    size_t *keep, nkeep = 0;
-    int rc = 0;
+    int need_pack = 0, rc = 0;
 
-    keep = calloc(req->nupdates ? req->nupdates : 1, sizeof(*keep));
-    if (keep == NULL)
+    r->cmds = calloc(r->req->nupdates, sizeof(*r->cmds));
+    if (r->cmds == NULL)
         return fail(r, 500, -ENOMEM, "out of memory");
-    r->send_pack = 0;
-    for (size_t i = 0; i < req->nupdates; i++) {
-        if (!r->refs[i].allowed)
-            continue;
-        keep[nkeep++] = i;
-        r->refs[i].forwarded = 1;
-        /* Upstream reads a pack unless every command it gets is a delete. */
-        if (!rgit_oid_hex_is_zero(req->updates[i].new_id))
-            r->send_pack = 1;
+    if (r->repo_dir && rgit_symrefs_open(&refs, r->repo_dir, &e) < 0)
+        return fail(r, 502, e.code, e.msg);
+    for (size_t i = 0; i < r->req->nupdates; i++) {
+        ref_cmd *c = &r->cmds[i];
+
+        c->u = &r->req->updates[i];
+        c->plan.ref = c->u->refname;
+        c->plan.old_zero = rgit_oid_hex_is_zero(c->u->old_id);
+        c->plan.new_zero = rgit_oid_hex_is_zero(c->u->new_id);
+        c->result.refname = c->u->refname;
+        rc = find_moves(r, refs, c);
+        if (rc < 0)
+            goto done;
+        need_pack |= policy_plan_classify(&c->plan, r->ctx->cfg, r->route.repo);
     }
-    if (nkeep == 0) {
-        r->mode = MODE_DISCARD;
-        goto done;
-    }
-    /* Fail closed: what cannot be audited is not forwarded. */
-    if (audit_ready(r->ctx->audit, req->nupdates, &e) < 0) {
-        rg_log(RG_LOG_ERR, "push_refused_audit_unwritable", "push=%s error=%s", r->push_id,
-               rg_log_quote(q, sizeof(q), e.msg));
-        for (size_t i = 0; i < nkeep; i++) {
-            r->refs[keep[i]].allowed = 0;
-            r->refs[keep[i]].forwarded = 0;
-            r->refs[keep[i]].unaudited = 1;
-        }
-        r->send_pack = 0;
-        r->mode = MODE_DISCARD;
-        goto done;
-    }
-    rc = rgit_push_request_write(&header, req, keep, nkeep);
-    if (rc < 0) {
-        rc = fail(r, 500, rc, "cannot rewrite the command list");
-        goto done;
-    }
-    if (upstream_push_start(&r->upstream, &r->target, r->sideband, r->cred_flags, &e) < 0 ||
-        upstream_push_write(r->upstream, header.data, header.len, &e) < 0)
-        upstream_failed(r, &e);
-    r->mode = (r->send_pack && !r->upstream_failed) ? MODE_STREAM : MODE_DISCARD;
+    r->check_workflows = workflows_matter(r);
+    rc = need_pack || r->check_workflows;
 done:
-    rg_buf_free(&header);
-    free(keep);
+    rgit_symrefs_free(refs);
     return rc;
 }
+
+/* -------------------------------------------------------------- inspect */
 
 static int start_spool(gateway_receive *r)
 {
@@ -402,27 +299,338 @@ static int start_spool(gateway_receive *r)
     return 0;
 }
 
+/* Settle the updates that needed ancestry, from the quarantine. */
+static void resolve_ancestry(gateway_receive *r)
+{
+    for (size_t i = 0; i < r->req->nupdates; i++) {
+        ref_cmd *c = &r->cmds[i];
+        rg_error e = RG_ERROR_INIT;
+        int anc = 0;
+
+        if (!c->plan.needs_ancestry)
+            continue;
+        if (r->q == NULL || r->q_failed) {
+            add_note(c, "ancestry undecidable (%s): treated as force",
+                     r->q_err.msg[0] ? r->q_err.msg : "no pack");
+            policy_plan_set_ancestry(&c->plan, 0, 0);
+        } else if (rgit_quarantine_is_ancestor(&anc, r->q, c->u->old_id, c->u->new_id, &e) < 0) {
+            add_note(c, "ancestry undecidable (%s): treated as force", e.msg);
+            policy_plan_set_ancestry(&c->plan, 0, 0);
+        } else {
+            policy_plan_set_ancestry(&c->plan, 1, anc);
+        }
+    }
+}
+
+/*
+ * Set TOKENS_CRED_WORKFLOWS when an allowed create or update changes
+ * .github/workflows/: an update compares the old and new trees, a create
+ * (whose base is unknown) the upstream's HEAD tree and the new one. What
+ * cannot be decided does not get the permission, so upstream refuses a
+ * workflow change itself (fail closed); the note says so.
+ */
+static void resolve_workflows(gateway_receive *r)
+{
+    for (size_t i = 0; i < r->req->nupdates; i++) {
+        ref_cmd *c = &r->cmds[i];
+        rg_error e = RG_ERROR_INIT;
+        int changed = 0;
+
+        if (!c->plan.allowed || c->plan.new_zero)
+            continue;
+        if (r->q == NULL || r->q_failed) {
+            add_note(c, "workflow changes undecidable (%s): no workflows permission",
+                     r->q_err.msg[0] ? r->q_err.msg : "no pack");
+        } else if (rgit_quarantine_changes_prefix(
+                       &changed, r->q, c->plan.action == CONFIG_ACTION_CREATE ? NULL : c->u->old_id,
+                       c->u->new_id, WORKFLOWS_PREFIX, &e) < 0) {
+            add_note(c, "workflow changes undecidable (%s): no workflows permission", e.msg);
+        } else if (changed) {
+            add_note(c, "changes " WORKFLOWS_PREFIX);
+            r->cred_flags |= TOKENS_CRED_WORKFLOWS;
+        }
+    }
+}
+
+/* Inspection is over: let waiting updates of the mirror in while the push
+ * is forwarded. The quarantine reads the mirror's objects, so it goes first. */
+static void end_inspection(gateway_receive *r)
+{
+    if (r->mirror == NULL)
+        return;
+    rgit_quarantine_free(r->q);
+    r->q = NULL;
+    gateway_mirror_release(r->mirror);
+    r->mirror = NULL;
+}
+
+/* --------------------------------------------------------------- decide */
+
+static void decide_all(gateway_receive *r)
+{
+    const char *denied = NULL;
+
+    for (size_t i = 0; i < r->req->nupdates; i++) {
+        policy_plan_decide(&r->cmds[i].plan, r->ctx->cfg, r->route.repo);
+        if (!r->cmds[i].plan.allowed && denied == NULL)
+            denied = r->cmds[i].u->refname;
+    }
+    if (denied && rgit_push_has_cap(r->req, "atomic"))
+        for (size_t i = 0; i < r->req->nupdates; i++)
+            policy_plan_deny_atomic(&r->cmds[i].plan, denied);
+}
+
+/* The verdict's reason and, for a ref not forwarded, its ng text. */
+static void explain(ref_cmd *c)
+{
+    const policy_plan_ref *p = &c->plan;
+
+    if (c->unaudited)
+        snprintf(c->reason, sizeof(c->reason), UNAUDITED_REASON);
+    else if (p->atomic_ref)
+        snprintf(c->reason, sizeof(c->reason), "atomic push rejected because %s is denied",
+                 p->atomic_ref);
+    else
+        snprintf(c->reason, sizeof(c->reason), "%s%s%s", p->decision.reason,
+                 c->note[0] && p->decision.reason[0] ? "; " : "", c->note);
+    gateway_merge_one_line(c->reason);
+    snprintf(c->refusal, sizeof(c->refusal), "%s: %s", c->unaudited ? "refgate" : "policy",
+             c->reason);
+    c->result.forwarded = p->allowed && !c->unaudited;
+    c->result.refusal = c->refusal;
+}
+
+static void decision_record(audit_record *rec, const gateway_receive *r, const ref_cmd *c,
+                            const char *evaluate)
+{
+    *rec = (audit_record){
+        .kind = AUDIT_DECISION,
+        .push_id = r->push_id,
+        .run = r->run,
+        .token_hash = r->token_hash,
+        .remote = r->remote,
+        .repo = r->route.repo,
+        .ref = c->u->refname,
+        .old_id = c->u->old_id,
+        .new_id = c->u->new_id,
+        .action = policy_plan_action_name(&c->plan),
+        .decision = c->plan.allowed && !c->unaudited ? "allow" : "deny",
+        .rule = c->plan.decision.rule_name,
+        .reason = c->reason,
+        /* A ref not forwarded is complete now; a forwarded one is pending
+         * until its outcome record. */
+        .outcome = c->result.forwarded ? NULL : "rejected",
+        .evaluate = evaluate,
+    };
+}
+
+/* Refuse every allowed ref because the log cannot take the push. */
+static void refuse_unaudited(gateway_receive *r, const rg_error *e)
+{
+    char q[600];
+
+    rg_log(RG_LOG_ERR, "push_refused_audit_unwritable", "push=%s error=%s", r->push_id,
+           rg_log_quote(q, sizeof(q), e->msg));
+    for (size_t i = 0; i < r->req->nupdates; i++) {
+        if (r->cmds[i].plan.allowed) {
+            r->cmds[i].unaudited = 1;
+            explain(&r->cmds[i]);
+        }
+    }
+}
+
+/*
+ * Make the decisions durable before anything is forwarded: fail closed,
+ * what cannot be audited is not forwarded. Room is asked for the decision
+ * records and the outcome records to come.
+ */
+static int record_decisions(gateway_receive *r)
+{
+    size_t n = r->req->nupdates, need = 0;
+    audit_record *recs;
+    char(*evals)[300];
+    rg_error e = RG_ERROR_INIT;
+    uint64_t first = 0;
+    int rc = 0;
+
+    for (size_t i = 0; i < n; i++)
+        explain(&r->cmds[i]);
+    recs = calloc(n, sizeof(*recs));
+    evals = calloc(n, sizeof(*evals));
+    if (recs == NULL || evals == NULL) {
+        rc = fail(r, 500, -ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const policy_decision *d = &r->cmds[i].plan.decision;
+
+        if (d->evaluate_matched)
+            snprintf(evals[i], sizeof(evals[i]), "%s by %s", config_effect_name(d->evaluate_effect),
+                     d->evaluate_rule_name);
+        decision_record(&recs[i], r, &r->cmds[i], d->evaluate_matched ? evals[i] : NULL);
+        need += 2 * audit_record_size_max(&recs[i]);
+    }
+    if (audit_ready(r->ctx->audit, need, &e) < 0 ||
+        audit_append_many(r->ctx->audit, recs, n, &first, &e) < 0) {
+        refuse_unaudited(r, &e);
+        /* The denials' records are still worth keeping. */
+        for (size_t i = 0; i < n; i++)
+            decision_record(&recs[i], r, &r->cmds[i],
+                            r->cmds[i].plan.decision.evaluate_matched ? evals[i] : NULL);
+        first = 0;
+        if (audit_append_many(r->ctx->audit, recs, n, &first, &e) < 0)
+            first = 0;
+    }
+    for (size_t i = 0; i < n && first; i++)
+        r->cmds[i].decision_seq = first + i;
+    r->decided = 1;
+done:
+    free(recs);
+    free(evals);
+    return rc;
+}
+
+/* -------------------------------------------------------------- forward */
+
+/* Start upstream with the allowed commands; the pack follows if needed. */
+static int start_forward(gateway_receive *r)
+{
+    const rgit_push_request *req = r->req;
+    rg_buf header = RG_BUF_INIT(FORWARD_HEADER_MAX);
+    rg_error e = RG_ERROR_INIT;
+    size_t *keep;
+    int rc = 0;
+
+    keep = calloc(req->nupdates ? req->nupdates : 1, sizeof(*keep));
+    if (keep == NULL)
+        return fail(r, 500, -ENOMEM, "out of memory");
+    r->send_pack = 0;
+    for (size_t i = 0; i < req->nupdates; i++) {
+        if (!r->cmds[i].result.forwarded)
+            continue;
+        keep[r->nforward++] = i;
+        /* Upstream reads a pack unless every command it gets is a delete. */
+        if (!r->cmds[i].plan.new_zero)
+            r->send_pack = 1;
+    }
+    r->mode = MODE_DISCARD;
+    if (r->nforward == 0)
+        goto done;
+    /* Without report-status upstream says nothing of what it did: always
+     * ask for it, and answer the client in the form it asked for. */
+    rc = rgit_push_request_write(&header, req, keep, r->nforward, "report-status");
+    if (rc < 0) {
+        rg_error_set(&e, RG_E_UPSTREAM, "cannot rewrite the command list");
+        upstream_failed(r, &e);
+        rc = 0;
+        goto done;
+    }
+    if (upstream_push_start(&r->upstream, &r->target, r->sideband, r->cred_flags, &e) < 0 ||
+        upstream_push_write(r->upstream, header.data, header.len, &e) < 0)
+        upstream_failed(r, &e);
+    if (r->send_pack && !r->upstream_failed)
+        r->mode = MODE_STREAM;
+done:
+    rg_buf_free(&header);
+    free(keep);
+    return rc;
+}
+
 /* Send the spooled pack upstream once the decision is made. */
 static void send_spool(gateway_receive *r)
 {
-    char *chunk;
     rg_error e = RG_ERROR_INIT;
+    char *chunk;
     ssize_t n;
 
-    chunk = malloc(1 << 20);
+    chunk = malloc(SPOOL_CHUNK);
     if (chunk == NULL || lseek(r->spool_fd, 0, SEEK_SET) < 0) {
         rg_error_set(&e, RG_E_UPSTREAM, "cannot read the spooled pack");
         upstream_failed(r, &e);
         free(chunk);
         return;
     }
-    while ((n = read(r->spool_fd, chunk, 1 << 20)) > 0) {
+    /* Bounded: the spool holds at most max_body_bytes. */
+    while ((n = read(r->spool_fd, chunk, SPOOL_CHUNK)) > 0) {
         if (upstream_push_write(r->upstream, chunk, (size_t)n, &e) < 0) {
             upstream_failed(r, &e);
             break;
         }
     }
     free(chunk);
+}
+
+/* Record, then forward: the one path from decided refs to upstream. */
+static int record_and_forward(gateway_receive *r)
+{
+    int rc = record_decisions(r);
+
+    return rc < 0 ? rc : start_forward(r);
+}
+
+/* --------------------------------------------------------------- finish */
+
+/*
+ * End the forwarded request and learn what upstream did: its input is
+ * closed, so a pack that never completed is discarded upstream (an aborted
+ * receive-pack drops its quarantine) and a complete one has landed or not
+ * as upstream's report says. Then every forwarded ref gets its outcome
+ * record. Runs once, whichever way the request ends.
+ */
+static void finish_push(gateway_receive *r)
+{
+    audit_record *recs = NULL;
+    rg_error e = RG_ERROR_INIT;
+    size_t n = 0;
+    char q[600];
+
+    if (r->finished || !r->decided)
+        return;
+    r->finished = 1;
+    if (r->upstream) {
+        if (upstream_push_finish(r->upstream, &r->report, &r->progress, &e) < 0)
+            upstream_failed(r, &e);
+        else
+            r->have_report = 1;
+    }
+    for (size_t i = 0; i < r->req->nupdates; i++) {
+        gateway_merge_ref(&r->cmds[i].result, r->have_report ? &r->report : NULL,
+                          r->upstream_failed ? r->upstream_err.msg : NULL);
+        n += r->cmds[i].result.forwarded;
+    }
+    if (n == 0)
+        return;
+    recs = calloc(n, sizeof(*recs));
+    if (recs == NULL) {
+        rg_log(RG_LOG_ERR, "audit_append_failed", "push=%s error=\"out of memory\"", r->push_id);
+        return;
+    }
+    n = 0;
+    for (size_t i = 0; i < r->req->nupdates; i++) {
+        const ref_cmd *c = &r->cmds[i];
+
+        if (!c->result.forwarded)
+            continue;
+        recs[n++] = (audit_record){
+            .kind = AUDIT_OUTCOME,
+            .push_id = r->push_id,
+            .run = r->run,
+            .token_hash = r->token_hash,
+            .remote = r->remote,
+            .repo = r->route.repo,
+            .ref = c->u->refname,
+            .old_id = c->u->old_id,
+            .new_id = c->u->new_id,
+            .outcome = c->result.outcome,
+            .decision_seq = c->decision_seq,
+        };
+    }
+    /* The push has happened: a failure here cannot stop it, only be said.
+     * The decision records are durable, so the next start completes them. */
+    if (audit_append_many(r->ctx->audit, recs, n, NULL, &e) < 0)
+        rg_log(RG_LOG_ERR, "audit_append_failed", "push=%s error=%s", r->push_id,
+               rg_log_quote(q, sizeof(q), e.msg));
+    free(recs);
 }
 
 /* ----------------------------------------------------------------- body */
@@ -442,15 +650,13 @@ static int header_done(gateway_receive *r)
         r->mode = MODE_DISCARD;
         return 0;
     }
-    r->refs = calloc(r->req->nupdates, sizeof(*r->refs));
-    if (r->refs == NULL)
-        return fail(r, 500, -ENOMEM, "out of memory");
-    need_pack = classify(r);
-    r->check_workflows = workflows_matter(r);
-    if (need_pack || r->check_workflows)
+    need_pack = plan_push(r);
+    if (need_pack < 0)
+        return need_pack;
+    if (need_pack)
         return start_spool(r);
     decide_all(r);
-    return start_forward(r);
+    return record_and_forward(r);
 }
 
 static int on_pack(gateway_receive *r, const char *data, size_t len)
@@ -520,71 +726,6 @@ int gateway_receive_body(gateway_receive *r, const char *data, size_t len)
 
 /* --------------------------------------------------------------- answer */
 
-static const rgit_ref_status *find_status(const rgit_report *rep, const char *ref)
-{
-    for (size_t i = 0; i < rep->nrefs; i++)
-        if (!strcmp(rep->refs[i].refname, ref))
-            return &rep->refs[i];
-    return NULL;
-}
-
-/* Printable, single-line text for report lines and the audit log. */
-static void one_line(char *s)
-{
-    for (; *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
-            *s = ' ';
-}
-
-static int write_audit(gateway_receive *r, char (*reasons)[600], char (*outcomes)[600])
-{
-    const rgit_push_request *req = r->req;
-    audit_record *recs;
-    char(*evals)[300];
-    rg_error e = RG_ERROR_INIT;
-    char q[600];
-    int rc;
-
-    recs = calloc(req->nupdates, sizeof(*recs));
-    evals = calloc(req->nupdates, sizeof(*evals));
-    if (recs == NULL || evals == NULL) {
-        free(recs);
-        free(evals);
-        return -ENOMEM;
-    }
-    for (size_t i = 0; i < req->nupdates; i++) {
-        const ref_state *s = &r->refs[i];
-
-        if (s->decision.evaluate_matched)
-            snprintf(evals[i], sizeof(evals[i]), "%s by %s",
-                     config_effect_name(s->decision.evaluate_effect),
-                     s->decision.evaluate_rule_name);
-        recs[i] = (audit_record){
-            .push_id = r->push_id,
-            .run = r->run,
-            .token_hash = r->token_hash,
-            .remote = r->remote,
-            .repo = r->route.repo,
-            .ref = req->updates[i].refname,
-            .old_id = req->updates[i].old_id,
-            .new_id = req->updates[i].new_id,
-            .action = action_label(s),
-            .decision = s->allowed ? "allow" : "deny",
-            .rule = s->decision.rule_name,
-            .reason = reasons[i],
-            .outcome = outcomes[i],
-            .evaluate = s->decision.evaluate_matched ? evals[i] : NULL,
-        };
-    }
-    rc = audit_append_many(r->ctx->audit, recs, req->nupdates, &e);
-    if (rc < 0)
-        rg_log(RG_LOG_ERR, "audit_append_failed", "push=%s error=%s", r->push_id,
-               rg_log_quote(q, sizeof(q), e.msg));
-    free(recs);
-    free(evals);
-    return rc;
-}
-
 static void error_response(rg_buf *response, unsigned *status, const char **ctype, unsigned code,
                            const char *msg)
 {
@@ -594,17 +735,56 @@ static void error_response(rg_buf *response, unsigned *status, const char **ctyp
     *ctype = "text/plain; charset=utf-8";
 }
 
+/* The merged report, in the form the client asked for. */
+static void report_response(gateway_receive *r, rg_buf *response)
+{
+    const rgit_push_request *req = r->req;
+    rgit_ref_status *st;
+    char unpack[GATEWAY_RESULT_MAX], note[700];
+
+    rg_buf_reset(response);
+    if (r->sideband != RGIT_SIDEBAND_NONE) {
+        if (r->progress.len)
+            rgit_sideband_write(response, 2, r->progress.data, r->progress.len, r->sideband);
+        /* A request that went wrong after its pack was forwarded still gets
+         * upstream's verdict, and is told what was wrong with it. */
+        if (r->failed) {
+            snprintf(note, sizeof(note), "refgate: %s (after the push was forwarded)\n",
+                     r->fail_err.msg);
+            rgit_sideband_write(response, 2, note, strlen(note), r->sideband);
+        }
+    }
+    if (!r->report_status) {
+        if (r->sideband != RGIT_SIDEBAND_NONE)
+            rg_buf_append(response, "0000", 4);
+        return;
+    }
+    st = calloc(req->nupdates, sizeof(*st));
+    if (st == NULL)
+        return;
+    for (size_t i = 0; i < req->nupdates; i++) {
+        st[i].refname = r->cmds[i].u->refname;
+        st[i].error = r->cmds[i].result.error[0] ? r->cmds[i].result.error : NULL;
+    }
+    gateway_merge_unpack(unpack, r->have_report ? &r->report : NULL,
+                         r->nforward && !r->have_report ? r->upstream_err.msg : NULL);
+    rgit_report_write(response, unpack, st, req->nupdates, r->sideband);
+    free(st);
+}
+
+/* Whether upstream updated any ref of this push. */
+static int any_landed(const gateway_receive *r)
+{
+    for (size_t i = 0; i < r->req->nupdates; i++)
+        if (r->cmds[i].result.forwarded && r->cmds[i].result.error[0] == '\0')
+            return 1;
+    return 0;
+}
+
 void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
                          const char **content_type)
 {
-    rgit_report up_report = {0};
-    rg_buf progress = RG_BUF_INIT(UPSTREAM_PROGRESS_MAX);
-    rgit_ref_status *st = NULL;
-    char(*reasons)[600] = NULL, (*outcomes)[600] = NULL, (*errs)[600] = NULL;
-    char unpack[300] = "ok";
     rg_error e = RG_ERROR_INIT;
-    const rgit_push_request *req;
-    int have_report = 0;
 
     *status = 200;
     *content_type = "application/x-git-receive-pack-result";
@@ -612,115 +792,48 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
         fail(r, 400, RG_E_PROTOCOL, e.msg);
     if (!r->failed && r->mode == MODE_HEADER)
         fail(r, 400, RG_E_PROTOCOL, "the request ended before its command list did");
-    if (r->failed) {
+    /* Before anything was forwarded a bad request is only an HTTP error. */
+    if (r->failed && r->nforward == 0) {
         error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
-        goto done;
+        return;
     }
-    req = r->req;
-    if (req->nupdates == 0)
-        goto done;
-
-    if (r->mode == MODE_SPOOL) {
+    if (r->req->nupdates == 0) {
+        rg_buf_reset(response);
+        return;
+    }
+    if (r->mode == MODE_SPOOL && !r->decided) {
         if (r->q && !r->q_failed && rgit_quarantine_finish(r->q, &r->q_err) < 0)
             r->q_failed = 1;
         resolve_ancestry(r);
         decide_all(r);
         if (r->check_workflows)
             resolve_workflows(r);
-        if (r->mirror != NULL) {
-            /* Inspection is over: let waiting updates of the mirror in
-             * while the push is forwarded. The quarantine reads the
-             * mirror's objects, so it goes first. */
-            rgit_quarantine_free(r->q);
-            r->q = NULL;
-            gateway_mirror_release(r->mirror);
-            r->mirror = NULL;
-        }
-        if (start_forward(r) < 0) {
+        end_inspection(r);
+        if (record_and_forward(r) < 0) {
             error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
-            goto done;
+            return;
         }
         if (r->upstream && r->send_pack && !r->upstream_failed)
             send_spool(r);
     }
-    if (r->upstream) {
-        if (upstream_push_finish(r->upstream, &up_report, &progress, &e) < 0)
-            upstream_failed(r, &e);
-        else
-            have_report = 1;
+    finish_push(r);
+    /* A request that went wrong after forwarding began is answered with
+     * upstream's report when upstream applied anything (the client must not
+     * be told an HTTP error for a push that landed), else with the error. */
+    if (r->failed && !any_landed(r)) {
+        error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
+        return;
     }
-
-    st = calloc(req->nupdates, sizeof(*st));
-    reasons = calloc(req->nupdates, sizeof(*reasons));
-    outcomes = calloc(req->nupdates, sizeof(*outcomes));
-    errs = calloc(req->nupdates, sizeof(*errs));
-    if (st == NULL || reasons == NULL || outcomes == NULL || errs == NULL) {
-        error_response(response, status, content_type, 500, "out of memory");
-        goto done;
-    }
-    if (have_report)
-        snprintf(unpack, sizeof(unpack), "%s", up_report.unpack ? up_report.unpack : "ok");
-    else if (r->upstream_failed)
-        snprintf(unpack, sizeof(unpack), "upstream: %s", r->upstream_err.msg);
-    one_line(unpack);
-    for (size_t i = 0; i < req->nupdates; i++) {
-        const ref_state *s = &r->refs[i];
-        const rgit_ref_status *us =
-            have_report ? find_status(&up_report, req->updates[i].refname) : NULL;
-
-        st[i].refname = req->updates[i].refname;
-        if (s->unaudited)
-            snprintf(reasons[i], sizeof(reasons[i]),
-                     "the audit log cannot be written, so nothing was forwarded");
-        else if (s->atomic_ref[0])
-            snprintf(reasons[i], sizeof(reasons[i]), "atomic push rejected because %s is denied",
-                     s->atomic_ref);
-        else
-            snprintf(reasons[i], sizeof(reasons[i]), "%s%s%s", s->decision.reason,
-                     s->note[0] && s->decision.reason[0] ? "; " : "", s->note);
-        one_line(reasons[i]);
-        if (!s->forwarded) {
-            snprintf(errs[i], sizeof(errs[i]), "%s: %s", s->unaudited ? "refgate" : "policy",
-                     reasons[i]);
-            snprintf(outcomes[i], sizeof(outcomes[i]), "rejected");
-        } else if (!have_report) {
-            snprintf(errs[i], sizeof(errs[i]), "upstream: %s", r->upstream_err.msg);
-            snprintf(outcomes[i], sizeof(outcomes[i]), "upstream error: %s", r->upstream_err.msg);
-        } else if (us == NULL) {
-            snprintf(errs[i], sizeof(errs[i]), "upstream: no status for this ref");
-            snprintf(outcomes[i], sizeof(outcomes[i]), "upstream error: no status for this ref");
-        } else if (us->error) {
-            snprintf(errs[i], sizeof(errs[i]), "%s", us->error);
-            snprintf(outcomes[i], sizeof(outcomes[i]), "forwarded: ng %s", us->error);
-        } else {
-            snprintf(outcomes[i], sizeof(outcomes[i]), "forwarded: ok");
-        }
-        one_line(errs[i]);
-        one_line(outcomes[i]);
-        st[i].error = errs[i][0] ? errs[i] : NULL;
-    }
-    /* Audit before answering: the pusher learns nothing the log lacks. */
-    write_audit(r, reasons, outcomes);
-    rg_buf_reset(response);
-    if (progress.len && r->sideband != RGIT_SIDEBAND_NONE)
-        rgit_sideband_write(response, 2, progress.data, progress.len, r->sideband);
-    if (r->report_status)
-        rgit_report_write(response, unpack, st, req->nupdates, r->sideband);
-    else if (r->sideband != RGIT_SIDEBAND_NONE)
-        rg_buf_append(response, "0000", 4);
-done:
-    rgit_report_free(&up_report);
-    rg_buf_free(&progress);
-    free(st);
-    free(reasons);
-    free(outcomes);
-    free(errs);
+    report_response(r, response);
 }
 
 void gateway_receive_free(gateway_receive *r)
 {
     if (r == NULL)
         return;
+    /* A client that went away after the push was forwarded: upstream may
+     * have applied it already, so learn what it did and record it. */
+    finish_push(r);
     upstream_push_free(r->upstream);
     /* The quarantine reads the mirror's objects: free it first. */
     rgit_quarantine_free(r->q);
@@ -729,7 +842,11 @@ void gateway_receive_free(gateway_receive *r)
         close(r->spool_fd);
     gateway_inflate_free(r->z);
     rgit_push_parser_free(r->parser);
-    free(r->refs);
+    for (size_t i = 0; r->cmds && i < r->req->nupdates; i++)
+        free(r->cmds[i].moves);
+    free(r->cmds);
+    rgit_report_free(&r->report);
+    rg_buf_free(&r->progress);
     free(r->repo_dir);
     free(r->run);
     free(r);

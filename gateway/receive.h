@@ -1,10 +1,11 @@
 /*
  * One push (POST .../git-receive-pack) from the first body byte to the
- * answer. The body streams through: the command list is parsed, every ref
- * update classified (create, update, force, delete) and decided by policy
- * before anything reaches upstream; the allowed commands are then forwarded
- * with the pack and upstream's report merged with the gateway's own
- * rejections into one report-status answer, audited before it is sent.
+ * answer, in order: plan (classify each command on the ref that really
+ * moves), inspect the pack when a rule needs ancestry, decide, make the
+ * decisions durable in the audit log, forward the allowed commands (always
+ * asking upstream for report-status), then merge upstream's report with the
+ * gateway's own rejections and record every forwarded ref's outcome —
+ * however the request ends, a client that went away included.
  *
  * When no rule needs to tell an update from a force, the pack streams
  * straight to upstream as it arrives. When one does, the pack is spooled to
@@ -53,7 +54,10 @@ int gateway_receive_body(gateway_receive *r, const char *data, size_t len);
 void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
                          const char **content_type);
 
-/* Abort what is still running (a client that went away) and free. */
+/*
+ * Free. When the push was forwarded and not yet finished (the client went
+ * away), upstream's answer is collected first and the outcome recorded.
+ */
 void gateway_receive_free(gateway_receive *r);
 
 #endif

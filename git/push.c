@@ -545,7 +545,7 @@ const rgit_push_request *rgit_push_parser_request(const rgit_push_parser *p)
  */
 
 int rgit_push_request_write(rg_buf *out, const rgit_push_request *req, const size_t *keep,
-                            size_t nkeep)
+                            size_t nkeep, const char *ensure_cap)
 {
     rg_buf line = RG_BUF_INIT(RGIT_PKTLINE_DATA_MAX);
     unsigned char *seen = NULL;
@@ -588,12 +588,17 @@ int rgit_push_request_write(rg_buf *out, const rgit_push_request *req, const siz
          * space before the first one; mirror that byte for byte, since
          * upstream servers are tested against git's own output.
          */
-        if (i == 0 && req->ncaps > 0) {
+        if (i == 0 && (req->ncaps > 0 || ensure_cap)) {
             rc = rg_buf_append(&line, "\0", 1);
             for (j = 0; rc == 0 && j < req->ncaps; j++) {
                 rc = rg_buf_append(&line, " ", 1);
                 if (rc == 0)
                     rc = rg_buf_puts(&line, req->caps[j]);
+            }
+            if (rc == 0 && ensure_cap && !rgit_push_has_cap(req, ensure_cap)) {
+                rc = rg_buf_append(&line, " ", 1);
+                if (rc == 0)
+                    rc = rg_buf_puts(&line, ensure_cap);
             }
             if (rc < 0)
                 goto done;

@@ -80,9 +80,12 @@ int rgit_oid_hex_is_zero(const char *id);
 /*
  * Write the header of a request that carries only the commands whose
  * indexes are in `keep` (in that order): the capabilities move to the new
- * first command; shallow lines and push options are kept.
+ * first command; shallow lines and push options are kept. `ensure_cap`
+ * (may be NULL) is added after the others when the client did not ask for
+ * it: the gateway always wants upstream's report-status, whatever the
+ * client asked for itself.
  */
 int rgit_push_request_write(rg_buf *out, const rgit_push_request *req, const size_t *keep,
-                            size_t nkeep);
+                            size_t nkeep, const char *ensure_cap);
 
 #endif

@@ -333,9 +333,9 @@ Test(audit, append_many_writes_consecutive_records)
 
     for (i = 0; i < 3; i++)
         recs[i] = make_rec(&b[i], i);
-    cr_assert_eq(audit_append_many(log, recs, 3, &err), 0, "%s", err.msg);
-    cr_assert_eq(audit_append_many(log, recs, 0, &err), 0, "nothing to do is fine");
-    cr_assert_eq(audit_append_many(log, recs, 2, &err), 0, "%s", err.msg);
+    cr_assert_eq(audit_append_many(log, recs, 3, NULL, &err), 0, "%s", err.msg);
+    cr_assert_eq(audit_append_many(log, recs, 0, NULL, &err), 0, "nothing to do is fine");
+    cr_assert_eq(audit_append_many(log, recs, 2, NULL, &err), 0, "%s", err.msg);
     audit_close(log);
     assert_intact(5);
     j = parse_line(3);
@@ -661,7 +661,7 @@ static void *write_thread(void *arg)
         int n = (i % 5 == 4 && i + 3 <= PER_THREAD) ? 3 : 1;
         for (k = 0; k < n; k++)
             recs[k] = make_rec(&b[k], w->id * 1000 + i + k);
-        if (audit_append_many(w->log, recs, (size_t)n, NULL) < 0)
+        if (audit_append_many(w->log, recs, (size_t)n, NULL, NULL) < 0)
             w->failures++;
         i += n;
     }

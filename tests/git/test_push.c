@@ -686,7 +686,7 @@ Test(push, request_write_keeps_a_subset_and_moves_caps)
     build(&body, lines);
     cr_assert_eq(parse_all(&p, &body, NULL, &hdr, &err), 1, "%s", err.msg);
     req = rgit_push_parser_request(p);
-    cr_assert_eq(rgit_push_request_write(&out, req, keep, 2), 0);
+    cr_assert_eq(rgit_push_request_write(&out, req, keep, 2, NULL), 0);
 
     /* Byte for byte what git's send-pack would have sent for these two. */
     cr_assert_eq(rgit_pktline_printf(&want, "shallow %s\n", C40), 0);
@@ -727,9 +727,37 @@ Test(push, request_write_all_round_trips)
 
     build(&body, chunk_lines);
     cr_assert_eq(parse_all(&p, &body, NULL, &hdr, &err), 1, "%s", err.msg);
-    cr_assert_eq(rgit_push_request_write(&out, rgit_push_parser_request(p), keep, 2), 0);
+    cr_assert_eq(rgit_push_request_write(&out, rgit_push_parser_request(p), keep, 2, NULL), 0);
     cr_assert_eq(parse_all(&q, &out, NULL, &hdr, &err), 1, "%s", err.msg);
     assert_requests_eq(rgit_push_parser_request(p), rgit_push_parser_request(q));
+    rgit_push_parser_free(q);
+    rgit_push_parser_free(p);
+    rg_buf_free(&body);
+    rg_buf_free(&out);
+}
+
+Test(push, request_write_adds_the_capability_the_gateway_needs_once)
+{
+    rg_buf body = RG_BUF_INIT(1 << 20), out = RG_BUF_INIT(1 << 20);
+    rgit_push_parser *p, *q;
+    rg_error err = RG_ERROR_INIT;
+    size_t keep[] = {0, 1}, hdr;
+    const rgit_push_request *req;
+
+    build(&body, chunk_lines);
+    cr_assert_eq(parse_all(&p, &body, NULL, &hdr, &err), 1, "%s", err.msg);
+    req = rgit_push_parser_request(p);
+    cr_assert(!rgit_push_has_cap(req, "delete-refs"), "the fixture must lack it");
+    cr_assert_eq(rgit_push_request_write(&out, req, keep, 2, "delete-refs"), 0);
+    cr_assert_eq(parse_all(&q, &out, NULL, &hdr, &err), 1, "%s", err.msg);
+    cr_expect(rgit_push_has_cap(rgit_push_parser_request(q), "delete-refs"));
+    cr_expect_eq(rgit_push_parser_request(q)->ncaps, req->ncaps + 1, "added once, nothing lost");
+    rgit_push_parser_free(q);
+    /* Already asked for: not added twice. */
+    rg_buf_reset(&out);
+    cr_assert_eq(rgit_push_request_write(&out, req, keep, 2, "report-status"), 0);
+    cr_assert_eq(parse_all(&q, &out, NULL, &hdr, &err), 1, "%s", err.msg);
+    cr_expect_eq(rgit_push_parser_request(q)->ncaps, req->ncaps);
     rgit_push_parser_free(q);
     rgit_push_parser_free(p);
     rg_buf_free(&body);
@@ -745,9 +773,10 @@ Test(push, request_write_refuses_bad_indexes)
 
     build(&body, chunk_lines);
     cr_assert_eq(parse_all(&p, &body, NULL, &hdr, &err), 1, "%s", err.msg);
-    cr_assert_eq(rgit_push_request_write(&out, rgit_push_parser_request(p), out_of_range, 2),
+    cr_assert_eq(rgit_push_request_write(&out, rgit_push_parser_request(p), out_of_range, 2, NULL),
                  -EINVAL);
-    cr_assert_eq(rgit_push_request_write(&out, rgit_push_parser_request(p), twice, 2), -EINVAL);
+    cr_assert_eq(rgit_push_request_write(&out, rgit_push_parser_request(p), twice, 2, NULL),
+                 -EINVAL);
     cr_assert_eq(out.len, 0, "nothing is written on failure");
     rgit_push_parser_free(p);
     rg_buf_free(&body);
@@ -763,7 +792,7 @@ Test(push, request_write_with_no_command_is_shallow_and_flush)
 
     build(&body, chunk_lines);
     cr_assert_eq(parse_all(&p, &body, NULL, &hdr, &err), 1, "%s", err.msg);
-    cr_assert_eq(rgit_push_request_write(&out, rgit_push_parser_request(p), NULL, 0), 0);
+    cr_assert_eq(rgit_push_request_write(&out, rgit_push_parser_request(p), NULL, 0, NULL), 0);
     cr_assert_eq(rgit_pktline_printf(&want, "shallow %s\n", C40), 0);
     cr_assert_eq(rgit_pktline_flush(&want), 0);
     cr_assert_str_eq(out.data, want.data);

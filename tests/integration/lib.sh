@@ -123,6 +123,17 @@ commit() {
   git -C "$1" commit -q -m "change $2"
 }
 
+# audit_rows: the audit log as one JSON object per ref update: a v2
+# decision record with its outcome filled in from its outcome record (when
+# it has one), or a v1 record as it is.
+audit_rows() {
+  jq -c -s '([.[] | select(.type == "outcome") | {key: (.decision_seq | tostring), value: .outcome}]
+             | from_entries) as $out
+    | .[] | select(.type == "decision" or .type == null)
+    | if .outcome == null and $out[.seq | tostring] != null then .outcome = $out[.seq | tostring]
+      else . end' "$T/state/audit.jsonl"
+}
+
 run_tests() {
   local passed=0 failed=0 t
   # In the order the script defines them, which is the order they build on.

@@ -68,7 +68,7 @@ test_force_push_is_logged_by_the_evaluate_mode_rule_but_not_blocked() {
   git -C "$T/ev" push -q origin scratch/ev 2>/dev/null
   git -C "$T/ev" commit -q --amend -m rewritten
   git -C "$T/ev" push --force origin scratch/ev >"$T/out" 2>&1 || { cat "$T/out"; fail "blocked"; }
-  grep '"ref":"refs/heads/scratch/ev"' "$T/state/audit.jsonl" | tail -1 >"$T/rec"
+  audit_rows | grep '"ref":"refs/heads/scratch/ev"' | tail -1 >"$T/rec"
   assert_contains "$T/rec" '"action":"force"'
   assert_contains "$T/rec" '"decision":"allow"'
   assert_contains "$T/rec" '"evaluate":"deny by trial"'

@@ -94,7 +94,7 @@ test_force_push_is_denied_where_fast_forward_is_allowed() {
   ! git -C "$T/w7" push --force origin feature/ff >"$T/out" 2>&1 || fail "force push succeeded"
   assert_contains "$T/out" '[remote rejected] feature/ff -> feature/ff (policy: no rule allows force'
   [ "$(upstream_ref app refs/heads/feature/ff)" = "$landed" ] || fail "force push landed"
-  grep '"ref":"refs/heads/feature/ff"' "$T/state/audit.jsonl" | tail -1 >"$T/rec"
+  audit_rows | grep '"ref":"refs/heads/feature/ff"' | tail -1 >"$T/rec"
   assert_contains "$T/rec" '"action":"force"'
 }
 
@@ -130,7 +130,7 @@ test_upstream_hook_rejection_is_relayed() {
   ! git -C "$T/wh" push origin feature/h >"$T/out" 2>&1 || fail "push succeeded"
   assert_contains "$T/out" "remote: upstream says no"
   assert_contains "$T/out" "feature/h -> feature/h (pre-receive hook declined)"
-  grep '"ref":"refs/heads/feature/h"' "$T/state/audit.jsonl" >"$T/rec"
+  audit_rows | grep '"ref":"refs/heads/feature/h"' >"$T/rec"
   assert_contains "$T/rec" '"outcome":"forwarded: ng pre-receive hook declined"'
 }
 
@@ -146,7 +146,7 @@ test_upstream_dying_mid_push_is_a_clean_error() {
   ! git -C "$T/wd" push origin feature/d >"$T/out" 2>&1 || fail "push succeeded"
   assert_contains "$T/out" "feature/d -> feature/d (upstream: "
   [ -z "$(upstream_ref dying refs/heads/feature/d)" ] || fail "the ref landed"
-  grep '"ref":"refs/heads/feature/d"' "$T/state/audit.jsonl" >"$T/rec"
+  audit_rows | grep '"ref":"refs/heads/feature/d"' >"$T/rec"
   assert_contains "$T/rec" '"outcome":"upstream error: '
   # The gateway keeps serving.
   use_token "$TOKEN"
