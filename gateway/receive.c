@@ -200,10 +200,32 @@ done:
 /* ----------------------------------------------------------------- plan */
 
 /*
- * Find the refs that really move. A local upstream is read directly; a
- * remote one's advertisement (v0) shows symbolic refs as plain ones and its
- * mirror copies them as plain refs, so there the ref is decided as named.
+ * Find the ref a command really moves (upstream.h: read from a local
+ * repository, asked of a remote one with ls-refs).
  */
+/*
+ * The symbolic refs among the pushed ones. Creates are asked about too: a
+ * dangling symbolic ref (to a branch that does not exist yet) exists for no
+ * one, and a create through it makes its target.
+ */
+static int open_symrefs(rgit_symrefs **out, gateway_receive *r, rg_error *err)
+{
+    const rgit_push_request *req = r->req;
+    const char **names;
+    size_t n = 0;
+    int rc;
+
+    *out = NULL;
+    names = calloc(req->nupdates, sizeof(*names));
+    if (names == NULL)
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    for (size_t i = 0; i < req->nupdates; i++)
+        names[n++] = req->updates[i].refname;
+    rc = upstream_symrefs(out, &r->target, names, n, req->oid_hexlen, err);
+    free(names);
+    return rc;
+}
+
 static int find_moves(gateway_receive *r, rgit_symrefs *refs, ref_cmd *c)
 {
     rg_error e = RG_ERROR_INIT;
@@ -247,7 +269,7 @@ static int plan_push(gateway_receive *r)
     r->cmds = calloc(r->req->nupdates, sizeof(*r->cmds));
     if (r->cmds == NULL)
         return fail(r, 500, -ENOMEM, "out of memory");
-    if (r->repo_dir && rgit_symrefs_open(&refs, r->repo_dir, &e) < 0)
+    if (open_symrefs(&refs, r, &e) < 0)
         return fail(r, 502, e.code, e.msg);
     for (size_t i = 0; i < r->req->nupdates; i++) {
         ref_cmd *c = &r->cmds[i];

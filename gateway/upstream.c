@@ -8,6 +8,10 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "util/fs.h"
 
 #include "gateway/upstream_impl.h"
 
@@ -126,4 +130,64 @@ void upstream_fetch_free(upstream_fetch *f)
     upstream_local_fetch_free(f->local);
     upstream_http_fetch_free(f->http);
     free(f);
+}
+
+/* Ask a remote upstream's upload-pack (v2) which of the refs are symbolic. */
+static int remote_symrefs(rgit_symrefs **out, const upstream_target *t, const char *const *refnames,
+                          size_t n, size_t oid_hexlen, rg_error *err)
+{
+    upstream_fetch_request req = UPSTREAM_FETCH_REQUEST_INIT;
+    rg_buf body = RG_BUF_INIT(UPSTREAM_LSREFS_MAX), answer = RG_BUF_INIT(UPSTREAM_LSREFS_MAX);
+    upstream_fetch *f = NULL;
+    char chunk[65536];
+    ssize_t got;
+    int fd = -1, rc;
+
+    rc = rgit_symrefs_lsrefs_request(&body, refnames, n, oid_hexlen);
+    if (rc < 0) {
+        rc = rg_error_set(err, rc, "cannot build the ls-refs request");
+        goto done;
+    }
+    fd = memfd_create("refgate-ls-refs", MFD_CLOEXEC);
+    if (fd < 0 || (rc = rg_fs_write_all(fd, body.data, body.len)) < 0 ||
+        lseek(fd, 0, SEEK_SET) < 0) {
+        rc = rg_error_set(err, -errno, "cannot stage the ls-refs request");
+        goto done;
+    }
+    req.git_protocol = "version=2";
+    req.body_fd = fd;
+    rc = upstream_fetch_start(&f, t, &req, err);
+    if (rc < 0)
+        goto done;
+    /* Bounded: the answer buffer is capped. */
+    while ((got = upstream_fetch_read(f, chunk, sizeof(chunk), err)) > 0) {
+        rc = rg_buf_append(&answer, chunk, (size_t)got);
+        if (rc < 0) {
+            rc = rg_error_set(err, rc, "upstream's ls-refs answer is too large");
+            goto done;
+        }
+    }
+    if (got < 0) {
+        rc = (int)got;
+        goto done;
+    }
+    rc = rgit_symrefs_from_lsrefs(out, answer.data ? answer.data : "", answer.len, err);
+done:
+    upstream_fetch_free(f);
+    if (fd >= 0)
+        close(fd);
+    rg_buf_free(&body);
+    rg_buf_free(&answer);
+    if (rc < 0)
+        rg_error_wrap(err, "cannot read upstream's symbolic refs");
+    return rc;
+}
+
+int upstream_symrefs(rgit_symrefs **out, const upstream_target *t, const char *const *refnames,
+                     size_t n, size_t oid_hexlen, rg_error *err)
+{
+    *out = NULL;
+    if (t->repo_dir != NULL)
+        return rgit_symrefs_open(out, t->repo_dir, err);
+    return remote_symrefs(out, t, refnames, n, oid_hexlen, err);
 }

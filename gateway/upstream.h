@@ -17,6 +17,7 @@
 
 #include "gateway/route.h"
 #include "git/report.h"
+#include "git/symref.h"
 #include "config/config.h"
 #include "tokens/credentials.h"
 #include "util/buf.h"
@@ -100,5 +101,19 @@ ssize_t upstream_fetch_read(upstream_fetch *f, char *buf, size_t max, rg_error *
 
 /* Abort what still runs and free. Accepts NULL. */
 void upstream_fetch_free(upstream_fetch *f);
+
+/* ------------------------------------------------------------ symbolic refs */
+
+/* The most an ls-refs answer may be before it is refused. */
+#define UPSTREAM_LSREFS_MAX (4u * 1024 * 1024)
+
+/*
+ * The symbolic refs among `refnames` upstream: a local repository is read
+ * directly, a remote one asked with protocol v2 ls-refs (with the read
+ * credential). `oid_hexlen` is the push's object format. A remote that
+ * cannot answer is an error: the caller cannot know what a push moves.
+ */
+int upstream_symrefs(rgit_symrefs **out, const upstream_target *t, const char *const *refnames,
+                     size_t n, size_t oid_hexlen, rg_error *err);
 
 #endif

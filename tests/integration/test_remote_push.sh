@@ -82,6 +82,24 @@ test_atomic_mixed_push_lands_nothing_and_sends_nothing() {
   [ "$(posts)" = "$posts_before" ] || fail "an all-denied push reached upstream"
 }
 
+test_update_through_a_remote_symbolic_ref_is_decided_on_the_ref_it_moves() {
+  # feature/alias is open to fast-forwards, but upstream it is a symbolic
+  # ref to main: the gateway asks upstream (ls-refs) and decides on main.
+  git --git-dir="$T/remote/acme/app.git" symbolic-ref refs/heads/feature/alias refs/heads/main
+  use_remote_token "$TOKEN" gitsrv
+  remote_work app "$T/w-alias"
+  local before posts_before
+  before=$(remote_ref app refs/heads/main)
+  posts_before=$(posts)
+  commit "$T/w-alias" alias.txt
+  ! git -C "$T/w-alias" push origin HEAD:feature/alias >"$T/out" 2>&1 || fail "push succeeded"
+  assert_contains "$T/out" "feature/alias (policy: main is protected"
+  assert_contains "$T/out" "feature/alias is a symbolic ref to refs/heads/main"
+  [ "$(remote_ref app refs/heads/main)" = "$before" ] || fail "main moved through feature/alias"
+  [ "$(posts)" = "$posts_before" ] || fail "the denied push reached upstream"
+  git --git-dir="$T/remote/acme/app.git" symbolic-ref --delete refs/heads/feature/alias
+}
+
 test_upstream_progress_is_shown_as_remote_lines() {
   printf '#!/bin/sh\necho "upstream hook says hello"\n' >"$T/remote/acme/app.git/hooks/post-receive"
   chmod +x "$T/remote/acme/app.git/hooks/post-receive"

@@ -8,15 +8,18 @@ RAW="python3 $REFGATE_SRC/tests/support/rawpush.py"
 ZERO=0000000000000000000000000000000000000000
 
 make_upstream app
-# main: no update, force or delete; any branch may be created; feature
-# branches and `master` may also be fast-forwarded.
-write_config '[
+# main: no update, force or delete; any branch may be created but
+# reserved/**; feature branches and `master` may also be fast-forwarded.
+RULES='[
+  {"name": "reserved", "refs": ["refs/heads/reserved/**"], "effect": "deny",
+   "reason": "reserved names are not for pushing"},
   {"name": "protect-main", "refs": ["refs/heads/main"], "actions": ["update", "force", "delete"],
    "effect": "deny", "reason": "main is protected"},
   {"name": "create-any", "refs": ["refs/heads/**"], "actions": ["create"], "effect": "allow"},
   {"name": "features", "refs": ["refs/heads/feature/**", "refs/heads/master"], "actions": ["update"],
    "effect": "allow"}
-]' '"max_body_bytes": 2097152'
+]'
+write_config "$RULES" '"max_body_bytes": 2097152'
 start_gateway
 TOKEN=$(mint local/acme/app)
 URL=$GW/local/acme/app.git
@@ -101,6 +104,20 @@ test_update_through_a_symbolic_ref_is_decided_on_the_ref_it_moves() {
   assert_contains "$T/out" "main is protected"
   [ "$(upstream_ref app main)" = "$MAIN" ] || fail "main moved through master"
   git --git-dir="$UP" symbolic-ref --delete refs/heads/master
+}
+
+test_create_through_a_dangling_symbolic_ref_is_decided_on_its_target() {
+  # `alias` points at a branch that does not exist yet: creating alias
+  # creates that branch, so the rules on it decide.
+  git --git-dir="$UP" symbolic-ref refs/heads/alias refs/heads/reserved/x
+  local new
+  new=$(new_commit)
+  $RAW "$URL" "$TOKEN" "$ZERO:$new:refs/heads/alias" \
+    --pack-repo "$WORK" --pack-revs "$new ^$MAIN" >"$T/out"
+  assert_contains "$T/out" "ng refs/heads/alias"
+  assert_contains "$T/out" "reserved names are not for pushing"
+  [ -z "$(upstream_ref app refs/heads/reserved/x)" ] || fail "reserved/x was created"
+  git --git-dir="$UP" symbolic-ref --delete refs/heads/alias
 }
 
 test_push_without_report_status_is_audited_with_its_real_outcome() {
