@@ -159,6 +159,8 @@ def main():
     ap.add_argument("--hangup-when", metavar="CMD",
                     help="send the body without ending the request, then close the "
                          "connection once CMD (a shell command) succeeds")
+    ap.add_argument("--send-first", type=int, metavar="N",
+                    help="with --hangup-when: send only the first N bytes of the body")
     ap.add_argument("--timeout", type=float, default=60)
     a = ap.parse_args()
 
@@ -181,6 +183,8 @@ def main():
             "Accept: application/x-git-receive-pack-result\r\n" % (path, u.netloc, auth))
     if a.gzip:
         head += "Content-Encoding: gzip\r\n"
+    if a.send_first is not None:
+        body = body[:a.send_first]
     if a.chunked or a.hangup_when:
         head += "Transfer-Encoding: chunked\r\n\r\n"
         payload = b"%x\r\n" % len(body) + body + b"\r\n"
@@ -191,7 +195,10 @@ def main():
         payload = body
     deadline = time.time() + a.timeout
     sock = socket.create_connection((u.hostname, u.port), timeout=a.timeout)
-    sock.sendall(head.encode() + payload)
+    try:
+        sock.sendall(head.encode() + payload)
+    except ConnectionError:
+        pass
     if a.hangup_when:
         while time.time() < deadline:
             if subprocess.run(a.hangup_when, shell=True).returncode == 0:
