@@ -19,11 +19,11 @@ build=${REFGATE_FUZZ_BUILD:-$src/build-fuzz}
 
 CC=clang cmake -S "$src" -B "$build" -DREFGATE_FUZZ=ON -DREFGATE_TESTS=OFF \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build "$build" -j2 --target fuzz_pktline fuzz_push >/dev/null
+cmake --build "$build" -j2 --target fuzz_pktline fuzz_push fuzz_packscan >/dev/null
 
 corpus=$(mktemp -d)
 trap 'rm -rf "$corpus"' EXIT
-mkdir -p "$corpus/pktline" "$corpus/push" "$build/fuzz-artifacts"
+mkdir -p "$corpus/pktline" "$corpus/push" "$corpus/packscan" "$build/fuzz-artifacts"
 
 # pkt A [B]: one pkt-line whose payload is A, or A NUL B when B is given.
 pkt() {
@@ -97,8 +97,22 @@ printf '%s' "$report" >"$corpus/pktline/report"
 printf '00000001000200030004fff0fff1' >"$corpus/pktline/specials"
 cp "$corpus/push/full" "$corpus/pktline/push"
 
+# Packs as git writes them: empty, and one of a small repository with
+# deltas (made here, so the corpus needs nothing but git).
+printf 'PACK\0\0\0\2\0\0\0\0' >"$corpus/packscan/empty"
+head -c 20 /dev/zero >>"$corpus/packscan/empty"
+seedrepo=$corpus/repo
+git init -q "$seedrepo"
+for i in 1 2 3; do
+    seq 1 $((i * 300)) >"$seedrepo/f"
+    git -C "$seedrepo" add f
+    git -C "$seedrepo" -c user.name=f -c user.email=f@f commit -q -m "c$i"
+done
+echo HEAD | git -C "$seedrepo" pack-objects --revs --stdout -q >"$corpus/packscan/repo"
+rm -rf "$seedrepo"
+
 status=0
-for target in fuzz_pktline fuzz_push; do
+for target in fuzz_pktline fuzz_push fuzz_packscan; do
     dir=$corpus/${target#fuzz_}
     echo "== $target for ${secs}s"
     if ! "$build/fuzz/$target" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 \
