@@ -5,7 +5,12 @@
  *   plan      parse the command list, find the refs that really move,
  *             classify every command (policy/plan.c)
  *   inspect   when a rule needs ancestry (or the credential needs to know
- *             about workflow changes): spool the pack into a quarantine
+ *             about workflow changes): spool the pack into a quarantine;
+ *             for a local upstream, overlap: the commands that may be
+ *             allowed and the pack go upstream at once, all but the pack's
+ *             trailing checksum (git/packscan.c finds it), so upstream
+ *             indexes while the gateway does and can complete nothing
+ *             until the decision sends the trailer
  *   decide    every ref's verdict; the decision records are appended and
  *             fsynced BEFORE a byte goes upstream
  *   forward   the allowed commands (asking upstream for report-status
@@ -33,6 +38,7 @@
 #include "gateway/merge.h"
 #include "gateway/mirror.h"
 #include "gateway/upstream.h"
+#include "git/packscan.h"
 #include "git/push.h"
 #include "git/quarantine.h"
 #include "git/report.h"
@@ -47,6 +53,10 @@
 
 /* What the spooled pack is read back in. */
 #define SPOOL_CHUNK (1u << 20)
+
+/* How much a pack may inflate to, per byte of max_body_bytes, before the
+ * scanner gives up; the push then takes the spooled path. */
+#define PACKSCAN_INFLATE_RATIO 32
 
 /* What every ng for a ref the audit log could not take says. */
 #define UNAUDITED_REASON "the audit log cannot be written, so nothing was forwarded"
@@ -69,6 +79,7 @@ typedef struct ref_cmd {
     char reason[GATEWAY_RESULT_MAX];  /* the verdict's reason, for the ng and the log */
     char refusal[GATEWAY_RESULT_MAX]; /* the ng text when not forwarded */
     int unaudited;                    /* allowed, but the audit log could not take it */
+    int tentative;                    /* overlap: sent upstream before the decision */
     uint64_t decision_seq;            /* its decision record, once written */
     gateway_ref_result result;
 } ref_cmd;
@@ -100,6 +111,12 @@ struct gateway_receive {
     int q_failed;
     rg_error q_err;
     int check_workflows; /* the write credential needs to know about workflow changes */
+    /* Overlap (local upstreams): the pack goes upstream as it arrives,
+     * all but its trailing checksum. */
+    rgit_packscan *scan;
+    int scan_state;      /* 0 scanning, 1 the pack's end is known, < 0 failed */
+    uint64_t pack_bytes; /* of the pack (and what follows) seen so far */
+    uint64_t sent;       /* of the pack sent upstream */
     unsigned cred_flags; /* TOKENS_CRED_* for the forwarded push */
 
     /* Forwarding. */
@@ -386,6 +403,143 @@ static void end_inspection(gateway_receive *r)
     r->mirror = NULL;
 }
 
+/*
+ * Overlap: send the commands that may be allowed upstream now, then the
+ * pack as it arrives, all but its trailer. Refs whose decision does not
+ * wait for ancestry are decided now; those that wait go if either answer
+ * could allow them. Only for local upstreams: a remote one would need its
+ * write credential before the decision (a denied push mints nothing).
+ */
+static void start_overlap(gateway_receive *r)
+{
+    const rgit_push_request *req = r->req;
+    rg_buf header = RG_BUF_INIT(FORWARD_HEADER_MAX);
+    rg_error e = RG_ERROR_INIT;
+    size_t *keep = NULL, nkeep = 0;
+    int denied = 0;
+
+    if (r->repo_dir == NULL || r->q_failed ||
+        rgit_packscan_new(&r->scan, req->oid_hexlen,
+                          PACKSCAN_INFLATE_RATIO * r->ctx->cfg->max_body_bytes) < 0)
+        return;
+    keep = calloc(req->nupdates, sizeof(*keep));
+    if (keep == NULL)
+        goto fail;
+    for (size_t i = 0; i < req->nupdates; i++) {
+        ref_cmd *c = &r->cmds[i];
+
+        if (c->plan.needs_ancestry) {
+            c->tentative = policy_plan_may_allow(&c->plan, r->ctx->cfg, r->route.repo);
+        } else {
+            policy_plan_decide(&c->plan, r->ctx->cfg, r->route.repo);
+            c->tentative = c->plan.allowed;
+        }
+        denied |= !c->tentative;
+        if (c->tentative)
+            keep[nkeep++] = i;
+    }
+    /* Nothing worth sending early: the spooled path decides it all. */
+    if (nkeep == 0 || (denied && rgit_push_has_cap(req, "atomic")))
+        goto fail;
+    if (rgit_push_request_write(&header, req, keep, nkeep, "report-status") < 0 ||
+        upstream_push_start(&r->upstream, &r->target, r->sideband, r->cred_flags, &e) < 0 ||
+        upstream_push_write(r->upstream, header.data, header.len, &e) < 0)
+        goto fail;
+    free(keep);
+    rg_buf_free(&header);
+    return;
+fail:
+    free(keep);
+    rg_buf_free(&header);
+    for (size_t i = 0; i < req->nupdates; i++)
+        r->cmds[i].tentative = 0;
+    rgit_packscan_free(r->scan);
+    r->scan = NULL;
+    upstream_push_free(r->upstream);
+    r->upstream = NULL;
+}
+
+/* The next pack bytes, while overlapping: forward what is surely not the
+ * trailer. A pack the scanner cannot follow stops the overlap. */
+static void overlap_pack(gateway_receive *r, const char *data, size_t len)
+{
+    rg_error e = RG_ERROR_INIT;
+    uint64_t start = r->pack_bytes, safe;
+
+    if (r->scan == NULL || r->scan_state != 0)
+        return;
+    r->scan_state = rgit_packscan_feed(r->scan, data, len, &e);
+    if (r->scan_state < 0)
+        return;
+    safe = rgit_packscan_safe(r->scan);
+    /* What is safe and unsent lies in this chunk: before the trailer
+     * starts, safe is everything scanned. */
+    if (safe > r->sent && !r->upstream_failed &&
+        upstream_push_write(r->upstream, data + (r->sent - start), (size_t)(safe - r->sent), &e) <
+            0)
+        upstream_failed(r, &e);
+    r->sent = safe;
+}
+
+/*
+ * Whether the overlapped push can be completed: the pack's end was found,
+ * upstream took everything so far, and the refs sent early are exactly the
+ * refs now allowed. Otherwise it is abandoned (abort_overlap) and the push
+ * takes the spooled path.
+ */
+static int overlap_holds(const gateway_receive *r)
+{
+    if (r->upstream == NULL || r->scan == NULL || r->scan_state != 1 || r->upstream_failed)
+        return 0;
+    for (size_t i = 0; i < r->req->nupdates; i++)
+        if (r->cmds[i].tentative != (r->cmds[i].plan.allowed && !r->cmds[i].unaudited))
+            return 0;
+    return 1;
+}
+
+/*
+ * Give up the overlapped request: its input ends without the trailer, so
+ * upstream's index-pack fails on the incomplete pack, receive-pack applies
+ * nothing and cleans its own quarantine (a kill would leave it behind).
+ */
+static void abort_overlap(gateway_receive *r)
+{
+    rgit_report ignored = {0};
+    rg_error e = RG_ERROR_INIT;
+
+    if (r->upstream == NULL)
+        return;
+    upstream_push_finish(r->upstream, &ignored, NULL, &e);
+    rgit_report_free(&ignored);
+    upstream_push_free(r->upstream);
+    r->upstream = NULL;
+    r->upstream_failed = 0;
+    for (size_t i = 0; i < r->req->nupdates; i++)
+        r->cmds[i].tentative = 0;
+}
+
+/* Complete the overlapped request: send the trailer, read back from the
+ * spool where the scanner found it. */
+static void complete_overlap(gateway_receive *r)
+{
+    uint64_t end = rgit_packscan_end(r->scan);
+    char trailer[RGIT_OID_HEX_MAX / 2];
+    size_t n = (size_t)(end - r->sent);
+    rg_error e = RG_ERROR_INIT;
+
+    for (size_t i = 0; i < r->req->nupdates; i++)
+        r->nforward += r->cmds[i].tentative;
+    r->send_pack = 1;
+    if (n > sizeof(trailer) || pread(r->spool_fd, trailer, n, (off_t)r->sent) != (ssize_t)n) {
+        rg_error_set(&e, RG_E_UPSTREAM, "cannot read the pack's trailer back");
+        upstream_failed(r, &e);
+        return;
+    }
+    if (upstream_push_write(r->upstream, trailer, n, &e) < 0)
+        upstream_failed(r, &e);
+    r->sent = end;
+}
+
 /* --------------------------------------------------------------- decide */
 
 static void decide_all(gateway_receive *r)
@@ -561,6 +715,7 @@ done:
 /* Send the spooled pack upstream once the decision is made. */
 static void send_spool(gateway_receive *r)
 {
+    uint64_t end = r->scan && r->scan_state == 1 ? rgit_packscan_end(r->scan) : 0, done = 0;
     rg_error e = RG_ERROR_INIT;
     char *chunk;
     ssize_t n;
@@ -572,9 +727,13 @@ static void send_spool(gateway_receive *r)
         free(chunk);
         return;
     }
-    /* Bounded: the spool holds at most max_body_bytes. */
+    /* Bounded: the spool holds at most max_body_bytes. Where the pack's
+     * end is known, nothing after it goes upstream. */
     while ((n = read(r->spool_fd, chunk, SPOOL_CHUNK)) > 0) {
-        if (upstream_push_write(r->upstream, chunk, (size_t)n, &e) < 0) {
+        if (end && (uint64_t)n > end - done)
+            n = (ssize_t)(end - done);
+        done += (uint64_t)n;
+        if (n > 0 && upstream_push_write(r->upstream, chunk, (size_t)n, &e) < 0) {
             upstream_failed(r, &e);
             break;
         }
@@ -675,8 +834,13 @@ static int header_done(gateway_receive *r)
     need_pack = plan_push(r);
     if (need_pack < 0)
         return need_pack;
-    if (need_pack)
-        return start_spool(r);
+    if (need_pack) {
+        int rc = start_spool(r);
+
+        if (rc == 0)
+            start_overlap(r);
+        return rc;
+    }
     decide_all(r);
     return record_and_forward(r);
 }
@@ -697,6 +861,8 @@ static int on_pack(gateway_receive *r, const char *data, size_t len)
             return fail(r, 500, rc, "cannot spool the pack to disk");
         if (r->q && !r->q_failed && rgit_quarantine_write(r->q, data, len, &r->q_err) < 0)
             r->q_failed = 1;
+        overlap_pack(r, data, len);
+        r->pack_bytes += len;
         return 0;
     default:
         return 0;
@@ -831,12 +997,24 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
         if (r->check_workflows)
             resolve_workflows(r);
         end_inspection(r);
-        if (record_and_forward(r) < 0) {
+        /* Overlapped and still exactly right: the decisions become durable,
+         * then the trailer may go (unless the audit log refused the push,
+         * which overlap_holds then sees). */
+        if (overlap_holds(r) && record_decisions(r) < 0) {
             error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
             return;
         }
-        if (r->upstream && r->send_pack && !r->upstream_failed)
-            send_spool(r);
+        if (r->decided && overlap_holds(r)) {
+            complete_overlap(r);
+        } else {
+            abort_overlap(r);
+            if ((r->decided ? start_forward(r) : record_and_forward(r)) < 0) {
+                error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
+                return;
+            }
+            if (r->upstream && r->send_pack && !r->upstream_failed)
+                send_spool(r);
+        }
     }
     finish_push(r);
     /* A request that went wrong after forwarding began is answered with
@@ -860,6 +1038,7 @@ void gateway_receive_free(gateway_receive *r)
     /* The quarantine reads the mirror's objects: free it first. */
     rgit_quarantine_free(r->q);
     gateway_mirror_release(r->mirror);
+    rgit_packscan_free(r->scan);
     if (r->spool_fd >= 0)
         close(r->spool_fd);
     gateway_inflate_free(r->z);
