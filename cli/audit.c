@@ -15,7 +15,7 @@
  *
  * Exit status: 0 done (verify: intact), 1 failed (verify: broken), 2 usage.
  */
-#include "gateway/audit.h"
+#include "audit/audit.h"
 #include "cli/cli.h"
 #include "config/config.h"
 

@@ -319,6 +319,38 @@ static void upstream_failed(gateway_receive *r, const rg_error *e)
     }
 }
 
+/*
+ * An upper bound of the bytes the push's audit records take. Reasons and
+ * evaluate verdicts are filled in after forwarding, so they count at the
+ * sizes of the buffers they are built in (600 and 300 bytes, at most 6
+ * bytes of JSON each).
+ */
+static size_t audit_bytes(const gateway_receive *r)
+{
+    const rgit_push_request *req = r->req;
+    size_t total = 0;
+
+    for (size_t i = 0; i < req->nupdates; i++) {
+        const ref_state *s = &r->refs[i];
+        audit_record rec = {
+            .kind = AUDIT_DECISION,
+            .push_id = r->push_id,
+            .run = r->run,
+            .token_hash = r->token_hash,
+            .remote = r->remote,
+            .repo = r->route.repo,
+            .ref = req->updates[i].refname,
+            .old_id = req->updates[i].old_id,
+            .new_id = req->updates[i].new_id,
+            .action = action_label(s),
+            .decision = "allow",
+            .rule = s->decision.rule_name,
+        };
+        total += audit_record_size_max(&rec) + (600 + 300) * 6;
+    }
+    return total;
+}
+
 /* Start upstream with the allowed commands; the pack follows if needed. */
 static int start_forward(gateway_receive *r)
 {
@@ -347,7 +379,7 @@ static int start_forward(gateway_receive *r)
         goto done;
     }
     /* Fail closed: what cannot be audited is not forwarded. */
-    if (audit_ready(r->ctx->audit, req->nupdates, &e) < 0) {
+    if (audit_ready(r->ctx->audit, audit_bytes(r), &e) < 0) {
         rg_log(RG_LOG_ERR, "push_refused_audit_unwritable", "push=%s error=%s", r->push_id,
                rg_log_quote(q, sizeof(q), e.msg));
         for (size_t i = 0; i < nkeep; i++) {
@@ -560,6 +592,7 @@ static int write_audit(gateway_receive *r, char (*reasons)[600], char (*outcomes
                      config_effect_name(s->decision.evaluate_effect),
                      s->decision.evaluate_rule_name);
         recs[i] = (audit_record){
+            .kind = AUDIT_DECISION,
             .push_id = r->push_id,
             .run = r->run,
             .token_hash = r->token_hash,
@@ -576,7 +609,7 @@ static int write_audit(gateway_receive *r, char (*reasons)[600], char (*outcomes
             .evaluate = s->decision.evaluate_matched ? evals[i] : NULL,
         };
     }
-    rc = audit_append_many(r->ctx->audit, recs, req->nupdates, &e);
+    rc = audit_append_many(r->ctx->audit, recs, req->nupdates, NULL, &e);
     if (rc < 0)
         rg_log(RG_LOG_ERR, "audit_append_failed", "push=%s error=%s", r->push_id,
                rg_log_quote(q, sizeof(q), e.msg));

@@ -1,5 +1,5 @@
 /*
- * The audit log (gateway/audit.c) and `refgate audit` (cli/audit.c):
+ * The audit log (audit/) and `refgate audit` (cli/audit.c):
  * records chain by hash, every kind of damage is found at the right line,
  * a torn tail is kept and chained past, concurrent appends stay one chain,
  * and the CLI filters, prints and verifies what is on disk.
@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "gateway/audit.h"
+#include "audit/audit.h"
 #include "cli/cli.h"
 
 static char dir[PATH_MAX], logpath[PATH_MAX];
@@ -73,6 +73,7 @@ static audit_record make_rec(rec_bufs *b, int i)
     snprintf(b->push, sizeof(b->push), "push-%d", i);
     snprintf(b->reason, sizeof(b->reason), "reason number %d", i);
     memset(&r, 0, sizeof(r));
+    r.kind = AUDIT_DECISION;
     r.push_id = b->push;
     r.run = i % 2 ? "run-odd" : "run-even";
     r.token_hash = "0123456789ab";
@@ -256,9 +257,10 @@ Test(audit, records_chain_by_the_hash_of_the_previous_line)
 
 Test(audit, fields_are_written_in_order_and_evaluate_only_when_set)
 {
-    static const char *const order[] = {
-        "time", "seq", "prev",   "push_id",  "run",  "token",  "remote",  "repo",    "ref",
-        "old",  "new", "action", "decision", "rule", "reason", "outcome", "evaluate"};
+    static const char *const order[] = {"v",       "seq",    "prev",     "time",   "type",
+                                        "push_id", "run",    "token",    "remote", "repo",
+                                        "ref",     "old",    "new",      "action", "decision",
+                                        "rule",    "reason", "evaluate", "outcome"};
     rg_error err = RG_ERROR_INIT;
     audit_log *log = open_log();
     audit_record r;
@@ -276,10 +278,10 @@ Test(audit, fields_are_written_in_order_and_evaluate_only_when_set)
     audit_close(log);
 
     j = parse_line(1);
-    cr_assert_eq(json_object_size(j), 16, "no evaluate when it is NULL");
+    cr_assert_eq(json_object_size(j), 18, "no evaluate when it is NULL");
     cr_assert_null(json_object_get(j, "evaluate"));
     for (i = 0, it = json_object_iter(j); it; it = json_object_iter_next(j, it), i++)
-        cr_assert_str_eq(json_object_iter_key(it), order[i]);
+        cr_assert_str_eq(json_object_iter_key(it), order[i + (i >= 17)]);
     /* 2026-11-30T12:00:05.123Z */
     t = json_string_value(json_object_get(j, "time"));
     cr_assert_eq(strlen(t), 24, "%s", t);
@@ -289,7 +291,7 @@ Test(audit, fields_are_written_in_order_and_evaluate_only_when_set)
     json_decref(j);
 
     j = parse_line(2);
-    cr_assert_eq(json_object_size(j), 17);
+    cr_assert_eq(json_object_size(j), 19);
     for (i = 0, it = json_object_iter(j); it; it = json_object_iter_next(j, it), i++) {
         key = json_object_iter_key(it);
         cr_assert_str_eq(key, order[i]);
@@ -306,7 +308,7 @@ Test(audit, lines_are_compact_json)
 
     append_records(1, 1);
     buf = slurp(logpath, NULL);
-    cr_assert_eq(strncmp(buf, "{\"time\":\"", 9), 0, "%s", buf);
+    cr_assert_eq(strncmp(buf, "{\"v\":2,\"seq\":1,\"prev\":\"", 23), 0, "%s", buf);
     cr_assert_null(strstr(buf, "\": "), "no spaces after colons");
     free(buf);
 }
@@ -333,9 +335,9 @@ Test(audit, append_many_writes_consecutive_records)
 
     for (i = 0; i < 3; i++)
         recs[i] = make_rec(&b[i], i);
-    cr_assert_eq(audit_append_many(log, recs, 3, &err), 0, "%s", err.msg);
-    cr_assert_eq(audit_append_many(log, recs, 0, &err), 0, "nothing to do is fine");
-    cr_assert_eq(audit_append_many(log, recs, 2, &err), 0, "%s", err.msg);
+    cr_assert_eq(audit_append_many(log, recs, 3, NULL, &err), 0, "%s", err.msg);
+    cr_assert_eq(audit_append_many(log, recs, 0, NULL, &err), 0, "nothing to do is fine");
+    cr_assert_eq(audit_append_many(log, recs, 2, NULL, &err), 0, "%s", err.msg);
     audit_close(log);
     assert_intact(5);
     j = parse_line(3);
@@ -661,7 +663,7 @@ static void *write_thread(void *arg)
         int n = (i % 5 == 4 && i + 3 <= PER_THREAD) ? 3 : 1;
         for (k = 0; k < n; k++)
             recs[k] = make_rec(&b[k], w->id * 1000 + i + k);
-        if (audit_append_many(w->log, recs, (size_t)n, NULL) < 0)
+        if (audit_append_many(w->log, recs, (size_t)n, NULL, NULL) < 0)
             w->failures++;
         i += n;
     }
