@@ -5,6 +5,7 @@
  * and the CLI filters, prints and verifies what is on disk.
  */
 #include <criterion/criterion.h>
+#include <criterion/parameterized.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -938,4 +939,725 @@ Test(audit, cli_list_without_a_log_says_so)
     cr_assert_eq(run_cli(&out, cli_audit, "audit", "--config", cfg, NULL), 0);
     cr_assert_str_eq(out, "no audit log yet\n");
     free(out);
+}
+
+/* ------------------------------------------------------------------------
+ * Record format v2
+ * ------------------------------------------------------------------------ */
+
+/* Count the lines of the log. */
+static int log_lines(void)
+{
+    char *buf = slurp(logpath, NULL);
+    int n = count_char(buf, '\n');
+
+    free(buf);
+    return n;
+}
+
+static const char *jstr(json_t *j, const char *key)
+{
+    return json_string_value(json_object_get(j, key));
+}
+
+typedef struct v2_case {
+    audit_record rec;
+    const char *type;
+    const char *keys; /* the keys after v, seq, prev, time, type, comma-separated */
+} v2_case;
+
+/* Criterion hands parameters to another process: pass indexes, not pointers. */
+static const v2_case v2_cases[] = {
+    {{.kind = AUDIT_DECISION,
+      .push_id = "p1",
+      .run = "r",
+      .token_hash = "0123456789ab",
+      .remote = "127.0.0.1",
+      .repo = "local/acme/app",
+      .ref = "refs/heads/feature/x",
+      .old_id = OID0,
+      .new_id = OID1,
+      .action = "create",
+      .decision = "allow",
+      .rule = "features",
+      .reason = "ok"},
+     "decision",
+     "push_id,run,token,remote,repo,ref,old,new,action,decision,rule,reason,outcome"},
+    {{.kind = AUDIT_DECISION,
+      .push_id = "p1",
+      .ref = "refs/heads/main",
+      .decision = "deny",
+      .rule = "protect-main",
+      .reason = "main is protected",
+      .evaluate = "deny by trial",
+      .outcome = "rejected"},
+     "decision",
+     "push_id,run,token,remote,repo,ref,old,new,action,decision,rule,reason,evaluate,outcome"},
+    {{.kind = AUDIT_OUTCOME,
+      .push_id = "p1",
+      .repo = "local/acme/app",
+      .ref = "refs/heads/feature/x",
+      .decision_seq = 1,
+      .outcome = "forwarded: ok"},
+     "outcome",
+     "push_id,repo,ref,decision_seq,outcome"},
+    {{.kind = AUDIT_EVENT, .event = "start", .detail = "pid 1"}, "event", "event,detail"},
+    {{.kind = AUDIT_EVENT, .event = "token-mint"}, "event", "event"},
+    {{.kind = AUDIT_EVENT, .event = "token-revoke", .detail = "run r"}, "event", "event,detail"},
+};
+
+typedef struct case_index {
+    int i;
+} case_index;
+
+static case_index *index_params(size_t n)
+{
+    case_index *c = cr_malloc(n * sizeof(*c));
+
+    for (size_t i = 0; i < n; i++)
+        c[i].i = (int)i;
+    return c;
+}
+
+static void free_index_params(struct criterion_test_params *p)
+{
+    cr_free(p->params);
+}
+
+#define NCASES(a) (sizeof(a) / sizeof((a)[0]))
+
+ParameterizedTestParameters(audit, v2_records_round_trip)
+{
+    return cr_make_param_array(case_index, index_params(NCASES(v2_cases)), NCASES(v2_cases),
+                               free_index_params);
+}
+
+ParameterizedTest(case_index *ci, audit, v2_records_round_trip)
+{
+    const v2_case *c = &v2_cases[ci->i];
+    static const char *const head[] = {"v", "seq", "prev", "time", "type"};
+    rg_error err = RG_ERROR_INIT;
+    audit_log *log = open_log();
+    audit_record first = {.kind = AUDIT_EVENT, .event = "start"};
+    char keys[256], want[256];
+    uint64_t seq = 0;
+    const char *k;
+    json_t *j, *v;
+    size_t i;
+    void *it;
+
+    /* Something for an outcome's decision_seq to point back to. */
+    cr_assert_eq(audit_append(log, &first, &err), 0, "%s", err.msg);
+    cr_assert_eq(audit_append_many(log, &c->rec, 1, &seq, &err), 0, "%s", err.msg);
+    cr_assert_eq(seq, 2);
+    audit_close(log);
+    assert_intact(2);
+
+    j = parse_line(2);
+    keys[0] = '\0';
+    for (i = 0, it = json_object_iter(j); it; it = json_object_iter_next(j, it), i++) {
+        k = json_object_iter_key(it);
+        if (i < 5) {
+            cr_assert_str_eq(k, head[i], "key %zu is %s", i, k);
+            continue;
+        }
+        strcat(keys, keys[0] ? "," : "");
+        strcat(keys, k);
+    }
+    snprintf(want, sizeof(want), "%s", c->keys);
+    cr_assert_str_eq(keys, want);
+    cr_assert_eq(json_integer_value(json_object_get(j, "v")), 2);
+    cr_assert_eq(json_integer_value(json_object_get(j, "seq")), 2);
+    cr_assert_str_eq(jstr(j, "type"), c->type);
+    k = jstr(j, "time");
+    cr_assert(k && strlen(k) == 24 && k[10] == 'T' && k[23] == 'Z', "%s", k);
+    switch (c->rec.kind) {
+    case AUDIT_DECISION:
+        cr_assert_str_eq(jstr(j, "ref"), c->rec.ref);
+        cr_assert_str_eq(jstr(j, "decision"), c->rec.decision);
+        v = json_object_get(j, "outcome");
+        if (c->rec.outcome == NULL)
+            cr_assert(json_is_null(v), "a pending decision has outcome null");
+        else
+            cr_assert_str_eq(json_string_value(v), c->rec.outcome);
+        break;
+    case AUDIT_OUTCOME:
+        cr_assert_eq(json_integer_value(json_object_get(j, "decision_seq")),
+                     (json_int_t)c->rec.decision_seq);
+        cr_assert_str_eq(jstr(j, "outcome"), c->rec.outcome);
+        break;
+    case AUDIT_EVENT:
+        cr_assert_str_eq(jstr(j, "event"), c->rec.event);
+        if (c->rec.detail)
+            cr_assert_str_eq(jstr(j, "detail"), c->rec.detail);
+        break;
+    }
+    json_decref(j);
+}
+
+Test(audit, malformed_records_are_refused_and_nothing_is_written)
+{
+    static const audit_record bad[] = {
+        {.kind = 0, .ref = "refs/heads/x", .decision = "allow"},
+        {.kind = AUDIT_DECISION, .decision = "allow"},
+        {.kind = AUDIT_OUTCOME, .decision_seq = 1},
+        {.kind = AUDIT_OUTCOME, .decision_seq = 0, .outcome = "forwarded: ok"},
+        {.kind = AUDIT_OUTCOME, .decision_seq = 3, .outcome = "forwarded: ok"}, /* itself */
+        {.kind = AUDIT_OUTCOME, .decision_seq = 9, .outcome = "forwarded: ok"}, /* later */
+        {.kind = AUDIT_EVENT, .event = "reboot"},
+        {.kind = AUDIT_EVENT},
+    };
+    rg_error err = RG_ERROR_INIT;
+    audit_log *log = open_log();
+    audit_record ok = {.kind = AUDIT_EVENT, .event = "start"};
+    size_t i;
+
+    cr_assert_eq(audit_append(log, &ok, &err), 0);
+    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        audit_record batch[2] = {ok, bad[i]};
+        cr_assert_eq(audit_append_many(log, batch, 2, NULL, &err), -EINVAL, "case %zu", i);
+    }
+    audit_close(log);
+    cr_assert_eq(log_lines(), 1, "a refused batch writes none of its records");
+    assert_intact(1);
+}
+
+/* A v1 line as today's gateway wrote it, chained to `prev`; `prev` becomes its hash. */
+static void append_v1_line(int seq, char prev[65])
+{
+    char line[1024];
+
+    snprintf(line, sizeof(line),
+             "{\"time\":\"2026-11-30T12:00:0%d.000Z\",\"seq\":%d,\"prev\":\"%s\",\"push_id\":"
+             "\"old-%d\",\"run\":\"run-v1\",\"token\":\"0123456789ab\",\"remote\":\"127.0.0.1\","
+             "\"repo\":\"local/acme/app\",\"ref\":\"refs/heads/feature/v1\",\"old\":\"" OID0
+             "\",\"new\":\"" OID1 "\",\"action\":\"create\",\"decision\":\"allow\",\"rule\":"
+             "\"features\",\"reason\":\"ok\",\"outcome\":\"forwarded: ok\"}",
+             seq, seq, prev, seq);
+    sha256_hex(prev, line, strlen(line));
+    strcat(line, "\n");
+    spit_append(logpath, line);
+}
+
+Test(audit, a_v1_log_followed_by_v2_appends_verifies_and_lists)
+{
+    const char *cfg = config_path();
+    char prev[65] = ZEROS, *out;
+    json_t *j;
+    int i;
+
+    for (i = 1; i <= 3; i++)
+        append_v1_line(i, prev);
+    assert_intact(3);
+    append_records(4, 2);
+    assert_intact(5);
+    j = parse_line(4);
+    cr_assert_eq(json_integer_value(json_object_get(j, "seq")), 4, "v2 continues v1's seq");
+    cr_assert_str_eq(jstr(j, "prev"), prev, "and chains onto the last v1 line's bytes");
+    json_decref(j);
+
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "--config", cfg, "--run", "run-v1", NULL), 0);
+    cr_assert_eq(count_char(out, '\n'), 4, "a header and the three v1 rows:\n%s", out);
+    cr_assert_not_null(strstr(out, "feature/v1"));
+    free(out);
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "--config", cfg, "--json", NULL), 0);
+    cr_assert_eq(count_char(out, '\n'), 5, "%s", out);
+    free(out);
+}
+
+/* ------------------------------------------------------------------------
+ * Pending decisions and their recovery
+ * ------------------------------------------------------------------------ */
+
+/* A push of three refs: two forwarded (pending), one denied (complete). */
+static uint64_t append_push(audit_log *log, const char *push)
+{
+    rg_error err = RG_ERROR_INIT;
+    audit_record recs[3] = {
+        {.kind = AUDIT_DECISION,
+         .push_id = push,
+         .repo = "local/acme/app",
+         .ref = "refs/heads/feature/a",
+         .decision = "allow",
+         .action = "create"},
+        {.kind = AUDIT_DECISION,
+         .push_id = push,
+         .repo = "local/acme/app",
+         .ref = "refs/heads/feature/b",
+         .decision = "allow",
+         .action = "create"},
+        {.kind = AUDIT_DECISION,
+         .push_id = push,
+         .repo = "local/acme/app",
+         .ref = "refs/heads/main",
+         .decision = "deny",
+         .action = "force",
+         .outcome = "rejected"},
+    };
+    uint64_t first = 0;
+
+    cr_assert_eq(audit_append_many(log, recs, 3, &first, &err), 0, "%s", err.msg);
+    return first;
+}
+
+static void append_outcome(audit_log *log, uint64_t decision_seq, const char *ref,
+                           const char *outcome)
+{
+    rg_error err = RG_ERROR_INIT;
+    audit_record r = {.kind = AUDIT_OUTCOME,
+                      .push_id = "p",
+                      .repo = "local/acme/app",
+                      .ref = ref,
+                      .decision_seq = decision_seq,
+                      .outcome = outcome};
+
+    cr_assert_eq(audit_append(log, &r, &err), 0, "%s", err.msg);
+}
+
+static size_t complete(void)
+{
+    rg_error err = RG_ERROR_INIT;
+    audit_log *log = open_log();
+    size_t n = 99;
+
+    cr_assert_eq(audit_complete_pending(log, &n, &err), 0, "%s", err.msg);
+    audit_close(log);
+    return n;
+}
+
+Test(audit, complete_pending_after_reopen_completes_each_pending_ref_once)
+{
+    audit_log *log = open_log();
+    uint64_t first;
+    json_t *j;
+    int i;
+
+    first = append_push(log, "p1"); /* seqs 1, 2, 3 */
+    cr_assert_eq(first, 1);
+    append_outcome(log, 1, "refs/heads/feature/a", "forwarded: ok"); /* 4 */
+    first = append_push(log, "p2");                                  /* 5, 6, 7 */
+    cr_assert_eq(first, 5);
+    audit_close(log); /* the gateway dies: 2, 5 and 6 have no outcome */
+
+    cr_assert_eq(complete(), 3);
+    cr_assert_eq(log_lines(), 7 + 3 + 1);
+    assert_intact(11);
+    for (i = 8; i <= 10; i++) {
+        static const uint64_t want[] = {2, 5, 6};
+        j = parse_line(i);
+        cr_assert_str_eq(jstr(j, "type"), "outcome");
+        cr_assert_eq(json_integer_value(json_object_get(j, "decision_seq")),
+                     (json_int_t)want[i - 8]);
+        cr_assert_not_null(strstr(jstr(j, "outcome"), "unknown: the gateway stopped before "
+                                                      "upstream answered"),
+                           "%s", jstr(j, "outcome"));
+        cr_assert_str_eq(jstr(j, "ref"), i == 9 ? "refs/heads/feature/a" : "refs/heads/feature/b");
+        cr_assert_str_eq(jstr(j, "push_id"), i == 8 ? "p1" : "p2");
+        json_decref(j);
+    }
+    j = parse_line(11);
+    cr_assert_str_eq(jstr(j, "type"), "event");
+    cr_assert_str_eq(jstr(j, "event"), "recovered");
+    cr_assert_not_null(strstr(jstr(j, "detail"), "3 forwarded"), "%s", jstr(j, "detail"));
+    json_decref(j);
+
+    cr_assert_eq(complete(), 0, "running it again completes nothing");
+    cr_assert_eq(log_lines(), 11, "and appends nothing");
+}
+
+Test(audit, complete_pending_with_nothing_pending_appends_nothing)
+{
+    audit_log *log = open_log();
+
+    append_push(log, "p1");
+    append_outcome(log, 1, "refs/heads/feature/a", "forwarded: ok");
+    append_outcome(log, 2, "refs/heads/feature/b", "forwarded: ng stale info");
+    audit_close(log);
+    cr_assert_eq(complete(), 0);
+    cr_assert_eq(log_lines(), 5);
+    audit_close(open_log());
+    cr_assert_eq(complete(), 0, "an empty log has nothing pending");
+}
+
+Test(audit, complete_pending_reads_back_only_to_the_last_start_event)
+{
+    rg_error err = RG_ERROR_INIT;
+    audit_log *log = open_log();
+    audit_record start = {.kind = AUDIT_EVENT, .event = "start"};
+
+    /* A start event promises everything before it was completed; the scan
+     * trusts it, which is what keeps a gateway start from reading the log. */
+    append_push(log, "before"); /* 1, 2 pending: not seen */
+    cr_assert_eq(audit_append(log, &start, &err), 0);
+    append_push(log, "after"); /* 5, 6 pending */
+    audit_close(log);
+    cr_assert_eq(complete(), 2);
+    cr_assert_eq(log_lines(), 7 + 2 + 1);
+}
+
+/* ------------------------------------------------------------------------
+ * Sizing
+ * ------------------------------------------------------------------------ */
+
+typedef struct size_case {
+    const char *name;
+    int hostile; /* fill every string field with bytes that escape the most */
+    size_t len;  /* of each string field */
+} size_case;
+
+static const size_case size_cases[] = {
+    {"plain", 0, 40},    {"plain long", 0, 3000},    {"plain over the cap", 0, 9000},
+    {"controls", 1, 40}, {"controls long", 1, 3000}, {"controls over the cap", 1, 9000},
+};
+
+ParameterizedTestParameters(audit, size_max_bounds_the_written_line)
+{
+    return cr_make_param_array(case_index, index_params(NCASES(size_cases)), NCASES(size_cases),
+                               free_index_params);
+}
+
+ParameterizedTest(case_index *ci, audit, size_max_bounds_the_written_line)
+{
+    const size_case *c = &size_cases[ci->i];
+    rg_error err = RG_ERROR_INIT;
+    audit_log *log = open_log();
+    char *s = malloc(c->len + 1);
+    audit_record recs[3];
+    size_t i, len, max;
+    char *buf;
+
+    for (i = 0; i < c->len; i++)
+        /* A control byte becomes \u00XX (6 bytes); 0xff becomes \\xFF (5). */
+        s[i] = c->hostile ? (i % 2 ? '\x01' : '\xff') : 'a';
+    s[c->len] = '\0';
+    recs[0] = (audit_record){.kind = AUDIT_DECISION,
+                             .push_id = s,
+                             .run = s,
+                             .token_hash = s,
+                             .remote = s,
+                             .repo = s,
+                             .ref = s,
+                             .old_id = s,
+                             .new_id = s,
+                             .action = s,
+                             .decision = s,
+                             .rule = s,
+                             .reason = s,
+                             .evaluate = s,
+                             .outcome = s};
+    recs[1] = (audit_record){.kind = AUDIT_OUTCOME,
+                             .push_id = s,
+                             .repo = s,
+                             .ref = s,
+                             .decision_seq = UINT64_MAX / 4,
+                             .outcome = s};
+    recs[2] = (audit_record){.kind = AUDIT_EVENT, .event = "start", .detail = s};
+    for (i = 0; i < 3; i++) {
+        /* An outcome may name only an earlier record: give it one. */
+        if (recs[i].kind == AUDIT_OUTCOME)
+            recs[i].decision_seq = 1;
+        cr_assert_eq(audit_append(log, &recs[i], &err), 0, "%s: %s", c->name, err.msg);
+    }
+    audit_close(log);
+    buf = slurp(logpath, NULL);
+    for (i = 0; i < 3; i++) {
+        line_at(buf, (int)i + 1, &len);
+        max = audit_record_size_max(&recs[i]);
+        cr_assert_leq(len + 1, max, "%s, record %zu: %zu bytes, bound %zu", c->name, i, len + 1,
+                      max);
+    }
+    /* A pending outcome counts at its largest, so any text filled in later fits. */
+    recs[1].outcome = NULL;
+    cr_assert_geq(audit_record_size_max(&recs[1]), 6 * 4096);
+    free(buf);
+    free(s);
+}
+
+Test(audit, ready_is_sized_by_the_push_not_a_flat_megabyte_per_record)
+{
+    rg_error err = RG_ERROR_INIT;
+    audit_log *log = open_log();
+    audit_record r;
+    rec_bufs b;
+    size_t one, total = 0;
+    int i;
+
+    for (i = 0; i < 10000; i++) {
+        r = make_rec(&b, i);
+        total += audit_record_size_max(&r);
+    }
+    r = make_rec(&b, 1);
+    one = audit_record_size_max(&r);
+    /* A typical record: well under its 6 x 4 KiB outcome room plus its fields. */
+    cr_assert_lt(one, 4096, "%zu", one);
+    cr_assert_lt(total, (size_t)10000 * 4096, "a 10,000-ref push asks for %zu bytes", total);
+    cr_assert_lt(total, (size_t)64 * 1024 * 1024);
+    cr_assert_eq(audit_ready(log, total, &err), 0, "%s", err.msg);
+    cr_assert_eq(audit_ready(log, SIZE_MAX / 2, &err), -ENOSPC);
+    cr_assert(strstr(err.msg, "bytes free") != NULL, "%s", err.msg);
+    audit_close(log);
+}
+
+/* ------------------------------------------------------------------------
+ * The head, and cut tails
+ * ------------------------------------------------------------------------ */
+
+Test(audit, head_is_the_last_seq_and_its_line_hash)
+{
+    rg_error err = RG_ERROR_INIT;
+    audit_log *log = open_log();
+    char hash[65], want[65], *buf, *p;
+    uint64_t seq = 99;
+    audit_record r;
+    rec_bufs b;
+    size_t len;
+
+    cr_assert_eq(audit_head(log, &seq, hash, &err), 0);
+    cr_assert_eq(seq, 0);
+    cr_assert_str_eq(hash, ZEROS);
+    r = make_rec(&b, 1);
+    cr_assert_eq(audit_append(log, &r, &err), 0);
+    cr_assert_eq(audit_append(log, &r, &err), 0);
+    cr_assert_eq(audit_append(log, &r, &err), 0);
+    cr_assert_eq(audit_head(log, &seq, hash, &err), 0);
+    cr_assert_eq(seq, 3);
+    buf = slurp(logpath, NULL);
+    p = line_at(buf, 3, &len);
+    sha256_hex(want, p, len);
+    free(buf);
+    cr_assert_str_eq(hash, want);
+
+    /* Read from outside while the writer holds the log. */
+    cr_assert_eq(audit_read_head(&seq, hash, logpath, &err), 0, "%s", err.msg);
+    cr_assert_eq(seq, 3);
+    cr_assert_str_eq(hash, want);
+    audit_close(log);
+
+    /* An append in progress (no newline yet) is not part of the head. */
+    spit_append(logpath, "{\"v\":2,\"seq\":4,\"pr");
+    cr_assert_eq(audit_read_head(&seq, hash, logpath, &err), 0, "%s", err.msg);
+    cr_assert_eq(seq, 3);
+    cr_assert_str_eq(hash, want);
+    /* Reopening terminates the torn line; the head stays at the last record. */
+    log = open_log();
+    cr_assert_eq(audit_head(log, &seq, hash, &err), 0);
+    cr_assert_eq(seq, 3);
+    cr_assert_str_eq(hash, want);
+    audit_close(log);
+}
+
+Test(audit, read_head_of_an_empty_or_missing_log)
+{
+    rg_error err = RG_ERROR_INIT;
+    char hash[65];
+    uint64_t seq = 5;
+
+    cr_assert_eq(audit_read_head(&seq, hash, logpath, &err), -ENOENT);
+    audit_close(open_log());
+    cr_assert_eq(audit_read_head(&seq, hash, logpath, &err), 0);
+    cr_assert_eq(seq, 0);
+    cr_assert_str_eq(hash, ZEROS);
+}
+
+/* Remove the last n lines of the log. */
+static void cut_tail(int n)
+{
+    size_t len;
+    char *buf = slurp(logpath, &len);
+
+    while (n-- > 0) {
+        len--; /* the last newline */
+        while (len > 0 && buf[len - 1] != '\n')
+            len--;
+    }
+    spit(logpath, buf, len);
+    free(buf);
+}
+
+typedef struct cut_case {
+    int cut;     /* lines removed from the end */
+    int rewrite; /* records appended again after the cut */
+    int intact;  /* verify --head passes */
+    const char *why;
+} cut_case;
+
+static const cut_case cut_cases[] = {
+    {0, 0, 1, NULL},
+    {1, 0, 0, "ends at seq 9 (line 9), before the head's seq 10: records were cut"},
+    {3, 0, 0, "ends at seq 7 (line 7), before the head's seq 10: records were cut"},
+    {2, 2, 0, "the record with seq 10 does not hash to the head's hash"},
+};
+
+ParameterizedTestParameters(audit, verify_head_finds_a_cut_tail)
+{
+    return cr_make_param_array(case_index, index_params(NCASES(cut_cases)), NCASES(cut_cases),
+                               free_index_params);
+}
+
+ParameterizedTest(case_index *ci, audit, verify_head_finds_a_cut_tail)
+{
+    const cut_case *c = &cut_cases[ci->i];
+    const char *cfg = config_path();
+    rg_error err = RG_ERROR_INIT;
+    audit_verify_result res;
+    audit_log *log;
+    char hash[65], head[100], *out;
+    uint64_t seq;
+
+    append_records(1, 10);
+    log = open_log();
+    cr_assert_eq(audit_head(log, &seq, hash, &err), 0);
+    audit_close(log);
+    snprintf(head, sizeof(head), "%llu:%s", (unsigned long long)seq, hash);
+
+    cut_tail(c->cut);
+    if (c->rewrite)
+        append_records(100, c->rewrite);
+    /* The chain alone cannot tell. */
+    assert_intact((uint64_t)(10 - c->cut + c->rewrite));
+
+    cr_assert_eq(audit_verify_head(&res, logpath, seq, hash, &err), 0, "%s", err.msg);
+    cr_assert_eq(res.bad_line, 0);
+    cr_assert_eq(res.head_bad, !c->intact, "%s", res.why);
+    if (c->why)
+        cr_assert_not_null(strstr(res.why, c->why), "why '%s' should say '%s'", res.why, c->why);
+
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "verify", "--config", cfg, "--head", head, NULL),
+                 c->intact ? 0 : 1, "%s", out);
+    if (c->intact)
+        cr_assert_str_eq(out, "audit log intact: 10 records, reaching head 10\n");
+    else
+        cr_assert(strncmp(out, "audit log does not match head 10: ", 34) == 0 &&
+                      strstr(out, c->why) != NULL,
+                  "%s", out);
+    free(out);
+}
+
+Test(audit, cli_head_prints_seq_and_hash_and_verify_checks_its_syntax)
+{
+    const char *cfg = config_path();
+    rg_error err = RG_ERROR_INIT;
+    char hash[65], want[100], *out;
+    audit_log *log;
+    uint64_t seq;
+
+    append_records(1, 4);
+    log = open_log();
+    cr_assert_eq(audit_head(log, &seq, hash, &err), 0);
+    /* While the writer holds the log, as a running gateway does. */
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "head", "--config", cfg, NULL), 0);
+    audit_close(log);
+    snprintf(want, sizeof(want), "4:%s\n", hash);
+    cr_assert_str_eq(out, want);
+    free(out);
+
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "head", NULL), 2);
+    free(out);
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "verify", "--config", cfg, "--head", "4", NULL),
+                 2);
+    free(out);
+    cr_assert_eq(
+        run_cli(&out, cli_audit, "audit", "verify", "--config", cfg, "--head", "x:" ZEROS, NULL),
+        2);
+    free(out);
+    cr_assert_eq(
+        run_cli(&out, cli_audit, "audit", "verify", "--config", cfg, "--head", "4:abc", NULL), 2);
+    free(out);
+}
+
+/* ------------------------------------------------------------------------
+ * refgate audit: rows joined across records
+ * ------------------------------------------------------------------------ */
+
+Test(audit, cli_joins_each_outcome_to_its_decision_and_shows_pending)
+{
+    const char *cfg = config_path();
+    audit_record start = {.kind = AUDIT_EVENT, .event = "start", .detail = "pid 1"};
+    rg_error err = RG_ERROR_INIT;
+    audit_log *log = open_log();
+    char *out, *l;
+    json_t *j;
+
+    cr_assert_eq(audit_append(log, &start, &err), 0); /* 1 */
+    append_push(log, "p1");                           /* 2, 3 forwarded; 4 denied */
+    append_outcome(log, 2, "refs/heads/feature/a", "forwarded: ng stale info"); /* 5 */
+    audit_close(log);
+
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "--config", cfg, NULL), 0);
+    cr_assert_eq(count_char(out, '\n'), 4, "a header and three rows, no event:\n%s", out);
+    l = strstr(out, "feature/a");
+    cr_assert(l && strstr(l, "forwarded: ng stale info") < strchr(l, '\n'), "%s", out);
+    l = strstr(out, "feature/b");
+    cr_assert(l && strstr(l, "pending") && strstr(l, "pending") < strchr(l, '\n'), "%s", out);
+    l = strstr(out, "main");
+    cr_assert(l && strstr(l, "rejected") != NULL, "%s", out);
+    cr_assert(strstr(out, "feature/a") < strstr(out, "feature/b"), "in decision order");
+    free(out);
+
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "--config", cfg, "--json", NULL), 0);
+    cr_assert_eq(count_char(out, '\n'), 3, "%s", out);
+    j = json_loads(out, JSON_DISABLE_EOF_CHECK, NULL);
+    cr_assert_not_null(j);
+    cr_assert_str_eq(jstr(j, "type"), "decision");
+    cr_assert_str_eq(jstr(j, "ref"), "refs/heads/feature/a");
+    cr_assert_str_eq(jstr(j, "decision"), "allow");
+    cr_assert_str_eq(jstr(j, "outcome"), "forwarded: ng stale info");
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(j, "outcome_record"), "seq")),
+                 5);
+    json_decref(j);
+    l = strchr(out, '\n') + 1;
+    j = json_loads(l, JSON_DISABLE_EOF_CHECK, NULL);
+    cr_assert_str_eq(jstr(j, "ref"), "refs/heads/feature/b");
+    cr_assert(json_is_null(json_object_get(j, "outcome")), "pending");
+    cr_assert(json_is_null(json_object_get(j, "outcome_record")));
+    json_decref(j);
+    free(out);
+
+    /* Filters apply to the row's decision. */
+    cr_assert_eq(
+        run_cli(&out, cli_audit, "audit", "--config", cfg, "--json", "--ref", "feature/a", NULL),
+        0);
+    cr_assert_eq(count_char(out, '\n'), 1, "%s", out);
+    cr_assert_not_null(strstr(out, "forwarded: ng stale info"));
+    free(out);
+
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "--config", cfg, "--events", NULL), 0);
+    cr_assert_eq(count_char(out, '\n'), 2, "%s", out);
+    cr_assert_not_null(strstr(out, "start"));
+    cr_assert_not_null(strstr(out, "pid 1"));
+    free(out);
+}
+
+Test(audit, cli_joins_outcomes_of_a_large_push)
+{
+    const char *cfg = config_path();
+    rg_error err = RG_ERROR_INIT;
+    audit_log *log = open_log();
+    audit_record *recs = calloc(2000, sizeof(*recs));
+    char(*refs)[32] = calloc(1000, sizeof(*refs));
+    uint64_t first;
+    char *out;
+    int i;
+
+    /* 1000 decisions in one batch, then their outcomes: every row joins. */
+    for (i = 0; i < 1000; i++) {
+        snprintf(refs[i], sizeof(refs[i]), "refs/heads/feature/%d", i);
+        recs[i] = (audit_record){
+            .kind = AUDIT_DECISION, .push_id = "big", .ref = refs[i], .decision = "allow"};
+    }
+    cr_assert_eq(audit_append_many(log, recs, 1000, &first, &err), 0, "%s", err.msg);
+    for (i = 0; i < 1000; i++)
+        recs[i] = (audit_record){.kind = AUDIT_OUTCOME,
+                                 .push_id = "big",
+                                 .ref = refs[i],
+                                 .decision_seq = first + (uint64_t)i,
+                                 .outcome = "forwarded: ok"};
+    cr_assert_eq(audit_append_many(log, recs, 1000, NULL, &err), 0, "%s", err.msg);
+    audit_close(log);
+    cr_assert_eq(run_cli(&out, cli_audit, "audit", "--config", cfg, NULL), 0);
+    cr_assert_eq(count_char(out, '\n'), 1001, "one row per ref");
+    cr_assert_null(strstr(out, "pending"));
+    free(out);
+    free(recs);
+    free(refs);
 }
