@@ -516,6 +516,92 @@ static char *dup_field(const json_t *root, const char *key)
     return v ? strdup(v) : NULL;
 }
 
+/* What find_pending needs of a line. */
+typedef struct line_facts {
+    int kind, version;
+    uint64_t seq;
+    uint64_t decision_seq; /* outcome records */
+    int pending;           /* a decision with "outcome": null */
+    int stop;              /* everything before this line is complete */
+} line_facts;
+
+/* Digits at p (before end) into *out; the first byte after them, or NULL. */
+static const char *read_u64(uint64_t *out, const char *p, const char *end)
+{
+    const char *start = p;
+    uint64_t v = 0;
+
+    while (p < end && *p >= '0' && *p <= '9' && p - start < 19)
+        v = v * 10 + (uint64_t)(*p++ - '0');
+    if (p == start || (p < end && *p >= '0' && *p <= '9'))
+        return NULL;
+    *out = v;
+    return p;
+}
+
+#define LIT(s) s, sizeof(s) - 1
+
+/*
+ * The facts of a line laid out as record.c writes decisions and outcomes,
+ * read without parsing it: after a crash the scan passes every line since
+ * the last start, and a JSON parse per line made that the cost of a start.
+ * Keys are found by `,"name":` — inside a JSON string a quote is always
+ * escaped, so that cannot occur within a value. 0 when the line is laid
+ * out otherwise (events, v1, lines written by other tools): parse it.
+ */
+static int quick_facts(line_facts *out, const back_line *l)
+{
+    const char *p, *end;
+    size_t n;
+
+    if (l->data == NULL || l->len < 16 || memcmp(l->data, LIT("{\"v\":2,\"seq\":")) != 0)
+        return 0;
+    end = l->data + l->len;
+    p = read_u64(&out->seq, l->data + 13, end);
+    if (p == NULL || out->seq == 0)
+        return 0;
+    /* prev (hex) and time (digits and punctuation) hold no quotes. */
+    p = memmem(p, (size_t)(end - p), LIT(",\"type\":\""));
+    if (p == NULL)
+        return 0;
+    p += 9;
+    out->version = 2;
+    n = (size_t)(end - p);
+    if (n > 9 && !memcmp(p, LIT("decision\""))) {
+        out->kind = AUDIT_DECISION;
+        out->pending = l->len > 16 && !memcmp(end - 16, LIT(",\"outcome\":null}"));
+        return 1;
+    }
+    if (n > 8 && !memcmp(p, LIT("outcome\""))) {
+        out->kind = AUDIT_OUTCOME;
+        p = memmem(p, (size_t)(end - p), LIT(",\"decision_seq\":"));
+        return p != NULL && read_u64(&out->decision_seq, p + 16, end) != NULL;
+    }
+    return 0;
+}
+
+/* The facts of a parsed line (the slow path). */
+static void json_facts(line_facts *out, const json_t *root)
+{
+    const char *ev;
+    json_t *d;
+
+    out->kind = audit_json_kind(&out->version, root);
+    out->seq = json_seq(root);
+    if (out->kind != 0 && out->version == 1) {
+        out->stop = 1; /* v1 lines are complete, and come before every v2 line */
+    } else if (out->kind == AUDIT_EVENT) {
+        ev = json_string_value(json_object_get(root, "event"));
+        out->stop = ev && (!strcmp(ev, "start") || !strcmp(ev, "stop") || !strcmp(ev, "recovered"));
+    } else if (out->kind == AUDIT_OUTCOME) {
+        d = json_object_get(root, "decision_seq");
+        if (json_is_integer(d) && json_integer_value(d) > 0)
+            out->decision_seq = (uint64_t)json_integer_value(d);
+    } else if (out->kind == AUDIT_DECISION) {
+        out->pending = json_is_null(json_object_get(root, "outcome"));
+    }
+}
+
 /*
  * Read back from the end to where everything before is known complete,
  * collecting the decisions still pending (newest first). Outcome records
@@ -530,31 +616,26 @@ static int find_pending(pending **out, size_t *nout, audit_file *f, off_t end)
     size_t n = 0, cap = 0;
     back_reader br;
     back_line l;
+    line_facts lf;
     json_t *root = NULL;
-    const char *ev;
-    int rc, kind, version, stop = 0;
-    uint64_t seq, dseq;
+    int rc;
 
     rc = back_open(&br, f->fd, end);
-    while (rc == 0 && !stop && end > 0 && (rc = back_next(&br, &l)) == 1) {
+    while (rc == 0 && end > 0 && (rc = back_next(&br, &l)) == 1) {
         rc = 0;
-        root = line_json(&l);
-        kind = audit_json_kind(&version, root);
-        seq = json_seq(root);
-        if (kind != 0 && version == 1) {
-            stop = 1; /* v1 lines are complete, and come before every v2 line */
-        } else if (kind == AUDIT_EVENT) {
-            ev = json_string_value(json_object_get(root, "event"));
-            stop = ev && (!strcmp(ev, "start") || !strcmp(ev, "stop") || !strcmp(ev, "recovered"));
-        } else if (kind == AUDIT_OUTCOME) {
-            json_t *d = json_object_get(root, "decision_seq");
-            dseq = json_is_integer(d) && json_integer_value(d) > 0 ? (uint64_t)json_integer_value(d)
-                                                                   : 0;
-            if (dseq > 0)
-                rc = seq_set_add(&outcomes, dseq);
-        } else if (kind == AUDIT_DECISION && seq > 0 &&
-                   json_is_null(json_object_get(root, "outcome")) &&
-                   !seq_set_take(&outcomes, seq)) {
+        memset(&lf, 0, sizeof(lf));
+        if (!quick_facts(&lf, &l)) {
+            root = line_json(&l);
+            json_facts(&lf, root);
+        }
+        if (lf.stop)
+            break;
+        if (lf.kind == AUDIT_OUTCOME && lf.decision_seq > 0) {
+            rc = seq_set_add(&outcomes, lf.decision_seq);
+        } else if (lf.kind == AUDIT_DECISION && lf.seq > 0 && lf.pending &&
+                   !seq_set_take(&outcomes, lf.seq)) {
+            if (root == NULL)
+                root = line_json(&l);
             if (n == cap) {
                 cap = cap ? cap * 2 : 16;
                 grown = realloc(list, cap * sizeof(*list));
@@ -564,7 +645,7 @@ static int find_pending(pending **out, size_t *nout, audit_file *f, off_t end)
                 }
                 list = grown;
             }
-            list[n] = (pending){seq, dup_field(root, "push_id"), dup_field(root, "repo"),
+            list[n] = (pending){lf.seq, dup_field(root, "push_id"), dup_field(root, "repo"),
                                 dup_field(root, "ref")};
             n++;
         }

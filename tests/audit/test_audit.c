@@ -1684,3 +1684,28 @@ Test(audit, reopening_after_a_line_longer_than_the_reader_cap_chains_on_its_whol
     json_decref(j);
     assert_broken(3, "longer than");
 }
+
+Test(audit, complete_pending_reads_lines_laid_out_by_other_tools)
+{
+    char prev[65] = ZEROS, line[512];
+    json_t *j;
+
+    /* Recovery reads our own lines without parsing them; a line laid out
+     * otherwise (spaces, another key order) is parsed, with the same result. */
+    append_v1_line(1, prev);
+    snprintf(line, sizeof(line),
+             "{\"v\": 2, \"seq\": 2, \"prev\": \"%s\", \"time\": \"2026-12-01T00:00:00Z\", "
+             "\"type\": \"decision\", \"outcome\": null, \"ref\": \"refs/heads/feature/s\", "
+             "\"decision\": \"allow\", \"push_id\": \"spaced\", \"repo\": \"local/acme/app\"}\n",
+             prev);
+    spit_append(logpath, line);
+    cr_assert_eq(complete(), 1);
+    j = parse_line(3);
+    cr_assert_str_eq(jstr(j, "type"), "outcome");
+    cr_assert_eq(json_integer_value(json_object_get(j, "decision_seq")), 2);
+    cr_assert_str_eq(jstr(j, "push_id"), "spaced");
+    cr_assert_str_eq(jstr(j, "ref"), "refs/heads/feature/s");
+    json_decref(j);
+    assert_intact(4);
+    cr_assert_eq(complete(), 0);
+}
