@@ -432,7 +432,7 @@ static void row_print(const char *const text[NCOLS], const size_t cols[NCOLS],
  * outcomes follow its decisions (10,000 refs: 10,000 rows); past this a
  * row is shown as pending rather than hold the log in memory.
  */
-#define ROWS_WAITING_MAX 200000
+#define ROWS_WAITING_MAX 100000
 
 typedef struct row {
     json_t *decision; /* the decision record (v1 or v2) */
@@ -889,7 +889,10 @@ static int parse_head(uint64_t *seq, char hash[65], const char *s)
     return 0;
 }
 
-/* Parse `--config FILE` (and `--head SEQ:HASH` when head is not NULL) for cmd. */
+/*
+ * Parse `--config FILE` (and `--head SEQ:HASH` when head is not NULL) for
+ * cmd. Returns -1 to go on, or the exit status when done (help, usage).
+ */
 static int sub_args(const char **config_path, const char **head, int argc, char **argv,
                     const char *cmd)
 {
