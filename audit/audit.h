@@ -97,9 +97,10 @@ int audit_ready(audit_log *log, size_t nbytes, rg_error *err);
 
 /*
  * An upper bound of the bytes `rec` takes as a line, newline included, so a
- * caller sizes audit_ready by the push. A NULL `outcome` counts at its
- * largest: the bound of a pending decision, or of an outcome record built
- * before upstream answered, covers any outcome text filled in later.
+ * caller sizes audit_ready by the push: its decision records plus, for the
+ * forwarded refs, outcome records built with `outcome` NULL, which counts
+ * at its largest (4 KiB written) so any text upstream sends back fits. A
+ * string field never takes more than 4 KiB of a line, whatever it holds.
  */
 size_t audit_record_size_max(const audit_record *rec);
 

@@ -18,10 +18,7 @@
 #include <string.h>
 #include <time.h>
 
-#define FIELD_MAX 4096 /* bytes of one string field, after \xHH escaping */
-
-/* JSON bytes one input byte may become: a control byte is \u00XX. */
-#define JSON_BYTES_PER_BYTE 6
+#define FIELD_MAX 4096 /* bytes of one string field as written: after \xHH and JSON escaping */
 
 /* Bound of everything in a line that is not a string field: braces, v,
  * seq, prev, time, type, decision_seq and the newline. */
@@ -92,15 +89,33 @@ static size_t utf8_seq(const unsigned char *s, size_t n)
 }
 
 /*
+ * The bytes jansson writes for the character of n bytes at p: quote and
+ * backslash get a backslash, the common controls a letter, other controls
+ * \u00XX; everything else (no JSON_ENSURE_ASCII) as it is.
+ */
+static size_t json_char_len(const unsigned char *p, size_t n)
+{
+    if (n > 1)
+        return n;
+    if (p[0] == '"' || p[0] == '\\' || p[0] == '\b' || p[0] == '\f' || p[0] == '\n' ||
+        p[0] == '\r' || p[0] == '\t')
+        return 2;
+    return p[0] < 0x20 ? 6 : 1;
+}
+
+/*
  * A JSON string for an audit field: NULL becomes null; malformed UTF-8
  * becomes \xHH text (a ref name may be any bytes, and jansson refuses
- * them); anything longer than FIELD_MAX is cut on a character boundary and
- * ends in "...".
+ * them); a value whose written form (with JSON's escapes) would pass
+ * FIELD_MAX bytes is cut on a character boundary and ends in "...". The
+ * cap is on the written bytes, so a field of control characters takes no
+ * more room in the line than a plain one: audit_record_size_max, and so
+ * the room a push asks audit_ready for, stays close to the real size.
  */
 static json_t *field_value(const char *s)
 {
-    const unsigned char *p = (const unsigned char *)s;
-    size_t len, i, k, cut = 0;
+    const unsigned char *p = (const unsigned char *)s, *t;
+    size_t len, i, k, n, jlen = 0, cut = 0;
     json_t *v = NULL;
     char *tmp;
 
@@ -112,7 +127,7 @@ static json_t *field_value(const char *s)
     if (tmp == NULL)
         return NULL;
     for (i = 0, k = 0; i < len;) {
-        size_t n = utf8_seq(p + i, len - i);
+        n = utf8_seq(p + i, len - i);
         if (n == 0) {
             k += (size_t)sprintf(tmp + k, "\\x%02X", p[i]);
             i++;
@@ -122,20 +137,38 @@ static json_t *field_value(const char *s)
         i += n;
         k += n;
     }
-    if (k > FIELD_MAX || s[len] != '\0') {
-        cut = FIELD_MAX - 3;
-        if (cut > k)
-            cut = k;
-        /* Back up to the start of a character: never split a sequence. */
-        while (cut > 0 && ((unsigned char)tmp[cut] & 0xc0) == 0x80)
-            cut--;
-        memcpy(tmp + cut, "...", 4);
-    } else {
-        tmp[k] = '\0';
+    tmp[k] = '\0';
+    /* Bounded: k is at most 4 * (FIELD_MAX + 1). */
+    t = (const unsigned char *)tmp;
+    for (i = 0; i < k; i += n) {
+        n = utf8_seq(t + i, k - i);
+        if (n == 0)
+            n = 1; /* cannot happen: tmp is UTF-8 by now */
+        jlen += json_char_len(t + i, n);
+        if (jlen <= FIELD_MAX - 3)
+            cut = i + n;
     }
+    if (jlen > FIELD_MAX || s[len] != '\0')
+        memcpy(tmp + cut, "...", 4);
     v = json_string(tmp);
     free(tmp);
     return v;
+}
+
+/* The bytes field_value's string takes in the line, without its quotes. */
+static size_t field_written_len(const char *s)
+{
+    const unsigned char *p = (const unsigned char *)s;
+    size_t i, n, len = 0;
+
+    /* Bounded: stops once past FIELD_MAX written bytes. */
+    for (i = 0; p[i] != '\0' && len <= FIELD_MAX; i += n) {
+        n = utf8_seq(p + i, strnlen(s + i, 4));
+        /* A malformed byte is written \xHH, its backslash escaped. */
+        len += n == 0 ? 5 : json_char_len(p + i, n);
+        n = n == 0 ? 1 : n;
+    }
+    return len > FIELD_MAX ? FIELD_MAX : len;
 }
 
 /* ------------------------------------------------------------------------
@@ -189,7 +222,8 @@ static size_t record_fields(field out[FIELDS_MAX], const audit_record *r)
         F("rule", r->rule, 0, 0);
         F("reason", r->reason, 0, 0);
         F("evaluate", r->evaluate, 1, 0);
-        F("outcome", r->outcome, 0, 1);
+        /* Pending stays null: its outcome goes in an outcome record. */
+        F("outcome", r->outcome, 0, 0);
         break;
     case AUDIT_OUTCOME:
         F("push_id", r->push_id, 0, 0);
@@ -210,7 +244,7 @@ static size_t record_fields(field out[FIELDS_MAX], const audit_record *r)
 size_t audit_record_size_max(const audit_record *rec)
 {
     field f[FIELDS_MAX];
-    size_t n, i, total = LINE_FIXED_MAX, len;
+    size_t n, i, total = LINE_FIXED_MAX;
 
     if (rec == NULL)
         return total;
@@ -222,12 +256,7 @@ size_t audit_record_size_max(const audit_record *rec)
             total += 4; /* null */
             continue;
         }
-        len = f[i].value ? strnlen(f[i].value, FIELD_MAX + 1) : FIELD_MAX;
-        if (len > FIELD_MAX)
-            len = FIELD_MAX;
-        /* Escaping (\xHH, then JSON's \uXXXX) makes at most 6 bytes of
-         * one input byte, and the cut applies before JSON escaping. */
-        total += 2 + len * JSON_BYTES_PER_BYTE;
+        total += 2 + (f[i].value ? field_written_len(f[i].value) : FIELD_MAX);
     }
     return total;
 }
