@@ -45,9 +45,9 @@ typedef enum audit_kind { AUDIT_DECISION = 1, AUDIT_OUTCOME, AUDIT_EVENT } audit
 /*
  * One record to append. Strings are borrowed for the call. NULL strings are
  * written as JSON null, except `evaluate` and `detail`, which are left out;
- * strings longer than 4 KiB are cut (ending in "...") and bytes that are
- * not UTF-8 are written as \xHH, so a hostile ref name or upstream message
- * can neither bloat nor break a line.
+ * bytes that are not UTF-8 are written as \xHH, and a string whose written
+ * form (escapes included) would pass 4 KiB is cut (ending in "..."), so a
+ * hostile ref name or upstream message can neither bloat nor break a line.
  */
 typedef struct audit_record {
     audit_kind kind;
