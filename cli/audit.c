@@ -2,23 +2,31 @@
  * `refgate audit`: read and verify the audit log in the configured
  * state_dir.
  *
- * Listing shows the records that pass the filters as an aligned table for
- * people, or as the raw JSON lines (exactly as stored) for programs. The
- * log can be large, so it is streamed twice for a table (once to size the
- * columns, once to print) rather than held in memory. Everything shown in
- * the table came from pushes, so it is cleaned for the terminal first:
- * control characters and bidirectional overrides become '?', and a long
- * field is shortened with an ellipsis.
+ * Listing shows one row per ref update, however many records it took: a
+ * forwarded ref's decision record is joined to the outcome record that
+ * names it (decision_seq), and a decision whose outcome is not in the log
+ * shows as pending. Rows are an aligned table for people, or JSON Lines
+ * for programs (complete records exactly as stored; joined rows as the
+ * decision with the outcome filled in and the outcome record beside it).
+ * `--events` lists the gateway's events instead. The log can be large, so
+ * it is streamed (twice for a table: once to size the columns, once to
+ * print) and only the rows still waiting for their outcome are held, in
+ * seq order. Everything shown in the table came from pushes, so it is
+ * cleaned for the terminal first: control characters and bidirectional
+ * overrides become '?', and a long field is shortened with an ellipsis.
  *
  * `verify` recomputes the hash chain (audit_verify) and says whether the
- * log is intact or where it first breaks.
+ * log is intact or where it first breaks; with `--head SEQ:HASH` (a head
+ * the gateway logged, kept where its host cannot rewrite it) it also finds
+ * records cut from the end. `head` prints the log's head as SEQ:HASH.
  *
  * Exit status: 0 done (verify: intact), 1 failed (verify: broken), 2 usage.
  */
-#include "gateway/audit.h"
+#include "audit/audit.h"
 #include "cli/cli.h"
 #include "config/config.h"
 
+#include <errno.h>
 #include <fnmatch.h>
 #include <jansson.h>
 #include <limits.h>
@@ -36,10 +44,13 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: refgate audit --config FILE [--run RUN] [--repo REPO] [--ref REF]\n"
                "                     [--decision allow|deny] [--since TIME] [--json]\n"
-               "       refgate audit verify --config FILE\n"
+               "       refgate audit --config FILE --events [--since TIME] [--json]\n"
+               "       refgate audit verify --config FILE [--head SEQ:HASH]\n"
+               "       refgate audit head --config FILE\n"
                "\n"
-               "List the push decisions in the audit log (<state_dir>/" AUDIT_FILE "), oldest\n"
-               "first, as a table, or with --json as the stored JSON lines.\n"
+               "List the ref updates in the audit log (<state_dir>/" AUDIT_FILE "), oldest\n"
+               "first, one row each with its decision and outcome (pending while upstream\n"
+               "has not answered), as a table, or with --json as JSON lines.\n"
                "  --config FILE       the gateway's configuration\n"
                "  --run RUN           only this run\n"
                "  --repo REPO         only this repository (HOST/PATH; may be a glob)\n"
@@ -48,9 +59,15 @@ static void usage(FILE *f)
                "  --decision D        only allow or only deny\n"
                "  --since TIME        only records at or after TIME: 2026-11-30T12:00:00Z,\n"
                "                      2026-11-30 (midnight UTC), or an age: 90s, 10m, 2h, 3d, 1w\n"
-               "  --json              print the matching lines as stored (JSON Lines)\n"
+               "  --json              print JSON lines: a complete record as stored; a forwarded\n"
+               "                      ref as its decision with \"outcome\" filled in and the\n"
+               "                      outcome record as \"outcome_record\" (null while pending)\n"
+               "  --events            list the gateway's events (start, stop, recovered, ...)\n"
                "\n"
-               "verify   recompute the hash chain; exit 0 when intact, 1 when broken\n");
+               "verify   recompute the hash chain; exit 0 when intact, 1 when broken\n"
+               "         --head SEQ:HASH  also fail when the log does not reach this head (one\n"
+               "                          the gateway logged): records cut from its end\n"
+               "head     print the log's head as SEQ:HASH, to keep apart from the log\n");
 }
 
 /* ------------------------------------------------------------------------
@@ -357,8 +374,8 @@ static const struct {
     [C_OUTCOME] = {"OUTCOME", "outcome", 40, CUT_END},
 };
 
-/* The cells of one record; the caller frees them with row_free. */
-static int row_make(cell row[NCOLS], json_t *rec)
+/* The cells of one row; the caller frees them with row_free. */
+static int row_make(cell row[NCOLS], json_t *rec, const char *outcome)
 {
     char when[32];
     const char *v;
@@ -374,6 +391,8 @@ static int row_make(cell row[NCOLS], json_t *rec)
             v = when;
         } else if (c == C_REF && v != NULL && !strncmp(v, "refs/heads/", 11)) {
             v += 11; /* branches as git shows them */
+        } else if (c == C_OUTCOME) {
+            v = outcome;
         }
         rc = cell_make(&row[c], v, columns[c].max, columns[c].cut);
     }
@@ -405,24 +424,156 @@ static void row_print(const char *const text[NCOLS], const size_t cols[NCOLS],
 }
 
 /* ------------------------------------------------------------------------
+ * Rows: a decision joined to its outcome
+ * ------------------------------------------------------------------------ */
+
+/*
+ * How many rows may wait for their outcome records at once. A push's
+ * outcomes follow its decisions (10,000 refs: 10,000 rows); past this a
+ * row is shown as pending rather than hold the log in memory.
+ */
+#define ROWS_WAITING_MAX 100000
+
+typedef struct row {
+    json_t *decision; /* the decision record (v1 or v2) */
+    char *line;       /* its stored bytes */
+    size_t len;
+    uint64_t seq;
+    int forwarded;   /* a v2 decision written pending: an outcome record completes it */
+    json_t *outcome; /* that outcome record, once read */
+} row;
+
+typedef int (*row_fn)(void *ctx, const row *r);
+
+/* The rows read but not yet handed out, oldest first (so in seq order). */
+typedef struct row_queue {
+    row *rows;
+    size_t head, n, cap;
+    uint64_t forced; /* rows handed out as pending because too many waited */
+} row_queue;
+
+static void row_clear(row *r)
+{
+    json_decref(r->decision);
+    json_decref(r->outcome);
+    free(r->line);
+}
+
+static int queue_push(row_queue *q, json_t *rec, const audit_line *line, int forwarded)
+{
+    row *grown, *r;
+
+    if (q->head > 0 && q->n == q->cap) {
+        memmove(q->rows, q->rows + q->head, (q->n - q->head) * sizeof(*q->rows));
+        q->n -= q->head;
+        q->head = 0;
+    }
+    if (q->n == q->cap) {
+        q->cap = q->cap ? q->cap * 2 : 64;
+        grown = realloc(q->rows, q->cap * sizeof(*q->rows));
+        if (grown == NULL)
+            return -ENOMEM;
+        q->rows = grown;
+    }
+    r = &q->rows[q->n];
+    memset(r, 0, sizeof(*r));
+    r->line = malloc(line->len + 1);
+    if (r->line == NULL)
+        return -ENOMEM;
+    memcpy(r->line, line->data, line->len + 1);
+    r->len = line->len;
+    r->seq = (uint64_t)json_integer_value(json_object_get(rec, "seq"));
+    r->decision = json_incref(rec);
+    r->forwarded = forwarded;
+    q->n++;
+    return 0;
+}
+
+/* The waiting row of decision `seq`, found by bisection (rows are in seq order). */
+static row *queue_find(row_queue *q, uint64_t seq)
+{
+    size_t lo = q->head, hi = q->n, mid;
+
+    while (lo < hi) {
+        mid = lo + (hi - lo) / 2;
+        if (q->rows[mid].seq < seq)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < q->n && q->rows[lo].seq == seq && q->rows[lo].forwarded && !q->rows[lo].outcome)
+        return &q->rows[lo];
+    return NULL;
+}
+
+/* Hand out rows from the front that are complete (all of them when `all`). */
+static int queue_flush(row_queue *q, int all, row_fn fn, void *ctx)
+{
+    row *r;
+    int rc = 0;
+
+    while (q->head < q->n) {
+        r = &q->rows[q->head];
+        if (!all && r->forwarded && r->outcome == NULL) {
+            if (q->n - q->head <= ROWS_WAITING_MAX)
+                break;
+            q->forced++;
+        }
+        if (rc == 0)
+            rc = fn(ctx, r);
+        row_clear(r);
+        q->head++;
+    }
+    if (q->head == q->n)
+        q->head = q->n = 0;
+    return rc;
+}
+
+static void queue_free(row_queue *q)
+{
+    for (size_t i = q->head; i < q->n; i++)
+        row_clear(&q->rows[i]);
+    free(q->rows);
+}
+
+/* What the OUTCOME column and the joined JSON say for a row. */
+static const char *row_outcome(const row *r)
+{
+    if (r->outcome != NULL)
+        return str_field(r->outcome, "outcome");
+    if (r->forwarded)
+        return "pending";
+    return str_field(r->decision, "outcome");
+}
+
+/* ------------------------------------------------------------------------
  * Listing
  * ------------------------------------------------------------------------ */
 
-typedef int (*line_fn)(void *ctx, const audit_line *line, json_t *rec);
+typedef struct scan_opts {
+    const filters *f;
+    uint64_t upto; /* stop after this line (0: no limit) */
+    int warn;      /* say once per line on stderr that it is not a record */
+    int events;    /* hand out event records instead of rows */
+} scan_opts;
+
+typedef int (*event_fn)(void *ctx, const audit_line *line, json_t *rec);
 
 /*
- * Call fn for each record that passes the filters, stopping after line
- * `upto` (0: no limit). Lines that are not records are skipped, and said
- * so once on stderr when `warn` is set.
+ * Call fn for each row (or with o->events, efn for each event) that passes
+ * the filters. Lines that are not records are skipped, and said so on
+ * stderr when o->warn is set. *last gets the number of the last line read.
  */
-static int scan(const char *path, const filters *f, uint64_t upto, int warn, line_fn fn, void *ctx,
+static int scan(const char *path, const scan_opts *o, row_fn fn, event_fn efn, void *ctx,
                 uint64_t *last)
 {
     rg_error err = RG_ERROR_INIT;
+    row_queue q = {0};
     audit_reader *r = NULL;
     audit_line line;
-    json_t *rec;
-    int rc;
+    json_t *rec, *d;
+    row *waiting;
+    int rc, kind, version;
 
     rc = audit_reader_open(&r, path, &err);
     if (rc < 0) {
@@ -430,34 +581,77 @@ static int scan(const char *path, const filters *f, uint64_t upto, int warn, lin
         return -1;
     }
     while ((rc = audit_reader_next(r, &line, &err)) == 1) {
+        rc = 0;
         if (last != NULL)
             *last = line.number;
         rec = line.too_long ? NULL : json_loadb(line.data, line.len, 0, NULL);
-        if (!json_is_object(rec)) {
-            if (warn)
+        kind = audit_json_kind(&version, rec);
+        if (kind == 0) {
+            if (o->warn)
                 fprintf(stderr,
                         "refgate audit: line %llu is not a record; skipped (run "
                         "`refgate audit verify`)\n",
                         (unsigned long long)line.number);
-        } else if (record_matches(rec, f)) {
-            rc = fn(ctx, &line, rec);
+        } else if (o->events) {
+            if (kind == AUDIT_EVENT && record_matches(rec, o->f))
+                rc = efn(ctx, &line, rec);
+        } else if (kind == AUDIT_DECISION) {
+            if (record_matches(rec, o->f))
+                rc = queue_push(&q, rec, &line,
+                                version == 2 && json_is_null(json_object_get(rec, "outcome")));
+        } else if (kind == AUDIT_OUTCOME) {
+            /* Not found: its decision did not pass the filters. */
+            d = json_object_get(rec, "decision_seq");
+            waiting = json_is_integer(d) ? queue_find(&q, (uint64_t)json_integer_value(d)) : NULL;
+            if (waiting != NULL)
+                waiting->outcome = json_incref(rec);
         }
         json_decref(rec);
-        if (rc < 0 || (upto && line.number >= upto))
+        if (rc == 0 && !o->events)
+            rc = queue_flush(&q, 0, fn, ctx);
+        if (rc < 0 || (o->upto && line.number >= o->upto))
             break;
     }
+    if (rc >= 0 && !o->events)
+        rc = queue_flush(&q, 1, fn, ctx);
     if (rc < 0)
         fprintf(stderr, "refgate audit: %s\n", err.msg[0] ? err.msg : strerror(-rc));
+    if (q.forced > 0 && o->warn)
+        fprintf(stderr,
+                "refgate audit: %llu rows shown as pending: more than %d were waiting for "
+                "their outcome records\n",
+                (unsigned long long)q.forced, ROWS_WAITING_MAX);
+    queue_free(&q);
     audit_reader_free(r);
     return rc < 0 ? -1 : 0;
 }
 
-static int print_json(void *ctx, const audit_line *line, json_t *rec)
+/* --json: a complete record as stored; a forwarded one joined to its outcome. */
+static int print_json(void *ctx, const row *r)
 {
+    json_t *joined;
+    char *text;
+    const char *outcome = r->outcome ? str_field(r->outcome, "outcome") : NULL;
+
     (void)ctx;
-    (void)rec;
-    fwrite(line->data, 1, line->len, stdout);
-    putchar('\n');
+    if (!r->forwarded) {
+        fwrite(r->line, 1, r->len, stdout);
+        putchar('\n');
+        return 0;
+    }
+    joined = json_deep_copy(r->decision);
+    if (joined == NULL ||
+        json_object_set_new(joined, "outcome", outcome ? json_string(outcome) : json_null()) < 0 ||
+        json_object_set(joined, "outcome_record", r->outcome ? r->outcome : json_null()) < 0) {
+        json_decref(joined);
+        return -ENOMEM;
+    }
+    text = json_dumps(joined, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(joined);
+    if (text == NULL)
+        return -ENOMEM;
+    puts(text);
+    free(text);
     return 0;
 }
 
@@ -466,40 +660,65 @@ typedef struct table {
     uint64_t rows;
 } table;
 
-static int measure_row(void *ctx, const audit_line *line, json_t *rec)
+static int measure_row(void *ctx, const row *r)
 {
     table *t = ctx;
-    cell row[NCOLS];
+    cell cells[NCOLS];
     int c, rc;
 
-    (void)line;
-    rc = row_make(row, rec);
+    rc = row_make(cells, r->decision, row_outcome(r));
     for (c = 0; c < NCOLS && rc == 0; c++)
-        if (row[c].cols > t->width[c])
-            t->width[c] = row[c].cols;
-    row_free(row);
+        if (cells[c].cols > t->width[c])
+            t->width[c] = cells[c].cols;
+    row_free(cells);
     t->rows++;
     return rc;
 }
 
-static int print_row(void *ctx, const audit_line *line, json_t *rec)
+static int print_row(void *ctx, const row *r)
 {
     table *t = ctx;
     const char *text[NCOLS];
     size_t cols[NCOLS];
-    cell row[NCOLS];
+    cell cells[NCOLS];
     int c, rc;
 
-    (void)line;
-    rc = row_make(row, rec);
+    rc = row_make(cells, r->decision, row_outcome(r));
     if (rc == 0) {
         for (c = 0; c < NCOLS; c++) {
-            text[c] = row[c].text;
-            cols[c] = row[c].cols;
+            text[c] = cells[c].text;
+            cols[c] = cells[c].cols;
         }
         row_print(text, cols, t->width);
     }
-    row_free(row);
+    row_free(cells);
+    return rc;
+}
+
+/* --events: TIME EVENT DETAIL, or the stored line with --json. */
+static int print_event(void *ctx, const audit_line *line, json_t *rec)
+{
+    const int *json = ctx;
+    const char *t = str_field(rec, "time");
+    char when[32];
+    cell ev, detail;
+    int rc;
+
+    if (*json) {
+        fwrite(line->data, 1, line->len, stdout);
+        putchar('\n');
+        return 0;
+    }
+    if (t != NULL && strlen(t) >= 19) {
+        snprintf(when, sizeof(when), "%.19sZ", t);
+        t = when;
+    }
+    rc = cell_make(&ev, str_field(rec, "event"), 12, CUT_END);
+    if (rc == 0 && (rc = cell_make(&detail, str_field(rec, "detail"), 120, CUT_END)) == 0) {
+        printf("%-20s  %s%*s  %s\n", t ? t : "-", ev.text, (int)(12 - ev.cols), "", detail.text);
+        free(detail.text);
+    }
+    free(ev.text);
     return rc;
 }
 
@@ -542,6 +761,7 @@ static int audit_list(int argc, char **argv)
     table t = {{0}, 0};
     const char *titles[NCOLS];
     size_t title_cols[NCOLS];
+    scan_opts o = {&f, 0, 1, 0};
     uint64_t last = 0;
     int json = 0, m, argi, c, exists;
 
@@ -552,6 +772,10 @@ static int audit_list(int argc, char **argv)
         }
         if (!strcmp(argv[argi], "--json")) {
             json = 1;
+            continue;
+        }
+        if (!strcmp(argv[argi], "--events")) {
+            o.events = 1;
             continue;
         }
         if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate audit")) != 0)
@@ -583,6 +807,10 @@ static int audit_list(int argc, char **argv)
         fprintf(stderr, "refgate audit: --decision must be allow or deny\n");
         return EXIT_USAGE;
     }
+    if (o.events && (f.run || f.repo || f.ref || f.decision)) {
+        fprintf(stderr, "refgate audit: --events takes only --since and --json\n");
+        return EXIT_USAGE;
+    }
     if (since != NULL) {
         if (parse_since(&f.since_ms, since) < 0) {
             fprintf(stderr,
@@ -602,8 +830,13 @@ static int audit_list(int argc, char **argv)
         return exists == 0 ? 0 : 1;
     }
 
+    if (o.events) {
+        if (!json)
+            printf("%-20s  %-12s  %s\n", "TIME", "EVENT", "DETAIL");
+        return scan(path, &o, NULL, print_event, &json, NULL) < 0 || fflush(stdout) != 0 ? 1 : 0;
+    }
     if (json)
-        return scan(path, &f, 0, 1, print_json, NULL, NULL) < 0 || fflush(stdout) != 0 ? 1 : 0;
+        return scan(path, &o, print_json, NULL, NULL, NULL) < 0 || fflush(stdout) != 0 ? 1 : 0;
 
     /* Two passes: size the columns over the matching rows, then print them. */
     for (c = 0; c < NCOLS; c++) {
@@ -611,7 +844,8 @@ static int audit_list(int argc, char **argv)
         title_cols[c] = strlen(columns[c].title);
         t.width[c] = title_cols[c];
     }
-    if (scan(path, &f, 0, 0, measure_row, &t, &last) < 0)
+    o.warn = 0;
+    if (scan(path, &o, measure_row, NULL, &t, &last) < 0)
         return 1;
     if (t.rows == 0) {
         printf("no matching audit records\n");
@@ -619,7 +853,9 @@ static int audit_list(int argc, char **argv)
     }
     row_print(titles, title_cols, t.width);
     /* Stop where the first pass stopped: records appended since are not sized. */
-    if (scan(path, &f, last, 1, print_row, &t, NULL) < 0)
+    o.warn = 1;
+    o.upto = last;
+    if (scan(path, &o, print_row, NULL, &t, NULL) < 0)
         return 1;
     return fflush(stdout) != 0 ? 1 : 0;
 }
@@ -628,45 +864,103 @@ static int audit_list(int argc, char **argv)
  * verify
  * ------------------------------------------------------------------------ */
 
-static int audit_verify_cmd(int argc, char **argv)
+/* SEQ:HASH as `refgate audit head` prints it and the gateway logs it. */
+static int parse_head(uint64_t *seq, char hash[65], const char *s)
 {
-    const char *config_path = NULL, *value = NULL;
-    audit_verify_result res;
-    rg_error err = RG_ERROR_INIT;
-    char path[PATH_MAX];
-    int m, argi, exists;
+    unsigned long long v;
+    const char *colon = strchr(s, ':');
+    char *end;
+    size_t i;
 
+    if (colon == NULL || colon == s || *s < '0' || *s > '9')
+        return -1;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0 || end != colon || strlen(colon + 1) != 64)
+        return -1;
+    for (i = 0; i < 64; i++) {
+        char c = colon[1 + i];
+        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
+            return -1;
+        hash[i] = (char)(c >= 'A' && c <= 'F' ? c - 'A' + 'a' : c);
+    }
+    hash[64] = '\0';
+    *seq = v;
+    return 0;
+}
+
+/*
+ * Parse `--config FILE` (and `--head SEQ:HASH` when head is not NULL) for
+ * cmd. Returns -1 to go on, or the exit status when done (help, usage).
+ */
+static int sub_args(const char **config_path, const char **head, int argc, char **argv,
+                    const char *cmd)
+{
+    const char *value = NULL;
+    int m, argi;
+
+    *config_path = NULL;
     for (argi = 1; argi < argc; argi++) {
         if (cli_is_help(argv[argi])) {
             usage(stdout);
             return 0;
         }
-        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate audit")) != 0) {
-            if (m < 0)
-                return EXIT_USAGE;
-            config_path = value;
-        } else {
-            fprintf(stderr, "refgate audit verify: unexpected argument '%s'\n\n", argv[argi]);
+        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", cmd)) != 0)
+            *config_path = value;
+        else if (head != NULL && (m = cli_opt_value(&value, argc, argv, &argi, "--head", cmd)) != 0)
+            *head = value;
+        else {
+            fprintf(stderr, "%s: unexpected argument '%s'\n\n", cmd, argv[argi]);
             usage(stderr);
             return EXIT_USAGE;
         }
+        if (m < 0)
+            return EXIT_USAGE;
     }
-    if (config_path == NULL) {
-        fprintf(stderr, "refgate audit verify: --config is required\n\n");
+    if (*config_path == NULL) {
+        fprintf(stderr, "%s: --config is required\n\n", cmd);
         usage(stderr);
         return EXIT_USAGE;
     }
-    if (load_log_path(path, config_path, "refgate audit verify") < 0)
+    return -1;
+}
+
+static int audit_verify_cmd(int argc, char **argv)
+{
+    const char *config_path = NULL, *head = NULL, *cmd = "refgate audit verify";
+    audit_verify_result res;
+    rg_error err = RG_ERROR_INIT;
+    char path[PATH_MAX], head_hash[65];
+    uint64_t head_seq = 0;
+    int rc, exists;
+
+    rc = sub_args(&config_path, &head, argc, argv, cmd);
+    if (rc >= 0)
+        return rc;
+    if (head != NULL && parse_head(&head_seq, head_hash, head) < 0) {
+        fprintf(stderr, "%s: --head %s: expected SEQ:HASH (a number, a colon, 64 hex digits)\n",
+                cmd, head);
+        return EXIT_USAGE;
+    }
+    if (load_log_path(path, config_path, cmd) < 0)
         return 1;
-    exists = log_exists(path, "refgate audit verify");
+    exists = log_exists(path, cmd);
     if (exists < 0)
         return 1;
     if (exists == 0) {
+        if (head != NULL && head_seq > 0) {
+            printf("audit log missing, but the head names seq %llu: it was removed\n",
+                   (unsigned long long)head_seq);
+            fflush(stdout);
+            return 1;
+        }
         printf("no audit log yet\n");
         return 0;
     }
-    if (audit_verify(&res, path, &err) < 0) {
-        fprintf(stderr, "refgate audit verify: %s\n", err.msg);
+    rc = head != NULL ? audit_verify_head(&res, path, head_seq, head_hash, &err)
+                      : audit_verify(&res, path, &err);
+    if (rc < 0) {
+        fprintf(stderr, "%s: %s\n", cmd, err.msg);
         return 1;
     }
     if (res.bad_line != 0) {
@@ -674,7 +968,36 @@ static int audit_verify_cmd(int argc, char **argv)
         fflush(stdout);
         return 1;
     }
-    printf("audit log intact: %llu records\n", (unsigned long long)res.lines);
+    if (res.head_bad) {
+        printf("audit log does not match head %llu: %s\n", (unsigned long long)head_seq, res.why);
+        fflush(stdout);
+        return 1;
+    }
+    printf("audit log intact: %llu records", (unsigned long long)res.lines);
+    if (head != NULL)
+        printf(", reaching head %llu", (unsigned long long)head_seq);
+    printf("\n");
+    return fflush(stdout) != 0 ? 1 : 0;
+}
+
+static int audit_head_cmd(int argc, char **argv)
+{
+    const char *config_path = NULL, *cmd = "refgate audit head";
+    rg_error err = RG_ERROR_INIT;
+    char path[PATH_MAX], hash[65];
+    uint64_t seq;
+    int rc;
+
+    rc = sub_args(&config_path, NULL, argc, argv, cmd);
+    if (rc >= 0)
+        return rc;
+    if (load_log_path(path, config_path, cmd) < 0)
+        return 1;
+    if (audit_read_head(&seq, hash, path, &err) < 0) {
+        fprintf(stderr, "%s: %s\n", cmd, err.msg);
+        return 1;
+    }
+    printf("%llu:%s\n", (unsigned long long)seq, hash);
     return fflush(stdout) != 0 ? 1 : 0;
 }
 
@@ -682,5 +1005,7 @@ int cli_audit(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "verify"))
         return audit_verify_cmd(argc - 1, argv + 1);
+    if (argc >= 2 && !strcmp(argv[1], "head"))
+        return audit_head_cmd(argc - 1, argv + 1);
     return audit_list(argc, argv);
 }

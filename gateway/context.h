@@ -6,7 +6,7 @@
 #ifndef RG_GATEWAY_CONTEXT_H
 #define RG_GATEWAY_CONTEXT_H
 
-#include "gateway/audit.h"
+#include "audit/audit.h"
 #include "config/config.h"
 #include "tokens/credentials.h"
 #include "tokens/token.h"

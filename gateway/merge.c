@@ -44,7 +44,10 @@ void gateway_merge_ref(gateway_ref_result *r, const rgit_report *up, const char 
     const rgit_ref_status *us = up ? find_status(up, r->refname) : NULL;
 
     r->error[0] = '\0';
-    if (!r->forwarded) {
+    if (!r->forwarded && r->failure) {
+        snprintf(r->error, sizeof(r->error), "upstream: %s", r->failure);
+        snprintf(r->outcome, sizeof(r->outcome), "upstream error: %s", r->failure);
+    } else if (!r->forwarded) {
         snprintf(r->error, sizeof(r->error), "%s", r->refusal ? r->refusal : "refused");
         snprintf(r->outcome, sizeof(r->outcome), "rejected");
     } else if (up == NULL) {

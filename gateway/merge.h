@@ -19,6 +19,8 @@ typedef struct gateway_ref_result {
     const char *refname;
     int forwarded;       /* sent upstream */
     const char *refusal; /* not forwarded: the ng text ("policy: ...") */
+    const char *failure; /* not forwarded because upstream failed before it could be:
+                            why (takes precedence over refusal) */
     /* Out: single-line, printable text. */
     char error[GATEWAY_RESULT_MAX];   /* the ng reason; empty for ok */
     char outcome[GATEWAY_RESULT_MAX]; /* "rejected", "forwarded: ok", "forwarded: ng ...",

@@ -119,6 +119,10 @@ struct gateway_receive {
     uint64_t sent;       /* of the pack sent upstream */
     unsigned cred_flags; /* TOKENS_CRED_* for the forwarded push */
 
+    /* Upstream could not say which refs are symbolic: nothing is sent. */
+    int symrefs_failed;
+    rg_error symrefs_err;
+
     /* Forwarding. */
     int decided;  /* verdicts made and decision records written */
     int nforward; /* refs sent upstream */
@@ -280,14 +284,15 @@ static int workflows_matter(gateway_receive *r)
 static int plan_push(gateway_receive *r)
 {
     rgit_symrefs *refs = NULL;
-    rg_error e = RG_ERROR_INIT;
     int need_pack = 0, rc = 0;
 
     r->cmds = calloc(r->req->nupdates, sizeof(*r->cmds));
     if (r->cmds == NULL)
         return fail(r, 500, -ENOMEM, "out of memory");
-    if (open_symrefs(&refs, r, &e) < 0)
-        return fail(r, 502, e.code, e.msg);
+    /* Fail closed: what a push moves unknown, nothing is forwarded; the
+     * refs are still decided and audited, and answered as upstream errors. */
+    if (open_symrefs(&refs, r, &r->symrefs_err) < 0)
+        r->symrefs_failed = 1;
     for (size_t i = 0; i < r->req->nupdates; i++) {
         ref_cmd *c = &r->cmds[i];
 
@@ -557,7 +562,7 @@ static void decide_all(gateway_receive *r)
 }
 
 /* The verdict's reason and, for a ref not forwarded, its ng text. */
-static void explain(ref_cmd *c)
+static void explain(const gateway_receive *r, ref_cmd *c)
 {
     const policy_plan_ref *p = &c->plan;
 
@@ -572,8 +577,31 @@ static void explain(ref_cmd *c)
     gateway_merge_one_line(c->reason);
     snprintf(c->refusal, sizeof(c->refusal), "%s: %s", c->unaudited ? "refgate" : "policy",
              c->reason);
-    c->result.forwarded = p->allowed && !c->unaudited;
+    c->result.forwarded = p->allowed && !c->unaudited && !r->symrefs_failed;
     c->result.refusal = c->refusal;
+    c->result.failure = p->allowed && r->symrefs_failed ? r->symrefs_err.msg : NULL;
+    /* A ref not forwarded is complete now: its outcome is known. */
+    if (!c->result.forwarded)
+        gateway_merge_ref(&c->result, NULL, NULL);
+}
+
+/* A forwarded ref's outcome, completing its decision record. */
+static void outcome_record(audit_record *rec, const gateway_receive *r, const ref_cmd *c,
+                           const char *outcome)
+{
+    *rec = (audit_record){
+        .kind = AUDIT_OUTCOME,
+        .push_id = r->push_id,
+        .run = r->run,
+        .token_hash = r->token_hash,
+        .remote = r->remote,
+        .repo = r->route.repo,
+        .ref = c->u->refname,
+        .old_id = c->u->old_id,
+        .new_id = c->u->new_id,
+        .outcome = outcome,
+        .decision_seq = c->decision_seq,
+    };
 }
 
 static void decision_record(audit_record *rec, const gateway_receive *r, const ref_cmd *c,
@@ -595,9 +623,20 @@ static void decision_record(audit_record *rec, const gateway_receive *r, const r
         .reason = c->reason,
         /* A ref not forwarded is complete now; a forwarded one is pending
          * until its outcome record. */
-        .outcome = c->result.forwarded ? NULL : "rejected",
+        .outcome = c->result.forwarded ? NULL : c->result.outcome,
         .evaluate = evaluate,
     };
+}
+
+/* The most the outcome record of a forwarded ref can take; 0 for others. */
+static size_t outcome_size_max(const gateway_receive *r, const ref_cmd *c)
+{
+    audit_record rec;
+
+    if (!c->result.forwarded)
+        return 0;
+    outcome_record(&rec, r, c, NULL);
+    return audit_record_size_max(&rec);
 }
 
 /* Refuse every allowed ref because the log cannot take the push. */
@@ -610,7 +649,7 @@ static void refuse_unaudited(gateway_receive *r, const rg_error *e)
     for (size_t i = 0; i < r->req->nupdates; i++) {
         if (r->cmds[i].plan.allowed) {
             r->cmds[i].unaudited = 1;
-            explain(&r->cmds[i]);
+            explain(r, &r->cmds[i]);
         }
     }
 }
@@ -630,7 +669,7 @@ static int record_decisions(gateway_receive *r)
     int rc = 0;
 
     for (size_t i = 0; i < n; i++)
-        explain(&r->cmds[i]);
+        explain(r, &r->cmds[i]);
     recs = calloc(n, sizeof(*recs));
     evals = calloc(n, sizeof(*evals));
     if (recs == NULL || evals == NULL) {
@@ -644,7 +683,7 @@ static int record_decisions(gateway_receive *r)
             snprintf(evals[i], sizeof(evals[i]), "%s by %s", config_effect_name(d->evaluate_effect),
                      d->evaluate_rule_name);
         decision_record(&recs[i], r, &r->cmds[i], d->evaluate_matched ? evals[i] : NULL);
-        need += 2 * audit_record_size_max(&recs[i]);
+        need += audit_record_size_max(&recs[i]) + outcome_size_max(r, &r->cmds[i]);
     }
     if (audit_ready(r->ctx->audit, need, &e) < 0 ||
         audit_append_many(r->ctx->audit, recs, n, &first, &e) < 0) {
@@ -792,19 +831,7 @@ static void finish_push(gateway_receive *r)
 
         if (!c->result.forwarded)
             continue;
-        recs[n++] = (audit_record){
-            .kind = AUDIT_OUTCOME,
-            .push_id = r->push_id,
-            .run = r->run,
-            .token_hash = r->token_hash,
-            .remote = r->remote,
-            .repo = r->route.repo,
-            .ref = c->u->refname,
-            .old_id = c->u->old_id,
-            .new_id = c->u->new_id,
-            .outcome = c->result.outcome,
-            .decision_seq = c->decision_seq,
-        };
+        outcome_record(&recs[n++], r, c, c->result.outcome);
     }
     /* The push has happened: a failure here cannot stop it, only be said.
      * The decision records are durable, so the next start completes them. */

@@ -49,15 +49,25 @@
 /* The longest Git-Protocol value relayed; git's own are a few dozen bytes. */
 #define GIT_PROTOCOL_MAX 255
 
+/* How often the audit log's head is logged between start and stop. */
+#define AUDIT_HEAD_SECONDS 3600
+
 struct gateway_server {
     gateway_ctx ctx;
     struct MHD_Daemon *daemon;
     int listen_fd;
     char url[128];
     pthread_mutex_t lock;
-    unsigned active; /* requests with a body in flight */
-    int curl_ready;  /* curl_global_init succeeded */
-    int url_written; /* <state_dir>/url is ours to remove */
+    unsigned active;   /* requests with a body in flight */
+    int curl_ready;    /* curl_global_init succeeded */
+    int url_written;   /* <state_dir>/url is ours to remove */
+    int audit_started; /* the start event is in the log: a stop event follows */
+    /* The thread that logs the audit head every AUDIT_HEAD_SECONDS. */
+    pthread_t head_thread;
+    int head_thread_running;
+    int head_stop;
+    pthread_mutex_t head_mu;
+    pthread_cond_t head_cv;
 };
 
 typedef struct request {
@@ -612,10 +622,110 @@ static void clear_tmp(const char *dir)
     nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
+/* ------------------------------------------------------------------------
+ * The audit log's head
+ * ------------------------------------------------------------------------ */
+
+/*
+ * Log where the audit chain stands. A chain cannot tell that records were
+ * cut from its end; the heads logged here (journald, kept off this host)
+ * can: `refgate audit verify --head SEQ:HASH` checks the log against one.
+ */
+static void log_audit_head(gateway_server *s)
+{
+    rg_error e = RG_ERROR_INIT;
+    char hash[65], q[600];
+    uint64_t seq;
+
+    if (audit_head(s->ctx.audit, &seq, hash, &e) < 0)
+        rg_log(RG_LOG_ERR, "audit_head_failed", "error=%s", rg_log_quote(q, sizeof(q), e.msg));
+    else
+        rg_log(RG_LOG_NOTICE, "audit_head", "seq=%llu hash=%s", (unsigned long long)seq, hash);
+}
+
+static int audit_event(gateway_server *s, const char *event, const char *detail)
+{
+    audit_record rec = {.kind = AUDIT_EVENT, .event = event, .detail = detail};
+    rg_error e = RG_ERROR_INIT;
+    char q[600];
+    int rc;
+
+    rc = audit_append(s->ctx.audit, &rec, &e);
+    if (rc < 0)
+        rg_log(RG_LOG_ERR, "audit_append_failed", "event=%s error=%s", event,
+               rg_log_quote(q, sizeof(q), e.msg));
+    return rc;
+}
+
+static void *head_thread_main(void *arg)
+{
+    gateway_server *s = arg;
+    struct timespec until;
+
+    pthread_mutex_lock(&s->head_mu);
+    while (!s->head_stop) {
+        clock_gettime(CLOCK_MONOTONIC, &until);
+        until.tv_sec += AUDIT_HEAD_SECONDS;
+        /* Bounded: wakes at the deadline or when stop asks it to end. */
+        while (!s->head_stop &&
+               pthread_cond_timedwait(&s->head_cv, &s->head_mu, &until) != ETIMEDOUT)
+            ;
+        if (s->head_stop)
+            break;
+        pthread_mutex_unlock(&s->head_mu);
+        log_audit_head(s);
+        pthread_mutex_lock(&s->head_mu);
+    }
+    pthread_mutex_unlock(&s->head_mu);
+    return NULL;
+}
+
+static int head_thread_start(gateway_server *s, rg_error *err)
+{
+    pthread_condattr_t attr;
+    int rc;
+
+    if (pthread_condattr_init(&attr) != 0)
+        return rg_error_set(err, -ENOMEM, "cannot create a condition variable");
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    rc = pthread_cond_init(&s->head_cv, &attr);
+    pthread_condattr_destroy(&attr);
+    if (rc != 0)
+        return rg_error_set(err, -ENOMEM, "cannot create a condition variable");
+    pthread_mutex_init(&s->head_mu, NULL);
+    rc = pthread_create(&s->head_thread, NULL, head_thread_main, s);
+    if (rc != 0) {
+        pthread_cond_destroy(&s->head_cv);
+        pthread_mutex_destroy(&s->head_mu);
+        return rg_error_set(err, -rc, "cannot start the audit head thread: %s", strerror(rc));
+    }
+    s->head_thread_running = 1;
+    return 0;
+}
+
+static void head_thread_stop(gateway_server *s)
+{
+    if (!s->head_thread_running)
+        return;
+    pthread_mutex_lock(&s->head_mu);
+    s->head_stop = 1;
+    pthread_cond_signal(&s->head_cv);
+    pthread_mutex_unlock(&s->head_mu);
+    pthread_join(s->head_thread, NULL);
+    pthread_cond_destroy(&s->head_cv);
+    pthread_mutex_destroy(&s->head_mu);
+    s->head_thread_running = 0;
+}
+
+/* ------------------------------------------------------------------------
+ * Starting and stopping
+ * ------------------------------------------------------------------------ */
+
 int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error *err)
 {
     gateway_server *s;
-    char path[4200], line[160];
+    char path[4200], line[160], detail[200];
+    size_t recovered = 0;
     int rc;
 
     *out = NULL;
@@ -645,11 +755,30 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
     rc = audit_open(&s->ctx.audit, path, err);
     if (rc < 0)
         goto done;
+    /* Before serving, and before the start event: a push the last gateway
+     * forwarded without learning its outcome gets one ("unknown"), so
+     * every start event closes what came before it. */
+    rc = audit_complete_pending(s->ctx.audit, &recovered, err);
+    if (rc < 0)
+        goto done;
+    if (recovered > 0)
+        rg_log(RG_LOG_WARNING, "audit_recovered", "completed=%zu", recovered);
     /* The audit log's lock makes this the only gateway on state_dir, so
      * whatever tmp/ holds is left from a crash: quarantines, half-made
      * mirror clones. Spools are O_TMPFILE and never have names. */
     clear_tmp(s->ctx.tmp_dir);
     rc = bind_listen(s, err);
+    if (rc < 0)
+        goto done;
+    snprintf(detail, sizeof(detail), "pid %ld, listening on %s", (long)getpid(), s->url);
+    rc = audit_event(s, "start", detail);
+    if (rc < 0) {
+        rg_error_set(err, rc, "cannot append the start event to the audit log");
+        goto done;
+    }
+    s->audit_started = 1;
+    log_audit_head(s);
+    rc = head_thread_start(s, err);
     if (rc < 0)
         goto done;
     s->daemon = MHD_start_daemon(
@@ -707,6 +836,14 @@ void gateway_server_stop(gateway_server *s)
         char path[4200];
         snprintf(path, sizeof(path), "%s/url", s->ctx.cfg->state_dir);
         unlink(path);
+    }
+    head_thread_stop(s);
+    /* Every request has ended: nothing forwarded is left without an outcome. */
+    if (s->audit_started) {
+        char detail[64];
+        snprintf(detail, sizeof(detail), "pid %ld", (long)getpid());
+        audit_event(s, "stop", detail);
+        log_audit_head(s);
     }
     audit_close(s->ctx.audit);
     tokens_key_free(s->ctx.key);

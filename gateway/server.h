@@ -13,16 +13,20 @@
 typedef struct gateway_server gateway_server;
 
 /*
- * Load the token key, open the audit log, bind cfg's listen address, start
- * serving and write the base URL to <state_dir>/url. `cfg` must outlive the
- * server.
+ * Load the token key, open the audit log and complete what a previous
+ * gateway left pending in it, bind cfg's listen address, append a start
+ * event and log the audit head (then hourly), start serving and write the
+ * base URL to <state_dir>/url. `cfg` must outlive the server.
  */
 int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error *err);
 
 /* The base URL, e.g. "http://127.0.0.1:41234". */
 const char *gateway_server_url(const gateway_server *s);
 
-/* Stop accepting, let in-flight requests finish (bounded), stop and free. */
+/*
+ * Stop accepting, let in-flight requests finish (bounded), stop, append a
+ * stop event, log the audit head, and free.
+ */
 void gateway_server_stop(gateway_server *s);
 
 #endif

@@ -178,8 +178,6 @@ done:
         close(fd);
     rg_buf_free(&body);
     rg_buf_free(&answer);
-    if (rc < 0)
-        rg_error_wrap(err, "cannot read upstream's symbolic refs");
     return rc;
 }
 

@@ -111,7 +111,8 @@ void upstream_fetch_free(upstream_fetch *f);
  * The symbolic refs among `refnames` upstream: a local repository is read
  * directly, a remote one asked with protocol v2 ls-refs (with the read
  * credential). `oid_hexlen` is the push's object format. A remote that
- * cannot answer is an error: the caller cannot know what a push moves.
+ * cannot answer is an error (saying what upstream did): the caller cannot
+ * know what a push moves.
  */
 int upstream_symrefs(rgit_symrefs **out, const upstream_target *t, const char *const *refnames,
                      size_t n, size_t oid_hexlen, rg_error *err);

@@ -126,7 +126,8 @@ test_demo_runs_and_checks_itself() {
   assert_contains "$T/demo" "* [new branch]      feature/login -> feature/login"
   assert_contains "$T/demo" "! [remote rejected] main -> main (policy: main is protected"
   assert_contains "$T/demo" "! [remote rejected] feature/login -> feature/login (policy: "
-  assert_contains "$T/demo" "audit log intact: 3 records"
+  # The gateway's start event and the three decisions.
+  assert_contains "$T/demo" "audit log intact: 5 records"
   ! ls -d "$T"/refgate-demo.* 2>/dev/null || fail "the demo left its directory"
 }
 

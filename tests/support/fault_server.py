@@ -6,7 +6,8 @@ It answers `GET <repo>.git/info/refs?service=...` truthfully (git's own
 far as forwarding, and then misbehaves on the POST as --mode says:
 
   500       answer HTTP 500 without reading the body
-  reset     read 64 KiB of the body, then reset the connection (RST)
+  reset     read 64 KiB of the body (or all of a shorter one), then reset the
+            connection (RST)
   slow      read nothing and answer nothing, holding the connection open
   redirect  answer every request with 302 to http://elsewhere.invalid/...
   down      after the first advertisement, stop listening (connection refused)
@@ -90,8 +91,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
             return
         if mode == "reset":
             got = 0
-            while got < 65536:
-                chunk = self.rfile.read1(65536 - got)
+            length = self.headers.get("Content-Length")
+            want = min(65536, int(length)) if length is not None else 65536
+            while got < want:
+                chunk = self.rfile.read1(want - got)
                 if not chunk:
                     break
                 got += len(chunk)

@@ -1,0 +1,202 @@
+/*
+ * The audit log: a hash-chained record of every ref decision of every push
+ * and of what became of it, kept by a store behind an ops table (the file
+ * `<state_dir>/audit.jsonl` today; a PostgreSQL store can be added behind
+ * the same interface).
+ *
+ * Record format v2. Every line is one compact JSON object that starts with
+ * `"v":2,"seq":N,"prev":"<hex>","time":"<RFC 3339 UTC>","type":"<type>"`:
+ * `seq` counts from 1 without a gap, and `prev` is the SHA-256 (hex) of the
+ * previous line's exact bytes (64 zeros for the first), so `refgate audit
+ * verify` recomputes the chain without canonicalising JSON. Types:
+ *
+ *   decision  one per ref of a push, all refs of a push in one batch,
+ *             durable BEFORE anything is forwarded. When the ref is not
+ *             forwarded it carries its final `outcome` ("rejected") and is
+ *             complete; when it is forwarded `outcome` is null (pending)
+ *             and an outcome record follows.
+ *   outcome   one per forwarded ref once upstream answered or the push
+ *             ended otherwise; `decision_seq` names its decision record.
+ *   event     gateway events: start, stop, recovered, token-mint,
+ *             token-revoke, with a free `detail` text.
+ *
+ * Lines without `"v"` are v1 (one complete record per decision, written
+ * after the push): they verify and list alongside v2, and new lines chain
+ * onto them.
+ *
+ * What any store must guarantee: append-only (a record once appended is
+ * never changed or removed); seq contiguous per chain; the exact bytes of
+ * each line kept (the chain hashes bytes, not values); a record durable
+ * when audit_append_many returns 0; one writer per chain at a time (a
+ * second audit_open of a chain in use fails with -EBUSY). A chain alone
+ * cannot detect a cut tail: keep the head (audit_head) where the host
+ * cannot rewrite it and verify against it.
+ */
+#ifndef RG_AUDIT_AUDIT_H
+#define RG_AUDIT_AUDIT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "util/error.h"
+
+typedef enum audit_kind { AUDIT_DECISION = 1, AUDIT_OUTCOME, AUDIT_EVENT } audit_kind;
+
+/*
+ * One record to append. Strings are borrowed for the call. NULL strings are
+ * written as JSON null, except `evaluate` and `detail`, which are left out;
+ * bytes that are not UTF-8 are written as \xHH, and a string whose written
+ * form (escapes included) would pass 4 KiB is cut (ending in "..."), so a
+ * hostile ref name or upstream message can neither bloat nor break a line.
+ */
+typedef struct audit_record {
+    audit_kind kind;
+    const char *push_id, *run, *token_hash, *remote, *repo, *ref, *old_id, *new_id;
+    const char *action, *decision, *rule, *reason, *evaluate; /* decision records */
+    const char *outcome;        /* decision: NULL = pending (written as null); outcome: required */
+    uint64_t decision_seq;      /* outcome records */
+    const char *event, *detail; /* event records */
+} audit_record;
+
+/* The store: opaque, behind an ops table. */
+typedef struct audit_log audit_log;
+
+/*
+ * Open (creating, 0600) the file store at `path` and find where the chain
+ * stands, reading back from the end (the cost does not grow with the log).
+ * The store holds an exclusive flock(2) until audit_close, and a second
+ * audit_open of the same file fails with -EBUSY rather than fork the
+ * chain. A torn last line (a crash mid-append) is terminated and kept, and
+ * the chain continues from its bytes, so verify names it and nothing after
+ * it can be cut out unseen.
+ */
+int audit_open(audit_log **out, const char *path, rg_error *err);
+
+/*
+ * Append n records in one fsynced batch; *first_seq (may be NULL) gets the
+ * first one's seq (the others follow it). Time and seq are filled in.
+ * Thread-safe. Fails with -EINVAL (nothing written) when a record is not
+ * well-formed: an unknown kind, a decision without ref or decision, an
+ * outcome without outcome or with a decision_seq that is not an earlier
+ * record, an event that is not one of the known names. After a failed
+ * write the next call first re-reads the tail.
+ */
+int audit_append_many(audit_log *log, const audit_record *recs, size_t n, uint64_t *first_seq,
+                      rg_error *err);
+
+/* audit_append_many of one record. */
+int audit_append(audit_log *log, const audit_record *rec, rg_error *err);
+
+/*
+ * Whether nbytes more can be appended now (tail known, room on the
+ * filesystem for them plus a fixed margin). Checked before a push is
+ * forwarded, so a log that cannot be written stops pushes instead of
+ * missing them.
+ */
+int audit_ready(audit_log *log, size_t nbytes, rg_error *err);
+
+/*
+ * An upper bound of the bytes `rec` takes as a line, newline included, so a
+ * caller sizes audit_ready by the push: its decision records plus, for the
+ * forwarded refs, outcome records built with `outcome` NULL, which counts
+ * at its largest (4 KiB written) so any text upstream sends back fits. A
+ * string field never takes more than 4 KiB of a line, whatever it holds.
+ */
+size_t audit_record_size_max(const audit_record *rec);
+
+/* The chain's head: last seq and the SHA-256 hex of that line (0 and 64 zeros when empty). */
+int audit_head(audit_log *log, uint64_t *seq, char hash_hex[65], rg_error *err);
+
+/*
+ * Complete every pending decision (forwarded, no outcome) with an outcome
+ * record "unknown: the gateway stopped before upstream answered (...)" and
+ * append one "recovered" event naming how many; *completed (may be NULL)
+ * gets the count. With nothing pending nothing is appended. Called at
+ * gateway start, before serving: the scan goes back from the end only to
+ * the last "start" or "stop" event (a start comes after this call, so
+ * everything before it is complete; a stop is written once every request
+ * has ended) or the last v1 line (v1 has no pending records).
+ */
+int audit_complete_pending(audit_log *log, size_t *completed, rg_error *err);
+
+void audit_close(audit_log *log);
+
+/* ------------------------------------------------------------------------
+ * Reading the log line by line (refgate audit, audit_verify)
+ * ------------------------------------------------------------------------ */
+
+/* The longest line a reader hands over whole; our own lines stay far below. */
+#define AUDIT_LINE_MAX (1024 * 1024)
+
+typedef struct audit_line {
+    /* The line without its newline, NUL-terminated; valid until the next call. */
+    const char *data;
+    size_t len;
+    uint64_t number;          /* 1-based */
+    int torn;                 /* the file ends without a newline after it */
+    int too_long;             /* longer than AUDIT_LINE_MAX: data holds only the start */
+    unsigned char sha256[32]; /* of all the line's bytes, as the next `prev` names it */
+} audit_line;
+
+typedef struct audit_reader audit_reader;
+
+/* Open the log at `path` for reading; -ENOENT (with a message) when absent. */
+int audit_reader_open(audit_reader **out, const char *path, rg_error *err);
+
+/* The next line into *out: returns 1 for a line, 0 at the end, negative on error. */
+int audit_reader_next(audit_reader *r, audit_line *out, rg_error *err);
+
+void audit_reader_free(audit_reader *r);
+
+struct json_t;
+
+/*
+ * What a parsed line is: AUDIT_DECISION, AUDIT_OUTCOME or AUDIT_EVENT, and
+ * in *version 1 or 2 (a v1 line is a complete decision); 0 when it is no
+ * record this version knows.
+ */
+int audit_json_kind(int *version, const struct json_t *obj);
+
+/*
+ * The head of the file log at `path` without opening it as a writer (a
+ * running gateway holds its lock): the seq of the last complete record
+ * line and its SHA-256 hex. An unterminated last line (an append in
+ * progress, or torn) is not part of the head.
+ */
+int audit_read_head(uint64_t *seq, char hash_hex[65], const char *path, rg_error *err);
+
+/* ------------------------------------------------------------------------
+ * Verification
+ * ------------------------------------------------------------------------ */
+
+typedef struct audit_verify_result {
+    uint64_t lines;    /* lines read */
+    uint64_t last_seq; /* seq of the last record read */
+    uint64_t bad_line; /* 1-based number of the first bad line, 0 if none */
+    int head_bad;      /* the log does not reach the given head, or differs at it */
+    char why[256];     /* what is wrong, without a "line N: " prefix */
+} audit_verify_result;
+
+/*
+ * Check the chain of the log at `path`, streaming it. A line is bad when it
+ * is torn (no newline at the end of the file), not a JSON object, longer
+ * than AUDIT_LINE_MAX, has a `seq` other than the previous one plus 1 (the
+ * first is 1), or a `prev` other than the hash of the previous line (64
+ * zeros for the first). Changing a line's bytes without breaking its JSON
+ * is seen at the next line, whose `prev` no longer matches; `why` then
+ * names the changed line. v1 and v2 lines may share one chain. Returns 0
+ * when it could be read (then out->bad_line says whether it is intact),
+ * negative when not (-ENOENT when there is no log).
+ */
+int audit_verify(audit_verify_result *out, const char *path, rg_error *err);
+
+/*
+ * audit_verify, and then check the log reaches a head kept apart from it:
+ * it has a record with seq `head_seq` whose line hashes to `head_hash`
+ * (hex). When not, out->head_bad is set and `why` says whether the log
+ * ends before that seq (records were cut from its end) or differs there.
+ */
+int audit_verify_head(audit_verify_result *out, const char *path, uint64_t head_seq,
+                      const char *head_hash, rg_error *err);
+
+#endif

@@ -1,0 +1,60 @@
+/*
+ * Inside the audit library: the ops table a store implements, and the
+ * record serialisation every store shares (the chain hashes the exact
+ * bytes of a line, so all stores must write the same bytes for a record).
+ * Not for use outside audit/.
+ */
+#ifndef RG_AUDIT_STORE_H
+#define RG_AUDIT_STORE_H
+
+#include "audit/audit.h"
+#include "util/buf.h"
+
+#define AUDIT_HASH_LEN  32
+#define AUDIT_HASH_HEX  (AUDIT_HASH_LEN * 2)
+#define AUDIT_TIME_LEN  48
+#define AUDIT_ZERO_HASH "0000000000000000000000000000000000000000000000000000000000000000"
+
+/* The outcome text of a decision completed at recovery. */
+#define AUDIT_UNKNOWN_OUTCOME                                                                      \
+    "unknown: the gateway stopped before upstream answered (completed when it started again)"
+
+/*
+ * What a store does. audit.c checks arguments and records before calling
+ * these, so append_many gets n > 0 well-formed records; each op is
+ * thread-safe on its own.
+ */
+typedef struct audit_store_ops {
+    int (*append_many)(audit_log *log, const audit_record *recs, size_t n, uint64_t *first_seq,
+                       rg_error *err);
+    int (*ready)(audit_log *log, size_t nbytes, rg_error *err);
+    int (*head)(audit_log *log, uint64_t *seq, char hash_hex[AUDIT_HASH_HEX + 1], rg_error *err);
+    int (*complete_pending)(audit_log *log, size_t *completed, rg_error *err);
+    void (*close)(audit_log *log);
+} audit_store_ops;
+
+/* The head of every store's own struct, which embeds it first. */
+struct audit_log {
+    const audit_store_ops *ops;
+};
+
+/* The file store (file.c). */
+int audit_file_open(audit_log **out, const char *path, rg_error *err);
+
+/* Whether `rec` may be appended as record `seq` of a chain; -EINVAL with a message if not. */
+int audit_record_check(const audit_record *rec, uint64_t seq, rg_error *err);
+
+/*
+ * Serialise `rec` as record `seq` chained to `prev` (the previous line's
+ * hash), appending the line and its newline to `out`; `prev` then holds
+ * this line's hash. 0, -ENOMEM, or RG_E_TOO_BIG past AUDIT_LINE_MAX.
+ */
+int audit_record_line(rg_buf *out, const audit_record *rec, const char *time, uint64_t seq,
+                      char prev[AUDIT_HASH_HEX + 1]);
+
+/* The time as records carry it: RFC 3339 UTC with milliseconds. */
+void audit_time_now(char out[AUDIT_TIME_LEN]);
+
+int audit_sha256_hex(char out[AUDIT_HASH_HEX + 1], const void *data, size_t len);
+
+#endif
