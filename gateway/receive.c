@@ -69,7 +69,8 @@ struct gateway_receive {
     int send_pack;
 
     int spool_fd;
-    gateway_mirror *mirror; /* remote upstreams: held while the pack is inspected */
+    gateway_spool_lease *lease; /* the server's: charged before the spool grows */
+    gateway_mirror *mirror;     /* remote upstreams: held while the pack is inspected */
     rgit_quarantine *q;
     int q_failed;
     rg_error q_err;
@@ -109,6 +110,7 @@ int gateway_receive_new(gateway_receive **out, const gateway_receive_info *info,
     r->target = *info->target;
     r->target.repo_path = r->route.path;
     r->spool_fd = -1;
+    r->lease = info->lease;
     r->repo_dir = info->target->repo_dir ? strdup(info->target->repo_dir) : NULL;
     r->target.repo_dir = r->repo_dir;
     r->run = strdup(info->claims->run ? info->claims->run : "");
@@ -122,7 +124,8 @@ int gateway_receive_new(gateway_receive **out, const gateway_receive_info *info,
         goto done;
     if (rgit_push_parser_new(&r->parser, &limits) < 0)
         goto done;
-    if (info->gzip && gateway_inflate_new(&r->z, r->ctx->cfg->max_body_bytes, on_decoded, r) < 0)
+    if (info->gzip && gateway_inflate_new(&r->z, r->ctx->cfg->max_body_bytes,
+                                          r->ctx->cfg->limits.inflate_ratio, on_decoded, r) < 0)
         goto done;
     rc = 0;
 done:
@@ -464,6 +467,8 @@ static int on_pack(gateway_receive *r, const char *data, size_t len)
             upstream_failed(r, &e);
         return 0;
     case MODE_SPOOL:
+        if ((rc = gateway_spool_take(r->lease, len)) < 0)
+            return fail(r, 503, rc, GATEWAY_SPOOL_FULL);
         rc = rg_fs_write_all(r->spool_fd, data, len);
         if (rc < 0)
             return fail(r, 500, rc, "cannot spool the pack to disk");
