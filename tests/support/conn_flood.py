@@ -28,7 +28,8 @@ time and stopping by itself:
   watch-spool --pid PID --dir D --out FILE --seconds S
       poll every 20 ms the bytes PID holds open under D (spool files, named
       or O_TMPFILE) plus the bytes stored under D; write the largest sum
-      seen to FILE when SIGTERM comes or S seconds pass.
+      seen to FILE when SIGTERM comes or S seconds pass; FILE.ready appears
+      once it watches.
 """
 import argparse
 import base64
@@ -211,15 +212,21 @@ def held_bytes(pid, d):
     return total
 
 
+def write_atomic(path, text):
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.rename(path + ".tmp", path)
+
+
 def cmd_watch_spool(a):
-    most = 0
-    deadline = time.monotonic() + a.seconds
     d = os.path.realpath(a.dir)
+    most = held_bytes(a.pid, d)
+    write_atomic(a.out + ".ready", "watching\n")  # the caller may start now
+    deadline = time.monotonic() + a.seconds
     while not STOP and time.monotonic() < deadline:
         most = max(most, held_bytes(a.pid, d))
         time.sleep(0.02)
-    with open(a.out, "w") as f:
-        f.write("%d\n" % most)
+    write_atomic(a.out, "%d\n" % most)
 
 
 def cmd_spooled(a):
