@@ -119,6 +119,16 @@ test_a_silent_body_is_cut_after_idle_seconds() {
   push_lands after-silent
 }
 
+test_a_slow_upstream_is_not_idle_time_of_the_client() {
+  # The client is silent while upstream works: that is not its idleness.
+  restart_with '{"idle_seconds": 2}'
+  local hook=$T/upstream/acme/app.git/hooks/pre-receive
+  printf '#!/bin/sh\ncat >/dev/null\nsleep 4\n' >"$hook"
+  chmod +x "$hook"
+  push_lands slow-upstream || { rm -f "$hook"; return 1; }
+  rm -f "$hook"
+}
+
 test_past_per_token_requests_get_429_while_another_token_works() {
   restart_with '{"per_token": 2}'
   local other i
