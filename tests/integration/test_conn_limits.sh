@@ -4,6 +4,9 @@
 # token's pile of requests must each leave a real git push able to land.
 source "$(dirname "$0")/lib.sh"
 command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; }
+# 2000 sockets on each side, plus the gateway's own descriptors.
+[ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 4500 ] ||
+  { echo "SKIP: the hard descriptor limit ($(ulimit -Hn)) is below 4500"; exit 77; }
 
 FLOOD=(python3 "${REFGATE_SRC:-$(dirname "$0")/../..}/tests/support/conn_flood.py")
 make_upstream app

@@ -34,6 +34,7 @@ time and stopping by itself:
 import argparse
 import base64
 import os
+import resource
 import select
 import signal
 import socket
@@ -276,6 +277,10 @@ def main():
     sp.add_argument("--at-least", type=int, required=True)
     sp.add_argument("--seconds", type=float, default=30)
     a = p.parse_args()
+    # Thousands of sockets: as many descriptors as this process may have.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     signal.signal(signal.SIGTERM, on_term)
     {"hold": cmd_hold, "trickle": cmd_trickle, "evict": cmd_evict, "post": cmd_post,
      "watch-spool": cmd_watch_spool, "spooled": cmd_spooled}[a.mode](a)
