@@ -463,6 +463,102 @@ static int parse_max_body(config_model *cfg, const parse_ctx *ctx, const json_t 
 }
 
 /* ------------------------------------------------------------------------ */
+/* Limits                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The defaults hold a few thousand idle strangers on one machine while
+ * leaving a quarter of the connections to pushers, and give a push's
+ * headers ten seconds, which git (that sends them in one write) never
+ * comes near.
+ */
+#define DEFAULT_CONNECTIONS     4096
+#define DEFAULT_UNAUTHENTICATED 3072
+#define DEFAULT_PER_TOKEN       16
+#define DEFAULT_HEADER_SECONDS  10
+#define DEFAULT_IDLE_SECONDS    60
+#define DEFAULT_SPOOL_BYTES     ((uint64_t)8 * 1024 * 1024 * 1024)
+#define DEFAULT_INFLATE_RATIO   100
+#define LIMIT_SECONDS_MAX       3600
+
+static const char *const limits_keys[] = {
+    "connections",  "unauthenticated", "per_token",     "header_seconds",
+    "idle_seconds", "spool_bytes",     "inflate_ratio", NULL,
+};
+#define LIMITS_KEYS_TEXT                                                                           \
+    "connections, unauthenticated, per_token, header_seconds, idle_seconds, spool_bytes or "       \
+    "inflate_ratio"
+
+/* obj[key] as an integer in [min, max], or dflt when absent. */
+static int get_limit(uint64_t *out, const parse_ctx *ctx, const json_t *obj, const char *key,
+                     uint64_t min, uint64_t max, uint64_t dflt)
+{
+    char kp[KEYPATH_MAX];
+    json_t *v = obj ? json_object_get(obj, key) : NULL;
+
+    *out = dflt;
+    if (v == NULL)
+        return 0;
+    keypath_key(kp, "limits", key);
+    if (!json_is_integer(v))
+        return fail_type(ctx, kp, "an integer", v);
+    if (json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) < min ||
+        (uint64_t)json_integer_value(v) > max)
+        return fail(ctx, kp, "must be from %llu to %llu, got %lld", (unsigned long long)min,
+                    (unsigned long long)max, (long long)json_integer_value(v));
+    *out = (uint64_t)json_integer_value(v);
+    return 0;
+}
+
+static int parse_limits(config_limits *out, const parse_ctx *ctx, const json_t *obj)
+{
+    uint64_t conns, unauth, per_token, header, idle, spool, ratio;
+    int rc;
+
+    if (obj != NULL && !json_is_object(obj))
+        return fail_type(ctx, "limits", "an object", obj);
+    if (obj != NULL && (rc = check_keys(ctx, obj, "limits", limits_keys, LIMITS_KEYS_TEXT)) < 0)
+        return rc;
+    /* A thread and a descriptor each: past a million the kernel is the limit. */
+    rc = get_limit(&conns, ctx, obj, "connections", 2, 1 << 20, DEFAULT_CONNECTIONS);
+    if (rc == 0)
+        rc = get_limit(&unauth, ctx, obj, "unauthenticated", 1, 1 << 20,
+                       conns > DEFAULT_UNAUTHENTICATED ? DEFAULT_UNAUTHENTICATED
+                                                       : conns - conns / 4);
+    /* Without headroom an authenticated pusher could be locked out. */
+    if (rc == 0 && unauth >= conns)
+        rc = fail(ctx, "limits.unauthenticated",
+                  "must be below limits.connections (%llu) so pushers always get in, got %llu",
+                  (unsigned long long)conns, (unsigned long long)unauth);
+    if (rc == 0)
+        rc = get_limit(&per_token, ctx, obj, "per_token", 1, 1 << 20, DEFAULT_PER_TOKEN);
+    if (rc == 0)
+        rc = get_limit(&header, ctx, obj, "header_seconds", 1, LIMIT_SECONDS_MAX,
+                       DEFAULT_HEADER_SECONDS);
+    if (rc == 0)
+        rc = get_limit(&idle, ctx, obj, "idle_seconds", 1, LIMIT_SECONDS_MAX, DEFAULT_IDLE_SECONDS);
+    /* Below a megabyte not even a small push could be inspected. */
+    if (rc == 0)
+        rc = get_limit(&spool, ctx, obj, "spool_bytes", 1 << 20, INT64_MAX, DEFAULT_SPOOL_BYTES);
+    /* A git request is mostly an already compressed pack, so gzip shrinks it
+     * little: only a crafted body needs a ratio near the bound. */
+    if (rc == 0)
+        rc = get_limit(&ratio, ctx, obj, "inflate_ratio", 2, 100000, DEFAULT_INFLATE_RATIO);
+    if (rc < 0)
+        return rc;
+    *out = (config_limits){
+        .connections = (unsigned)conns,
+        .unauthenticated = (unsigned)unauth,
+        .per_token = (unsigned)per_token,
+        .header_seconds = (unsigned)header,
+        .idle_seconds = (unsigned)idle,
+        .spool_bytes = spool,
+        .inflate_ratio = (unsigned)ratio,
+    };
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Upstreams                                                                */
 /* ------------------------------------------------------------------------ */
 
@@ -1180,9 +1276,9 @@ static int parse_rules(config_model *cfg, const parse_ctx *ctx, const json_t *ar
 /* ------------------------------------------------------------------------ */
 
 static const char *const top_keys[] = {
-    "listen", "state_dir", "default", "max_body_bytes", "upstreams", "rules", NULL,
+    "listen", "state_dir", "default", "max_body_bytes", "limits", "upstreams", "rules", NULL,
 };
-#define TOP_KEYS_TEXT "listen, state_dir, default, max_body_bytes, upstreams or rules"
+#define TOP_KEYS_TEXT "listen, state_dir, default, max_body_bytes, limits, upstreams or rules"
 
 static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *root)
 {
@@ -1224,6 +1320,10 @@ static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *roo
     cfg->max_body_bytes = DEFAULT_MAX_BODY;
     v = json_object_get(root, "max_body_bytes");
     if (v != NULL && (rc = parse_max_body(cfg, ctx, v)) < 0)
+        return rc;
+
+    v = json_object_get(root, "limits");
+    if ((rc = parse_limits(&cfg->limits, ctx, v)) < 0)
         return rc;
 
     /* Upstreams first: rules check their repo patterns against the hosts. */

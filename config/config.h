@@ -9,6 +9,7 @@
  *     "state_dir": "state",              required; keys, audit log, url file
  *     "default": "deny",                 optional; "allow" | "deny" | "ask"
  *     "max_body_bytes": 2147483648,      optional cap on one push body
+ *     "limits": { ... },                 optional; see below
  *     "upstreams": [ {"host": "local", "url": "file:///srv/git"} ],
  *     "rules": [ {"name": "protect-main", "repos": ["local/acme/app"],
  *                 "refs": ["refs/heads/main"], "actions": ["update","force","delete"],
@@ -32,6 +33,22 @@
  *   that can never match (empty segments, a repo ending in .git or naming
  *   no configured host, a ref outside refs, `***`, a `**` that is not a
  *   whole segment, `[` or `\`) are errors rather than dead rules.
+ * limits: optional, every key optional; what strangers' connections and
+ *   bodies may cost the gateway (defaults in brackets):
+ *   "connections" [4096]      open connections at most (2..1048576);
+ *   "unauthenticated" [3072]  connections whose request headers are not yet
+ *                             complete and authorised; past it the oldest
+ *                             such connection is cut, so the rest of
+ *                             "connections" is always left for pushers
+ *                             (1..connections-1);
+ *   "per_token" [16]          concurrent requests per run token (429 past it);
+ *   "header_seconds" [10]     from accept (or the end of the previous request
+ *                             on a kept-alive connection) to complete request
+ *                             headers; trickling does not extend it (1..3600);
+ *   "idle_seconds" [60]       silence allowed between bytes (1..3600);
+ *   "spool_bytes" [8 GiB]     disk all concurrent requests may spool (503 past it);
+ *   "inflate_ratio" [100]     decoded:compressed ratio a gzip body may reach
+ *                             after its first MiB (413 past it; 2..100000).
  */
 #ifndef RG_CONFIG_CONFIG_H
 #define RG_CONFIG_CONFIG_H
@@ -101,6 +118,17 @@ typedef struct config_upstream {
     long idle_timeout;                   /* seconds without progress (default 60) */
 } config_upstream;
 
+/* See "limits" above; every field is set (defaults filled in). */
+typedef struct config_limits {
+    unsigned connections;
+    unsigned unauthenticated;
+    unsigned per_token;
+    unsigned header_seconds;
+    unsigned idle_seconds;
+    uint64_t spool_bytes;
+    unsigned inflate_ratio;
+} config_limits;
+
 typedef struct config_model {
     char *path; /* the file it was loaded from (absolute) */
     char *listen_host;
@@ -108,6 +136,7 @@ typedef struct config_model {
     char *state_dir;      /* absolute */
     config_effect default_effect;
     uint64_t max_body_bytes;
+    config_limits limits;
     config_upstream *upstreams;
     size_t nupstreams;
     config_rule *rules;

@@ -9,12 +9,13 @@ struct gateway_inflate {
     int ended;
     uint64_t out_total;
     uint64_t max_out;
+    unsigned ratio;
     gateway_inflate_sink sink;
     void *arg;
 };
 
-int gateway_inflate_new(gateway_inflate **out, uint64_t max_out, gateway_inflate_sink sink,
-                        void *arg)
+int gateway_inflate_new(gateway_inflate **out, uint64_t max_out, unsigned ratio,
+                        gateway_inflate_sink sink, void *arg)
 {
     gateway_inflate *z = calloc(1, sizeof(*z));
 
@@ -27,6 +28,7 @@ int gateway_inflate_new(gateway_inflate **out, uint64_t max_out, gateway_inflate
         return -ENOMEM;
     }
     z->max_out = max_out;
+    z->ratio = ratio;
     z->sink = sink;
     z->arg = arg;
     *out = z;
@@ -55,6 +57,16 @@ int gateway_inflate_feed(gateway_inflate *z, const char *data, size_t len, rg_er
         if (z->out_total > z->max_out)
             return rg_error_set(err, RG_E_TOO_BIG, "decoded body larger than %llu bytes",
                                 (unsigned long long)z->max_out);
+        /* Checked before the sink sees the piece, so a bomb costs at most one
+         * output block beyond the ratio, never disk. The first MiB is free:
+         * a short command list compresses far better than a pack. */
+        if (z->ratio && z->out_total > GATEWAY_INFLATE_FREE_BYTES &&
+            z->out_total / z->ratio > (uint64_t)z->zs.total_in)
+            return rg_error_set(err, RG_E_TOO_BIG,
+                                "gzip body expands more than %u:1 (limits.inflate_ratio): "
+                                "%llu compressed bytes gave %llu",
+                                z->ratio, (unsigned long long)z->zs.total_in,
+                                (unsigned long long)z->out_total);
         if (have && (rc = z->sink(z->arg, outbuf, have)) < 0)
             return rc;
         if (zr == Z_STREAM_END)

@@ -106,7 +106,8 @@ struct gateway_receive {
 
     /* Inspection (MODE_SPOOL). */
     int spool_fd;
-    gateway_mirror *mirror; /* remote upstreams: held while the pack is inspected */
+    gateway_spool_lease *lease; /* the server's: charged before the spool grows */
+    gateway_mirror *mirror;     /* remote upstreams: held while the pack is inspected */
     rgit_quarantine *q;
     int q_failed;
     rg_error q_err;
@@ -193,6 +194,7 @@ int gateway_receive_new(gateway_receive **out, const gateway_receive_info *info,
     r->target.repo_path = r->route.path;
     r->spool_fd = -1;
     rg_buf_init(&r->progress, UPSTREAM_PROGRESS_MAX);
+    r->lease = info->lease;
     r->repo_dir = info->target->repo_dir ? strdup(info->target->repo_dir) : NULL;
     r->target.repo_dir = r->repo_dir;
     r->run = strdup(info->claims->run ? info->claims->run : "");
@@ -206,7 +208,8 @@ int gateway_receive_new(gateway_receive **out, const gateway_receive_info *info,
         goto done;
     if (rgit_push_parser_new(&r->parser, &limits) < 0)
         goto done;
-    if (info->gzip && gateway_inflate_new(&r->z, r->ctx->cfg->max_body_bytes, on_decoded, r) < 0)
+    if (info->gzip && gateway_inflate_new(&r->z, r->ctx->cfg->max_body_bytes,
+                                          r->ctx->cfg->limits.inflate_ratio, on_decoded, r) < 0)
         goto done;
     rc = 0;
 done:
@@ -883,6 +886,8 @@ static int on_pack(gateway_receive *r, const char *data, size_t len)
             upstream_failed(r, &e);
         return 0;
     case MODE_SPOOL:
+        if ((rc = gateway_spool_take(r->lease, len)) < 0)
+            return fail(r, 503, rc, GATEWAY_SPOOL_FULL);
         rc = rg_fs_write_all(r->spool_fd, data, len);
         if (rc < 0)
             return fail(r, 500, rc, "cannot spool the pack to disk");
@@ -1059,8 +1064,11 @@ void gateway_receive_free(gateway_receive *r)
     if (r == NULL)
         return;
     /* A client that went away after the push was forwarded: upstream may
-     * have applied it already, so learn what it did and record it. */
+     * have applied it already, so learn what it did and record it. Before
+     * the decision an overlapped request ends without its trailer. */
     finish_push(r);
+    if (!r->decided)
+        abort_overlap(r);
     upstream_push_free(r->upstream);
     /* The quarantine reads the mirror's objects: free it first. */
     rgit_quarantine_free(r->q);

@@ -19,6 +19,7 @@
 
 #include "gateway/context.h"
 #include "gateway/route.h"
+#include "gateway/spool.h"
 #include "gateway/upstream.h"
 #include "tokens/token.h"
 #include "util/buf.h"
@@ -32,6 +33,7 @@ typedef struct gateway_receive_info {
     const char *token_hash;        /* tokens_hash_prefix() of its token */
     const char *remote;            /* client address, for the audit log */
     int gzip;                      /* Content-Encoding: gzip */
+    gateway_spool_lease *lease;    /* charged for spooled bytes; the caller's */
 } gateway_receive_info;
 
 typedef struct gateway_receive gateway_receive;

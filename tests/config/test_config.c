@@ -200,10 +200,43 @@ Test(config, a_minimal_config_gets_the_documented_defaults)
     cr_expect_eq(cfg->listen_port, 8470);
     cr_expect_eq(cfg->default_effect, CONFIG_DENY, "fail closed without a default");
     cr_expect_eq(cfg->max_body_bytes, (uint64_t)2 * 1024 * 1024 * 1024);
+    cr_expect_eq(cfg->limits.connections, 4096);
+    cr_expect_eq(cfg->limits.unauthenticated, 3072);
+    cr_expect_eq(cfg->limits.per_token, 16);
+    cr_expect_eq(cfg->limits.header_seconds, 10);
+    cr_expect_eq(cfg->limits.idle_seconds, 60);
+    cr_expect_eq(cfg->limits.spool_bytes, (uint64_t)8 * 1024 * 1024 * 1024);
+    cr_expect_eq(cfg->limits.inflate_ratio, 100);
     cr_expect_eq(cfg->nupstreams, 0);
     cr_expect_null(cfg->upstreams);
     cr_expect_eq(cfg->nrules, 0);
     cr_expect_null(cfg->rules);
+    config_free(cfg);
+}
+
+Test(config, limits_load_and_a_small_connection_limit_keeps_headroom_for_pushers)
+{
+    const char *path = write_config(
+        "limits.json", "{'state_dir': 's', 'limits': {'connections': 64, 'unauthenticated': 8, "
+                       "'per_token': 2, 'header_seconds': 3, 'idle_seconds': 5, "
+                       "'spool_bytes': 1048576, 'inflate_ratio': 20}}");
+    rg_error err = RG_ERROR_INIT;
+    config_model *cfg = NULL;
+
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_eq(cfg->limits.connections, 64);
+    cr_expect_eq(cfg->limits.unauthenticated, 8);
+    cr_expect_eq(cfg->limits.per_token, 2);
+    cr_expect_eq(cfg->limits.header_seconds, 3);
+    cr_expect_eq(cfg->limits.idle_seconds, 5);
+    cr_expect_eq(cfg->limits.spool_bytes, 1048576);
+    cr_expect_eq(cfg->limits.inflate_ratio, 20);
+    config_free(cfg);
+
+    /* Only connections given: the unauthenticated default leaves a quarter. */
+    path = write_config("limits2.json", "{'state_dir': 's', 'limits': {'connections': 100}}");
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_eq(cfg->limits.unauthenticated, 75);
     config_free(cfg);
 }
 
@@ -395,7 +428,28 @@ struct bad_case {
 static struct bad_case bad_cases[] = {
     /* Unknown keys, anywhere. */
     {"unknown top-level key", "{'state_dir': 's', 'colour': 'red'}", "colour", 0,
-     "unknown key (expected listen, state_dir, default, max_body_bytes, upstreams or rules)"},
+     "unknown key (expected listen, state_dir, default, max_body_bytes, limits, upstreams or "
+     "rules)"},
+    /* Limits. */
+    {"limits not an object", "{'state_dir': 's', 'limits': 5}", "limits", 0,
+     "expected an object, got an integer"},
+    {"unknown limits key", "{'state_dir': 's', 'limits': {'conns': 5}}", "limits.conns", 0,
+     "unknown key (expected connections, unauthenticated"},
+    {"limit not an integer", "{'state_dir': 's', 'limits': {'per_token': '4'}}", "limits.per_token",
+     0, "expected an integer, got a string"},
+    {"limit zero", "{'state_dir': 's', 'limits': {'per_token': 0}}", "limits.per_token", 0,
+     "must be from 1 to 1048576, got 0"},
+    {"limit negative", "{'state_dir': 's', 'limits': {'idle_seconds': -1}}", "limits.idle_seconds",
+     0, "must be from 1 to 3600, got -1"},
+    {"header deadline too long", "{'state_dir': 's', 'limits': {'header_seconds': 86400}}",
+     "limits.header_seconds", 0, "must be from 1 to 3600"},
+    {"no headroom for pushers",
+     "{'state_dir': 's', 'limits': {'connections': 10, 'unauthenticated': 10}}",
+     "limits.unauthenticated", 0, "must be below limits.connections (10)"},
+    {"tiny spool budget", "{'state_dir': 's', 'limits': {'spool_bytes': 1000}}",
+     "limits.spool_bytes", 0, "must be from 1048576"},
+    {"inflate ratio 1", "{'state_dir': 's', 'limits': {'inflate_ratio': 1}}",
+     "limits.inflate_ratio", 0, "must be from 2 to 100000, got 1"},
     {"unknown rule key", "{'state_dir': 's', 'rules': [{'effect': 'deny'}, {'efect': 'deny'}]}",
      "rules[1].efect", 0, "unknown key (expected name, repos, refs, actions, effect"},
     {"unknown upstream key",

@@ -38,7 +38,7 @@ Test(inflate, decodes_a_body_fed_in_small_pieces)
     for (size_t i = 0; i < sizeof(plain); i++)
         plain[i] = (unsigned char)(i * 7 + i / 1000);
     n = gzip(packed, sizeof(packed), plain, sizeof(plain));
-    cr_assert_eq(gateway_inflate_new(&z, 1 << 20, sink, &out), 0);
+    cr_assert_eq(gateway_inflate_new(&z, 1 << 20, 0, sink, &out), 0);
     for (size_t off = 0; off < n; off += 777)
         cr_assert_eq(
             gateway_inflate_feed(z, (char *)packed + off, n - off < 777 ? n - off : 777, &err), 0,
@@ -59,7 +59,7 @@ Test(inflate, refuses_a_body_that_expands_past_the_cap)
     size_t n = gzip(packed, sizeof(packed), zeros, sizeof(zeros));
 
     cr_assert_lt(n, 8192, "a megabyte of zeros compresses small");
-    cr_assert_eq(gateway_inflate_new(&z, 4096, sink, &out), 0);
+    cr_assert_eq(gateway_inflate_new(&z, 4096, 0, sink, &out), 0);
     cr_assert_eq(gateway_inflate_feed(z, (char *)packed, n, &err), RG_E_TOO_BIG);
     cr_assert_leq(out.len, 4096 + 65536);
     gateway_inflate_free(z);
@@ -74,18 +74,67 @@ Test(inflate, rejects_garbage_and_truncated_streams)
     rg_error err = RG_ERROR_INIT;
     size_t n = gzip(packed, sizeof(packed), "hello, world", 12);
 
-    cr_assert_eq(gateway_inflate_new(&z, 1 << 16, sink, &out), 0);
+    cr_assert_eq(gateway_inflate_new(&z, 1 << 16, 0, sink, &out), 0);
     cr_assert_eq(gateway_inflate_feed(z, "this is not gzip at all", 23, &err), RG_E_PROTOCOL);
     gateway_inflate_free(z);
 
-    cr_assert_eq(gateway_inflate_new(&z, 1 << 16, sink, &out), 0);
+    cr_assert_eq(gateway_inflate_new(&z, 1 << 16, 0, sink, &out), 0);
     cr_assert_eq(gateway_inflate_feed(z, (char *)packed, n - 5, &err), 0);
     cr_assert_eq(gateway_inflate_finish(z, &err), RG_E_PROTOCOL);
     gateway_inflate_free(z);
 
-    cr_assert_eq(gateway_inflate_new(&z, 1 << 16, sink, &out), 0);
+    cr_assert_eq(gateway_inflate_new(&z, 1 << 16, 0, sink, &out), 0);
     memcpy(packed + n, "junk", 4);
     cr_assert_eq(gateway_inflate_feed(z, (char *)packed, n + 4, &err), RG_E_PROTOCOL);
     gateway_inflate_free(z);
     rg_buf_free(&out);
+}
+
+/* Pieces handed to the sink are only counted: a bomb must not reach it. */
+static int count_sink(void *arg, const char *data, size_t len)
+{
+    (void)data;
+    *(size_t *)arg += len;
+    return 0;
+}
+
+Test(inflate, refuses_a_bomb_past_the_ratio_before_the_sink_sees_it)
+{
+    static unsigned char zeros[16 << 20], packed[1 << 17];
+    gateway_inflate *z;
+    rg_error err = RG_ERROR_INIT;
+    size_t n = gzip(packed, sizeof(packed), zeros, sizeof(zeros)), seen = 0;
+
+    cr_assert_lt(n, 65536, "16 MiB of zeros compresses to %zu bytes", n);
+    /* Well under max_out: only the ratio can stop it. */
+    cr_assert_eq(gateway_inflate_new(&z, (uint64_t)1 << 30, 100, count_sink, &seen), 0);
+    cr_assert_eq(gateway_inflate_feed(z, (char *)packed, n, &err), RG_E_TOO_BIG);
+    cr_expect(strstr(err.msg, "expands more than 100:1") != NULL, "%s", err.msg);
+    cr_expect_leq(seen, GATEWAY_INFLATE_FREE_BYTES + 65536);
+    gateway_inflate_free(z);
+}
+
+Test(inflate, a_body_within_the_ratio_decodes_whole)
+{
+    static unsigned char plain[3 << 20], packed[(3 << 20) + 65536];
+    gateway_inflate *z;
+    rg_error err = RG_ERROR_INIT;
+    size_t n, seen = 0;
+    uint32_t x = 12345;
+
+    /* Half noise, half text-like repetition: compresses under 2:1. */
+    for (size_t i = 0; i < sizeof(plain); i++) {
+        x = x * 1103515245u + 12345u;
+        plain[i] = (i & 1) ? (unsigned char)(x >> 24) : (unsigned char)('a' + i % 7);
+    }
+    n = gzip(packed, sizeof(packed), plain, sizeof(plain));
+    cr_assert_gt(n, sizeof(plain) / 4);
+    cr_assert_eq(gateway_inflate_new(&z, (uint64_t)1 << 30, 4, count_sink, &seen), 0);
+    for (size_t off = 0; off < n; off += 4096)
+        cr_assert_eq(
+            gateway_inflate_feed(z, (char *)packed + off, n - off < 4096 ? n - off : 4096, &err), 0,
+            "%s", err.msg);
+    cr_assert_eq(gateway_inflate_finish(z, &err), 0, "%s", err.msg);
+    cr_expect_eq(seen, sizeof(plain));
+    gateway_inflate_free(z);
 }
