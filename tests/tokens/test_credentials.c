@@ -16,7 +16,6 @@
 #include <criterion/criterion.h>
 
 #include <curl/curl.h>
-#include <ftw.h>
 #include <pthread.h>
 #include <jansson.h>
 #include <limits.h>
@@ -37,7 +36,7 @@ extern char **environ;
 #define APP_ID 42
 
 static char tmpdir[PATH_MAX];
-static rg_proc standin = RG_PROC_INIT;
+static rg_proc *standin;
 static char api_url[64];
 
 /* ---------------------------------------------------------------------------
@@ -52,19 +51,12 @@ static void setup(void)
     snprintf(tmpdir, sizeof(tmpdir), "%s", tmpl);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
-}
-
 static void teardown(void)
 {
-    rg_proc_kill(&standin);
+    rg_proc_free(standin);
+    standin = NULL;
     if (tmpdir[0] != '\0')
-        nftw(tmpdir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        rg_fs_remove_tree(tmpdir, 0, NULL);
 }
 
 TestSuite(credentials, .init = setup, .fini = teardown);
@@ -90,10 +82,13 @@ static void write_file(const char *name, const char *text, mode_t mode)
 /* Run a command to completion; its exit status, or -1 when it could not start. */
 static int run(const char *const *argv)
 {
+    rg_proc_spec s = RG_PROC_SPEC_INIT;
     rg_error err = RG_ERROR_INIT;
     int status = -1;
 
-    if (rg_proc_run(&status, NULL, NULL, argv, (const char *const *)environ, NULL, &err) < 0)
+    s.argv = argv;
+    s.envp = (const char *const *)environ;
+    if (rg_proc_run(&status, NULL, &s, rg_proc_deadline(120), &err) < 0)
         return -1;
     return status;
 }
@@ -146,6 +141,7 @@ static void standin_start(const char *pubkey, const char *const *extra)
 {
     const char *argv[32];
     char pub[PATH_MAX], port[16] = "";
+    rg_proc_spec spec = RG_PROC_SPEC_INIT;
     rg_error err = RG_ERROR_INIT;
     const char *portfile = in_tmp("port");
     size_t n = 0;
@@ -170,9 +166,10 @@ static void standin_start(const char *pubkey, const char *const *extra)
     for (i = 0; extra != NULL && extra[i] != NULL; i++)
         argv[n++] = extra[i];
     argv[n] = NULL;
-    cr_assert_eq(
-        rg_proc_spawn(&standin, argv, (const char *const *)environ, NULL, RG_PROC_GROUP, &err), 0,
-        "%s", err.msg);
+    spec.argv = argv;
+    spec.envp = (const char *const *)environ;
+    spec.flags = RG_PROC_GROUP;
+    cr_assert_eq(rg_proc_start(&standin, &spec, &err), 0, "%s", err.msg);
     for (i = 0; i < 200; i++) {
         f = fopen(portfile, "r");
         if (f != NULL) {
