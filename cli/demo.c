@@ -218,7 +218,7 @@ static int demo_main(demo *d, int keep)
         goto done;
     }
     {
-        char hash[13];
+        char hash[TOKENS_HASH_PREFIX_SIZE];
         tokens_hash_prefix(hash, token);
         printf("gateway: %s\nrun token: minted for local/acme/app, 15 minutes (sha256 %s...)\n",
                gateway_server_url(srv), hash);

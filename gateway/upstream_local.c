@@ -149,7 +149,7 @@ int upstream_local_push_finish(upstream_local_push *u, rgit_report *report, rg_b
 {
     const rg_buf *rep, *prog;
     rg_error perr = RG_ERROR_INIT;
-    char why[256];
+    char why[RG_PROC_WHY_MAX];
     int status = 0, rc = 0;
 
     memset(report, 0, sizeof(*report));
@@ -193,12 +193,18 @@ void upstream_local_push_free(upstream_local_push *u)
 
 /* --------------------------------------------------------------- fetches */
 
+/* Room for "001e# service=git-upload-pack\n0000". */
+#define UPSTREAM_LOCAL_PREAMBLE_MAX 64
+
+/* The first read of a fetch's answer, held until the caller asks for it. */
+#define UPSTREAM_LOCAL_FIRST_MAX (64 * 1024)
+
 struct upstream_local_fetch {
     rg_proc *proc;
     rg_gitenv *env;
-    char pre[64]; /* the smart-HTTP preamble still to send */
+    char pre[UPSTREAM_LOCAL_PREAMBLE_MAX]; /* the smart-HTTP preamble still to send */
     size_t pre_len, pre_off;
-    char first[65536]; /* answer bytes read while waiting for the first */
+    char first[UPSTREAM_LOCAL_FIRST_MAX]; /* answer bytes read while waiting for the first */
     size_t first_len, first_off;
     int ended; /* stdout reached EOF and the child was reaped */
 };

@@ -297,7 +297,7 @@ int rgit_quarantine_write(rgit_quarantine *q, const void *data, size_t len, rg_e
 int rgit_quarantine_finish(rgit_quarantine *q, rg_error *err)
 {
     git_odb_backend *pack = NULL;
-    char idx[PATH_MAX], why[256], name[80];
+    char idx[PATH_MAX], why[RG_PROC_WHY_MAX], name[80];
     int rc, status = -1;
 
     rc = quarantine_check_open(q, err);

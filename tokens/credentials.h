@@ -11,6 +11,7 @@
 #define RG_TOKENS_CREDENTIALS_H
 
 #include "config/config.h"
+#include "tokens/token.h"
 #include "util/error.h"
 
 typedef enum tokens_access {
@@ -27,9 +28,9 @@ enum {
 typedef struct tokens_provider tokens_provider;
 
 typedef struct tokens_credential {
-    char *username; /* NULL for type none */
-    char *password; /* the secret; NULL for type none */
-    char hash[13];  /* tokens_hash_prefix() of the password, for logs */
+    char *username;                     /* NULL for type none */
+    char *password;                     /* the secret; NULL for type none */
+    char hash[TOKENS_HASH_PREFIX_SIZE]; /* tokens_hash_prefix() of the password, for logs */
 } tokens_credential;
 
 /*

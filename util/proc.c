@@ -23,6 +23,18 @@
 /* One read or write moves at most this much; pipes hold 64 KiB by default. */
 #define PROC_CHUNK (64 * 1024)
 
+/* Room for "git <subcommand>" in messages. */
+#define PROC_NAME_MAX 64
+
+/* poll() takes an int of milliseconds: a longer wait simply goes round again. */
+#define PROC_POLL_MAX_MS (3600 * 1000)
+
+#define PROC_NS_PER_MS  1000000LL
+#define PROC_NS_PER_SEC 1000000000LL
+
+/* Without a pidfd, how often a wait for the child's exit looks again. */
+#define PROC_EXIT_POLL_MS 10
+
 struct rg_proc {
     pid_t pid;       /* > 0 until reaped */
     int pidfd;       /* readable once the child has exited, or -1 */
@@ -37,7 +49,7 @@ struct rg_proc {
     rg_proc_sink on_stdout;
     void *ctx;
     rg_error sink_err;
-    char name[64];
+    char name[PROC_NAME_MAX];
     size_t tail_len;
     char tail[RG_PROC_TAIL_MAX];
 };
@@ -54,12 +66,12 @@ static int64_t proc_now_ns(void)
     struct timespec ts;
 
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return (int64_t)ts.tv_sec * PROC_NS_PER_SEC + ts.tv_nsec;
 }
 
 int64_t rg_proc_deadline(int64_t seconds)
 {
-    return proc_now_ns() + seconds * 1000000000;
+    return proc_now_ns() + seconds * PROC_NS_PER_SEC;
 }
 
 /* Milliseconds left until `deadline` for poll(), rounded up; 0 once passed. */
@@ -69,9 +81,9 @@ static int proc_ms_left(int64_t deadline)
 
     if (left <= 0)
         return 0;
-    if (left > (int64_t)3600 * 1000000000)
-        return 3600 * 1000;
-    return (int)((left + 999999) / 1000000);
+    if (left >= (int64_t)PROC_POLL_MAX_MS * PROC_NS_PER_MS)
+        return PROC_POLL_MAX_MS;
+    return (int)((left + PROC_NS_PER_MS - 1) / PROC_NS_PER_MS);
 }
 
 /* "git" is named with its subcommand, the first argument that is not an option. */
@@ -215,7 +227,7 @@ static int proc_wait_exit(rg_proc *p, int64_t deadline)
             struct pollfd pf = {.fd = p->pidfd, .events = POLLIN};
             poll(&pf, 1, proc_ms_left(deadline));
         } else {
-            struct timespec pause = {0, 10 * 1000 * 1000};
+            struct timespec pause = {0, PROC_EXIT_POLL_MS * PROC_NS_PER_MS};
             nanosleep(&pause, NULL);
         }
     }
@@ -250,14 +262,14 @@ static void proc_terminate(rg_proc *p)
     if (p->pid <= 0)
         return;
     proc_signal(p, SIGTERM);
-    if (!proc_wait_exit(p, proc_now_ns() + (int64_t)RG_PROC_TERM_GRACE_MS * 1000000) || p->group)
+    if (!proc_wait_exit(p, proc_now_ns() + RG_PROC_TERM_GRACE_MS * PROC_NS_PER_MS) || p->group)
         proc_signal(p, SIGKILL);
     proc_reap(p);
 }
 
 static int proc_timed_out(rg_proc *p, rg_error *err)
 {
-    char why[256];
+    char why[RG_PROC_WHY_MAX];
 
     proc_terminate(p);
     p->timed_out = 1;
@@ -465,7 +477,7 @@ void rg_proc_why(const rg_proc *p, char *out, size_t outsz)
 
 int rg_proc_check(const rg_proc *p, int code, rg_error *err)
 {
-    char why[256];
+    char why[RG_PROC_WHY_MAX];
 
     if (!p->timed_out && p->signal == 0 && p->status == 0)
         return 0;

@@ -25,6 +25,9 @@
 /* How much of a child's stderr is kept: its last lines are what a message needs. */
 #define RG_PROC_TAIL_MAX 4096
 
+/* Room for rg_proc_why's line: one reason, short enough for a report's ng line. */
+#define RG_PROC_WHY_MAX 256
+
 /* How long a child has to exit after SIGTERM before its group gets SIGKILL. */
 #define RG_PROC_TERM_GRACE_MS 2000
 
