@@ -153,7 +153,6 @@ static int quarantine_env(rg_gitenv **out, const rgit_quarantine *q, int for_ind
         o.alternates = q->objects;
     }
     rc = rg_gitenv_new(out, &o, err);
-    explicit_bzero(alt, sizeof(alt));
     return rc;
 }
 

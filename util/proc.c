@@ -216,10 +216,16 @@ static void proc_record(rg_proc *p, int st)
 static int proc_wait_exit(rg_proc *p, int64_t deadline)
 {
     siginfo_t si;
+    int r;
 
+    /* Bounded: every round waits in poll until the exit or the deadline. */
     for (;;) {
         memset(&si, 0, sizeof(si));
-        if (waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0 && si.si_pid != 0)
+        r = waitid(P_PID, (id_t)p->pid, &si, WEXITED | WNOHANG | WNOWAIT);
+        if (r == 0 && si.si_pid != 0)
+            return 1;
+        /* Already reaped by someone else (SIGCHLD ignored): it is gone. */
+        if (r < 0 && errno == ECHILD)
             return 1;
         if (proc_now_ns() >= deadline)
             return 0;

@@ -54,7 +54,8 @@ typedef struct rg_proc_spec {
     const char *const *envp; /* exactly the child's environment */
     const char *cwd;         /* NULL: the current directory */
     unsigned flags;          /* RG_PROC_* */
-    int stdin_fd;            /* >= 0: the child's stdin is this descriptor (borrowed) */
+    int stdin_fd;            /* >= 0: the child's stdin is this descriptor (borrowed),
+                              * e.g. a spooled body; instead of RG_PROC_STDIN */
     rg_proc_sink on_stdout;  /* NULL: stdout outside rg_proc_read is dropped */
     void *ctx;               /* for on_stdout */
 } rg_proc_spec;
