@@ -14,7 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "git/pktline.h"
 #include "util/gitenv.h"
@@ -32,7 +31,6 @@
 
 struct upstream_local_push {
     rg_proc *proc;
-    rg_gitenv *env;
     rgit_sideband_demux *demux;
     int demux_failed;
     rg_error demux_err;
@@ -47,28 +45,31 @@ static int local_error(rg_error *err)
     return RG_E_UPSTREAM;
 }
 
-/* Start git on the repository with the gateway's git environment. */
-static int local_start(rg_proc **out, rg_gitenv **env, const char *const *argv,
-                       const char *protocol, int stdin_fd, unsigned flags, rg_proc_sink sink,
-                       void *ctx, rg_error *err)
+/* Start git on the repository with the gateway's git environment (the
+ * child has its own copy once started). */
+static int local_start(rg_proc **out, const char *const *argv, const char *protocol, int stdin_fd,
+                       unsigned flags, rg_proc_sink sink, void *ctx, rg_error *err)
 {
     rg_gitenv_opts o = RG_GITENV_OPTS_INIT;
     rg_proc_spec s = RG_PROC_SPEC_INIT;
+    rg_gitenv *env = NULL;
     int rc;
 
     o.protocol = protocol;
-    rc = rg_gitenv_new(env, &o, err);
+    rc = rg_gitenv_new(&env, &o, err);
     if (rc < 0)
         return rc;
     s.argv = argv;
-    s.envp = rg_gitenv_envp(*env);
+    s.envp = rg_gitenv_envp(env);
     /* Its own process group: index-pack, unpack-objects, pack-objects and
      * hooks hold the pipes too, and an aborted request must end all of them. */
     s.flags = flags | RG_PROC_STDOUT | RG_PROC_STDERR | RG_PROC_GROUP;
     s.stdin_fd = stdin_fd;
     s.on_stdout = sink;
     s.ctx = ctx;
-    return rg_proc_start(out, &s, err);
+    rc = rg_proc_start(out, &s, err);
+    rg_gitenv_free(env);
+    return rc;
 }
 
 int upstream_local_advertise(rg_buf *out, const upstream_target *t, rg_error *err)
@@ -122,7 +123,7 @@ int upstream_local_push_start(upstream_local_push **out, const upstream_target *
         rg_error_set(err, rc, "out of memory");
         goto done;
     }
-    rc = local_start(&u->proc, &u->env, argv, NULL, -1, RG_PROC_STDIN, push_sink, u, err);
+    rc = local_start(&u->proc, argv, NULL, -1, RG_PROC_STDIN, push_sink, u, err);
     if (rc < 0)
         goto done;
     *out = u;
@@ -186,7 +187,6 @@ void upstream_local_push_free(upstream_local_push *u)
         return;
     /* Ends receive-pack and everything it started when the push was abandoned. */
     rg_proc_free(u->proc);
-    rg_gitenv_free(u->env);
     rgit_sideband_demux_free(u->demux);
     free(u);
 }
@@ -201,7 +201,6 @@ void upstream_local_push_free(upstream_local_push *u)
 
 struct upstream_local_fetch {
     rg_proc *proc;
-    rg_gitenv *env;
     char pre[UPSTREAM_LOCAL_PREAMBLE_MAX]; /* the smart-HTTP preamble still to send */
     size_t pre_len, pre_off;
     char first[UPSTREAM_LOCAL_FIRST_MAX]; /* answer bytes read while waiting for the first */
@@ -267,7 +266,7 @@ int upstream_local_fetch_start(upstream_local_fetch **out, const upstream_target
      * passes it: through GIT_PROTOCOL (the server checked its characters).
      * The body is a spooled file read from its start, so upload-pack reads
      * it directly as its stdin. */
-    rc = local_start(&f->proc, &f->env, argv, req->git_protocol, req->body_fd, 0, NULL, NULL, err);
+    rc = local_start(&f->proc, argv, req->git_protocol, req->body_fd, 0, NULL, NULL, err);
     if (rc < 0)
         goto done;
     /* Wait for the first answer bytes: a failure before them can still be
@@ -312,6 +311,5 @@ void upstream_local_fetch_free(upstream_local_fetch *f)
     /* A client that went away leaves upload-pack (and its pack-objects)
      * running: end the whole group. */
     rg_proc_free(f->proc);
-    rg_gitenv_free(f->env);
     free(f);
 }

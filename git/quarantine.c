@@ -66,7 +66,6 @@ struct rgit_quarantine {
     char *objects;        /* <dir>/objects, where index-pack writes */
     char *upstream;       /* the upstream git directory */
     rg_proc *indexer;     /* git index-pack, while the pack streams in */
-    rg_gitenv *index_env; /* its environment */
     rg_buf index_out;     /* what it says on stdout: the pack's name */
     git_odb *odb;         /* SHA-1: upstream objects and the pack, as alternates */
     git_repository *repo; /* path-less, over odb, once finished */
@@ -171,18 +170,21 @@ static int quarantine_start_indexer(rgit_quarantine *q, rg_error *err)
     char gitdir[PATH_MAX + 16];
     const char *argv[] = {"git", gitdir, "index-pack", "--stdin", "--fix-thin", NULL};
     rg_proc_spec s = RG_PROC_SPEC_INIT;
+    rg_gitenv *env = NULL;
     int rc;
 
     snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", q->upstream);
-    rc = quarantine_env(&q->index_env, q, 1, err);
+    rc = quarantine_env(&env, q, 1, err);
     if (rc < 0)
         return rc;
     s.argv = argv;
-    s.envp = rg_gitenv_envp(q->index_env);
+    s.envp = rg_gitenv_envp(env);
     s.flags = RG_PROC_STDIN | RG_PROC_STDOUT | RG_PROC_STDERR | RG_PROC_GROUP;
     s.on_stdout = quarantine_index_sink;
     s.ctx = &q->index_out;
-    return rg_proc_start(&q->indexer, &s, err);
+    rc = rg_proc_start(&q->indexer, &s, err);
+    rg_gitenv_free(env);
+    return rc;
 }
 
 int rgit_quarantine_new(rgit_quarantine **out, const char *upstream_gitdir, const char *tmp_parent,
@@ -699,7 +701,6 @@ void rgit_quarantine_free(rgit_quarantine *q)
         return;
     /* Close every descriptor and mapping into the directory before removing it. */
     rg_proc_free(q->indexer);
-    rg_gitenv_free(q->index_env);
     rg_buf_free(&q->index_out);
     git_repository_free(q->repo);
     git_odb_free(q->odb);
