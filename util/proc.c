@@ -46,6 +46,8 @@ struct rg_proc {
     int signal;      /* the signal that ended it, or 0 */
     int timed_out;   /* ended by us at a deadline */
     int sink_failed; /* on_stdout failed; its error is in sink_err */
+    int64_t started; /* monotonic ns, for messages */
+    int64_t ended;   /* when it was ended at a deadline */
     rg_proc_sink on_stdout;
     void *ctx;
     rg_error sink_err;
@@ -168,6 +170,7 @@ int rg_proc_start(rg_proc **out, const rg_proc_spec *spec, rg_error *err)
         goto done;
     }
     p->pid = pid;
+    p->started = proc_now_ns();
     p->group = (flags & RG_PROC_GROUP) != 0;
     /* Without a pidfd (kernels before 5.3) waits fall back to short polls. */
     p->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -277,10 +280,12 @@ static int proc_timed_out(rg_proc *p, rg_error *err)
 {
     char why[RG_PROC_WHY_MAX];
 
+    p->ended = proc_now_ns();
     proc_terminate(p);
     p->timed_out = 1;
     rg_proc_why(p, why, sizeof(why));
-    return rg_error_set(err, -ETIMEDOUT, "%s ran past its deadline and was ended%s%s", p->name,
+    return rg_error_set(err, -ETIMEDOUT, "%s ran past its deadline and was ended after %lld s%s%s",
+                        p->name, (long long)((p->ended - p->started) / PROC_NS_PER_SEC),
                         why[0] ? ": " : "", why);
 }
 
@@ -489,7 +494,8 @@ int rg_proc_check(const rg_proc *p, int code, rg_error *err)
         return 0;
     rg_proc_why(p, why, sizeof(why));
     if (p->timed_out)
-        return rg_error_set(err, code, "%s ran past its deadline and was ended%s%s", p->name,
+        return rg_error_set(err, code, "%s ran past its deadline and was ended after %lld s%s%s",
+                            p->name, (long long)((p->ended - p->started) / PROC_NS_PER_SEC),
                             why[0] ? ": " : "", why);
     if (p->signal != 0)
         return rg_error_set(err, code, "%s was killed by signal %d%s%s", p->name, p->signal,
