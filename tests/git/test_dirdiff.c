@@ -11,7 +11,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,15 +84,6 @@ static bool exists(const char *path)
     return lstat(path, &st) == 0;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
 static void setup(void)
 {
     cr_assert_not_null(mkdtemp(root));
@@ -105,7 +95,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-    nftw(root, rm_entry, 32, FTW_DEPTH | FTW_PHYS);
+    rg_fs_remove_tree(root, 0, NULL);
 }
 
 TestSuite(dirdiff, .init = setup, .fini = teardown, .timeout = 60);
