@@ -11,6 +11,7 @@
 #define RG_TOKENS_CREDENTIALS_H
 
 #include "config/config.h"
+#include "tokens/clock.h"
 #include "tokens/token.h"
 #include "util/error.h"
 
@@ -42,6 +43,9 @@ typedef struct tokens_credential {
 int tokens_provider_new(tokens_provider **out, const config_credentials *cfg, const char *ca_file,
                         rg_error *err);
 void tokens_provider_free(tokens_provider *p);
+
+/* Read the time and wait on `clock` (copied) instead of the system's: for tests. */
+void tokens_provider_set_clock(tokens_provider *p, const tokens_clock *clock);
 
 /*
  * A credential for `repo_path` ("owner/name", no .git) with `access`.
