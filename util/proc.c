@@ -429,24 +429,25 @@ ssize_t rg_proc_read(rg_proc *p, char *buf, size_t max, int64_t deadline, rg_err
 
 int rg_proc_finish(rg_proc *p, int *status, int64_t deadline, rg_error *err)
 {
-    int rc;
+    int rc = 0;
 
     proc_close(&p->in_fd);
     /* Bounded: every round reads or waits in poll until the deadline. */
-    while (p->out_fd >= 0 || p->err_fd >= 0) {
+    while (rc == 0 && (p->out_fd >= 0 || p->err_fd >= 0))
         rc = proc_pump(p, NULL, NULL, NULL, 0, NULL, deadline);
-        if (rc == -ETIMEDOUT)
-            return proc_timed_out(p, err);
-        if (rc < 0)
-            return rg_error_set(err, rc, "%s: %s", p->name, strerror(-rc));
-    }
-    if (p->pid > 0) {
-        if (!proc_wait_exit(p, deadline))
-            return proc_timed_out(p, err);
+    if (rc == 0 && p->pid > 0 && !proc_wait_exit(p, deadline))
+        rc = -ETIMEDOUT;
+    if (rc == -ETIMEDOUT)
+        rc = proc_timed_out(p, err);
+    else if (rc < 0)
+        return rg_error_set(err, rc, "%s: %s", p->name, strerror(-rc));
+    else if (p->pid > 0)
         proc_reap(p);
-    }
+    /* Also after a deadline: how the child ended is known once it is reaped. */
     if (status)
         *status = p->status;
+    if (rc < 0)
+        return rc;
     if (p->sink_failed) {
         if (err)
             *err = p->sink_err;
