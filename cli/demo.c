@@ -7,7 +7,6 @@
  * (rejected). Then it prints the audit log and its verification, and checks
  * upstream got exactly what policy allowed (exit 1 if not).
  */
-#include <ftw.h>
 #include <jansson.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -25,6 +24,9 @@
 #include "util/proc.h"
 
 #define STEP "\n\033[1m==> %s\033[0m\n"
+
+/* How long one git command of the demo may take; all of them are local. */
+#define DEMO_GIT_SECONDS 120
 
 typedef struct demo {
     char dir[256];
@@ -53,8 +55,9 @@ __attribute__((format(printf, 2, 3))) static void env_add(demo *d, const char *f
 static int git(demo *d, const char *cwd, int quiet, const char *const *args)
 {
     const char *argv[16] = {"git"};
+    rg_proc_spec s = RG_PROC_SPEC_INIT;
     rg_error err = RG_ERROR_INIT;
-    rg_proc p;
+    rg_proc *p = NULL;
     size_t n = 1;
     int status = -1;
 
@@ -68,11 +71,16 @@ static int git(demo *d, const char *cwd, int quiet, const char *const *args)
         printf("\n");
         fflush(stdout);
     }
-    if (rg_proc_spawn(&p, argv, d->env, cwd, quiet ? 0 : RG_PROC_INHERIT_STDOUT, &err) < 0) {
+    s.argv = argv;
+    s.envp = d->env;
+    s.cwd = cwd;
+    s.flags = quiet ? 0 : RG_PROC_INHERIT_STDOUT;
+    if (rg_proc_start(&p, &s, &err) < 0 ||
+        rg_proc_finish(p, &status, rg_proc_deadline(DEMO_GIT_SECONDS), &err) < 0) {
         fprintf(stderr, "refgate demo: %s\n", err.msg);
-        return -1;
+        status = -1;
     }
-    rg_proc_wait(&p, &status);
+    rg_proc_free(p);
     return status;
 }
 
@@ -83,11 +91,15 @@ static void upstream_ref(demo *d, const char *ref, char *out, size_t outsz)
 {
     const char *argv[] = {"git", "--git-dir", d->upstream_repo, "rev-parse", "--verify", "-q",
                           ref,   NULL};
+    rg_proc_spec s = RG_PROC_SPEC_INIT;
     rg_buf b = RG_BUF_INIT(4096);
     int status = 1;
 
     out[0] = '\0';
-    if (rg_proc_run(&status, &b, NULL, argv, d->env, NULL, NULL) == 0 && status == 0 && b.data)
+    s.argv = argv;
+    s.envp = d->env;
+    if (rg_proc_run(&status, &b, &s, rg_proc_deadline(DEMO_GIT_SECONDS), NULL) == 0 &&
+        status == 0 && b.data)
         snprintf(out, outsz, "%.*s", (int)strcspn(b.data, "\n"), b.data);
     rg_buf_free(&b);
 }
@@ -113,14 +125,6 @@ static int write_config(demo *d, rg_error *err)
     rc = rg_fs_write_atomic(d->config, text, strlen(text), 0644, err);
     free(text);
     return rc;
-}
-
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    return remove(path);
 }
 
 static int write_file(demo *d, const char *dir, const char *name, const char *text)
@@ -214,7 +218,7 @@ static int demo_main(demo *d, int keep)
         goto done;
     }
     {
-        char hash[13];
+        char hash[TOKENS_HASH_PREFIX_SIZE];
         tokens_hash_prefix(hash, token);
         printf("gateway: %s\nrun token: minted for local/acme/app, 15 minutes (sha256 %s...)\n",
                gateway_server_url(srv), hash);
@@ -275,7 +279,7 @@ done:
     if (keep)
         printf("kept %s\n", d->dir);
     else
-        nftw(d->dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        rg_fs_remove_tree(d->dir, 0, NULL);
     return rc;
 }
 

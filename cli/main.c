@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "util/version.h"
 
 static const struct {
     const char *name;
@@ -45,7 +46,7 @@ int main(int argc, char **argv)
         return 0;
     }
     if (!strcmp(argv[1], "--version")) {
-        printf("refgate 0.1.0\n");
+        printf("refgate %s\n", RG_VERSION);
         return 0;
     }
     for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)

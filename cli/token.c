@@ -266,7 +266,7 @@ static int read_stdin_token(char *buf, size_t cap)
 static int token_revoke(int argc, char **argv)
 {
     const char *config_path = NULL, *token_arg = NULL, *value = NULL;
-    char buf[TOKENS_MAX_LEN + 2], prefix[13];
+    char buf[TOKENS_MAX_LEN + 2], prefix[TOKENS_HASH_PREFIX_SIZE];
     config_model *cfg = NULL;
     tokens_key *key = NULL;
     rg_error err = RG_ERROR_INIT;

@@ -15,7 +15,7 @@ typedef struct gateway_auth {
     unsigned status;   /* 0 when authorised, else the HTTP status to answer */
     char message[256]; /* why not, for the client; never contains the token */
     tokens_claims *claims;
-    char token_hash[13];
+    char token_hash[TOKENS_HASH_PREFIX_SIZE];
 } gateway_auth;
 
 /*

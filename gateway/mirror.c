@@ -37,11 +37,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
-#include <poll.h>
-#include <signal.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,13 +45,13 @@
 #include <strings.h>
 #include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <openssl/evp.h>
 
 #include "util/fs.h"
+#include "util/gitenv.h"
 #include "util/proc.h"
 #include "util/text.h"
 
@@ -66,14 +62,9 @@
  * (a fetch and its gc) by another push, then it gives up. */
 #define MIRROR_LOCK_SECONDS (2 * MIRROR_FETCH_SECONDS + 60)
 
-/* How much of git's stderr is kept: its last line is what the message needs. */
-#define MIRROR_STDERR_TAIL 4096
-
-/* Settings given to every git child through GIT_CONFIG_COUNT/KEY/VALUE. */
-#define MIRROR_CONFIG_MAX 8
-
-/* nftw may hold this many directory descriptors open at once. */
-#define MIRROR_NFTW_FDS 16
+/* A remote that sends less than one byte a second for this long is given
+ * up (http.lowSpeedTime), unless the upstream sets its own idle timeout. */
+#define MIRROR_IDLE_SECONDS_DEFAULT 60
 
 struct gateway_mirror {
     char *dir;  /* the mirror's git directory */
@@ -194,62 +185,6 @@ static void mirror_stamp_write(int fd, int64_t stamp)
  * ------------------------------------------------------------------------- */
 
 /*
- * The child's environment: PATH, no user or system configuration, no
- * prompts, and settings as GIT_CONFIG_* variables so nothing is written to
- * the mirror's config. Every string is heap-allocated so it can be wiped:
- * one of them may hold the read credential.
- */
-typedef struct mirror_env {
-    char *vars[10 + 2 * MIRROR_CONFIG_MAX];
-    size_t n;
-    size_t nconfig;
-} mirror_env;
-
-static int mirror_env_add(mirror_env *e, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-static int mirror_env_add(mirror_env *e, const char *fmt, ...)
-{
-    va_list ap;
-    int rc;
-
-    if (e->n + 2 > sizeof(e->vars) / sizeof(e->vars[0]))
-        return -E2BIG;
-    va_start(ap, fmt);
-    rc = vasprintf(&e->vars[e->n], fmt, ap);
-    va_end(ap);
-    if (rc < 0) {
-        e->vars[e->n] = NULL;
-        return -ENOMEM;
-    }
-    e->n++;
-    e->vars[e->n] = NULL;
-    return 0;
-}
-
-static int mirror_env_config(mirror_env *e, const char *key, const char *value)
-{
-    int rc;
-
-    if (e->nconfig >= MIRROR_CONFIG_MAX)
-        return -E2BIG;
-    rc = mirror_env_add(e, "GIT_CONFIG_KEY_%zu=%s", e->nconfig, key);
-    if (rc == 0)
-        rc = mirror_env_add(e, "GIT_CONFIG_VALUE_%zu=%s", e->nconfig, value);
-    if (rc == 0)
-        e->nconfig++;
-    return rc;
-}
-
-static void mirror_env_free(mirror_env *e)
-{
-    for (size_t i = 0; i < e->n; i++) {
-        explicit_bzero(e->vars[i], strlen(e->vars[i]));
-        free(e->vars[i]);
-    }
-    e->n = 0;
-}
-
-/*
  * "Authorization: Basic base64(user:password)". The credential is handed to
  * git as http.extraHeader in the child's environment, never in argv (which
  * any local user can read in /proc) or the URL (which git may print and
@@ -293,168 +228,72 @@ done:
     return rc;
 }
 
-static int mirror_env_build(mirror_env *e, const upstream_target *t, const char *auth)
+/*
+ * The gateway's git environment (util/gitenv) with the settings a mirror
+ * needs, passed as GIT_CONFIG_* so nothing is written to the mirror's
+ * config; `auth`, when given, is the read credential.
+ */
+static int mirror_env_build(rg_gitenv **out, const upstream_target *t, const char *auth,
+                            rg_error *err)
 {
-    const char *path = getenv("PATH");
     char num[32];
-    int rc = 0;
+    int rc;
 
-    rc |= mirror_env_add(e, "PATH=%s", path ? path : "/usr/bin:/bin");
-    rc |= mirror_env_add(e, "HOME=/nonexistent");
-    rc |= mirror_env_add(e, "LANG=C");
-    rc |= mirror_env_add(e, "GIT_CONFIG_NOSYSTEM=1");
-    rc |= mirror_env_add(e, "GIT_CONFIG_GLOBAL=/dev/null");
-    rc |= mirror_env_add(e, "GIT_TERMINAL_PROMPT=0");
+    rc = rg_gitenv_new(out, NULL, err);
+    if (rc < 0)
+        return rc;
+    snprintf(num, sizeof(num), "%ld",
+             t->up->idle_timeout > 0 ? t->up->idle_timeout : (long)MIRROR_IDLE_SECONDS_DEFAULT);
     /* gc deletes packs that inspections may be reading: it runs only when
      * mirror_housekeeping says so, never automatically, never detached. */
-    rc |= mirror_env_config(e, "gc.autoDetach", "false");
-    rc |= mirror_env_config(e, "maintenance.auto", "false");
-    /* A remote that redirects is misconfigured; following it would send
-     * the fetch (not the header: libcurl drops it) somewhere unexpected. */
-    rc |= mirror_env_config(e, "http.followRedirects", "false");
-    snprintf(num, sizeof(num), "%ld", t->up->idle_timeout > 0 ? t->up->idle_timeout : 60);
-    rc |= mirror_env_config(e, "http.lowSpeedLimit", "1");
-    rc |= mirror_env_config(e, "http.lowSpeedTime", num);
-    if (t->up->ca_file != NULL)
-        rc |= mirror_env_config(e, "http.sslCAInfo", t->up->ca_file);
-    if (auth != NULL)
-        rc |= mirror_env_config(e, "http.extraHeader", auth);
-    /* The order of the environment does not matter; the count goes last. */
-    rc |= mirror_env_add(e, "GIT_CONFIG_COUNT=%zu", e->nconfig);
-    return rc != 0 ? -ENOMEM : 0;
-}
-
-/* Keep the last MIRROR_STDERR_TAIL bytes of what the child wrote. */
-static void mirror_tail_append(char *tail, size_t *len, const char *data, size_t n)
-{
-    if (n >= MIRROR_STDERR_TAIL) {
-        memcpy(tail, data + n - MIRROR_STDERR_TAIL, MIRROR_STDERR_TAIL);
-        *len = MIRROR_STDERR_TAIL;
-        return;
+    if ((rc = rg_gitenv_config(*out, "gc.autoDetach", "false", err)) < 0 ||
+        (rc = rg_gitenv_config(*out, "maintenance.auto", "false", err)) < 0 ||
+        /* A remote that redirects is misconfigured; following it would send
+         * the fetch (not the header: libcurl drops it) somewhere unexpected. */
+        (rc = rg_gitenv_config(*out, "http.followRedirects", "false", err)) < 0 ||
+        (rc = rg_gitenv_config(*out, "http.lowSpeedLimit", "1", err)) < 0 ||
+        (rc = rg_gitenv_config(*out, "http.lowSpeedTime", num, err)) < 0 ||
+        (t->up->ca_file != NULL &&
+         (rc = rg_gitenv_config(*out, "http.sslCAInfo", t->up->ca_file, err)) < 0) ||
+        (auth != NULL && (rc = rg_gitenv_config(*out, "http.extraHeader", auth, err)) < 0)) {
+        rg_gitenv_free(*out);
+        *out = NULL;
+        return rc;
     }
-    if (*len + n > MIRROR_STDERR_TAIL) {
-        size_t drop = *len + n - MIRROR_STDERR_TAIL;
-        memmove(tail, tail + drop, *len - drop);
-        *len -= drop;
-    }
-    memcpy(tail + *len, data, n);
-    *len += n;
+    return 0;
 }
 
 /*
- * What git said, for the message: its first "fatal:" line (later ones are
- * generic, such as "Could not read from remote repository"), else its last
- * non-empty line; printable, with anything that could be the credential
- * removed before it is cut to size. git does not print headers, but the
- * message reaches the pusher and must not become the way one leaks.
+ * Make a message safe to show the pusher: anything that could be the
+ * credential is cut off. git does not print headers, but the message
+ * reaches the pusher and must not become the way one leaks.
  */
-static void mirror_why(char *out, size_t outsz, const char *tail, size_t len, const char *secret)
+static void mirror_redact(char *msg, size_t msgsz, const char *secret)
 {
-    char line[MIRROR_STDERR_TAIL + 1], *hit;
-    size_t start = len, end = len, n;
+    char *hit;
 
-    for (size_t pos = 0; pos < len;) {
-        size_t eol = pos;
-
-        while (eol < len && tail[eol] != '\n' && tail[eol] != '\r')
-            eol++;
-        if (eol > pos) {
-            start = pos;
-            end = eol;
-            if (eol - pos > 6 && !memcmp(tail + pos, "fatal:", 6))
-                break;
-        }
-        pos = eol + 1;
-    }
-    n = end - start;
-    for (size_t i = 0; i < n; i++)
-        line[i] = (tail[start + i] >= 0x20 && tail[start + i] < 0x7f) ? tail[start + i] : '?';
-    line[n] = '\0';
-    if ((hit = strcasestr(line, "authorization")) != NULL ||
-        (hit = strcasestr(line, "basic ")) != NULL || (hit = strcasestr(line, "bearer ")) != NULL ||
-        (secret != NULL && *secret != '\0' && (hit = strstr(line, secret)) != NULL))
-        snprintf(hit, sizeof(line) - (size_t)(hit - line), "[redacted]");
-    snprintf(out, outsz, "%s", line);
-    explicit_bzero(line, sizeof(line));
+    if ((hit = strcasestr(msg, "authorization")) != NULL ||
+        (hit = strcasestr(msg, "basic ")) != NULL || (hit = strcasestr(msg, "bearer ")) != NULL ||
+        (secret != NULL && *secret != '\0' && (hit = strstr(msg, secret)) != NULL))
+        snprintf(hit, msgsz - (size_t)(hit - msg), "[redacted]");
 }
 
 /*
- * Run git to completion within MIRROR_FETCH_SECONDS; *status as
- * rg_proc_wait, `why` what it said on stderr (see mirror_why).
+ * Run git to completion within MIRROR_FETCH_SECONDS. A nonzero exit is an
+ * error naming what git said (see rg_proc_why), redacted.
  */
-static int mirror_run_git(int *status, char *why, size_t whysz, const char *name,
-                          const char *const *argv, const mirror_env *env, const char *secret,
+static int mirror_run_git(const char *const *argv, const rg_gitenv *env, const char *secret,
                           rg_error *err)
 {
-    int64_t deadline = mirror_now_ns(CLOCK_MONOTONIC) + (int64_t)MIRROR_FETCH_SECONDS * 1000000000;
-    rg_proc p = RG_PROC_INIT;
-    char *tail = NULL, chunk[4096];
-    size_t tail_len = 0;
-    int rc, st = 0;
-    pid_t w;
+    rg_proc_spec s = RG_PROC_SPEC_INIT;
+    int rc;
 
-    why[0] = '\0';
-    tail = malloc(MIRROR_STDERR_TAIL);
-    if (tail == NULL)
-        return rg_error_set(err, -ENOMEM, "out of memory");
-    rc = rg_proc_spawn(&p, argv, (const char *const *)env->vars, NULL,
-                       RG_PROC_STDOUT | RG_PROC_STDERR | RG_PROC_GROUP, err);
-    if (rc < 0)
-        goto done;
-    while (p.out_fd >= 0 || p.err_fd >= 0) {
-        struct pollfd pf[2] = {{.fd = p.out_fd, .events = POLLIN},
-                               {.fd = p.err_fd, .events = POLLIN}};
-        int64_t left = deadline - mirror_now_ns(CLOCK_MONOTONIC);
-        ssize_t n;
-
-        if (left <= 0)
-            break;
-        if (poll(pf, 2, left > 1000000000 ? 1000 : (int)(left / 1000000) + 1) < 0) {
-            if (errno == EINTR)
-                continue;
-            rc = rg_error_set(err, -errno, "poll: %s", strerror(errno));
-            goto done;
-        }
-        for (int i = 0; i < 2; i++) {
-            int *fd = i == 0 ? &p.out_fd : &p.err_fd;
-
-            if (*fd < 0 || pf[i].revents == 0)
-                continue;
-            n = read(*fd, chunk, sizeof(chunk));
-            if (n < 0 && (errno == EINTR || errno == EAGAIN))
-                continue;
-            if (n <= 0) {
-                close(*fd);
-                *fd = -1;
-            } else if (i == 1) {
-                mirror_tail_append(tail, &tail_len, chunk, (size_t)n);
-            }
-        }
-    }
-    /* Its output is closed; give it what remains of the deadline to exit. */
-    while ((w = waitpid(p.pid, &st, WNOHANG)) == 0 && mirror_now_ns(CLOCK_MONOTONIC) < deadline) {
-        struct timespec pause = {0, 10 * 1000 * 1000};
-        nanosleep(&pause, NULL);
-    }
-    if (w == 0) {
-        rc = rg_error_set(err, RG_E_UPSTREAM, "git %s took over %d s", name, MIRROR_FETCH_SECONDS);
-        goto done;
-    }
-    if (w < 0) {
-        rc = rg_error_set(err, -errno, "waiting for git: %s", strerror(errno));
-        goto done;
-    }
-    p.pid = -1;
-    *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    mirror_why(why, whysz, tail, tail_len, secret);
-    rc = 0;
-done:
-    /* Kills the whole group when it is still running; closes the pipes. */
-    rg_proc_kill(&p);
-    if (tail != NULL) {
-        explicit_bzero(tail, MIRROR_STDERR_TAIL);
-        free(tail);
-    }
+    s.argv = argv;
+    s.envp = rg_gitenv_envp(env);
+    s.flags = RG_PROC_GROUP;
+    rc = rg_proc_run(NULL, NULL, &s, rg_proc_deadline(MIRROR_FETCH_SECONDS), err);
+    if (err != NULL)
+        mirror_redact(err->msg, sizeof(err->msg), secret);
     return rc;
 }
 
@@ -462,31 +301,15 @@ done:
  * Clone and fetch
  * ------------------------------------------------------------------------- */
 
-static int mirror_remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-/* With FTW_PHYS a symbolic link is removed, never followed. */
-static void mirror_remove_dir(const char *dir)
-{
-    nftw(dir, mirror_remove_entry, MIRROR_NFTW_FDS, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
-}
-
 /* Clone or fetch, under LOCK_EX. */
 static int mirror_update(const char *dir, const upstream_target *t, const char *what, rg_error *err)
 {
     tokens_credential *cred = NULL;
-    mirror_env env = {.n = 0};
-    char *url = NULL, *auth = NULL, *tmp = NULL, gitdir[PATH_MAX + 16], why[300];
+    rg_gitenv *env = NULL;
+    char *url = NULL, *auth = NULL, *tmp = NULL, gitdir[PATH_MAX + 16];
     struct stat st;
-    int rc, status = -1, fresh;
+    int rc, fresh;
 
-    env.vars[0] = NULL;
     if (asprintf(&url, "%s/%s.git", t->up->url, t->repo_path) < 0) {
         url = NULL;
         rc = rg_error_set(err, -ENOMEM, "out of memory");
@@ -505,12 +328,13 @@ static int mirror_update(const char *dir, const upstream_target *t, const char *
         }
     }
     rc = mirror_auth_header(&auth, cred);
-    if (rc == 0)
-        rc = mirror_env_build(&env, t, auth);
     if (rc < 0) {
         rc = rg_error_set(err, rc, "out of memory");
         goto done;
     }
+    rc = mirror_env_build(&env, t, auth, err);
+    if (rc < 0)
+        goto done;
     if (fresh) {
         const char *argv[] = {"git", "clone", "--mirror", "--quiet", "--", url, NULL, NULL};
 
@@ -527,8 +351,7 @@ static int mirror_update(const char *dir, const upstream_target *t, const char *
             goto done;
         }
         argv[6] = tmp;
-        rc = mirror_run_git(&status, why, sizeof(why), "clone", argv, &env,
-                            cred ? cred->password : NULL, err);
+        rc = mirror_run_git(argv, env, cred ? cred->password : NULL, err);
     } else {
         const char *argv[] = {"git",
                               gitdir,
@@ -545,8 +368,7 @@ static int mirror_update(const char *dir, const upstream_target *t, const char *
                               NULL};
 
         snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", dir);
-        rc = mirror_run_git(&status, why, sizeof(why), "fetch", argv, &env,
-                            cred ? cred->password : NULL, err);
+        rc = mirror_run_git(argv, env, cred ? cred->password : NULL, err);
     }
     /* The credential is needed for this one transfer only. */
     tokens_provider_release(t->read, cred);
@@ -554,12 +376,8 @@ static int mirror_update(const char *dir, const upstream_target *t, const char *
     if (rc < 0) {
         rg_error_wrap(err, "mirror of %s", what);
         rc = RG_E_UPSTREAM;
-        err->code = rc;
-        goto done;
-    }
-    if (status != 0) {
-        rc = rg_error_set(err, RG_E_UPSTREAM, "mirror of %s: git %s failed: %s", what,
-                          fresh ? "clone" : "fetch", why[0] ? why : "no message");
+        if (err != NULL)
+            err->code = rc;
         goto done;
     }
     if (fresh && rename(tmp, dir) < 0) {
@@ -569,12 +387,13 @@ static int mirror_update(const char *dir, const upstream_target *t, const char *
     rc = 0;
 done:
     if (tmp != NULL) {
+        /* A failed clone's leftovers; links in it are not followed. */
         if (rc < 0)
-            mirror_remove_dir(tmp);
+            rg_fs_remove_tree(tmp, 0, NULL);
         free(tmp);
     }
     tokens_provider_release(t->read, cred);
-    mirror_env_free(&env);
+    rg_gitenv_free(env);
     if (auth != NULL) {
         explicit_bzero(auth, strlen(auth));
         free(auth);
@@ -592,18 +411,16 @@ done:
  */
 static void mirror_housekeeping(const char *dir, int use_fd, const upstream_target *t)
 {
-    char gitdir[PATH_MAX + 16], why[300];
+    char gitdir[PATH_MAX + 16];
     const char *argv[] = {"git", gitdir, "gc", "--auto", "--quiet", NULL};
-    mirror_env env = {.n = 0};
-    int status;
+    rg_gitenv *env = NULL;
 
-    env.vars[0] = NULL;
     if (flock(use_fd, LOCK_EX | LOCK_NB) < 0)
         return;
     snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", dir);
-    if (mirror_env_build(&env, t, NULL) == 0)
-        mirror_run_git(&status, why, sizeof(why), "gc", argv, &env, NULL, NULL);
-    mirror_env_free(&env);
+    if (mirror_env_build(&env, t, NULL, NULL) == 0)
+        mirror_run_git(argv, env, NULL, NULL);
+    rg_gitenv_free(env);
 }
 
 /* ---------------------------------------------------------------------------

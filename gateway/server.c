@@ -18,7 +18,6 @@
 #include "gateway/server.h"
 
 #include <arpa/inet.h>
-#include <ftw.h>
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <microhttpd.h>
@@ -714,18 +713,11 @@ static void free_providers(gateway_server *s)
     free(s->ctx.write_creds);
 }
 
-static int remove_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    if (ftw->level > 0)
-        remove(path);
-    return 0;
-}
-
+/* Spool files and quarantines a crashed gateway left behind: the directory
+ * stays (it may be a mount or have its own permissions), its contents go. */
 static void clear_tmp(const char *dir)
 {
-    nftw(dir, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+    rg_fs_remove_tree(dir, RG_FS_KEEP_TOP, NULL);
 }
 
 /* ------------------------------------------------------------------------

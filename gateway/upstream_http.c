@@ -40,6 +40,7 @@
 #include "git/advert.h"
 #include "git/pktline.h"
 #include "util/fs.h"
+#include "util/version.h"
 
 /* Pipe capacity asked for between the request and curl's thread: enough to
  * keep a fast upstream busy, small enough to bound memory per push. */
@@ -286,11 +287,9 @@ static size_t sink_to_buf(char *data, size_t size, size_t nmemb, void *arg)
     return n;
 }
 
-/*
- * The gateway's name in the advertisement it builds. It is the version
- * `refgate --version` prints (cli/main.c); keep the two together.
- */
-#define UPSTREAM_AGENT "refgate/0.1.0"
+/* The gateway's name in the advertisement it builds: the version `refgate
+ * --version` prints, from the one definition (util/version.h). */
+#define UPSTREAM_AGENT "refgate/" RG_VERSION
 
 /*
  * Upstream's receive-pack advertisement cannot be asked for: it needs a

@@ -21,7 +21,6 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -536,15 +535,6 @@ static const char *dd_git_msg(void)
     return e && e->message ? e->message : "unknown libgit2 error";
 }
 
-static int dd_rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
 void rgit_dirdiff_free(rgit_dirdiff *d)
 {
     if (d == NULL)
@@ -553,7 +543,7 @@ void rgit_dirdiff_free(rgit_dirdiff *d)
     git_index_free(d->index);
     git_repository_free(d->repo);
     if (d->tmpdir != NULL) {
-        nftw(d->tmpdir, dd_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        rg_fs_remove_tree(d->tmpdir, 0, NULL);
         free(d->tmpdir);
     }
     if (d->rootfd[0] >= 0)

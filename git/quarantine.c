@@ -19,19 +19,17 @@
  */
 #include "git/quarantine.h"
 #include "util/fs.h"
+#include "util/gitenv.h"
 #include "util/proc.h"
 
 #include <ctype.h>
 #include <errno.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <git2.h>
@@ -41,17 +39,18 @@
 #define QUARANTINE_SHA1_HEXLEN   40
 #define QUARANTINE_SHA256_HEXLEN 64
 
-/* How long index-pack may take before it is killed and the pack refused. */
+/* How long index-pack may take, once the pack is in, before it is killed
+ * and the pack refused; and how long it may refuse a chunk of the pack. */
 #define QUARANTINE_INDEX_SECONDS 600
 
-/* What the child may say on stdout and stderr before the rest is dropped. */
+/* How long one read-only question to git (cat-file, merge-base) may take. */
+#define QUARANTINE_QUERY_SECONDS 300
+
+/* What the child may say on stdout before the run fails. */
 #define QUARANTINE_CHILD_OUTPUT_MAX (64 * 1024)
 
 /* The upstream's backends come first, so an object present in both is always read from there. */
 #define QUARANTINE_PACK_PRIORITY 0
-
-/* nftw may hold this many directory descriptors open at once. */
-#define QUARANTINE_NFTW_FDS 16
 
 enum quarantine_state {
     QUARANTINE_OPEN,     /* accepting pack bytes */
@@ -66,7 +65,8 @@ struct rgit_quarantine {
     char *dir;            /* the quarantine directory, NULL until it exists */
     char *objects;        /* <dir>/objects, where index-pack writes */
     char *upstream;       /* the upstream git directory */
-    rg_proc indexer;      /* git index-pack, while the pack streams in */
+    rg_proc *indexer;     /* git index-pack, while the pack streams in */
+    rg_buf index_out;     /* what it says on stdout: the pack's name */
     git_odb *odb;         /* SHA-1: upstream objects and the pack, as alternates */
     git_repository *repo; /* path-less, over odb, once finished */
 };
@@ -90,30 +90,6 @@ static int quarantine_git_error(rg_error *err, int code, const char *what)
     else if (e != NULL && e->klass == GIT_ERROR_OS)
         code = -EIO;
     return rg_error_set(err, code, "%s: %s", what, msg);
-}
-
-/* ---------------------------------------------------------------------------
- * Removing the quarantine directory
- * ------------------------------------------------------------------------- */
-
-/*
- * remove() unlinks files and symbolic links themselves and rmdir()s
- * directories; with FTW_PHYS a link is reported as a link and never followed,
- * so nothing outside the quarantine can be touched.
- */
-static int quarantine_remove_entry(const char *path, const struct stat *st, int flag,
-                                   struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-static void quarantine_remove_dir(const char *dir)
-{
-    nftw(dir, quarantine_remove_entry, QUARANTINE_NFTW_FDS, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
 /* ---------------------------------------------------------------------------
@@ -155,42 +131,60 @@ done:
     return rc;
 }
 
-/* The environment of every git child: nothing of the gateway's own but
- * PATH, the quarantine as the only writable object directory. */
-static void quarantine_env(char **envp, char *bufs[3], const rgit_quarantine *q, int for_index)
+/*
+ * The environment of every git child: the gateway's git environment
+ * (util/gitenv) with, for index-pack, the quarantine as the only writable
+ * object directory and the upstream's objects as an alternate so thin-pack
+ * bases resolve; for readers, the quarantine as an alternate after the
+ * upstream's own objects.
+ */
+static int quarantine_env(rg_gitenv **out, const rgit_quarantine *q, int for_index, rg_error *err)
 {
-    const char *path = getenv("PATH");
+    rg_gitenv_opts o = RG_GITENV_OPTS_INIT;
+    char alt[PATH_MAX + 16];
+    int rc;
 
-    snprintf(bufs[0], PATH_MAX + 16, "PATH=%s", path ? path : "/usr/bin:/bin");
     if (for_index) {
-        /* index-pack writes into GIT_OBJECT_DIRECTORY and reads thin-pack
-         * bases from the upstream as an alternate. */
-        snprintf(bufs[1], PATH_MAX + 32, "GIT_OBJECT_DIRECTORY=%s", q->objects);
-        snprintf(bufs[2], PATH_MAX + 48, "GIT_ALTERNATE_OBJECT_DIRECTORIES=%s/objects",
-                 q->upstream);
+        snprintf(alt, sizeof(alt), "%s/objects", q->upstream);
+        o.object_dir = q->objects;
+        o.alternates = alt;
     } else {
-        /* Readers see the upstream's objects first, the quarantine after. */
-        snprintf(bufs[1], PATH_MAX + 32, "LANG=C");
-        snprintf(bufs[2], PATH_MAX + 48, "GIT_ALTERNATE_OBJECT_DIRECTORIES=%s", q->objects);
+        o.alternates = q->objects;
     }
-    envp[0] = bufs[0];
-    envp[1] = bufs[1];
-    envp[2] = bufs[2];
-    envp[3] = (char *)"GIT_CONFIG_NOSYSTEM=1";
-    envp[4] = (char *)"HOME=/nonexistent";
-    envp[5] = NULL;
+    rc = rg_gitenv_new(out, &o, err);
+    return rc;
+}
+
+/* index-pack's stdout, kept under its cap. */
+static int quarantine_index_sink(void *ctx, const char *data, size_t len, rg_error *err)
+{
+    rg_buf *b = ctx;
+
+    if (b->len + len > b->max || rg_buf_append(b, data, len) < 0)
+        return rg_error_set(err, RG_E_PROTOCOL, "bad pack: index-pack said too much");
+    return 0;
 }
 
 static int quarantine_start_indexer(rgit_quarantine *q, rg_error *err)
 {
-    char gitdir[PATH_MAX + 16], b0[PATH_MAX + 16], b1[PATH_MAX + 32], b2[PATH_MAX + 48];
-    char *bufs[3] = {b0, b1, b2}, *envp[6];
+    char gitdir[PATH_MAX + 16];
     const char *argv[] = {"git", gitdir, "index-pack", "--stdin", "--fix-thin", NULL};
+    rg_proc_spec s = RG_PROC_SPEC_INIT;
+    rg_gitenv *env = NULL;
+    int rc;
 
     snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", q->upstream);
-    quarantine_env(envp, bufs, q, 1);
-    return rg_proc_spawn(&q->indexer, argv, (const char *const *)envp, NULL,
-                         RG_PROC_STDIN | RG_PROC_STDOUT | RG_PROC_STDERR | RG_PROC_GROUP, err);
+    rc = quarantine_env(&env, q, 1, err);
+    if (rc < 0)
+        return rc;
+    s.argv = argv;
+    s.envp = rg_gitenv_envp(env);
+    s.flags = RG_PROC_STDIN | RG_PROC_STDOUT | RG_PROC_STDERR | RG_PROC_GROUP;
+    s.on_stdout = quarantine_index_sink;
+    s.ctx = &q->index_out;
+    rc = rg_proc_start(&q->indexer, &s, err);
+    rg_gitenv_free(env);
+    return rc;
 }
 
 int rgit_quarantine_new(rgit_quarantine **out, const char *upstream_gitdir, const char *tmp_parent,
@@ -218,7 +212,7 @@ int rgit_quarantine_new(rgit_quarantine **out, const char *upstream_gitdir, cons
         return rg_error_set(err, -ENOMEM, "out of memory");
     q->state = QUARANTINE_FAILED;
     q->hexlen = oid_hexlen;
-    q->indexer = (rg_proc)RG_PROC_INIT;
+    rg_buf_init(&q->index_out, QUARANTINE_CHILD_OUTPUT_MAX);
 
     /* libgit2 counts its initialisations; rgit_quarantine_free() balances this one. */
     if (git_libgit2_init() < 0) {
@@ -290,59 +284,21 @@ int rgit_quarantine_write(rgit_quarantine *q, const void *data, size_t len, rg_e
         return rc;
     /* A write fails (EPIPE) only when index-pack has already given up on
      * the pack; finish reports why. */
-    rc = rg_fs_write_all(q->indexer.in_fd, data, len);
+    rc = rg_proc_write(q->indexer, data, len, rg_proc_deadline(QUARANTINE_INDEX_SECONDS), err);
     if (rc < 0) {
         q->state = QUARANTINE_FAILED;
-        return rg_error_set(err, RG_E_PROTOCOL, "bad pack: the indexer stopped reading (%s)",
-                            strerror(-rc));
+        rg_error_wrap(err, "bad pack");
+        if (err != NULL)
+            err->code = RG_E_PROTOCOL;
+        return RG_E_PROTOCOL;
     }
     return 0;
-}
-
-/* Wait for index-pack, killing it when it overstays. *status as rg_proc_wait. */
-static int quarantine_wait_indexer(rgit_quarantine *q, int *status)
-{
-    time_t deadline = time(NULL) + QUARANTINE_INDEX_SECONDS;
-    int st;
-    pid_t r;
-
-    while ((r = waitpid(q->indexer.pid, &st, WNOHANG)) == 0 && time(NULL) < deadline)
-        usleep(10 * 1000);
-    if (r == 0) {
-        rg_proc_kill(&q->indexer);
-        return -ETIMEDOUT;
-    }
-    q->indexer.pid = -1;
-    rg_proc_wait(&q->indexer, NULL);
-    if (r < 0)
-        return -errno;
-    *status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-    return 0;
-}
-
-/* The last line a child wrote, made printable, for error messages. */
-static void quarantine_last_line(char *out, size_t outsz, const rg_buf *b)
-{
-    size_t end = b->len, start, n, i;
-
-    out[0] = '\0';
-    while (end > 0 && (b->data[end - 1] == '\n' || b->data[end - 1] == '\r'))
-        end--;
-    for (start = end; start > 0 && b->data[start - 1] != '\n'; start--)
-        ;
-    n = end - start < outsz - 1 ? end - start : outsz - 1;
-    for (i = 0; i < n; i++)
-        out[i] =
-            (b->data[start + i] >= 0x20 && b->data[start + i] < 0x7f) ? b->data[start + i] : '?';
-    out[n] = '\0';
 }
 
 int rgit_quarantine_finish(rgit_quarantine *q, rg_error *err)
 {
-    rg_buf out = RG_BUF_INIT(QUARANTINE_CHILD_OUTPUT_MAX);
-    rg_buf errout = RG_BUF_INIT(QUARANTINE_CHILD_OUTPUT_MAX);
     git_odb_backend *pack = NULL;
-    char idx[PATH_MAX], why[256], name[80];
+    char idx[PATH_MAX], why[RG_PROC_WHY_MAX], name[80];
     int rc, status = -1;
 
     rc = quarantine_check_open(q, err);
@@ -353,18 +309,15 @@ int rgit_quarantine_finish(rgit_quarantine *q, rg_error *err)
 
     /* End of input: index-pack resolves every delta, copying thin-pack
      * bases from the upstream into the quarantined pack. */
-    close(q->indexer.in_fd);
-    q->indexer.in_fd = -1;
-    rg_proc_drain(&q->indexer, &out, &errout, NULL);
-    rc = quarantine_wait_indexer(q, &status);
+    rc = rg_proc_finish(q->indexer, &status, rg_proc_deadline(QUARANTINE_INDEX_SECONDS), err);
     if (rc == -ETIMEDOUT) {
         rc = rg_error_set(err, RG_E_PROTOCOL, "bad pack: indexing took over %d s",
                           QUARANTINE_INDEX_SECONDS);
         goto done;
     }
-    quarantine_last_line(why, sizeof(why), &errout);
-    if (rc < 0 || status != 0 || out.data == NULL ||
-        sscanf(out.data, "pack\t%70[0-9a-f]", name) != 1) {
+    rg_proc_why(q->indexer, why, sizeof(why));
+    if (rc < 0 || status != 0 || q->index_out.data == NULL ||
+        sscanf(q->index_out.data, "pack\t%70[0-9a-f]", name) != 1) {
         rc = rg_error_set(err, RG_E_PROTOCOL, "bad pack: %s", why[0] ? why : "index-pack failed");
         goto done;
     }
@@ -393,8 +346,6 @@ int rgit_quarantine_finish(rgit_quarantine *q, rg_error *err)
     q->state = QUARANTINE_FINISHED;
     rc = 0;
 done:
-    rg_buf_free(&out);
-    rg_buf_free(&errout);
     return rc;
 }
 
@@ -444,17 +395,26 @@ static int quarantine_require_commit(rgit_quarantine *q, const git_oid *id, cons
 static int quarantine_git(int *status, rg_buf *out, rgit_quarantine *q, const char *const *args,
                           rg_error *err)
 {
-    char gitdir[PATH_MAX + 16], b0[PATH_MAX + 16], b1[PATH_MAX + 32], b2[PATH_MAX + 48];
-    char *bufs[3] = {b0, b1, b2}, *envp[6];
+    char gitdir[PATH_MAX + 16];
     const char *argv[12] = {"git", gitdir};
+    rg_proc_spec s = RG_PROC_SPEC_INIT;
+    rg_gitenv *env = NULL;
     size_t n = 2;
+    int rc;
 
     for (; *args && n < 11; args++)
         argv[n++] = *args;
     argv[n] = NULL;
     snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", q->upstream);
-    quarantine_env(envp, bufs, q, 0);
-    return rg_proc_run(status, out, NULL, argv, (const char *const *)envp, NULL, err);
+    rc = quarantine_env(&env, q, 0, err);
+    if (rc < 0)
+        return rc;
+    s.argv = argv;
+    s.envp = rg_gitenv_envp(env);
+    s.flags = RG_PROC_GROUP;
+    rc = rg_proc_run(status, out, &s, rg_proc_deadline(QUARANTINE_QUERY_SECONDS), err);
+    rg_gitenv_free(env);
+    return rc;
 }
 
 /* SHA-256: fails unless `hex` is a full id naming a commit in the upstream or the pack. */
@@ -740,11 +700,13 @@ void rgit_quarantine_free(rgit_quarantine *q)
     if (q == NULL)
         return;
     /* Close every descriptor and mapping into the directory before removing it. */
-    rg_proc_kill(&q->indexer);
+    rg_proc_free(q->indexer);
+    rg_buf_free(&q->index_out);
     git_repository_free(q->repo);
     git_odb_free(q->odb);
     if (q->dir != NULL) {
-        quarantine_remove_dir(q->dir);
+        /* Whatever is left is this push's own; links are not followed. */
+        rg_fs_remove_tree(q->dir, 0, NULL);
         free(q->dir);
     }
     free(q->objects);

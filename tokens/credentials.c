@@ -214,6 +214,13 @@ done:
     return rc;
 }
 
+void tokens_provider_set_clock(tokens_provider *p, const tokens_clock *clock)
+{
+    /* Only github-app reads the time; the other types hold fixed secrets. */
+    if (p->app != NULL)
+        tokens_github_app_set_clock(p->app, clock);
+}
+
 void tokens_provider_free(tokens_provider *p)
 {
     if (p == NULL)

@@ -11,6 +11,8 @@
 #define RG_TOKENS_CREDENTIALS_H
 
 #include "config/config.h"
+#include "tokens/clock.h"
+#include "tokens/token.h"
 #include "util/error.h"
 
 typedef enum tokens_access {
@@ -27,9 +29,9 @@ enum {
 typedef struct tokens_provider tokens_provider;
 
 typedef struct tokens_credential {
-    char *username; /* NULL for type none */
-    char *password; /* the secret; NULL for type none */
-    char hash[13];  /* tokens_hash_prefix() of the password, for logs */
+    char *username;                     /* NULL for type none */
+    char *password;                     /* the secret; NULL for type none */
+    char hash[TOKENS_HASH_PREFIX_SIZE]; /* tokens_hash_prefix() of the password, for logs */
 } tokens_credential;
 
 /*
@@ -41,6 +43,9 @@ typedef struct tokens_credential {
 int tokens_provider_new(tokens_provider **out, const config_credentials *cfg, const char *ca_file,
                         rg_error *err);
 void tokens_provider_free(tokens_provider *p);
+
+/* Read the time and wait on `clock` (copied) instead of the system's: for tests. */
+void tokens_provider_set_clock(tokens_provider *p, const tokens_clock *clock);
 
 /*
  * A credential for `repo_path` ("owner/name", no .git) with `access`.

@@ -55,7 +55,8 @@ struct tokens_github_app {
     tokens_jwt_key *key;
     pthread_mutex_t lock; /* guards the cache */
     cache_entry cache[CACHE_SIZE];
-    size_t cache_next; /* ring: the slot the next entry replaces */
+    size_t cache_next;  /* ring: the slot the next entry replaces */
+    tokens_clock clock; /* the system's, or a test's */
 };
 
 /* ------------------------------------------------------------------------
@@ -264,14 +265,6 @@ static long rate_limit_wait(const api_answer *a, time_t now)
     return -1;
 }
 
-static void sleep_seconds(long s)
-{
-    struct timespec ts = {s, 0};
-
-    while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-        ;
-}
-
 /*
  * api_call, once more after a short rate-limit wait. A longer wait fails
  * at once with the time to retry, since a held push would time out anyway.
@@ -289,12 +282,12 @@ static int api_call_patient(api_answer *a, const tokens_github_app *app, const c
         rc = api_call(a, app, method, path, secret, body, err);
         if (rc < 0)
             return rc;
-        now = time(NULL);
+        now = (time_t)tokens_clock_now(&app->clock);
         wait = rate_limit_wait(a, now);
         if (wait < 0)
             return 0;
         if (attempt == 0 && wait <= RATE_WAIT_MAX) {
-            sleep_seconds(wait + (a->retry_after >= 0 ? 0 : 1));
+            tokens_clock_sleep(&app->clock, wait + (a->retry_after >= 0 ? 0 : 1));
             continue;
         }
         at = now + wait;
@@ -339,6 +332,7 @@ int tokens_github_app_new(tokens_github_app **out, const config_credentials *cfg
     app = calloc(1, sizeof(*app));
     if (app == NULL)
         return rg_error_set(err, -ENOMEM, "github-app: out of memory");
+    app->clock = tokens_clock_system;
     if (pthread_mutex_init(&app->lock, NULL) != 0) {
         free(app);
         return rg_error_set(err, -ENOMEM, "github-app: cannot create a lock");
@@ -359,6 +353,11 @@ int tokens_github_app_new(tokens_github_app **out, const config_credentials *cfg
 done:
     tokens_github_app_free(app);
     return rc;
+}
+
+void tokens_github_app_set_clock(tokens_github_app *app, const tokens_clock *clock)
+{
+    app->clock = *clock;
 }
 
 void tokens_github_app_free(tokens_github_app *app)
@@ -545,7 +544,7 @@ int tokens_github_app_mint(char **out, tokens_github_app *app, const char *repo_
     a.body = malloc(ANSWER_MAX + 1);
     if (a.body == NULL)
         return rg_error_set(err, -ENOMEM, "github-app: out of memory");
-    now = (int64_t)time(NULL);
+    now = tokens_clock_now(&app->clock);
     rc = tokens_jwt_sign_rs256(&jwt, app->key, app->iss, now - JWT_BACKDATE,
                                now - JWT_BACKDATE + JWT_LIFETIME, err);
     if (rc < 0)

@@ -26,6 +26,9 @@ int tokens_github_app_new(tokens_github_app **out, const config_credentials *cfg
                           size_t len, const char *key_name, const char *ca_file, rg_error *err);
 void tokens_github_app_free(tokens_github_app *app);
 
+/* Read the time and wait on `clock` (copied) instead of the system's. */
+void tokens_github_app_set_clock(tokens_github_app *app, const tokens_clock *clock);
+
 /*
  * Mint an installation token for `repo_path` ("owner/name") alone:
  * contents read or write, plus workflows write when `flags` has

@@ -749,18 +749,20 @@ done:
  * Naming and freeing
  * ------------------------------------------------------------------------ */
 
-void tokens_hash_prefix(char out[13], const char *token)
+void tokens_hash_prefix(char out[TOKENS_HASH_PREFIX_SIZE], const char *token)
 {
     unsigned char md[EVP_MAX_MD_SIZE];
     unsigned int mdlen = 0;
     const char *t = token ? token : "";
 
-    if (EVP_Digest(t, strlen(t), md, &mdlen, EVP_sha256(), NULL) != 1 || mdlen < 6) {
+    if (EVP_Digest(t, strlen(t), md, &mdlen, EVP_sha256(), NULL) != 1 ||
+        mdlen < TOKENS_HASH_PREFIX_HEX / 2) {
         /* Never fall back to anything derived from the token itself. */
-        memcpy(out, "????????????", 13);
+        memset(out, '?', TOKENS_HASH_PREFIX_HEX);
+        out[TOKENS_HASH_PREFIX_HEX] = '\0';
         return;
     }
-    rg_hex_encode(out, md, 6);
+    rg_hex_encode(out, md, TOKENS_HASH_PREFIX_HEX / 2);
 }
 
 void tokens_secret_free(char *s)

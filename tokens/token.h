@@ -80,8 +80,12 @@ int tokens_claims_allow_repo(const tokens_claims *c, const char *repo);
  */
 int tokens_revoke(const tokens_key *k, const char *state_dir, const char *token, rg_error *err);
 
-/* The first 12 hex digits of SHA-256(token): how logs name a token. */
-void tokens_hash_prefix(char out[13], const char *token);
+/* How logs name a token: the first 12 hex digits of SHA-256(token), enough
+ * to tell a run's tokens apart and far too few to help guess one. */
+#define TOKENS_HASH_PREFIX_HEX  12
+#define TOKENS_HASH_PREFIX_SIZE (TOKENS_HASH_PREFIX_HEX + 1) /* with the NUL */
+
+void tokens_hash_prefix(char out[TOKENS_HASH_PREFIX_SIZE], const char *token);
 
 /* Wipe and free a secret string. Accepts NULL. */
 void tokens_secret_free(char *s);

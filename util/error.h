@@ -18,6 +18,7 @@ enum {
     RG_E_UPSTREAM = -1004, /* the upstream failed */
     RG_E_TOO_BIG = -1005,  /* a capped buffer or body would pass its cap */
     RG_E_TAMPER = -1006,   /* an integrity check failed */
+    RG_E_CHILD = -1007,    /* a child process exited with a failure */
 };
 
 typedef struct rg_error {

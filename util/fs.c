@@ -1,8 +1,10 @@
 /* Filesystem helpers; see fs.h. */
 #include "util/fs.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,5 +123,99 @@ int rg_fs_mkdir_p(const char *path, mode_t mode, rg_error *err)
     }
     if (mkdir(buf, mode) < 0 && errno != EEXIST)
         return rg_error_set(err, -errno, "%s: %s", buf, strerror(errno));
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------
+ * Removing a tree
+ * ------------------------------------------------------------------------- */
+
+/* The mount an entry is on: its mount id where the kernel tells (bind
+ * mounts share a device number), else its device. */
+static int fs_mount_of(uint64_t *out, int dirfd, const char *name, mode_t *mode)
+{
+    struct statx stx;
+
+    if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT, STATX_TYPE | STATX_MNT_ID, &stx) <
+        0)
+        return -errno;
+    *mode = stx.stx_mode;
+    if (stx.stx_mask & STATX_MNT_ID)
+        *out = stx.stx_mnt_id;
+    else
+        *out = ((uint64_t)stx.stx_dev_major << 32) | stx.stx_dev_minor;
+    return 0;
+}
+
+/* Remove what directory `fd` (consumed) holds; the first failure is kept in *first. */
+static void fs_empty_dir(int fd, uint64_t mount, int depth, int *first)
+{
+    struct dirent *de;
+    uint64_t m;
+    mode_t mode;
+    DIR *d;
+    int sub, rc;
+
+    d = fdopendir(fd);
+    if (d == NULL) {
+        if (*first == 0)
+            *first = -errno;
+        close(fd);
+        return;
+    }
+    /* Bounded: each entry is read once; removal does not add entries. */
+    while ((de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        rc = fs_mount_of(&m, dirfd(d), de->d_name, &mode);
+        if (rc == 0 && S_ISDIR(mode)) {
+            if (m != mount) {
+                rc = -EXDEV; /* a mount point: neither it nor anything under it */
+            } else if (depth >= RG_FS_REMOVE_DEPTH_MAX) {
+                rc = -ELOOP;
+            } else {
+                sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                if (sub < 0) {
+                    rc = -errno;
+                } else {
+                    fs_empty_dir(sub, mount, depth + 1, first);
+                    if (unlinkat(dirfd(d), de->d_name, AT_REMOVEDIR) < 0)
+                        rc = -errno;
+                }
+            }
+        } else if (rc == 0 && unlinkat(dirfd(d), de->d_name, 0) < 0) {
+            rc = -errno;
+        }
+        if (rc < 0 && *first == 0)
+            *first = rc;
+    }
+    closedir(d);
+}
+
+int rg_fs_remove_tree(const char *path, unsigned flags, rg_error *err)
+{
+    uint64_t mount;
+    mode_t mode;
+    int fd, first = 0;
+
+    first = fs_mount_of(&mount, AT_FDCWD, path, &mode);
+    if (first == -ENOENT)
+        return 0;
+    if (first < 0)
+        return rg_error_set(err, first, "%s: %s", path, strerror(-first));
+    if (!S_ISDIR(mode)) {
+        /* A link or a file where a directory was expected: only the name goes. */
+        if (!(flags & RG_FS_KEEP_TOP) && unlink(path) < 0)
+            return rg_error_set(err, -errno, "%s: %s", path, strerror(errno));
+        return 0;
+    }
+    fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return rg_error_set(err, -errno, "%s: %s", path, strerror(errno));
+    fs_empty_dir(fd, mount, 1, &first);
+    if (first == 0 && !(flags & RG_FS_KEEP_TOP) && rmdir(path) < 0)
+        first = -errno;
+    if (first < 0)
+        return rg_error_set(err, first, "removing %s: %s", path, strerror(-first));
     return 0;
 }

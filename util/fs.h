@@ -1,7 +1,7 @@
 /*
  * Small filesystem helpers the libraries share: reading a whole file under
- * a cap, replacing a file atomically (write a temporary, fsync, rename), and
- * creating a directory path.
+ * a cap, replacing a file atomically (write a temporary, fsync, rename),
+ * creating a directory path, and removing a tree.
  */
 #ifndef RG_UTIL_FS_H
 #define RG_UTIL_FS_H
@@ -31,5 +31,23 @@ ssize_t rg_fs_read_full(int fd, void *buf, size_t len);
 
 /* Write all of `len` bytes to `fd`, retrying short writes and EINTR. */
 int rg_fs_write_all(int fd, const void *data, size_t len);
+
+enum {
+    RG_FS_KEEP_TOP = 1 << 0, /* empty the directory, keep it */
+};
+
+/* How deep rg_fs_remove_tree descends (one descriptor per level). */
+#define RG_FS_REMOVE_DEPTH_MAX 256
+
+/*
+ * rm -rf that stays inside: a symbolic link is removed, never followed
+ * (`path` itself included), and a directory on another mount (another
+ * filesystem or a bind mount) is left alone with everything under it.
+ * Everything else is removed, deepest first, through descriptors, so a
+ * directory swapped for a link meanwhile cannot redirect it. A missing
+ * `path` is not an error. Returns 0, or the first failure (what was left
+ * stays; the rest is still removed).
+ */
+int rg_fs_remove_tree(const char *path, unsigned flags, rg_error *err);
 
 #endif

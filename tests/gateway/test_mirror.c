@@ -266,7 +266,8 @@ Test(mirror, unreachable_upstream_fails_with_a_message)
     cr_expect_eq(gateway_mirror_acquire(&m, state, &target, &err), RG_E_UPSTREAM);
     cr_expect_null(m);
     cr_expect_not_null(strstr(err.msg, "example/acme/app"), "message: %s", err.msg);
-    cr_expect_not_null(strstr(err.msg, "clone failed: fatal:"), "message: %s", err.msg);
+    cr_expect_not_null(strstr(err.msg, "git clone exited with status 128: fatal:"), "message: %s",
+                       err.msg);
     cr_expect_not_null(strstr(err.msg, "does not appear to be a git repository"), "message: %s",
                        err.msg);
     /* No half-made mirror is left behind to be mistaken for a real one. */
@@ -295,7 +296,8 @@ Test(mirror, failed_fetch_of_an_existing_mirror_fails_closed)
     m = (gateway_mirror *)&m;
     cr_expect_eq(gateway_mirror_acquire(&m, state, &target, &err), RG_E_UPSTREAM);
     cr_expect_null(m);
-    cr_expect_not_null(strstr(err.msg, "fetch failed"), "message: %s", err.msg);
+    cr_expect_not_null(strstr(err.msg, "git fetch exited with status 128: fatal:"), "message: %s",
+                       err.msg);
 }
 
 Test(mirror, invalid_repository_paths_are_refused)

@@ -11,13 +11,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "support/shell.h"
@@ -84,15 +84,6 @@ static bool exists(const char *path)
     return lstat(path, &st) == 0;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
 static void setup(void)
 {
     cr_assert_not_null(mkdtemp(root));
@@ -104,7 +95,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-    nftw(root, rm_entry, 32, FTW_DEPTH | FTW_PHYS);
+    rg_fs_remove_tree(root, 0, NULL);
 }
 
 TestSuite(dirdiff, .init = setup, .fini = teardown, .timeout = 60);
@@ -649,6 +640,29 @@ static char *snapshot(const char *dir)
     return out;
 }
 
+/*
+ * File times come from the kernel's coarse clock (or a finer one, at most
+ * a tick ahead of it): once the coarse clock has ticked twice, anything
+ * written would show a time the snapshot did not see. Bounded: it ticks
+ * every few milliseconds; give up after 2 s.
+ */
+static void wait_for_a_clock_tick(void)
+{
+    struct timespec last, now, pause = {0, 1000 * 1000};
+    int ticks = 0;
+
+    clock_gettime(CLOCK_REALTIME_COARSE, &last);
+    for (int i = 0; i < 2000 && ticks < 2; i++) {
+        clock_gettime(CLOCK_REALTIME_COARSE, &now);
+        if (now.tv_sec != last.tv_sec || now.tv_nsec != last.tv_nsec) {
+            ticks++;
+            last = now;
+        }
+        nanosleep(&pause, NULL);
+    }
+    cr_assert_eq(ticks, 2, "the coarse clock did not tick in 2 s");
+}
+
 Test(dirdiff, nothing_is_written_into_base_or_fork_and_the_private_repo_goes_away)
 {
     rgit_dirdiff_opts opts = RGIT_DIRDIFF_OPTS_INIT;
@@ -669,7 +683,7 @@ Test(dirdiff, nothing_is_written_into_base_or_fork_and_the_private_repo_goes_awa
     cr_assert_eq(mkdir(tmp, 0700), 0);
     before[0] = snapshot(base);
     before[1] = snapshot(fork_dir);
-    sleep(1); /* so that a write would show in the times */
+    wait_for_a_clock_tick();
     opts.tmp_parent = tmp;
     cr_assert_eq(rgit_dirdiff_new(&d, base, fork_dir, &opts, &err), 0, "%s", err.msg);
     cr_assert_eq(rgit_dirdiff_patch(&b, d, NULL), 0);

@@ -186,9 +186,14 @@ test_a_client_vanishing_mid_pack_lands_nothing() {
   printf 'POST /local/acme/app.git/git-receive-pack HTTP/1.1\r\nHost: x\r\nAuthorization: Basic %s\r\n%s\r\nContent-Length: 100000\r\n\r\n' \
     "$basic" "$CT" >&3
   cat "$T/partial" >&3
-  sleep 0.3
+  # Wait until the push is in flight upstream (the gateway runs
+  # receive-pack for it), then vanish, then until the gateway has ended
+  # every child it ran for the request. Bounded: 10 s each.
+  for _ in $(seq 200); do pgrep -P "$GW_PID" -f receive-pack >/dev/null && break; sleep 0.05; done
+  pgrep -P "$GW_PID" -f receive-pack >/dev/null || fail "upstream receive-pack never started"
   exec 3>&-
-  sleep 0.3
+  for _ in $(seq 200); do pgrep -P "$GW_PID" >/dev/null || break; sleep 0.05; done
+  ! pgrep -P "$GW_PID" >/dev/null || fail "the gateway still runs $(pgrep -a -P "$GW_PID")"
   [ -z "$(upstream_ref app refs/heads/feature/vanish)" ] || fail "the ref landed"
   good_push_still_works
 }

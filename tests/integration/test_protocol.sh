@@ -94,7 +94,15 @@ test_sigterm_lets_an_in_flight_push_finish_then_exits_0_and_cleans_up() {
   for _ in $(seq 100); do [ -s "$T/state-term/url" ] && break; sleep 0.05; done
   gw_url=$(cat "$T/state-term/url")
   [ ! -e "$T/state-term/tmp/rg-quarantine-stale" ] || fail "stale quarantine left in tmp"
-  printf '#!/bin/sh\nsleep 2\n' >"$T/upstream/acme/app.git/hooks/pre-receive"
+  # The hook holds the push upstream until this test releases it, so the
+  # push is certainly in flight when SIGTERM arrives. Bounded: 10 s.
+  rm -f "$T/hook-started" "$T/hook-release"
+  cat >"$T/upstream/acme/app.git/hooks/pre-receive" <<HOOK
+#!/bin/sh
+touch "$T/hook-started"
+for _ in \$(seq 200); do [ -e "$T/hook-release" ] && exit 0; sleep 0.05; done
+exit 0
+HOOK
   chmod +x "$T/upstream/acme/app.git/hooks/pre-receive"
   GW=$gw_url use_token "$("$REFGATE" token mint --config "$T/term.json" --repo local/acme/app)"
   clone app "$T/term"
@@ -102,8 +110,15 @@ test_sigterm_lets_an_in_flight_push_finish_then_exits_0_and_cleans_up() {
   commit "$T/term" t.txt
   git -C "$T/term" push origin scratch/term >"$T/out" 2>&1 &
   local push=$! rc=0
-  sleep 1
+  for _ in $(seq 200); do [ -e "$T/hook-started" ] && break; sleep 0.05; done
+  [ -e "$T/hook-started" ] || { cat "$T/out"; fail "the push never reached upstream's hook"; }
   kill -TERM "$gw"
+  # Release the push only once the gateway is shutting down.
+  for _ in $(seq 200); do
+    grep -qF "SIGTERM received" "$T/term.log" && break
+    sleep 0.05
+  done
+  touch "$T/hook-release"
   wait "$push" || { cat "$T/out"; fail "the in-flight push failed"; }
   wait "$gw" || rc=$?
   rm "$T/upstream/acme/app.git/hooks/pre-receive"

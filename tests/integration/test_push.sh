@@ -193,8 +193,19 @@ test_token_for_another_repo_is_refused_with_reason() {
 }
 
 test_expired_token_is_refused_with_reason() {
-  use_token "$("$REFGATE" token mint --config "$T/refgate.json" --repo local/acme/app --ttl 1)"
-  sleep 2
+  local tok exp payload
+  tok=$("$REFGATE" token mint --config "$T/refgate.json" --repo local/acme/app --ttl 1)
+  use_token "$tok"
+  # Wait for the condition itself: the token's own exp (its claims are
+  # base64url JSON) has come, on the clock the gateway reads. A token is
+  # valid while now < exp; the boundary is tested in tests/tokens with an
+  # injected clock. Bounded: ttl is 1 s, give up after 5.
+  payload=$(printf '%s' "$tok" | cut -d. -f2 | tr '_-' '/+')
+  while [ $((${#payload} % 4)) -ne 0 ]; do payload="$payload="; done
+  exp=$(printf '%s' "$payload" | base64 -d | sed 's/.*"exp":\([0-9]*\).*/\1/')
+  [ -n "$exp" ] || fail "no exp in the token's claims"
+  for _ in $(seq 100); do [ "$(date +%s)" -ge "$exp" ] && break; sleep 0.05; done
+  [ "$(date +%s)" -ge "$exp" ] || fail "the clock did not reach exp=$exp"
   clone app "$T/w11"
   git -C "$T/w11" switch -q -c feature/late
   commit "$T/w11" late.txt

@@ -8,7 +8,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -19,20 +18,12 @@
 #include <unistd.h>
 
 #include "tokens/token.h"
+#include "util/fs.h"
 
 #define NOW 1900000000 /* 2030: a fixed clock makes expiry exact */
 
 static char dir[PATH_MAX];
 static char state[PATH_MAX];
-
-static int rm_entry(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-    (void)st;
-    (void)flag;
-    (void)ftw;
-    chmod(path, 0700); /* a test may have made it unreadable */
-    return remove(path);
-}
 
 static void setup(void)
 {
@@ -45,7 +36,7 @@ static void setup(void)
 
 static void teardown(void)
 {
-    nftw(dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    rg_fs_remove_tree(dir, 0, NULL);
 }
 
 TestSuite(token, .init = setup, .fini = teardown);
