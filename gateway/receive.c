@@ -90,7 +90,7 @@ struct gateway_receive {
     upstream_target target; /* its strings point into route and repo_dir */
     char *repo_dir;
     char *run;
-    char token_hash[13];
+    char token_hash[TOKENS_HASH_PREFIX_SIZE];
     char remote[64];
     char push_id[17];
 
