@@ -50,6 +50,7 @@
 
 #include <openssl/evp.h>
 
+#include "git/odb.h"
 #include "util/fs.h"
 #include "util/gitenv.h"
 #include "util/proc.h"
@@ -69,6 +70,7 @@
 struct gateway_mirror {
     char *dir;  /* the mirror's git directory */
     int use_fd; /* <dir>.use, held shared until release */
+    int fresh;  /* fetched (or found fetched) by this acquire */
 };
 
 /* ---------------------------------------------------------------------------
@@ -438,8 +440,16 @@ static int mirror_open_lock(int *fd, const char *dir, const char *suffix, rg_err
     return 0;
 }
 
+/* Whether the mirror holds every id (a failure to tell is a no). */
+static int mirror_has_all(const char *dir, const char *const *ids, size_t n)
+{
+    int has = 0;
+
+    return rgit_odb_has_all(&has, dir, ids, n, NULL) == 0 && has;
+}
+
 int gateway_mirror_acquire(gateway_mirror **out, const char *state_dir, const upstream_target *t,
-                           rg_error *err)
+                           const char *const *have, size_t n, rg_error *err)
 {
     int64_t asked = mirror_now_ns(CLOCK_REALTIME), started, stamp;
     gateway_mirror *m = NULL;
@@ -476,12 +486,14 @@ int gateway_mirror_acquire(gateway_mirror **out, const char *state_dir, const up
      */
     stamp = mirror_stamp_read(update_fd);
     started = mirror_now_ns(CLOCK_REALTIME);
-    if (!(stamp >= asked && stamp <= started && stat(m->dir, &st) == 0)) {
+    m->fresh = stamp >= asked && stamp <= started && stat(m->dir, &st) == 0;
+    if (!m->fresh && !(n > 0 && stat(m->dir, &st) == 0 && mirror_has_all(m->dir, have, n))) {
         rc = mirror_update(m->dir, t, what, err);
         if (rc < 0)
             goto done;
         mirror_stamp_write(update_fd, started);
         mirror_housekeeping(m->dir, m->use_fd, t);
+        m->fresh = 1;
     }
 
     /*
@@ -500,6 +512,34 @@ done:
     if (update_fd >= 0)
         close(update_fd);
     gateway_mirror_release(m);
+    return rc;
+}
+
+int gateway_mirror_fresh(const gateway_mirror *m)
+{
+    return m->fresh;
+}
+
+int gateway_mirror_refresh(gateway_mirror *m, const upstream_target *t, rg_error *err)
+{
+    int64_t started = mirror_now_ns(CLOCK_REALTIME);
+    char what[700];
+    int update_fd = -1, rc;
+
+    snprintf(what, sizeof(what), "%s/%s", t->up->host, t->repo_path ? t->repo_path : "");
+    /* The update lock only: the shared use lock stays held, and a fetch
+     * never disturbs readers (only housekeeping needs them gone). */
+    rc = mirror_open_lock(&update_fd, m->dir, ".lock", err);
+    if (rc == 0)
+        rc = mirror_lock(update_fd, LOCK_EX, what, err);
+    if (rc == 0)
+        rc = mirror_update(m->dir, t, what, err);
+    if (rc == 0) {
+        mirror_stamp_write(update_fd, started);
+        m->fresh = 1;
+    }
+    if (update_fd >= 0)
+        close(update_fd);
     return rc;
 }
 

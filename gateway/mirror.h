@@ -23,9 +23,20 @@ typedef struct gateway_mirror gateway_mirror;
  * Create or update the mirror of t's repository and hold it (shared) until
  * released. Fails with RG_E_UPSTREAM and a message naming what upstream did
  * when it cannot be fetched (callers then fail closed).
+ *
+ * With `have` (n ids, may be 0), an existing mirror that already holds
+ * every one of them is not fetched first: a push whose old ids the mirror
+ * has pays no round trip to upstream. gateway_mirror_refresh fetches
+ * later, when the inspection finds the mirror short after all.
  */
 int gateway_mirror_acquire(gateway_mirror **out, const char *state_dir, const upstream_target *t,
-                           rg_error *err);
+                           const char *const *have, size_t n, rg_error *err);
+
+/* Whether the held mirror was brought up to date by this acquire. */
+int gateway_mirror_fresh(const gateway_mirror *m);
+
+/* Fetch into the held mirror now (it stays held). */
+int gateway_mirror_refresh(gateway_mirror *m, const upstream_target *t, rg_error *err);
 
 /* The mirror's git directory, valid until release. */
 const char *gateway_mirror_dir(const gateway_mirror *m);

@@ -328,14 +328,26 @@ static int start_spool(gateway_receive *r)
     r->mode = MODE_SPOOL;
     if (gitdir == NULL) {
         /*
-         * A remote upstream's history is read from its mirror, brought up
-         * to date now, before the pack arrives, so thin-pack bases and the
-         * old ids the client saw are there. When upstream moved after the
-         * client's advertisement and the mirror lacks an old id, or the
+         * A remote upstream's history is read from its mirror, which must
+         * hold the old ids the client saw (and thin-pack bases). When it
+         * already has every old id it is not fetched first; should the
+         * pack still need what it lacks, finish_inspection fetches and
+         * indexes again. When upstream moved after the client's
+         * advertisement and the mirror lacks an old id even then, or the
          * mirror cannot be had at all, the quarantine cannot answer and
          * the ref counts as a force (fail closed), with the reason noted.
          */
-        if (gateway_mirror_acquire(&r->mirror, r->ctx->cfg->state_dir, &r->target, &r->q_err) < 0) {
+        const char **have = calloc(r->req->nupdates, sizeof(*have));
+        size_t n = 0;
+        int rc;
+
+        for (size_t i = 0; have && i < r->req->nupdates; i++)
+            if (!r->cmds[i].plan.old_zero)
+                have[n++] = r->cmds[i].u->old_id;
+        rc = gateway_mirror_acquire(&r->mirror, r->ctx->cfg->state_dir, &r->target, have, n,
+                                    &r->q_err);
+        free(have);
+        if (rc < 0) {
             r->q_failed = 1;
             return 0;
         }
@@ -344,6 +356,58 @@ static int start_spool(gateway_receive *r)
     if (rgit_quarantine_new(&r->q, gitdir, r->ctx->tmp_dir, r->req->oid_hexlen, &r->q_err) < 0)
         r->q_failed = 1;
     return 0;
+}
+
+/* Index the spooled pack into a new quarantine, after the mirror was
+ * fetched because the first one lacked something the pack needs. */
+static void reinspect(gateway_receive *r)
+{
+    char *chunk = malloc(SPOOL_CHUNK);
+    uint64_t left = r->pack_bytes;
+    ssize_t n;
+
+    rgit_quarantine_free(r->q);
+    r->q = NULL;
+    r->q_failed = 0;
+    memset(&r->q_err, 0, sizeof(r->q_err));
+    if (chunk == NULL || lseek(r->spool_fd, 0, SEEK_SET) < 0 ||
+        rgit_quarantine_new(&r->q, gateway_mirror_dir(r->mirror), r->ctx->tmp_dir,
+                            r->req->oid_hexlen, &r->q_err) < 0) {
+        r->q_failed = 1;
+        free(chunk);
+        return;
+    }
+    /* Bounded: the spool holds what the body brought, at most max_body_bytes. */
+    while (left > 0 && (n = read(r->spool_fd, chunk, SPOOL_CHUNK)) > 0) {
+        left -= (uint64_t)n < left ? (uint64_t)n : left;
+        if (rgit_quarantine_write(r->q, chunk, (size_t)n, &r->q_err) < 0) {
+            r->q_failed = 1;
+            break;
+        }
+    }
+    free(chunk);
+    if (!r->q_failed && rgit_quarantine_finish(r->q, &r->q_err) < 0)
+        r->q_failed = 1;
+}
+
+/*
+ * The body is complete: finish indexing. A remote's mirror that was not
+ * fetched (it had the old ids) but turns out to lack what the pack needs
+ * is fetched now and the pack indexed again.
+ */
+static void finish_inspection(gateway_receive *r)
+{
+    rg_error e = RG_ERROR_INIT;
+
+    if (r->q && !r->q_failed && rgit_quarantine_finish(r->q, &r->q_err) < 0)
+        r->q_failed = 1;
+    if (!r->q_failed || r->mirror == NULL || gateway_mirror_fresh(r->mirror))
+        return;
+    if (gateway_mirror_refresh(r->mirror, &r->target, &e) < 0) {
+        r->q_err = e;
+        return;
+    }
+    reinspect(r);
 }
 
 /* Settle the updates that needed ancestry, from the quarantine. */
@@ -1022,8 +1086,7 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
         return;
     }
     if (r->mode == MODE_SPOOL && !r->decided) {
-        if (r->q && !r->q_failed && rgit_quarantine_finish(r->q, &r->q_err) < 0)
-            r->q_failed = 1;
+        finish_inspection(r);
         resolve_ancestry(r);
         decide_all(r);
         if (r->check_workflows)

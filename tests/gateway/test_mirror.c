@@ -58,7 +58,7 @@ static gateway_mirror *acquire_ok(void)
     gateway_mirror *m = NULL;
     rg_error err = RG_ERROR_INIT;
 
-    cr_assert_eq(gateway_mirror_acquire(&m, state, &target, &err), 0, "%s", err.msg);
+    cr_assert_eq(gateway_mirror_acquire(&m, state, &target, NULL, 0, &err), 0, "%s", err.msg);
     cr_assert_not_null(m);
     return m;
 }
@@ -146,6 +146,38 @@ Test(mirror, second_acquire_fetches_new_upstream_commits)
     expect_same_ref(m, "refs/heads/topic");
     expect_same_ref(m, "refs/tags/v1");
     gateway_mirror_release(m);
+}
+
+Test(mirror, a_mirror_holding_the_old_ids_is_not_fetched_until_refreshed)
+{
+    gateway_mirror *m = acquire_ok();
+    rg_error err = RG_ERROR_INIT;
+    char *old = ref_in(remote, "refs/heads/main"), *mirrored;
+    const char *have[] = {old};
+
+    gateway_mirror_release(m);
+    commit_and_push("README", "moved on", "main");
+    /* The stamp must be older than this acquire for the fetch to be skipped. */
+    cr_assert_eq(gateway_mirror_acquire(&m, state, &target, have, 1, &err), 0, "%s", err.msg);
+    cr_expect(!gateway_mirror_fresh(m), "the mirror had the old id: no fetch");
+    mirrored = ref_in(gateway_mirror_dir(m), "refs/heads/main");
+    cr_expect_str_eq(mirrored, old, "not fetched yet");
+    free(mirrored);
+    cr_assert_eq(gateway_mirror_refresh(m, &target, &err), 0, "%s", err.msg);
+    cr_expect(gateway_mirror_fresh(m));
+    expect_same_ref(m, "refs/heads/main");
+    gateway_mirror_release(m);
+
+    /* An id the mirror lacks makes the acquire fetch. */
+    commit_and_push("README", "moved again", "main");
+    free(old);
+    old = ref_in(remote, "refs/heads/main");
+    have[0] = old;
+    cr_assert_eq(gateway_mirror_acquire(&m, state, &target, have, 1, &err), 0, "%s", err.msg);
+    cr_expect(gateway_mirror_fresh(m));
+    expect_same_ref(m, "refs/heads/main");
+    gateway_mirror_release(m);
+    free(old);
 }
 
 Test(mirror, force_pushed_branch_is_updated_and_deleted_branch_is_pruned)
@@ -263,7 +295,7 @@ Test(mirror, unreachable_upstream_fails_with_a_message)
 
     snprintf(missing, sizeof(missing), "file://%s/nowhere", base);
     up.url = missing;
-    cr_expect_eq(gateway_mirror_acquire(&m, state, &target, &err), RG_E_UPSTREAM);
+    cr_expect_eq(gateway_mirror_acquire(&m, state, &target, NULL, 0, &err), RG_E_UPSTREAM);
     cr_expect_null(m);
     cr_expect_not_null(strstr(err.msg, "example/acme/app"), "message: %s", err.msg);
     cr_expect_not_null(strstr(err.msg, "git clone exited with status 128: fatal:"), "message: %s",
@@ -281,7 +313,7 @@ Test(mirror, unreachable_upstream_fails_with_a_message)
     /* Nothing listens on port 1: the HTTP transport fails the same way. */
     up.url = (char *)"http://127.0.0.1:1";
     m = (gateway_mirror *)&m;
-    cr_expect_eq(gateway_mirror_acquire(&m, state, &target, &err), RG_E_UPSTREAM);
+    cr_expect_eq(gateway_mirror_acquire(&m, state, &target, NULL, 0, &err), RG_E_UPSTREAM);
     cr_expect_null(m);
     cr_expect_not_null(strstr(err.msg, "unable to access"), "message: %s", err.msg);
 }
@@ -294,7 +326,7 @@ Test(mirror, failed_fetch_of_an_existing_mirror_fails_closed)
     gateway_mirror_release(m);
     test_run("rm -rf '%s'", remote);
     m = (gateway_mirror *)&m;
-    cr_expect_eq(gateway_mirror_acquire(&m, state, &target, &err), RG_E_UPSTREAM);
+    cr_expect_eq(gateway_mirror_acquire(&m, state, &target, NULL, 0, &err), RG_E_UPSTREAM);
     cr_expect_null(m);
     cr_expect_not_null(strstr(err.msg, "git fetch exited with status 128: fatal:"), "message: %s",
                        err.msg);
@@ -310,7 +342,8 @@ Test(mirror, invalid_repository_paths_are_refused)
         gateway_mirror *m = (gateway_mirror *)&m;
 
         target.repo_path = bad[i];
-        cr_expect_eq(gateway_mirror_acquire(&m, state, &target, &err), -EINVAL, "%s", bad[i]);
+        cr_expect_eq(gateway_mirror_acquire(&m, state, &target, NULL, 0, &err), -EINVAL, "%s",
+                     bad[i]);
         cr_expect_null(m);
     }
 }
@@ -332,7 +365,7 @@ static void *acquire_rounds(void *arg)
         rg_error err = RG_ERROR_INIT;
         char cmd[1024];
 
-        if (gateway_mirror_acquire(&m, state, &target, &err) < 0) {
+        if (gateway_mirror_acquire(&m, state, &target, NULL, 0, &err) < 0) {
             fprintf(stderr, "acquire failed: %s\n", err.msg);
             atomic_fetch_add(&failures, 1);
             continue;
@@ -385,7 +418,7 @@ static void *acquire_once(void *arg)
     rg_error err = RG_ERROR_INIT;
 
     (void)arg;
-    if (gateway_mirror_acquire(&m, state, &target, &err) < 0)
+    if (gateway_mirror_acquire(&m, state, &target, NULL, 0, &err) < 0)
         atomic_fetch_add(&failures, 1);
     atomic_store(&second_done, 1);
     gateway_mirror_release(m);
