@@ -5,14 +5,15 @@
  *   plan      parse the command list, find the refs that really move,
  *             classify every command (policy/plan.c)
  *   inspect   when a rule needs ancestry (or the credential needs to know
- *             about workflow changes): spool the pack into a quarantine;
- *             for a local upstream, overlap: the commands that may be
- *             allowed and the pack go upstream at once, all but the pack's
- *             trailing checksum (git/packscan.c finds it), so upstream
- *             indexes while the gateway does and can complete nothing
- *             until the decision sends the trailer
+ *             about workflow changes): spool the pack into a quarantine.
+ *             Unless the write credential is minted per push, overlap: the
+ *             commands that may be allowed and the pack go upstream at
+ *             once, all but the pack's trailing checksum (git/packscan.c
+ *             finds it), so upstream indexes while the gateway does and can
+ *             complete nothing until the decision sends the trailer
  *   decide    every ref's verdict; the decision records are appended and
- *             fsynced BEFORE a byte goes upstream
+ *             fsynced before anything can land upstream: before the first
+ *             byte goes, or, overlapped, before the trailer does
  *   forward   the allowed commands (asking upstream for report-status
  *             always) and the pack
  *   finish    upstream's report merged with the gateway's own verdicts
@@ -479,8 +480,9 @@ static void end_inspection(gateway_receive *r)
  * Overlap: send the commands that may be allowed upstream now, then the
  * pack as it arrives, all but its trailer. Refs whose decision does not
  * wait for ancestry are decided now; those that wait go if either answer
- * could allow them. Only for local upstreams: a remote one would need its
- * write credential before the decision (a denied push mints nothing).
+ * could allow them. Not where the write credential is minted per push (a
+ * github-app token): a denied push mints nothing, so nothing starts before
+ * the decision.
  */
 static void start_overlap(gateway_receive *r)
 {
@@ -490,7 +492,8 @@ static void start_overlap(gateway_receive *r)
     size_t *keep = NULL, nkeep = 0;
     int denied = 0;
 
-    if (r->repo_dir == NULL || r->q_failed ||
+    if (r->check_workflows || r->q_failed ||
+        (r->repo_dir == NULL && r->target.up->credentials.type == CONFIG_CRED_GITHUB_APP) ||
         rgit_packscan_new(&r->scan, req->oid_hexlen,
                           PACKSCAN_INFLATE_RATIO * r->ctx->cfg->max_body_bytes) < 0)
         return;

@@ -177,6 +177,37 @@ test_body_over_the_cap_after_a_complete_pack_is_audited_as_what_upstream_did() {
   assert_audit_agrees "$ref" "$new"
 }
 
+# The checked path overlaps: commands that may be allowed go upstream with
+# the pack at once, all but the pack's trailing checksum.
+test_checked_push_with_junk_after_the_pack_lands_as_an_update() {
+  local ref=refs/heads/feature/overlap-junk base new
+  base=$(new_commit)
+  git --git-dir="$UP" update-ref "$ref" "$MAIN"
+  git -C "$WORK" push -q "$UP" "$base:$ref" 2>/dev/null
+  new=$(new_commit)
+  $RAW "$URL" "$TOKEN" "$base:$new:$ref" --pack-repo "$WORK" --pack-revs "$new ^$base" \
+    --junk "0000trailing junk that is no pack" >"$T/out"
+  assert_contains "$T/out" "ok $ref"
+  [ "$(upstream_ref app "$ref")" = "$new" ] || fail "the fast-forward did not land"
+  [ "$(audit_field "$ref" action)" = update ] || fail "not decided as an update"
+  assert_audit_agrees "$ref" "$new"
+}
+
+test_overlapped_force_lands_nothing_and_leaves_no_quarantine_upstream() {
+  local ref=refs/heads/feature/overlap-force new
+  git --git-dir="$UP" update-ref "$ref" "$MAIN"
+  # Not a descendant of main: a force, which no rule allows.
+  git -C "$WORK" checkout -q --orphan "orphan-$RANDOM"
+  new=$(new_commit)
+  $RAW "$URL" "$TOKEN" "$MAIN:$new:$ref" --pack-repo "$WORK" --pack-revs "$new" >"$T/out"
+  git -C "$WORK" checkout -q -B "back-$RANDOM" "$MAIN"
+  assert_contains "$T/out" "ng $ref"
+  [ "$(upstream_ref app "$ref")" = "$MAIN" ] || fail "the force landed"
+  [ "$(audit_field "$ref" action)" = force ] || fail "not decided as a force"
+  [ -z "$(find "$UP/objects" -maxdepth 1 -name '*incoming*')" ] || fail "a quarantine was left upstream"
+  [ -z "$(git --git-dir="$UP" cat-file -t "$new" 2>/dev/null)" ] || fail "the denied commit reached upstream"
+}
+
 test_every_decision_in_the_log_is_complete_and_the_chain_verifies() {
   local pending
   pending=$(jq -rs '. as $all | [.[] | select(.type == "decision" and .outcome == null)
