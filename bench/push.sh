@@ -5,7 +5,9 @@
 # peak RSS. Two gateway paths are measured:
 #   create  - a new branch: no rule needs ancestry, the pack streams through;
 #   update  - a fast-forward under rules that tell update from force: the
-#             pack is spooled and indexed in a quarantine first.
+#             pack is indexed in a quarantine, and overlapped: it goes
+#             upstream as it arrives, all but its trailing checksum, which
+#             follows the decision.
 # Usage: bench/push.sh [SIZE_MB] [RUNS]     (defaults 100 and 5)
 # Needs a built tree: REFGATE=path/to/refgate (default build/cli/refgate).
 set -euo pipefail
@@ -75,5 +77,5 @@ printf 'push of a %d MB incompressible commit, %d runs each (median wall time)\n
 printf '  direct (file://)                 %6.2f s\n' "$md"
 div() { awk -v a="$1" -v b="$2" 'BEGIN {print a / b}'; }
 printf '  via refgate, streamed (create)   %6.2f s   ratio %.2f\n' "$mc" "$(div "$mc" "$md")"
-printf '  via refgate, quarantined (ff)    %6.2f s   ratio %.2f\n' "$mu" "$(div "$mu" "$md")"
+printf '  via refgate, checked (ff)        %6.2f s   ratio %.2f\n' "$mu" "$(div "$mu" "$md")"
 printf '  gateway peak RSS                 %6.1f MB\n' "$(div "$rss" 1024)"

@@ -8,7 +8,9 @@
 #   create  - a new branch: no rule needs ancestry, the pack streams through
 #             to upstream as it arrives;
 #   update  - a fast-forward under rules that tell update from force: the
-#             pack is spooled and checked against the mirror first.
+#             pack is checked against the mirror (fetched only when it lacks
+#             the old id) and overlapped with forwarding, its trailing
+#             checksum held back until the decision.
 # Usage: bench/push_http.sh [SIZE_MB] [RUNS]     (defaults 100 and 5)
 # Needs a built tree (REFGATE=path/to/refgate, default build/cli/refgate)
 # and nginx + fcgiwrap (scripts/lib.sh installs them).
