@@ -26,7 +26,7 @@ void gateway_auth_check(gateway_auth *out, const gateway_ctx *ctx, const char *a
     const char *b64, *token;
     tokens_status ts = TOKENS_MALFORMED;
     rg_error e = RG_ERROR_INIT;
-    char q[600];
+    char q[RG_LOG_VALUE_MAX];
     size_t len, dlen;
     int n;
 

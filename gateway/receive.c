@@ -712,7 +712,7 @@ static size_t outcome_size_max(const gateway_receive *r, const ref_cmd *c)
 /* Refuse every allowed ref because the log cannot take the push. */
 static void refuse_unaudited(gateway_receive *r, const rg_error *e)
 {
-    char q[600];
+    char q[RG_LOG_VALUE_MAX];
 
     rg_log(RG_LOG_ERR, "push_refused_audit_unwritable", "push=%s error=%s", r->push_id,
            rg_log_quote(q, sizeof(q), e->msg));
@@ -872,7 +872,7 @@ static void finish_push(gateway_receive *r)
     audit_record *recs = NULL;
     rg_error e = RG_ERROR_INIT;
     size_t n = 0;
-    char q[600];
+    char q[RG_LOG_VALUE_MAX];
 
     if (r->finished || !r->decided)
         return;

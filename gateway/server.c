@@ -211,7 +211,7 @@ static ssize_t fetch_reader(void *cls, uint64_t pos, char *buf, size_t max)
 {
     upstream_fetch *f = cls;
     rg_error e = RG_ERROR_INIT;
-    char q[600];
+    char q[RG_LOG_VALUE_MAX];
     ssize_t n;
 
     (void)pos;
@@ -732,7 +732,7 @@ static void clear_tmp(const char *dir)
 static void log_audit_head(gateway_server *s)
 {
     rg_error e = RG_ERROR_INIT;
-    char hash[65], q[600];
+    char hash[65], q[RG_LOG_VALUE_MAX];
     uint64_t seq;
 
     if (audit_head(s->ctx.audit, &seq, hash, &e) < 0)
@@ -745,7 +745,7 @@ static int audit_event(gateway_server *s, const char *event, const char *detail)
 {
     audit_record rec = {.kind = AUDIT_EVENT, .event = event, .detail = detail};
     rg_error e = RG_ERROR_INIT;
-    char q[600];
+    char q[RG_LOG_VALUE_MAX];
     int rc;
 
     rc = audit_append(s->ctx.audit, &rec, &e);

@@ -34,6 +34,9 @@ void rg_log_set_sink(rg_log_sink sink, void *arg);
 void rg_log(rg_log_level level, const char *event, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
+/* Room for one quoted field value (an error message, a ref name). */
+#define RG_LOG_VALUE_MAX 600
+
 /*
  * Quote `s` for a field value into out (always NUL-terminated): as it is
  * when it holds only printable non-space ASCII other than `"` and `\`,
