@@ -1143,10 +1143,11 @@ void gateway_receive_free(gateway_receive *r)
     if (r->spool_fd >= 0)
         close(r->spool_fd);
     gateway_inflate_free(r->z);
-    rgit_push_parser_free(r->parser);
+    /* The commands point into the request the parser owns: they go first. */
     for (size_t i = 0; r->cmds && i < r->req->nupdates; i++)
         free(r->cmds[i].moves);
     free(r->cmds);
+    rgit_push_parser_free(r->parser);
     rgit_report_free(&r->report);
     rg_buf_free(&r->progress);
     free(r->repo_dir);
