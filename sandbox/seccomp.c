@@ -1,0 +1,168 @@
+/*
+ * The seccomp deny-list; see seccomp.h. The table is what a reviewer reads:
+ * each line says what the call would give a confined command.
+ */
+#include "sandbox/seccomp.h"
+
+#include <linux/netlink.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
+
+#ifndef CLONE_NEWCGROUP
+#define CLONE_NEWCGROUP 0x02000000
+#endif
+
+/* Every namespace flag clone() accepts (CLONE_NEWTIME is clone3/unshare only). */
+#define SECCOMP_CLONE_NS                                                                           \
+    (CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET |     \
+     CLONE_NEWCGROUP)
+
+/* Past the last family any kernel defines today, so a new one is denied too. */
+#define SECCOMP_FAMILY_MAX 64
+
+const sandbox_seccomp_rule sandbox_seccomp_rules[] = {
+    /* Other processes' memory and registers; Landlock scoping covers signals only. */
+    {"ptrace", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "reads and writes another process"},
+    {"process_vm_readv", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "reads another process"},
+    {"process_vm_writev", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "writes another process"},
+    /* Kernel keyrings: not files, so neither namespaces nor Landlock hide them. */
+    {"keyctl", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "reads the session and user keyrings"},
+    {"add_key", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "writes a keyring"},
+    {"request_key", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "reads a keyring"},
+    /* Kernel attack surface no build or agent needs. */
+    {"bpf", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "loads programs into the kernel"},
+    {"perf_event_open", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "observes other processes"},
+    {"userfaultfd", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "widens kernel race windows"},
+    {"io_uring_setup", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "bypasses this filter"},
+    {"io_uring_enter", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "bypasses this filter"},
+    {"io_uring_register", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "bypasses this filter"},
+    {"open_by_handle_at", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "opens a file past its path"},
+    {"init_module", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "loads a kernel module"},
+    {"finit_module", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "loads a kernel module"},
+    {"delete_module", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "unloads a kernel module"},
+    {"kexec_load", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "replaces the kernel"},
+    {"kexec_file_load", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "replaces the kernel"},
+    /* The sandbox's own layout: a command that could remount could uncover
+     * what the mount namespace hides. */
+    {"mount", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "uncovers hidden paths"},
+    {"umount2", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "uncovers hidden paths"},
+    {"pivot_root", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "changes the root"},
+    {"fsopen", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "mounts"},
+    {"fsconfig", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "mounts"},
+    {"fsmount", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "mounts"},
+    {"fspick", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "reconfigures a mount"},
+    {"move_mount", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "mounts"},
+    {"open_tree", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "copies a mount"},
+    {"mount_setattr", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "makes a mount writable"},
+    {"unshare", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "a namespace of its own"},
+    {"setns", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "joins another namespace"},
+    {"clone", EPERM, SANDBOX_SECCOMP_ARG_BITS, 0, SECCOMP_CLONE_NS, "a namespace of its own"},
+    /* clone3 passes its flags in memory a filter cannot read: ENOSYS makes
+     * glibc fall back to clone(), which the line above checks. */
+    {"clone3", ENOSYS, SANDBOX_SECCOMP_ALWAYS, 0, 0, "flags out of the filter's sight"},
+    /* Typing into, or reading the console through, a terminal. */
+    {"ioctl", EPERM, SANDBOX_SECCOMP_ARG_EQ, 1, TIOCSTI, "types into a terminal"},
+    {"ioctl", EPERM, SANDBOX_SECCOMP_ARG_EQ, 1, TIOCLINUX, "reads and types on the console"},
+    {NULL, 0, 0, 0, 0, NULL},
+};
+
+int sandbox_seccomp_family_allowed(int family)
+{
+    return family == AF_UNIX || family == AF_INET || family == AF_INET6;
+}
+
+static int seccomp_add(scmp_filter_ctx ctx, const sandbox_seccomp_rule *r)
+{
+    int nr = seccomp_syscall_resolve_name(r->name);
+    struct scmp_arg_cmp cmp;
+
+    /* A call this kernel's headers do not know cannot be made either. */
+    if (nr == __NR_SCMP_ERROR)
+        return 0;
+    switch (r->match) {
+    case SANDBOX_SECCOMP_ALWAYS:
+        return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(r->err), nr, 0);
+    case SANDBOX_SECCOMP_ARG_EQ:
+        /* ioctl's request is an int: compare the low 32 bits only, or a
+         * request with garbage in the high half would slip through. */
+        cmp = (struct scmp_arg_cmp)SCMP_CMP(r->arg, SCMP_CMP_MASKED_EQ, 0xffffffffULL, r->value);
+        return seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(r->err), nr, 1, &cmp);
+    case SANDBOX_SECCOMP_ARG_BITS: {
+        unsigned long long bit;
+        int rc = 0;
+
+        /* One rule per bit: "any of these bits" is "this bit" for some bit. */
+        for (bit = 1; rc == 0 && bit != 0; bit <<= 1) {
+            if (!(r->value & bit))
+                continue;
+            cmp = (struct scmp_arg_cmp)SCMP_CMP(r->arg, SCMP_CMP_MASKED_EQ, bit, bit);
+            rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(r->err), nr, 1, &cmp);
+        }
+        return rc;
+    }
+    }
+    return -EINVAL;
+}
+
+/* socket() and socketpair(): only the allowed families, and route netlink. */
+static int seccomp_add_families(scmp_filter_ctx ctx)
+{
+    const int calls[] = {SCMP_SYS(socket), SCMP_SYS(socketpair)};
+    size_t i;
+    int family, rc = 0;
+
+    for (i = 0; rc == 0 && i < sizeof(calls) / sizeof(calls[0]); i++) {
+        for (family = 0; rc == 0 && family < SECCOMP_FAMILY_MAX; family++) {
+            if (sandbox_seccomp_family_allowed(family) || family == AF_NETLINK)
+                continue;
+            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), calls[i], 1,
+                                  SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)family));
+        }
+        if (rc == 0)
+            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), calls[i], 1,
+                                  SCMP_A0(SCMP_CMP_GE, SECCOMP_FAMILY_MAX));
+    }
+    /* Netlink: the routing table only (glibc's getaddrinfo reads it). */
+    if (rc == 0)
+        rc =
+            seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 2,
+                             SCMP_A0(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE));
+    if (rc == 0)
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketpair), 1,
+                              SCMP_A0(SCMP_CMP_EQ, AF_NETLINK));
+    return rc;
+}
+
+int sandbox_seccomp_install(rg_error *err)
+{
+    scmp_filter_ctx ctx;
+    size_t i;
+    int rc = 0;
+
+    ctx = seccomp_init(SCMP_ACT_ALLOW);
+    if (ctx == NULL)
+        return rg_error_set(err, -ENOMEM, "seccomp: cannot create a filter");
+    /* Another architecture's calls (i386 int 0x80, x32) would skip the table. */
+    rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
+    for (i = 0; rc == 0 && sandbox_seccomp_rules[i].name != NULL; i++) {
+        rc = seccomp_add(ctx, &sandbox_seccomp_rules[i]);
+        if (rc < 0)
+            rg_error_set(err, rc, "seccomp: cannot add the rule for %s: %s",
+                         sandbox_seccomp_rules[i].name, strerror(-rc));
+    }
+    if (rc == 0) {
+        rc = seccomp_add_families(ctx);
+        if (rc < 0)
+            rg_error_set(err, rc, "seccomp: cannot add the socket rules: %s", strerror(-rc));
+    }
+    if (rc == 0) {
+        rc = seccomp_load(ctx);
+        if (rc < 0)
+            rg_error_set(err, rc, "seccomp: cannot load the filter: %s", strerror(-rc));
+    }
+    seccomp_release(ctx);
+    return rc;
+}
