@@ -921,7 +921,11 @@ static char *run_read_mountinfo(void)
  */
 static int run_plan_mounts(run_state *s)
 {
-    const unsigned rw = SANDBOX_MOUNT_RW | (s->root_mapped ? SANDBOX_MOUNT_IDMAP : 0);
+    /* A root caller's command is nobody outside: what it is given, root's
+     * files included, must appear as its own (id-mapped), or a 0700 ~/.cargo
+     * or a root-owned fork would be out of its reach. */
+    const unsigned idmap = s->root_mapped ? SANDBOX_MOUNT_IDMAP : 0;
+    const unsigned rw = SANDBOX_MOUNT_RW | idmap;
     sandbox_mount_plan *p = &s->mounts;
     rg_error err = RG_ERROR_INIT;
     char buf[PATH_MAX], path[PATH_MAX], *pwhome = NULL, *info = NULL;
@@ -940,7 +944,7 @@ static int run_plan_mounts(run_state *s)
     for (i = 0; rc == 0 && i < s->o.nwrites; i++)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->writes[i], s->writes[i], rw, &err);
     for (i = 0; rc == 0 && i < s->o.nreads; i++)
-        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->reads[i], s->reads[i], 0, &err);
+        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->reads[i], s->reads[i], idmap, &err);
     /* The home directory: a tmpfs with only the toolchain paths in it. */
     if (rc == 0)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_TMPFS, NULL, s->home.path, 0, &err);

@@ -334,6 +334,11 @@ int sandbox_mount_prepare(sandbox_mount_plan *p, int userns_fd, rg_error *err)
         if (mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0) {
             int e = errno;
 
+            /* A toolchain path the filesystem cannot id-map stays as it is:
+             * readable if its modes allow, never more. */
+            if (op->flags & SANDBOX_MOUNT_OPTIONAL)
+                continue;
+
             return rg_error_set(err, -e,
                                 "%s: cannot id-map it for the sandbox's uid: %s (%s); "
                                 "--share=user runs as root instead",
@@ -364,8 +369,12 @@ static int mount_mkpoint(const char *path, int dir, rg_error *err)
             continue;
         buf[i] = '\0';
         if (mkdir(buf, 0755) < 0 && errno != EEXIST)
-            return rg_error_set(err, -errno, "cannot make the mount point %s: %s", buf,
-                                strerror(errno));
+            return rg_error_set(err, -errno, "cannot make the mount point %s: %s%s", buf,
+                                strerror(errno),
+                                errno == EACCES ? " (run as root, the command is nobody outside: "
+                                                  "the directories above its fork, HOME and -r/-w "
+                                                  "paths must be searchable by others)"
+                                                : "");
         buf[i] = '/';
     }
     if (dir) {

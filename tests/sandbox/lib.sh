@@ -14,7 +14,12 @@ if [ -z "${REFGATE_RUN:-}" ] || [ ! -x "${REFGATE_RUN}" ]; then
 fi
 RUN=$REFGATE_RUN
 
-T=$(mktemp -d /tmp/rg-sandbox-test.XXXXXX)
+# Not under /tmp: the sandbox's /tmp is a private tmpfs, which would hide
+# the test HOME and project wholesale and leave the finer layers untested.
+T=$(mktemp -d /var/tmp/rg-sandbox-test.XXXXXX)
+# Searchable by others: run as root, the sandboxed command is nobody outside
+# and must reach its fork and HOME through the directories above them.
+chmod 755 "$T"
 FAILURES=0
 CLEANUPS=()
 
@@ -94,6 +99,26 @@ lacks() {
         ;;
     *) ok "$1" ;;
     esac
+}
+
+# denied NAME HAYSTACK NEEDLE: NEEDLE followed by an error one of the
+# sandbox's layers answers with: EACCES (Landlock, a hidden path's modes),
+# ENOENT (the private home, /tmp and /dev, a pid outside the namespace),
+# EROFS (the read-only host tree) or EPERM. Which layer answers first is
+# not the point; that the access fails is.
+denied() {
+    local e
+    for e in "Permission denied" "No such file or directory" "Read-only file system" \
+        "Operation not permitted" "No such process"; do
+        case "$2" in *"$3: $e"*)
+            ok "$1"
+            return
+            ;;
+        esac
+    done
+    not_ok "$1"
+    echo "  expected a refusal of: $3"
+    echo "  in: $2" | head -20
 }
 
 # equals NAME GOT WANT
