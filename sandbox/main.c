@@ -990,7 +990,7 @@ static int run_plan_mounts(run_state *s)
         rc = sandbox_mount_plan_finish(p, &err);
     if (rc == 0 && s->root_mapped)
         rc = sandbox_ns_idmap_userns(&userns_fd, SANDBOX_NS_ROOT_UID, SANDBOX_NS_ROOT_GID, &err);
-    if (rc == 0)
+    if (rc == 0 && geteuid() == 0)
         rc = sandbox_mount_prepare(p, userns_fd, &err);
     if (userns_fd >= 0)
         close(userns_fd);

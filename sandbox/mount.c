@@ -298,7 +298,8 @@ static int mount_setflags(int fd, unsigned long long set, int recursive, rg_erro
     return 0;
 }
 
-int sandbox_mount_prepare(sandbox_mount_plan *p, int userns_fd, rg_error *err)
+/* Open every bind source not opened yet; see sandbox_mount_prepare. */
+static int mount_open_sources(sandbox_mount_plan *p, int userns_fd, rg_error *err)
 {
     struct mount_attr attr;
     size_t i;
@@ -349,6 +350,11 @@ int sandbox_mount_prepare(sandbox_mount_plan *p, int userns_fd, rg_error *err)
         }
     }
     return 0;
+}
+
+int sandbox_mount_prepare(sandbox_mount_plan *p, int userns_fd, rg_error *err)
+{
+    return mount_open_sources(p, userns_fd, err);
 }
 
 /* Make `path` exist as a directory (or, `dir` 0, a file) to mount on. */
@@ -499,7 +505,9 @@ int sandbox_mount_apply(sandbox_mount_plan *p, const sandbox_mount_opts *opts, r
         rc = rg_error_set(err, -errno, "making the mounts private: %s", strerror(errno));
         goto done;
     }
-    /* The bind sources were opened by sandbox_mount_prepare, outside. */
+    /* Every source first, as later mounts may cover where it lies: those
+     * sandbox_mount_prepare did not open outside (it needs root there). */
+    rc = mount_open_sources(p, -1, err);
     for (i = 0; rc == 0 && i < MOUNT_NDEVICES; i++) {
         snprintf(path, sizeof(path), "/dev/%s", mount_devices[i]);
         devs[i] = open_tree(AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);

@@ -68,12 +68,13 @@ int sandbox_mount_plan_finish(sandbox_mount_plan *p, rg_error *err);
 void sandbox_mount_plan_free(sandbox_mount_plan *p);
 
 /*
- * In the runner, before the namespace exists: open every bind's source as
- * a detached tree (the sandbox's first process may no longer be allowed to
- * reach it: a root caller's runs as nobody), read-only unless RW, and
+ * In a root runner, before the namespace exists: open every bind's source
+ * as a detached tree (the sandbox's first process may no longer be allowed
+ * to reach it: a root caller's runs as nobody), read-only unless RW, and
  * id-map IDMAP ones through the user namespace `userns_fd` (from
  * sandbox_ns_idmap_userns; -1: none), so files root owns there are the
- * command's. Fails when the filesystem cannot id-map.
+ * command's. Fails when the filesystem cannot id-map. Without root the
+ * kernel refuses this outside; sandbox_mount_apply opens them inside then.
  */
 int sandbox_mount_prepare(sandbox_mount_plan *p, int userns_fd, rg_error *err);
 
