@@ -172,3 +172,59 @@ sandbox() {
 sandbox_sh() {
     sandbox -- /bin/sh -c "$1"
 }
+
+# --- the unprivileged variant ------------------------------------------------
+# Escape tests run as root (the suite's usual case) and again as an
+# unprivileged account, created here when absent. user_setup prepares $U
+# (a HOME with a secret and a copy of the project, owned by that account)
+# and returns 1, after saying why, when that is impossible.
+RG_TEST_USER=rgtest-sandbox
+user_setup() {
+    if [ "$(id -u)" != 0 ]; then
+        echo "# not root: the unprivileged variant is the run above"
+        return 1
+    fi
+    if ! command -v setpriv >/dev/null; then
+        echo "# no setpriv (util-linux): unprivileged variant skipped"
+        return 1
+    fi
+    if ! id "$RG_TEST_USER" >/dev/null 2>&1 &&
+        ! useradd -m -s /bin/sh "$RG_TEST_USER" >/dev/null 2>&1; then
+        echo "# cannot create the account $RG_TEST_USER: unprivileged variant skipped"
+        return 1
+    fi
+    U="$T/u"
+    mkdir -p "$U/home/.ssh" "$U/proj"
+    echo "SECRET-USER-SSH-KEY" >"$U/home/.ssh/id_ed25519"
+    printf '[user]\n\tname = U\n' >"$U/home/.gitconfig"
+    cp -a "$PROJ/." "$U/proj/"
+    chown -R "$RG_TEST_USER:" "$U"
+    # The binary (and the sanitizer runtime's paths) must be reachable.
+    if ! as_user test -x "$RUN"; then
+        echo "# $RG_TEST_USER cannot run $RUN: unprivileged variant skipped"
+        return 1
+    fi
+}
+
+# as_user CMD...: run CMD as the unprivileged account, HOME=$U/home.
+as_user() {
+    setpriv --reuid "$RG_TEST_USER" --regid "$RG_TEST_USER" --init-groups \
+        env HOME="$U/home" USER="$RG_TEST_USER" LOGNAME="$RG_TEST_USER" "$@"
+}
+
+# user_sandbox_sh SCRIPT: sandbox_sh as the unprivileged account, in a
+# throwaway fork of $U/proj.
+user_sandbox_sh() {
+    OUTPUT=$(cd "$U/proj" && as_user "$RUN" -q --rm -- /bin/sh -c "$1" 2>&1)
+    STATUS=$?
+}
+
+# wait_for_file PATH: poll (bounded, 10 s) until PATH exists and is not empty.
+wait_for_file() {
+    local i
+    for i in $(seq 200); do
+        [ -s "$1" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
