@@ -20,13 +20,16 @@ start_terminal() {
 import os, sys, time
 m, s = os.openpty()
 os.write(m, b"SECRET-KEYSTROKES\n")
+with open(sys.argv[1] + ".pid", "w") as f:
+    f.write(str(os.getpid()))
 with open(sys.argv[1] + ".tmp", "w") as f:
     f.write(os.ttyname(s))
 os.rename(sys.argv[1] + ".tmp", sys.argv[1])
 time.sleep(120)
 PYEOF
-    CLEANUPS+=("kill $! 2>/dev/null")
     wait_for_file "$f" || not_ok "the outside terminal started"
+    # Its own pid: $! may be a subshell running as_user.
+    CLEANUPS+=("kill $(cat "$f.pid") 2>/dev/null")
     PTY=$(cat "$f")
 }
 
