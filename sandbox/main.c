@@ -106,7 +106,7 @@ typedef struct run_opts {
     unsigned ns;          /* SANDBOX_NS_*: the namespaces to create */
     unsigned debug_no_ns; /* --debug-ns-unavailable */
     int rm, keep_tmp, force, no_scope, no_truncate, allow_unconfined;
-    int quiet, verbose, check;
+    int quiet, verbose, check, no_pty;
     int debug_abi; /* -1 unless --debug-landlock-abi */
     char **argv;   /* the command */
 } run_opts;
@@ -196,6 +196,9 @@ static const char help_text[] =
     "      --share-net      same as --share=net: CMD reaches the network as you do\n"
     "      --hide PATH      make PATH (a file or a directory) unreadable inside;\n"
     "                       repeatable; needs the mount namespace\n"
+    "      --no-pty         give CMD your terminal itself, not a pty of the run's\n"
+    "                       own relayed to it (the default when stdin is a\n"
+    "                       terminal, with the mount and pid namespaces)\n"
     "      --force          allow a fork, -d, -r or -w that is, contains or lies\n"
     "                       inside a secret, or contains the home directory\n"
     "      --no-scope       on Landlock ABI < 6, run although CMD could signal, or\n"
@@ -228,7 +231,10 @@ static const char help_text[] =
     "         the home directory and --hide paths are hidden (an empty,\n"
     "         unreadable, read-only directory or file over them).\n"
     "  pid    a fresh /proc; refgate-run's child is init: when CMD exits, every\n"
-    "         process it left is killed, so nothing outlives the run.\n"
+    "         process it left is killed, so nothing outlives the run. When\n"
+    "         stdin is a terminal, init gives CMD a pty of the run's own and\n"
+    "         relays it to yours (raw mode, window size), so CMD never holds\n"
+    "         your terminal (--no-pty gives it yours).\n"
     "  ipc    SysV shared memory, semaphores and queues of the host are invisible.\n"
     "  uts    host name changes stay inside.  net: only loopback (--share-net).\n"
     "\n"
@@ -326,6 +332,7 @@ enum {
     OPT_SHARE_NET,
     OPT_HIDE,
     OPT_DEBUG_NS,
+    OPT_NO_PTY,
 };
 
 static int run_push(const char ***list, size_t *n, const char *v)
@@ -363,6 +370,7 @@ static int run_parse(run_opts *o, int argc, char **argv)
         {"share", required_argument, NULL, OPT_SHARE},
         {"share-net", no_argument, NULL, OPT_SHARE_NET},
         {"hide", required_argument, NULL, OPT_HIDE},
+        {"no-pty", no_argument, NULL, OPT_NO_PTY},
         {"debug-ns-unavailable", required_argument, NULL, OPT_DEBUG_NS},
         {NULL, 0, NULL, 0},
     };
@@ -443,6 +451,9 @@ static int run_parse(run_opts *o, int argc, char **argv)
             break;
         case OPT_SHARE_NET:
             shared |= SANDBOX_NS_NET;
+            break;
+        case OPT_NO_PTY:
+            o->no_pty = 1;
             break;
         case OPT_HIDE:
             rc = run_push(&o->hides, &o->nhides, optarg);
@@ -1211,6 +1222,9 @@ int main(int argc, char **argv)
     po.clone_flags = sandbox_ns_clone_flags(s.o.ns);
     po.map = run_map;
     po.setup = run_setup;
+    /* A pty of the run's own needs its devpts (mount) and init (pid). */
+    po.pty = !s.o.no_pty && isatty(0) &&
+             (s.o.ns & (SANDBOX_NS_MOUNT | SANDBOX_NS_PID)) == (SANDBOX_NS_MOUNT | SANDBOX_NS_PID);
     fflush(NULL);
     rc = sandbox_proc_spawn(&pid, &code, &po, &err);
     if (rc == SANDBOX_PROC_E_NAMESPACE)

@@ -3,6 +3,8 @@
  */
 #include "sandbox/proc.h"
 
+#include "sandbox/pty.h"
+
 #include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -35,6 +37,11 @@ static int proc_installed;
 static int proc_via_init;
 /* Where that init reports the command's wait status; -1 without one. */
 static int proc_status_fd = -1;
+/* The caller's terminal modes while it is raw for the run's pty. */
+static struct termios proc_saved_tty;
+static int proc_tty_raw;
+/* In the command: the run's pty to take; empty without one. */
+static char proc_pty_name[64];
 
 static void proc_forward(int sig)
 {
@@ -60,10 +67,19 @@ static void proc_forward(int sig)
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
     if (sig == SIGTSTP) {
+        /* The shell gets its terminal back as it was. */
+        if (proc_tty_raw)
+            tcsetattr(0, TCSADRAIN, &proc_saved_tty);
         sa.sa_handler = SIG_DFL;
         sigaction(SIGTSTP, &sa, NULL);
         raise(SIGTSTP);
     } else if (sig == SIGCONT) {
+        struct termios raw = proc_saved_tty;
+
+        if (proc_tty_raw) {
+            cfmakeraw(&raw);
+            tcsetattr(0, TCSADRAIN, &raw);
+        }
         sa.sa_handler = proc_forward;
         sigaction(SIGTSTP, &sa, NULL);
     }
@@ -74,6 +90,9 @@ static void proc_restore(void)
 {
     size_t i;
 
+    if (proc_tty_raw)
+        sandbox_pty_restore(0, &proc_saved_tty);
+    proc_tty_raw = 0;
     if (!proc_installed)
         return;
     for (i = 0; i < PROC_NFORWARDED; i++)
@@ -167,6 +186,8 @@ static void proc_child(int wfd, const sandbox_proc_opts *opts)
         rg_error_set(&e, -errno, "starting a new session: %s", strerror(errno));
         proc_child_fail(wfd, SANDBOX_PROC_EXIT_FAILED, &e);
     }
+    if (proc_pty_name[0] != '\0' && sandbox_pty_attach(proc_pty_name, &e) < 0)
+        proc_child_fail(wfd, SANDBOX_PROC_EXIT_FAILED, &e);
     if (opts->cwd != NULL && chdir(opts->cwd) < 0) {
         rg_error_set(&e, -errno, "%s: %s", opts->cwd, strerror(errno));
         proc_child_fail(wfd, SANDBOX_PROC_EXIT_FAILED, &e);
@@ -197,11 +218,33 @@ static void proc_child(int wfd, const sandbox_proc_opts *opts)
 
 /* The command, for init's handler. */
 static volatile sig_atomic_t proc_init_cmd;
+/* The pty's master and the caller's terminal, for SIGWINCH; -1 without. */
+static volatile sig_atomic_t proc_init_master = -1, proc_init_tty = -1;
+/* Init's SIGCHLD pipe, which wakes the relay. */
+static int proc_init_wake[2] = {-1, -1};
+
+static void proc_init_chld(int sig)
+{
+    int saved = errno;
+    ssize_t n;
+
+    (void)sig;
+    n = write(proc_init_wake[1], "c", 1);
+    (void)n;
+    errno = saved;
+}
 
 static void proc_init_forward(int sig)
 {
     pid_t pid = (pid_t)proc_init_cmd;
     int saved = errno, to = sig == SIGTSTP ? SIGSTOP : sig;
+
+    /* The pty's new size makes the kernel signal the command's group. */
+    if (sig == SIGWINCH && proc_init_master >= 0) {
+        sandbox_pty_copy_size(proc_init_tty, proc_init_master);
+        errno = saved;
+        return;
+    }
 
     /* Its group is orphaned too: stop it with SIGSTOP (see proc_forward). */
     if (pid > 0 && kill(-pid, to) < 0)
@@ -221,8 +264,9 @@ static void __attribute__((noreturn)) proc_init(int wfd, int sfd, const sandbox_
     sigset_t block;
     pid_t cmd, pid;
     size_t i;
-    int status = 0, cmd_status = 0;
+    int status = 0, cmd_status = 0, master = -1, in = 0, out = 0, done = 0;
     ssize_t n;
+    char c;
 
     /* Its own session, so the terminal's signals reach the runner only
      * (which forwards them once) and not init as well. */
@@ -232,6 +276,16 @@ static void __attribute__((noreturn)) proc_init(int wfd, int sfd, const sandbox_
     }
     if (opts->setup != NULL && opts->setup(opts->ctx, &e) < 0)
         proc_child_fail(wfd, SANDBOX_PROC_EXIT_FAILED, &e);
+    if (opts->pty) {
+        /* Output goes to the caller's terminal: stdout, else stderr, else stdin. */
+        out = isatty(1) ? 1 : isatty(2) ? 2 : 0;
+        if (sandbox_pty_open(&master, proc_pty_name, sizeof(proc_pty_name), 0, &e) < 0 ||
+            pipe2(proc_init_wake, O_CLOEXEC | O_NONBLOCK) < 0) {
+            if (e.code == 0)
+                rg_error_set(&e, -errno, "pipe: %s", strerror(errno));
+            proc_child_fail(wfd, SANDBOX_PROC_EXIT_FAILED, &e);
+        }
+    }
     sigemptyset(&block);
     for (i = 0; i < PROC_NFORWARDED; i++)
         sigaddset(&block, proc_forwarded[i]);
@@ -243,6 +297,8 @@ static void __attribute__((noreturn)) proc_init(int wfd, int sfd, const sandbox_
     }
     if (cmd == 0) {
         close(sfd);
+        if (master >= 0)
+            close(master);
         proc_child(wfd, opts);
     }
     /* The runner learns that exec succeeded when the command closes the
@@ -255,19 +311,36 @@ static void __attribute__((noreturn)) proc_init(int wfd, int sfd, const sandbox_
     sigemptyset(&sa.sa_mask);
     for (i = 0; i < PROC_NFORWARDED; i++)
         sigaction(proc_forwarded[i], &sa, NULL);
+    if (master >= 0) {
+        proc_init_master = master;
+        proc_init_tty = in;
+        sa.sa_handler = proc_init_chld;
+        sigaction(SIGCHLD, &sa, NULL);
+    }
     sigprocmask(SIG_UNBLOCK, &block, NULL);
-    /* Bounded: each round reaps one child; it ends when the command has. */
-    for (;;) {
-        pid = waitpid(-1, &status, 0);
+    /* Bounded: each round reaps a child or relays a buffer; it ends when
+     * the command has exited. */
+    while (!done) {
+        pid = waitpid(-1, &status, master >= 0 ? WNOHANG : 0);
         if (pid < 0 && errno == EINTR)
             continue;
         if (pid < 0)
             break; /* no child left (cannot happen before the command) */
         if (pid == cmd) {
             cmd_status = status;
-            break;
+            done = 1;
+        } else if (pid == 0) {
+            /* Nothing to reap: relay until something changes. */
+            if (sandbox_pty_relay(&in, out, &master, proc_init_wake[0]) < 0)
+                break;
+            while (read(proc_init_wake[0], &c, 1) > 0)
+                ;
+            if (master < 0)
+                proc_init_master = -1;
         }
     }
+    if (master >= 0)
+        sandbox_pty_drain(master, out);
     do
         n = write(sfd, &cmd_status, sizeof(cmd_status));
     while (n < 0 && errno == EINTR);
@@ -330,6 +403,14 @@ int sandbox_proc_spawn(pid_t *out, int *out_exit, const sandbox_proc_opts *opts,
         ((opts->clone_flags & CLONE_NEWPID) && pipe2(sfd, O_CLOEXEC) < 0)) {
         rc = rg_error_set(err, -errno, "pipe: %s", strerror(errno));
         goto done;
+    }
+    /* The pty's line discipline edits now; the caller's terminal passes
+     * every key through. */
+    if (opts->pty) {
+        rc = sandbox_pty_raw(0, &proc_saved_tty, err);
+        if (rc < 0)
+            goto done;
+        proc_tty_raw = 1;
     }
     /* Signals wait until the pid is known, so none is lost or misdirected. */
     sigemptyset(&block);

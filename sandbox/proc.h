@@ -52,11 +52,14 @@ typedef struct sandbox_proc_opts {
     /* Runs in the child after map, before the command starts (the mounts);
      * in a new pid namespace, in its init. */
     int (*setup)(void *ctx, rg_error *err);
+    /* With a new pid namespace and the run's own devpts: give the command
+     * a pty of its own instead of the caller's terminal (see pty.h). */
+    int pty;
 } sandbox_proc_opts;
 
 #define SANDBOX_PROC_OPTS_INIT                                                                     \
     {                                                                                              \
-        NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL                                                \
+        NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, 0                                             \
     }
 
 /*
