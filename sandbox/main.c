@@ -840,6 +840,14 @@ static int run_check_ns(run_state *s)
         return rc;
     }
     s->root_mapped = geteuid() == 0 && (s->o.ns & SANDBOX_NS_USER);
+    /* Without the mount namespace there is no id-mapped mount: nobody could
+     * not write a fork root owns. */
+    if (s->root_mapped && !(s->o.ns & SANDBOX_NS_MOUNT)) {
+        say("run as root, the user namespace needs the mount namespace: the command is nobody "
+            "outside and gets its fork through an id-mapped mount; share both "
+            "(--share=user,mount) or neither");
+        return -EINVAL;
+    }
     return 0;
 }
 
@@ -1150,6 +1158,18 @@ static int run_check(run_state *s)
     }
     for (i = 0; i < plan.ndegraded; i++)
         printf("  lost at this ABI: %s\n", plan.degraded[i]);
+    {
+        rg_error nerr = RG_ERROR_INIT;
+        char names[64];
+
+        sandbox_ns_names(names, sizeof(names), s->o.ns);
+        if (sandbox_ns_probe(s->o.ns, s->o.debug_no_ns, &nerr) == 0) {
+            printf("namespaces: %s can be created\n", names);
+        } else {
+            printf("namespaces: a run would be refused: %s\n", nerr.msg);
+            rc = -EPERM;
+        }
+    }
     printf("home: %s\n", s->home.path);
     for (i = 0; i < s->home.nsecrets; i++)
         if (lstat(s->home.secrets[i], &st) == 0)
@@ -1227,8 +1247,11 @@ int main(int argc, char **argv)
              (s.o.ns & (SANDBOX_NS_MOUNT | SANDBOX_NS_PID)) == (SANDBOX_NS_MOUNT | SANDBOX_NS_PID);
     fflush(NULL);
     rc = sandbox_proc_spawn(&pid, &code, &po, &err);
-    if (rc == SANDBOX_PROC_E_NAMESPACE)
-        sandbox_ns_explain(s.o.ns, 0, errno ? errno : EPERM, &err);
+    if (rc == SANDBOX_PROC_E_NAMESPACE) {
+        /* The kernel said no to the set; find which one, and say so. */
+        say("%s", err.msg);
+        sandbox_ns_explain(s.o.ns, 0, EPERM, &err);
+    }
     if (rc < 0) {
         say("%s", err.msg);
         goto done;

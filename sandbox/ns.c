@@ -166,6 +166,18 @@ int sandbox_ns_explain(unsigned set, unsigned simulated, int errno_, rg_error *e
                         strerror(errno_));
 }
 
+int sandbox_ns_probe(unsigned set, unsigned simulated, rg_error *err)
+{
+    int rc;
+
+    if (set & simulated)
+        return sandbox_ns_explain(set, simulated, EPERM, err);
+    rc = set ? ns_try(sandbox_ns_clone_flags(set)) : 0;
+    if (rc < 0)
+        return sandbox_ns_explain(set, 0, -rc, err);
+    return 0;
+}
+
 static int ns_write(const char *path, const char *text, rg_error *err)
 {
     int fd, rc = 0;

@@ -74,6 +74,13 @@ int sandbox_ns_check(unsigned set, int is_root, rg_error *err);
 int sandbox_ns_explain(unsigned set, unsigned simulated, int errno_, rg_error *err);
 
 /*
+ * Whether this kernel lets the caller create the namespaces `set` (tried
+ * together in a throwaway child, as a run would); 0, or what
+ * sandbox_ns_explain says. `simulated` as there.
+ */
+int sandbox_ns_probe(unsigned set, unsigned simulated, rg_error *err);
+
+/*
  * Write the uid and gid maps of the user namespace of `pid`: `inside` is
  * mapped to `outside` (one id each). For an unprivileged caller, setgroups
  * is denied first, as the kernel requires.

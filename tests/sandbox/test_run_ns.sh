@@ -42,6 +42,21 @@ attempt --unshare=none
 equals "--unshare=none runs with Landlock only" "$ST" 0
 contains "--unshare=none: the command ran" "$OUT" "RAN"
 
+out=$("$RUN" --check 2>&1)
+contains "--check says the namespaces can be created" "$out" \
+    "namespaces: user,mount,pid,ipc,uts,net can be created"
+out=$("$RUN" --check --debug-ns-unavailable=pid 2>&1)
+equals "--check with a namespace missing exits 125" "$?" 125
+contains "--check names the missing namespace" "$out" "cannot create the pid namespace"
+
+if [ "$(id -u)" = 0 ]; then
+    attempt --share=mount
+    equals "as root, a user namespace without a mount namespace is refused" "$ST" 125
+    contains "the refusal says why and what to share" "$OUT" "--share=user,mount"
+    attempt --share=user,mount
+    equals "as root, sharing both runs" "$ST" 0
+fi
+
 out=$("$RUN" --help)
 contains "--help documents --unshare" "$out" "--unshare=LIST"
 contains "--help documents --share-net" "$out" "--share-net"
