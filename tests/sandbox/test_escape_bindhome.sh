@@ -28,4 +28,18 @@ denied "the secret is unreadable through the bind mount" "$OUTPUT" "$M/.ssh/id_e
 lacks "the secret does not leak" "$OUTPUT" "SECRET-SSH-KEY"
 contains "the bind mount lists nothing" "$OUTPUT" "list=[]"
 
+if user_setup; then
+    M2=$(mktemp -d /var/tmp/rg-alias.XXXXXX)
+    chmod 755 "$M2"
+    CLEANUPS+=("rmdir '$M2'")
+    if mount --bind "$U/home" "$M2"; then
+        CLEANUPS=("umount '$M2'" "${CLEANUPS[@]}")
+        user_sandbox_sh "cat '$M2/.ssh/id_ed25519'; echo \"list=[\$(ls -A '$M2' | tr '\\n' ' ')]\""
+        denied "unprivileged: the secret is unreadable through a bind mount of HOME" "$OUTPUT" \
+            "$M2/.ssh/id_ed25519"
+        lacks "unprivileged: the secret does not leak" "$OUTPUT" "SECRET-USER-SSH-KEY"
+        contains "unprivileged: the bind mount lists nothing" "$OUTPUT" "list=[]"
+    fi
+fi
+
 finish

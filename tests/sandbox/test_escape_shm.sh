@@ -24,13 +24,14 @@ else:
         ctypes.memmove(p, b"overwritten!", 12)'
 
 # A segment outside holding a secret.
-ID=$("$PY" -c 'import ctypes, os
+CREATE='import ctypes, os
 libc = ctypes.CDLL(None, use_errno=True)
 libc.shmat.restype = ctypes.c_void_p
 i = libc.shmget(0, 4096, 0o1600)
 p = libc.shmat(i, None, 0)
 ctypes.memmove(p, b"SECRET-SHM-DATA!", 16)
-print(i)')
+print(i)'
+ID=$("$PY" -c "$CREATE")
 CLEANUPS+=("ipcrm -m $ID 2>/dev/null")
 control=$("$PY" -c "$ATTACH" "$ID")
 contains "control: the segment is readable outside" "$control" "attached: b'SECRET-SHM-DATA!'"
@@ -44,5 +45,14 @@ lacks "its content does not leak" "$OUTPUT" "SECRET-SHM"
 equals "ipcs lists no segment of the host" "$(echo "$OUTPUT" | grep -x '[0-9]*' | head -1)" 0
 contains "the segment outside is not overwritten" "$("$PY" -c "$ATTACH" "$ID")" \
     "attached: b'SECRET-SHM-DATA!'"
+
+if user_setup; then
+    UID_SHM=$(as_user "$PY" -c "$CREATE")
+    CLEANUPS+=("ipcrm -m $UID_SHM 2>/dev/null")
+    OUTPUT=$(cd "$U/proj" && as_user "$RUN" -q --rm -- "$PY" -c "$ATTACH" "$UID_SHM" write 2>&1)
+    contains "unprivileged: the user's own segment outside cannot be attached" "$OUTPUT" \
+        "attach-failed:"
+    lacks "unprivileged: its content does not leak" "$OUTPUT" "SECRET-SHM"
+fi
 
 finish

@@ -27,4 +27,18 @@ else
 fi
 equals "mode and mtime outside are unchanged" "$(stat -c '%a %Y' "$OUT/target")" "$before"
 
+if user_setup; then
+    as_user sh -c "echo data >'$U/target'"
+    user_sandbox_sh "echo f >f && setfattr -n user.rg -v in-fork f && getfattr --only-values -n user.rg f && echo
+setfattr -n user.rg -v pwned '$U/target'; touch -d 2001-01-01 '$U/target'"
+    contains "unprivileged: xattrs work in the fork" "$OUTPUT" "in-fork"
+    denied "unprivileged: setfattr on the user's own file outside fails" "$OUTPUT" \
+        "setfattr: $U/target"
+    if getfattr -n user.rg "$U/target" >/dev/null 2>&1; then
+        not_ok "unprivileged: no xattr was set outside"
+    else
+        ok "unprivileged: no xattr was set outside"
+    fi
+fi
+
 finish
