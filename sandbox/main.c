@@ -1049,6 +1049,9 @@ static int run_setup(void *ctx, rg_error *err)
     if (rc == 0 && (s->o.ns & SANDBOX_NS_MOUNT)) {
         mo.proc = (s->o.ns & SANDBOX_NS_PID) != 0;
         rc = sandbox_mount_apply(&s->mounts, &mo, err);
+        if (rc < 0)
+            rg_error_wrap(err, "refusing to run: the mount namespace cannot be built "
+                               "(--share=mount runs without it)");
     }
     if (rc == 0)
         rc = run_build_rules(s, err);

@@ -294,7 +294,8 @@ static int mount_setflags(int fd, unsigned long long set, int recursive, rg_erro
     if (mount_setattr(fd, fd == AT_FDCWD ? what : "",
                       (fd == AT_FDCWD ? 0 : AT_EMPTY_PATH) | (recursive ? AT_RECURSIVE : 0), &attr,
                       sizeof(attr)) < 0)
-        return rg_error_set(err, -errno, "cannot make %s read-only: %s", what, strerror(errno));
+        return rg_error_set(err, -errno, "cannot set the mount attributes of %s: %s", what,
+                            strerror(errno));
     return 0;
 }
 
