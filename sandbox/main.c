@@ -216,10 +216,11 @@ static const char help_text[] =
     "      --version        print the version\n"
     "\n"
     "Namespaces (default: all; fail closed):\n"
-    "  user   CMD holds no capability outside. Run as root, CMD is root inside but\n"
-    "         uid/gid 65534 (nobody) outside, with no capability: /root,\n"
+    "  user   CMD holds no capability outside. Run as root, CMD is uid/gid 65534\n"
+    "         (nobody), inside and outside, with no capability: /root,\n"
     "         /etc/shadow and chmod of root's files are out of reach. Its fork,\n"
-    "         TMPDIR and -w paths are id-mapped mounts, so it owns them.\n"
+    "         TMPDIR, -r and -w paths are id-mapped mounts (root's files there\n"
+    "         appear as its own); seccomp stops it making setuid files there.\n"
     "  mount  / is the host's tree bound read-only, nosuid, nodev, recursively\n"
     "         (chmod, chown, xattrs, utimes outside fail: EROFS); the fork, TMPDIR\n"
     "         and -w paths are bound writable; /tmp and /dev/shm are private\n"
@@ -1028,7 +1029,8 @@ static int run_map(void *ctx, pid_t child, rg_error *err)
     if (!(s->o.ns & SANDBOX_NS_USER))
         return 0;
     if (s->root_mapped)
-        return sandbox_ns_write_maps(child, 0, SANDBOX_NS_ROOT_UID, 0, SANDBOX_NS_ROOT_GID, err);
+        return sandbox_ns_write_maps(child, SANDBOX_NS_ROOT_UID, SANDBOX_NS_ROOT_UID,
+                                     SANDBOX_NS_ROOT_GID, SANDBOX_NS_ROOT_GID, err);
     return sandbox_ns_write_maps(child, geteuid(), geteuid(), getegid(), getegid(), err);
 }
 
@@ -1039,11 +1041,15 @@ static int run_setup(void *ctx, rg_error *err)
     sandbox_mount_opts mo = {0};
     int rc = 0;
 
-    /* A root caller becomes root of the namespace, which is nobody outside;
-     * root's supplementary groups (shadow, disk, ...) go. */
+    /* A root caller's child becomes nobody, the one id mapped (it keeps the
+     * namespace's capabilities for the setup; the command loses them at
+     * exec); root's supplementary groups (shadow, disk, ...) go. */
     if (s->root_mapped &&
-        (setgroups(0, NULL) < 0 || setresgid(0, 0, 0) < 0 || setresuid(0, 0, 0) < 0))
-        return rg_error_set(err, -errno, "taking uid 0 in the user namespace: %s", strerror(errno));
+        (setgroups(0, NULL) < 0 ||
+         setresgid(SANDBOX_NS_ROOT_GID, SANDBOX_NS_ROOT_GID, SANDBOX_NS_ROOT_GID) < 0 ||
+         setresuid(SANDBOX_NS_ROOT_UID, SANDBOX_NS_ROOT_UID, SANDBOX_NS_ROOT_UID) < 0))
+        return rg_error_set(err, -errno, "taking uid %d in the user namespace: %s",
+                            SANDBOX_NS_ROOT_UID, strerror(errno));
     if (s->o.ns & SANDBOX_NS_NET)
         rc = sandbox_ns_loopback_up(err);
     if (rc == 0 && (s->o.ns & SANDBOX_NS_MOUNT)) {

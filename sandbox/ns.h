@@ -7,7 +7,7 @@
  *
  * The namespaces, and what each closes:
  *   user   the command holds no capability over anything outside; as root it
- *          runs as an unprivileged uid outside (SANDBOX_NS_ROOT_UID)
+ *          runs as nobody (SANDBOX_NS_ROOT_UID), inside and outside
  *   mount  a read-only host tree, a private /tmp, /dev, /proc and home
  *   pid    init is the runner: when the command exits, every process of the
  *          run dies; no other process is visible
@@ -36,10 +36,13 @@
 #define SANDBOX_NS_ALL   0x3fu
 
 /*
- * The uid and gid a root caller's command has outside: nobody. Inside, it
- * is root without any capability, so tools that check for root behave as
- * under root, while the kernel sees nobody: /root, /etc/shadow and setuid
- * programs are out of reach, and no capability applies outside.
+ * The uid and gid a root caller's command has, outside and inside: nobody.
+ * The kernel sees nobody, so /root, /etc/shadow and root's files are out of
+ * reach and no capability applies outside; inside it is not root either,
+ * so tools behave as for an ordinary user (cp -p, tar and mv do not fail
+ * on owners they cannot keep). Chosen over a subuid range: it needs no
+ * /etc/subuid setup and owns nothing worth having. Its fork is an
+ * id-mapped mount (root's files appear as nobody's), so it owns it.
  */
 #define SANDBOX_NS_ROOT_UID 65534
 #define SANDBOX_NS_ROOT_GID 65534

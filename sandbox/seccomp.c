@@ -4,12 +4,14 @@
  */
 #include "sandbox/seccomp.h"
 
+#include <fcntl.h>
 #include <linux/netlink.h>
 #include <sched.h>
 #include <seccomp.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #ifndef CLONE_NEWCGROUP
 #define CLONE_NEWCGROUP 0x02000000
@@ -20,53 +22,77 @@
     (CLONE_NEWNS | CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWUSER | CLONE_NEWPID | CLONE_NEWNET |     \
      CLONE_NEWCGROUP)
 
+/* fchmodat2 (Linux 6.6) is newer than Debian 12's libseccomp: by number,
+ * which new system calls share on every architecture. */
+#define SECCOMP_NR_FCHMODAT2 452
+
+/* The bits a file must not get: the kernel keeps them for root's files. */
+#define SECCOMP_SETID (S_ISUID | S_ISGID)
+
+#ifndef __O_TMPFILE
+#define __O_TMPFILE 020000000
+#endif
+
 /* Past the last family any kernel defines today, so a new one is denied too. */
 #define SECCOMP_FAMILY_MAX 64
 
 const sandbox_seccomp_rule sandbox_seccomp_rules[] = {
     /* Other processes' memory and registers; Landlock scoping covers signals only. */
-    {"ptrace", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "reads and writes another process"},
-    {"process_vm_readv", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "reads another process"},
-    {"process_vm_writev", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "writes another process"},
+    {"ptrace", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "reads and writes another process"},
+    {"process_vm_readv", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "reads another process"},
+    {"process_vm_writev", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "writes another process"},
     /* Kernel keyrings: not files, so neither namespaces nor Landlock hide them. */
-    {"keyctl", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "reads the session and user keyrings"},
-    {"add_key", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "writes a keyring"},
-    {"request_key", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "reads a keyring"},
+    {"keyctl", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "reads the session and user keyrings"},
+    {"add_key", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "writes a keyring"},
+    {"request_key", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "reads a keyring"},
     /* Kernel attack surface no build or agent needs. */
-    {"bpf", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "loads programs into the kernel"},
-    {"perf_event_open", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "observes other processes"},
-    {"userfaultfd", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "widens kernel race windows"},
-    {"io_uring_setup", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "bypasses this filter"},
-    {"io_uring_enter", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "bypasses this filter"},
-    {"io_uring_register", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "bypasses this filter"},
-    {"open_by_handle_at", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "opens a file past its path"},
-    {"init_module", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "loads a kernel module"},
-    {"finit_module", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "loads a kernel module"},
-    {"delete_module", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "unloads a kernel module"},
-    {"kexec_load", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "replaces the kernel"},
-    {"kexec_file_load", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "replaces the kernel"},
+    {"bpf", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "loads programs into the kernel"},
+    {"perf_event_open", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "observes other processes"},
+    {"userfaultfd", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "widens kernel race windows"},
+    {"io_uring_setup", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "bypasses this filter"},
+    {"io_uring_enter", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "bypasses this filter"},
+    {"io_uring_register", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "bypasses this filter"},
+    {"open_by_handle_at", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "opens a file past its path"},
+    {"init_module", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "loads a kernel module"},
+    {"finit_module", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "loads a kernel module"},
+    {"delete_module", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "unloads a kernel module"},
+    {"kexec_load", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "replaces the kernel"},
+    {"kexec_file_load", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "replaces the kernel"},
     /* The sandbox's own layout: a command that could remount could uncover
      * what the mount namespace hides. */
-    {"mount", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "uncovers hidden paths"},
-    {"umount2", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "uncovers hidden paths"},
-    {"pivot_root", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "changes the root"},
-    {"fsopen", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "mounts"},
-    {"fsconfig", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "mounts"},
-    {"fsmount", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "mounts"},
-    {"fspick", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "reconfigures a mount"},
-    {"move_mount", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "mounts"},
-    {"open_tree", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "copies a mount"},
-    {"mount_setattr", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "makes a mount writable"},
-    {"unshare", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "a namespace of its own"},
-    {"setns", EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "joins another namespace"},
-    {"clone", EPERM, SANDBOX_SECCOMP_ARG_BITS, 0, SECCOMP_CLONE_NS, "a namespace of its own"},
+    {"mount", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "uncovers hidden paths"},
+    {"umount2", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "uncovers hidden paths"},
+    {"pivot_root", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "changes the root"},
+    {"fsopen", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "mounts"},
+    {"fsconfig", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "mounts"},
+    {"fsmount", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "mounts"},
+    {"fspick", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "reconfigures a mount"},
+    {"move_mount", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "mounts"},
+    {"open_tree", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "copies a mount"},
+    {"mount_setattr", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "makes a mount writable"},
+    {"unshare", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "a namespace of its own"},
+    {"setns", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "joins another namespace"},
+    {"clone", 0, EPERM, SANDBOX_SECCOMP_ARG_BITS, 0, SECCOMP_CLONE_NS, "a namespace of its own"},
     /* clone3 passes its flags in memory a filter cannot read: ENOSYS makes
      * glibc fall back to clone(), which the line above checks. */
-    {"clone3", ENOSYS, SANDBOX_SECCOMP_ALWAYS, 0, 0, "flags out of the filter's sight"},
+    {"clone3", 0, ENOSYS, SANDBOX_SECCOMP_ALWAYS, 0, 0, "flags out of the filter's sight"},
     /* Typing into, or reading the console through, a terminal. */
-    {"ioctl", EPERM, SANDBOX_SECCOMP_ARG_EQ, 1, TIOCSTI, "types into a terminal"},
-    {"ioctl", EPERM, SANDBOX_SECCOMP_ARG_EQ, 1, TIOCLINUX, "reads and types on the console"},
-    {NULL, 0, 0, 0, 0, NULL},
+    {"ioctl", 0, EPERM, SANDBOX_SECCOMP_ARG_EQ, 1, TIOCSTI, "types into a terminal"},
+    {"ioctl", 0, EPERM, SANDBOX_SECCOMP_ARG_EQ, 1, TIOCLINUX, "reads and types on the console"},
+    /* setuid and setgid files: on an id-mapped fork they are root's outside. */
+    {"chmod", 0, EPERM, SANDBOX_SECCOMP_ARG_BITS, 1, SECCOMP_SETID, "makes a setuid file"},
+    {"fchmod", 0, EPERM, SANDBOX_SECCOMP_ARG_BITS, 1, SECCOMP_SETID, "makes a setuid file"},
+    {"fchmodat", 0, EPERM, SANDBOX_SECCOMP_ARG_BITS, 2, SECCOMP_SETID, "makes a setuid file"},
+    {"fchmodat2", SECCOMP_NR_FCHMODAT2, EPERM, SANDBOX_SECCOMP_ARG_BITS, 2, SECCOMP_SETID,
+     "makes a setuid file"},
+    {"creat", 0, EPERM, SANDBOX_SECCOMP_ARG_BITS, 1, SECCOMP_SETID, "makes a setuid file"},
+    {"mknod", 0, EPERM, SANDBOX_SECCOMP_ARG_BITS, 1, SECCOMP_SETID, "makes a setuid file"},
+    {"mknodat", 0, EPERM, SANDBOX_SECCOMP_ARG_BITS, 2, SECCOMP_SETID, "makes a setuid file"},
+    {"open", 0, EPERM, SANDBOX_SECCOMP_CREATE, 1, SECCOMP_SETID, "makes a setuid file"},
+    {"openat", 0, EPERM, SANDBOX_SECCOMP_CREATE, 2, SECCOMP_SETID, "makes a setuid file"},
+    /* openat2 passes its mode in memory a filter cannot read; libc falls back. */
+    {"openat2", 0, ENOSYS, SANDBOX_SECCOMP_ALWAYS, 0, 0, "a mode out of the filter's sight"},
+    {NULL, 0, 0, 0, 0, 0, NULL},
 };
 
 int sandbox_seccomp_family_allowed(int family)
@@ -76,10 +102,11 @@ int sandbox_seccomp_family_allowed(int family)
 
 static int seccomp_add(scmp_filter_ctx ctx, const sandbox_seccomp_rule *r)
 {
-    int nr = seccomp_syscall_resolve_name(r->name);
-    struct scmp_arg_cmp cmp;
+    int nr = r->nr ? r->nr : seccomp_syscall_resolve_name(r->name);
+    struct scmp_arg_cmp cmp, both[2];
 
-    /* A call this kernel's headers do not know cannot be made either. */
+    /* A call libseccomp does not know on this architecture does not exist
+     * here (open and creat on arm64); calls newer than it carry a number. */
     if (nr == __NR_SCMP_ERROR)
         return 0;
     switch (r->match) {
@@ -90,6 +117,25 @@ static int seccomp_add(scmp_filter_ctx ctx, const sandbox_seccomp_rule *r)
          * request with garbage in the high half would slip through. */
         cmp = (struct scmp_arg_cmp)SCMP_CMP(r->arg, SCMP_CMP_MASKED_EQ, 0xffffffffULL, r->value);
         return seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(r->err), nr, 1, &cmp);
+    case SANDBOX_SECCOMP_CREATE: {
+        static const unsigned long long creating[] = {O_CREAT, __O_TMPFILE};
+        unsigned long long bit;
+        size_t i;
+        int rc = 0;
+
+        /* "creates, and any of these mode bits": one rule per pair. */
+        for (i = 0; rc == 0 && i < sizeof(creating) / sizeof(creating[0]); i++) {
+            for (bit = 1; rc == 0 && bit != 0; bit <<= 1) {
+                if (!(r->value & bit))
+                    continue;
+                both[0] = (struct scmp_arg_cmp)SCMP_CMP(r->arg, SCMP_CMP_MASKED_EQ, creating[i],
+                                                        creating[i]);
+                both[1] = (struct scmp_arg_cmp)SCMP_CMP(r->arg + 1, SCMP_CMP_MASKED_EQ, bit, bit);
+                rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(r->err), nr, 2, both);
+            }
+        }
+        return rc;
+    }
     case SANDBOX_SECCOMP_ARG_BITS: {
         unsigned long long bit;
         int rc = 0;

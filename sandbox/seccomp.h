@@ -8,8 +8,11 @@
  * rearranging the sandbox's own mounts or namespaces (mount API, unshare,
  * setns, clone with namespace flags; clone3 answers ENOSYS so libc falls
  * back to clone, whose flags a filter can read), typing into a terminal
- * (TIOCSTI, TIOCLINUX) and socket families other than unix, IPv4, IPv6 and
- * route netlink.
+ * (TIOCSTI, TIOCLINUX), socket families other than unix, IPv4, IPv6 and
+ * route netlink, and setting the setuid or setgid bit (chmod, creating a
+ * file with it): a root caller's fork and -w paths are id-mapped, so a file
+ * the command makes there is root's on disk, and a setuid one would be a
+ * way to root for whoever runs it outside.
  *
  * The rule table is data (sandbox_seccomp_rules) so a test can check what
  * it denies without installing it.
@@ -25,10 +28,13 @@ typedef enum sandbox_seccomp_match {
     SANDBOX_SECCOMP_ALWAYS = 0, /* every call */
     SANDBOX_SECCOMP_ARG_BITS,   /* calls whose argument `arg` has any bit of `value` */
     SANDBOX_SECCOMP_ARG_EQ,     /* calls whose argument `arg` (32 bits) equals `value` */
+    SANDBOX_SECCOMP_CREATE,     /* flags `arg` create a file (O_CREAT, O_TMPFILE) whose
+                                   mode, argument `arg` + 1, has any bit of `value` */
 } sandbox_seccomp_match;
 
 typedef struct sandbox_seccomp_rule {
     const char *name; /* the system call, as libseccomp names it */
+    int nr;           /* or its number, for calls newer than libseccomp (0: by name) */
     int err;          /* the errno the call fails with */
     sandbox_seccomp_match match;
     unsigned arg;

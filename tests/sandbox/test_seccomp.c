@@ -1,7 +1,8 @@
 /*
  * sandbox/seccomp.c: the deny-list names every call the design lists, and,
- * installed in a child, those calls fail with the planned errno while
- * ordinary work (files, AF_INET and AF_UNIX sockets, plain fork) goes on.
+ * installed in a child, those calls fail with the planned errno (setuid and
+ * setgid bits included) while ordinary work (files and modes, AF_INET and
+ * AF_UNIX sockets, plain fork) goes on.
  */
 #include <criterion/criterion.h>
 #include <errno.h>
@@ -11,6 +12,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -117,6 +119,17 @@ static int seccomp_child_checks(void)
         fails |= 1 << 8;
     if (seccomp_errno(syscall(SYS_clone, CLONE_NEWNS | SIGCHLD, NULL, NULL, NULL, NULL)) != EPERM)
         fails |= 1 << 9;
+    /* Setuid and setgid bits, by chmod or at creation; plain modes pass. */
+    fd = open("/tmp", O_TMPFILE | O_WRONLY, 04755);
+    if (seccomp_errno(fd) != EPERM)
+        fails |= 1 << 10;
+    fd = open("/tmp", O_TMPFILE | O_WRONLY, 0755);
+    if (fd < 0 || seccomp_errno(fchmod(fd, 02755)) != EPERM || fchmod(fd, 0700) < 0)
+        fails |= 1 << 11;
+    if (fd >= 0)
+        close(fd);
+    if (seccomp_errno(syscall(SYS_openat2, AT_FDCWD, "/tmp", NULL, 0)) != ENOSYS)
+        fails |= 1 << 12;
     return fails;
 }
 
