@@ -33,9 +33,6 @@
 #define __O_TMPFILE 020000000
 #endif
 
-/* Past the last family any kernel defines today, so a new one is denied too. */
-#define SECCOMP_FAMILY_MAX 64
-
 const sandbox_seccomp_rule sandbox_seccomp_rules[] = {
     /* Other processes' memory and registers; Landlock scoping covers signals only. */
     {"ptrace", 0, EPERM, SANDBOX_SECCOMP_ALWAYS, 0, 0, "reads and writes another process"},
@@ -160,16 +157,18 @@ static int seccomp_add_families(scmp_filter_ctx ctx)
     size_t i;
     int family, rc = 0;
 
+    /* One rule per family up to netlink's, then one for all past it: fewer
+     * rules make a smaller filter, compiled and run faster. */
     for (i = 0; rc == 0 && i < sizeof(calls) / sizeof(calls[0]); i++) {
-        for (family = 0; rc == 0 && family < SECCOMP_FAMILY_MAX; family++) {
-            if (sandbox_seccomp_family_allowed(family) || family == AF_NETLINK)
+        for (family = 0; rc == 0 && family < AF_NETLINK; family++) {
+            if (sandbox_seccomp_family_allowed(family))
                 continue;
             rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), calls[i], 1,
                                   SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)family));
         }
         if (rc == 0)
             rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), calls[i], 1,
-                                  SCMP_A0(SCMP_CMP_GE, SECCOMP_FAMILY_MAX));
+                                  SCMP_A0(SCMP_CMP_GT, AF_NETLINK));
     }
     /* Netlink: the routing table only (glibc's getaddrinfo reads it). */
     if (rc == 0)
