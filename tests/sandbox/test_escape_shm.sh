@@ -37,7 +37,7 @@ control=$("$PY" -c "$ATTACH" "$ID")
 contains "control: the segment is readable outside" "$control" "attached: b'SECRET-SHM-DATA!'"
 
 sandbox_sh "ipcs -m | grep -c '^0x' ; $PY -c '$ATTACH' $ID write
-mine=\$(ipcmk -M 4096 | awk '{print \$NF}') && $PY -c '$ATTACH' \$mine"
+mine=\$(ipcmk -M 4096 | awk '{print \$NF}') && $PY -c '$ATTACH' \$mine; ipcrm -m \$mine"
 equals "the command ran" "$STATUS" 0
 contains "the command can use shared memory of its own" "$OUTPUT" "attached: b'\\x00"
 contains "the segment outside cannot be attached" "$OUTPUT" "attach-failed:"
