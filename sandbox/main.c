@@ -125,6 +125,7 @@ typedef struct run_state {
     size_t ninodes;
     sandbox_mount_plan mounts;
     int root_mapped; /* a root caller runs as SANDBOX_NS_ROOT_UID outside */
+    int bpf[2];      /* the seccomp filter, compiled by the runner meanwhile */
 } run_state;
 
 /* ------------------------------------------------------------------------ */
@@ -1034,12 +1035,30 @@ static int run_map(void *ctx, pid_t child, rg_error *err)
     return sandbox_ns_write_maps(child, geteuid(), geteuid(), getegid(), getegid(), err);
 }
 
+/*
+ * Runner side, while the child sets up: compile the seccomp filter and send
+ * it. A failure sends a short or no program, which the command refuses.
+ */
+static void run_started(void *ctx)
+{
+    run_state *s = ctx;
+    rg_error err = RG_ERROR_INIT;
+
+    sandbox_seccomp_export(s->bpf[1], &err);
+    close(s->bpf[1]);
+    s->bpf[1] = -1;
+}
+
 /* In the sandbox's first process (init of the pid namespace). */
 static int run_setup(void *ctx, rg_error *err)
 {
     run_state *s = ctx;
     sandbox_mount_opts mo = {0};
     int rc = 0;
+
+    /* Only the runner writes the filter: the command reads it to the end. */
+    close(s->bpf[1]);
+    s->bpf[1] = -1;
 
     /* A root caller's child becomes nobody, the one id mapped (it keeps the
      * namespace's capabilities for the setup; the command loses them at
@@ -1075,7 +1094,7 @@ static int run_confine(void *ctx, rg_error *err)
         rc = sandbox_landlock_enforce(s->ll, err);
     /* Last: the filter denies calls the steps above make. */
     if (rc == 0)
-        rc = sandbox_seccomp_install(err);
+        rc = sandbox_seccomp_load(s->bpf[0], err);
     return rc;
 }
 
@@ -1115,6 +1134,10 @@ static void run_free(run_state *s)
     free(s->o.envs);
     free(s->o.hides);
     sandbox_mount_plan_free(&s->mounts);
+    if (s->bpf[0] >= 0)
+        close(s->bpf[0]);
+    if (s->bpf[1] >= 0)
+        close(s->bpf[1]);
     free(s->workdir);
     free(s->tmpdir);
     free(s->inodes);
@@ -1206,6 +1229,7 @@ int main(int argc, char **argv)
     pid_t pid;
 
     memset(&s, 0, sizeof(s));
+    s.bpf[0] = s.bpf[1] = -1;
     run_guard_stdio();
     rc = run_parse(&s.o, argc, argv);
     if (rc != 0) {
@@ -1251,6 +1275,13 @@ int main(int argc, char **argv)
     po.clone_flags = sandbox_ns_clone_flags(s.o.ns);
     po.map = run_map;
     po.setup = run_setup;
+    po.started = run_started;
+    /* Non-blocking: a filter larger than the pipe fails the export (and so
+     * the run) instead of waiting on a child that may never read it. */
+    if (pipe2(s.bpf, O_CLOEXEC) < 0 || fcntl(s.bpf[1], F_SETFL, O_NONBLOCK) < 0) {
+        say("pipe: %s", strerror(errno));
+        goto done;
+    }
     /* A pty of the run's own needs its devpts (mount) and init (pid). */
     po.pty = !s.o.no_pty && isatty(0) &&
              (s.o.ns & (SANDBOX_NS_MOUNT | SANDBOX_NS_PID)) == (SANDBOX_NS_MOUNT | SANDBOX_NS_PID);

@@ -471,6 +471,8 @@ int sandbox_proc_spawn(pid_t *out, int *out_exit, const sandbox_proc_opts *opts,
         close(gfd[1]);
         gfd[1] = -1;
     }
+    if (opts->started != NULL)
+        opts->started(opts->ctx);
     memset(&r, 0, sizeof(r));
     while (got < sizeof(r)) {
         n = read(pfd[0], (char *)&r + got, sizeof(r) - got);

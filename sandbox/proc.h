@@ -55,11 +55,14 @@ typedef struct sandbox_proc_opts {
     /* With a new pid namespace and the run's own devpts: give the command
      * a pty of its own instead of the caller's terminal (see pty.h). */
     int pty;
+    /* Runs in the runner once the child goes on, while it sets up: work
+     * the child needs only at the end (compiling the seccomp filter). */
+    void (*started)(void *ctx);
 } sandbox_proc_opts;
 
 #define SANDBOX_PROC_OPTS_INIT                                                                     \
     {                                                                                              \
-        NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, 0                                             \
+        NULL, NULL, NULL, NULL, NULL, 0, NULL, NULL, 0, NULL                                       \
     }
 
 /*

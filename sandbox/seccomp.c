@@ -5,13 +5,19 @@
 #include "sandbox/seccomp.h"
 
 #include <fcntl.h>
+#include <linux/filter.h>
 #include <linux/netlink.h>
+#include <linux/seccomp.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #ifndef CLONE_NEWCGROUP
 #define CLONE_NEWCGROUP 0x02000000
@@ -181,15 +187,18 @@ static int seccomp_add_families(scmp_filter_ctx ctx)
     return rc;
 }
 
-int sandbox_seccomp_install(rg_error *err)
+/* The filter, built; NULL with `err` set on failure. */
+static scmp_filter_ctx seccomp_build(rg_error *err)
 {
     scmp_filter_ctx ctx;
     size_t i;
     int rc = 0;
 
     ctx = seccomp_init(SCMP_ACT_ALLOW);
-    if (ctx == NULL)
-        return rg_error_set(err, -ENOMEM, "seccomp: cannot create a filter");
+    if (ctx == NULL) {
+        rg_error_set(err, -ENOMEM, "seccomp: cannot create a filter");
+        return NULL;
+    }
     /* Another architecture's calls (i386 int 0x80, x32) would skip the table. */
     rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
     for (i = 0; rc == 0 && sandbox_seccomp_rules[i].name != NULL; i++) {
@@ -203,11 +212,76 @@ int sandbox_seccomp_install(rg_error *err)
         if (rc < 0)
             rg_error_set(err, rc, "seccomp: cannot add the socket rules: %s", strerror(-rc));
     }
-    if (rc == 0) {
-        rc = seccomp_load(ctx);
-        if (rc < 0)
-            rg_error_set(err, rc, "seccomp: cannot load the filter: %s", strerror(-rc));
+    if (rc < 0) {
+        seccomp_release(ctx);
+        return NULL;
     }
+    return ctx;
+}
+
+int sandbox_seccomp_install(rg_error *err)
+{
+    scmp_filter_ctx ctx = seccomp_build(err);
+    int rc;
+
+    if (ctx == NULL)
+        return err && err->code ? err->code : -EINVAL;
+    rc = seccomp_load(ctx);
+    if (rc < 0)
+        rg_error_set(err, rc, "seccomp: cannot load the filter: %s", strerror(-rc));
     seccomp_release(ctx);
+    return rc;
+}
+
+int sandbox_seccomp_export(int fd, rg_error *err)
+{
+    scmp_filter_ctx ctx = seccomp_build(err);
+    int rc;
+
+    if (ctx == NULL)
+        return err && err->code ? err->code : -EINVAL;
+    rc = seccomp_export_bpf(ctx, fd);
+    if (rc < 0)
+        rg_error_set(err, rc, "seccomp: cannot export the filter: %s", strerror(-rc));
+    seccomp_release(ctx);
+    return rc;
+}
+
+int sandbox_seccomp_load(int fd, rg_error *err)
+{
+    struct sock_filter *buf;
+    struct sock_fprog prog;
+    size_t got = 0;
+    ssize_t n;
+    int rc = 0;
+
+    buf = malloc(SANDBOX_SECCOMP_BPF_MAX);
+    if (buf == NULL)
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    /* Bounded: SANDBOX_SECCOMP_BPF_MAX bytes. */
+    while (got < SANDBOX_SECCOMP_BPF_MAX) {
+        n = read(fd, (char *)buf + got, SANDBOX_SECCOMP_BPF_MAX - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n < 0) {
+            rc = rg_error_set(err, -errno, "seccomp: reading the filter: %s", strerror(errno));
+            goto done;
+        }
+        if (n == 0)
+            break;
+        got += (size_t)n;
+    }
+    if (got == 0 || got % sizeof(*buf) != 0 || got == SANDBOX_SECCOMP_BPF_MAX) {
+        rc = rg_error_set(err, -EINVAL, "seccomp: the runner sent no usable filter (%zu bytes)",
+                          got);
+        goto done;
+    }
+    prog.len = (unsigned short)(got / sizeof(*buf));
+    prog.filter = buf;
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
+        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
+        rc = rg_error_set(err, -errno, "seccomp: cannot load the filter: %s", strerror(errno));
+done:
+    free(buf);
     return rc;
 }

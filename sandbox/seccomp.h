@@ -59,4 +59,16 @@ int sandbox_seccomp_family_allowed(int family);
  */
 int sandbox_seccomp_install(rg_error *err);
 
+/*
+ * The same filter in two halves, so the runner can compile it while the
+ * sandbox is being set up: sandbox_seccomp_export writes the compiled BPF
+ * program to `fd` (a pipe), sandbox_seccomp_load reads it from `fd` until
+ * end of file (at most SANDBOX_SECCOMP_BPF_MAX bytes) and installs it. A
+ * missing, short or oversized program is an error, so a failed export
+ * fails the run.
+ */
+#define SANDBOX_SECCOMP_BPF_MAX 65536
+int sandbox_seccomp_export(int fd, rg_error *err);
+int sandbox_seccomp_load(int fd, rg_error *err);
+
 #endif

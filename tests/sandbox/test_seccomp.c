@@ -151,3 +151,43 @@ Test(seccomp, installed_the_listed_calls_fail_and_ordinary_work_goes_on)
     cr_assert_neq(WEXITSTATUS(status), 255, "the filter could not be installed");
     cr_assert_eq(WEXITSTATUS(status), 0, "failed checks (bit mask): %#x", WEXITSTATUS(status));
 }
+
+Test(seccomp, exported_by_the_runner_and_loaded_by_the_command_it_is_the_same_filter)
+{
+    rg_error err = RG_ERROR_INIT;
+    int pfd[2], status;
+    pid_t pid;
+
+    cr_assert_eq(pipe(pfd), 0);
+    cr_assert_eq(sandbox_seccomp_export(pfd[1], &err), 0, "%s", err.msg);
+    close(pfd[1]);
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        if (sandbox_seccomp_load(pfd[0], &err) < 0)
+            _exit(255);
+        _exit(seccomp_child_checks());
+    }
+    close(pfd[0]);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status), "the child was killed by signal %d", WTERMSIG(status));
+    cr_assert_neq(WEXITSTATUS(status), 255, "the exported filter could not be loaded");
+    cr_assert_eq(WEXITSTATUS(status), 0, "failed checks (bit mask): %#x", WEXITSTATUS(status));
+}
+
+Test(seccomp, a_missing_or_short_program_is_refused)
+{
+    rg_error err = RG_ERROR_INIT;
+    int pfd[2];
+
+    cr_assert_eq(pipe(pfd), 0);
+    close(pfd[1]);
+    cr_assert_lt(sandbox_seccomp_load(pfd[0], &err), 0, "an empty pipe is refused");
+    cr_assert(strstr(err.msg, "no usable filter") != NULL, "%s", err.msg);
+    close(pfd[0]);
+    cr_assert_eq(pipe(pfd), 0);
+    cr_assert_eq(write(pfd[1], "abc", 3), 3);
+    close(pfd[1]);
+    cr_assert_lt(sandbox_seccomp_load(pfd[0], &err), 0, "a partial instruction is refused");
+    close(pfd[0]);
+}
