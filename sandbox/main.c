@@ -234,9 +234,9 @@ static const char help_text[] =
     "         unreadable, read-only directory or file over them).\n"
     "  pid    a fresh /proc; refgate-run's child is init: when CMD exits, every\n"
     "         process it left is killed, so nothing outlives the run. When\n"
-    "         stdin is a terminal, init gives CMD a pty of the run's own and\n"
-    "         relays it to yours (raw mode, window size), so CMD never holds\n"
-    "         your terminal (--no-pty gives it yours).\n"
+    "         stdin is your terminal (in the foreground), init gives CMD a pty\n"
+    "         of the run's own and relays it to yours (raw mode, window size),\n"
+    "         so CMD never holds your terminal (--no-pty gives it yours).\n"
     "  ipc    SysV shared memory, semaphores and queues of the host are invisible.\n"
     "  uts    host name changes stay inside.  net: only loopback (--share-net).\n"
     "\n"
@@ -1282,8 +1282,11 @@ int main(int argc, char **argv)
         say("pipe: %s", strerror(errno));
         goto done;
     }
-    /* A pty of the run's own needs its devpts (mount) and init (pid). */
-    po.pty = !s.o.no_pty && isatty(0) &&
+    /* A pty of the run's own needs its devpts (mount) and init (pid). Only
+     * in the foreground: in the background, making the terminal raw would
+     * stop refgate-run (SIGTTOU), and init, in a session of its own, would
+     * read what you type to your shell. */
+    po.pty = !s.o.no_pty && isatty(0) && tcgetpgrp(0) == getpgrp() &&
              (s.o.ns & (SANDBOX_NS_MOUNT | SANDBOX_NS_PID)) == (SANDBOX_NS_MOUNT | SANDBOX_NS_PID);
     fflush(NULL);
     rc = sandbox_proc_spawn(&pid, &code, &po, &err);
