@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Benchmark refgate-run:
 #
-#  1. Wrapping overhead: `refgate-run -d DIR -- /bin/true` against plain
-#     /bin/true and Debian's bubblewrap (`bwrap --ro-bind / / --dev /dev
-#     /bin/true`), with hyperfine: medians and ratios. Target: under bwrap.
+#  1. Wrapping overhead: `refgate-run -d DIR -- /bin/true` with every layer
+#     (namespaces, mounts, Landlock, seccomp) against plain /bin/true,
+#     refgate-run --unshare=none (Landlock only) and Debian's bubblewrap
+#     doing comparable work (`bwrap --unshare-all --die-with-parent
+#     --new-session --ro-bind / / --dev /dev --proc /proc /bin/true`), with
+#     hyperfine: medians and ratios. Target: under bwrap.
 #  2. Forking a SIZE_MB / FILES tree on an XFS (reflink=1) loop image
 #     against an ext4 one: wall time, and the extra disk space base + fork
 #     take (df), so cloning is compared with copying.
@@ -60,27 +63,38 @@ ms() { awk -v s="$1" 'BEGIN { printf "%.3f ms", s * 1000 }'; }
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 
 # --- 1. wrapping overhead --------------------------------------------------------
+# Start-to-exec of /bin/true: refgate-run with every layer (user, mount,
+# pid, ipc, uts and net namespaces, the mount layout, Landlock, seccomp)
+# against bubblewrap doing the comparable work, and refgate-run with
+# Landlock only (--unshare=none) for what the namespaces cost.
 echo "== wrapping overhead ($runs runs each, hyperfine -N, 20 warm-up runs)"
 echo "   $("$run" --version)"
 mkdir -p "$work/dir"
-cmds=(/bin/true "$run -q -d $work/dir -- /bin/true")
-if command -v bwrap >/dev/null && bwrap --ro-bind / / --dev /dev /bin/true 2>/dev/null; then
-    cmds+=("bwrap --ro-bind / / --dev /dev /bin/true")
+bw_all="bwrap --unshare-all --die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc /bin/true"
+names=("/bin/true" "refgate-run, all layers" "refgate-run --unshare=none (Landlock only)")
+cmds=(/bin/true "$run -q -d $work/dir -- /bin/true" "$run -q --unshare=none -d $work/dir -- /bin/true")
+if command -v bwrap >/dev/null && $bw_all 2>/dev/null; then
+    names+=("bwrap --unshare-all ... --proc /proc")
+    cmds+=("$bw_all")
 else
     echo "   (bwrap missing or unusable here: compared with /bin/true only)"
 fi
 hyperfine -N --style none --warmup 20 --runs "$runs" --export-json "$work/wrap.json" \
     "${cmds[@]}" >/dev/null 2>&1
 true_s=$(jq '.results[0].median' "$work/wrap.json")
-rg_s=$(jq '.results[1].median' "$work/wrap.json")
-printf '   %-52s median %s\n' "/bin/true" "$(ms "$true_s")"
-printf '   %-52s median %s  (%sx /bin/true, +%s)\n' "refgate-run -d DIR -- /bin/true" \
-    "$(ms "$rg_s")" "$(ratio "$rg_s" "$true_s")" "$(ms "$(awk -v a="$rg_s" -v b="$true_s" 'BEGIN{print a-b}')")"
-if [[ ${#cmds[@]} -eq 3 ]]; then
-    bw_s=$(jq '.results[2].median' "$work/wrap.json")
-    printf '   %-52s median %s  (%sx /bin/true, +%s)\n' "bwrap --ro-bind / / --dev /dev /bin/true" \
-        "$(ms "$bw_s")" "$(ratio "$bw_s" "$true_s")" "$(ms "$(awk -v a="$bw_s" -v b="$true_s" 'BEGIN{print a-b}')")"
-    printf '   refgate-run / bwrap: %s (target: < 1)\n' "$(ratio "$rg_s" "$bw_s")"
+for i in "${!cmds[@]}"; do
+    m=$(jq ".results[$i].median" "$work/wrap.json")
+    if [[ $i == 0 ]]; then
+        printf '   %-46s median %s\n' "${names[$i]}" "$(ms "$m")"
+    else
+        printf '   %-46s median %s  (%sx /bin/true, +%s)\n' "${names[$i]}" "$(ms "$m")" \
+            "$(ratio "$m" "$true_s")" "$(ms "$(awk -v a="$m" -v b="$true_s" 'BEGIN{print a-b}')")"
+    fi
+done
+if [[ ${#cmds[@]} -eq 4 ]]; then
+    rg_s=$(jq '.results[1].median' "$work/wrap.json")
+    bw_s=$(jq '.results[3].median' "$work/wrap.json")
+    printf '   refgate-run (all layers) / bwrap --unshare-all: %s (target: < 1)\n' "$(ratio "$rg_s" "$bw_s")"
 fi
 jq -r '.results[] | "   raw: \(.command): mean \(.mean*1000|.*1000|round/1000) ms, min \(.min*1000|.*1000|round/1000) ms, max \(.max*1000|.*1000|round/1000) ms"' \
     "$work/wrap.json"

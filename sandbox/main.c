@@ -5,20 +5,32 @@
  *
  * This file decides what the user sees and in which order the layers are
  * set up; each layer lives in its own module: home.c (what must stay
- * hidden), fork.c and tree.c (the fork), env.c (the environment),
- * landlock.c (file access and scoping), privs.c (no_new_privs,
- * capabilities) and proc.c (session, descriptors, exec, signals). Every
- * refusal happens before anything is created, so a refused run leaves no
- * trace.
+ * hidden), fork.c and tree.c (the fork), env.c (the environment), ns.c
+ * (namespaces, id maps), mount.c (the mount namespace's layout), landlock.c
+ * (file access and scoping), privs.c (no_new_privs, capabilities),
+ * seccomp.c (the system call deny-list) and proc.c (session, descriptors,
+ * init, exec, signals). Every refusal happens before anything is created,
+ * so a refused run leaves no trace.
+ *
+ * The order: the runner (outside) makes the fork and TMPDIR and plans the
+ * mounts; clone() creates the namespaces; the runner writes the id maps;
+ * the child (init of the pid namespace) takes its ids, brings up loopback,
+ * builds the mounts and the Landlock ruleset; it forks the command, which
+ * drops its privileges, enforces Landlock, installs seccomp last and execs.
  */
 #include <getopt.h>
+#include <grp.h>
 #include <limits.h>
+#include <net/if.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <fcntl.h>
@@ -28,13 +40,50 @@
 #include "sandbox/fork.h"
 #include "sandbox/home.h"
 #include "sandbox/landlock.h"
+#include "sandbox/mount.h"
+#include "sandbox/ns.h"
 #include "sandbox/privs.h"
 #include "sandbox/proc.h"
+#include "sandbox/seccomp.h"
 
 #define RUN_VERSION "0.1.0"
 
 /* Secret inodes indexed before a fork, at most (a bound against caches). */
 #define RUN_SECRET_INODES_MAX 100000
+
+/* Other mounts of the home directory hidden, at most. */
+#define RUN_ALIASES_MAX 256
+
+/* /proc/self/mountinfo read, at most. */
+#define RUN_MOUNTINFO_MAX (4 * 1024 * 1024)
+
+/*
+ * Agent and daemon sockets outside the home directory a command could use
+ * to act as the user (ssh-agent, gpg-agent, D-Bus, container engines).
+ * The home and /tmp are private already; these live in /run.
+ */
+static const char *const run_hidden_sockets[] = {
+    "/run/dbus/system_bus_socket",
+    "/run/docker.sock",
+    "/run/docker",
+    "/run/containerd",
+    "/run/podman",
+    "/run/user",
+    "/run/snapd.socket",
+    "/run/systemd/private",
+    NULL,
+};
+
+/* Variables naming sockets or credential files to hide wherever they are. */
+static const char *const run_hidden_vars[] = {
+    "XDG_RUNTIME_DIR",
+    "SSH_AUTH_SOCK",
+    "GPG_AGENT_INFO",
+    "KRB5CCNAME",
+    "DOCKER_HOST",
+    "DBUS_SESSION_BUS_ADDRESS",
+    NULL,
+};
 
 extern char **environ;
 
@@ -47,14 +96,17 @@ static const struct {
     {"/dev/full", SANDBOX_LANDLOCK_DEV},     {"/dev/random", SANDBOX_LANDLOCK_READ},
     {"/dev/urandom", SANDBOX_LANDLOCK_READ}, {"/dev/tty", SANDBOX_LANDLOCK_DEV},
     {"/dev/ptmx", SANDBOX_LANDLOCK_DEV},     {"/dev/pts", SANDBOX_LANDLOCK_DEV},
+    {"/dev/shm", SANDBOX_LANDLOCK_WRITE},
 };
 
 typedef struct run_opts {
     const char *dir; /* -d */
-    const char **reads, **writes, **envs;
-    size_t nreads, nwrites, nenvs;
+    const char **reads, **writes, **envs, **hides;
+    size_t nreads, nwrites, nenvs, nhides;
+    unsigned ns;          /* SANDBOX_NS_*: the namespaces to create */
+    unsigned debug_no_ns; /* --debug-ns-unavailable */
     int rm, keep_tmp, force, no_scope, no_truncate, allow_unconfined;
-    int quiet, verbose, check;
+    int quiet, verbose, check, no_pty;
     int debug_abi; /* -1 unless --debug-landlock-abi */
     char **argv;   /* the command */
 } run_opts;
@@ -71,6 +123,9 @@ typedef struct run_state {
     char **env;
     sandbox_home_inode *inodes;
     size_t ninodes;
+    sandbox_mount_plan mounts;
+    int root_mapped; /* a root caller runs as SANDBOX_NS_ROOT_UID outside */
+    int bpf[2];      /* the seccomp filter, compiled by the runner meanwhile */
 } run_state;
 
 /* ------------------------------------------------------------------------ */
@@ -134,6 +189,17 @@ static const char help_text[] =
     "  -e, --env NAME=VAL   set NAME for CMD\n"
     "      --rm             remove the fork and its base after CMD exits\n"
     "      --keep-tmp       keep CMD's private TMPDIR (removed by default)\n"
+    "      --unshare=LIST   the namespaces to create, comma-separated: user, mount,\n"
+    "                       pid, ipc, uts, net, or all (the default) or none\n"
+    "      --share=LIST     keep these of the caller's namespaces instead (applied\n"
+    "                       after --unshare); a namespace that cannot be created\n"
+    "                       refuses the run and names the --share that skips it\n"
+    "      --share-net      same as --share=net: CMD reaches the network as you do\n"
+    "      --hide PATH      make PATH (a file or a directory) unreadable inside;\n"
+    "                       repeatable; needs the mount namespace\n"
+    "      --no-pty         give CMD your terminal itself, not a pty of the run's\n"
+    "                       own relayed to it (the default when stdin is a\n"
+    "                       terminal, with the mount and pid namespaces)\n"
     "      --force          allow a fork, -d, -r or -w that is, contains or lies\n"
     "                       inside a secret, or contains the home directory\n"
     "      --no-scope       on Landlock ABI < 6, run although CMD could signal, or\n"
@@ -149,6 +215,30 @@ static const char help_text[] =
     "  -v, --verbose        also print every rule and environment decision\n"
     "  -h, --help           print this text\n"
     "      --version        print the version\n"
+    "\n"
+    "Namespaces (default: all; fail closed):\n"
+    "  user   CMD holds no capability outside. Run as root, CMD is uid/gid 65534\n"
+    "         (nobody), inside and outside, with no capability: /root,\n"
+    "         /etc/shadow and chmod of root's files are out of reach. Its fork,\n"
+    "         TMPDIR, -r and -w paths are id-mapped mounts (root's files there\n"
+    "         appear as its own); seccomp stops it making setuid files there.\n"
+    "  mount  / is the host's tree bound read-only, nosuid, nodev, recursively\n"
+    "         (chmod, chown, xattrs, utimes outside fail: EROFS); the fork, TMPDIR\n"
+    "         and -w paths are bound writable; /tmp and /dev/shm are private\n"
+    "         tmpfs; /dev holds only null, zero, full, random, urandom, tty and\n"
+    "         a new devpts (no other terminal exists inside); the home\n"
+    "         directory is a tmpfs holding only the readable paths below (the\n"
+    "         passwd entry's home too, or hidden); /run/user, $XDG_RUNTIME_DIR,\n"
+    "         agent, D-Bus and container sockets, $KRB5CCNAME, other mounts of\n"
+    "         the home directory and --hide paths are hidden (an empty,\n"
+    "         unreadable, read-only directory or file over them).\n"
+    "  pid    a fresh /proc; refgate-run's child is init: when CMD exits, every\n"
+    "         process it left is killed, so nothing outlives the run. When\n"
+    "         stdin is your terminal (in the foreground), init gives CMD a pty\n"
+    "         of the run's own and relays it to yours (raw mode, window size),\n"
+    "         so CMD never holds your terminal (--no-pty gives it yours).\n"
+    "  ipc    SysV shared memory, semaphores and queues of the host are invisible.\n"
+    "  uts    host name changes stay inside.  net: only loopback (--share-net).\n"
     "\n"
     "Confinement (Landlock, fail closed):\n"
     "  Writable: the fork (or -d DIR), a private TMPDIR made for the run,\n"
@@ -177,22 +267,30 @@ static const char help_text[] =
     "  Signals and abstract unix sockets are scoped (ABI 6): CMD cannot signal,\n"
     "    or connect to an abstract socket of, anything outside the sandbox.\n"
     "  Also: no_new_privs; a new session, so CMD has no controlling terminal and\n"
-    "    TIOCSTI cannot type into yours; every descriptor but 0-2 closed; as root,\n"
+    "    TIOCSTI cannot type into yours; every descriptor but 0-2 closed; in a\n"
+    "    user namespace, every capability dropped; as root with --share=user,\n"
     "    the capabilities that bypass file rules dropped (all but CHOWN,\n"
     "    DAC_OVERRIDE, FOWNER, FSETID, SETUID, SETGID, NET_BIND_SERVICE,\n"
     "    SYS_CHROOT, AUDIT_WRITE, SYS_RESOURCE, IPC_LOCK, LEASE).\n"
+    "  seccomp, installed last: ptrace, process_vm_*, keyctl, add_key,\n"
+    "    request_key, bpf, perf_event_open, io_uring, userfaultfd,\n"
+    "    open_by_handle_at, module and kexec calls, the mount API, unshare,\n"
+    "    setns and clone with namespace flags fail (EPERM; clone3: ENOSYS);\n"
+    "    ioctl TIOCSTI and TIOCLINUX fail; sockets other than unix, IPv4, IPv6\n"
+    "    and route netlink fail (EAFNOSUPPORT).\n"
     "  Without Landlock, or when the kernel's ABI cannot express the above,\n"
     "    refgate-run refuses and says why. ABI 1 lacks REFER: renames across\n"
     "    directories fail with EXDEV even in the fork (run anyway). ABI < 3 cannot\n"
     "    confine truncate(2) (--no-truncate-control). ABI < 5 cannot confine\n"
     "    device ioctls (run anyway: only the devices above can be opened).\n"
     "    ABI < 6 cannot scope signals and abstract sockets (--no-scope).\n"
-    "  Not covered yet (later layers: namespaces, seccomp): the network, unix\n"
-    "    sockets by path (an ssh-agent socket is reachable), chmod/chown of\n"
-    "    files CMD owns outside the fork, other processes' /proc/PID/cmdline.\n"
+    "  Not covered yet: with --share-net, the network; without the mount\n"
+    "    namespace, unix sockets by path and chmod/chown of files CMD owns\n"
+    "    outside the fork.\n"
     "\n"
     "Environment: only PATH, HOME, USER, LOGNAME, LANG, LC_*, TERM, TZ, SHELL,\n"
-    "  SSL_CERT_* and --env names pass; TMPDIR is the private directory. LD_*,\n"
+    "  SSL_CERT_* and --env names pass; TMPDIR is the private directory (inside\n"
+    "  the private /tmp with the mount namespace). LD_*,\n"
     "  DYLD_*, NODE_OPTIONS, BASH_ENV, ENV, PYTHONSTARTUP, PERL5OPT, RUBYOPT,\n"
     "  JAVA_TOOL_OPTIONS, GIT_SSH_COMMAND, GIT_CONFIG_* (and similar startup\n"
     "  hooks) and names that look like credentials (*TOKEN*, *SECRET*,\n"
@@ -208,6 +306,8 @@ static const char help_text[] =
     "  --debug-landlock-abi=N  act as if the kernel offered at most Landlock ABI\n"
     "                          N (0: none), to exercise refusals; it can only\n"
     "                          lower the ABI, never raise it.\n"
+    "  --debug-ns-unavailable=LIST\n"
+    "                          act as if the kernel refused these namespaces.\n"
     "\n"
     "Examples:\n"
     "  refgate-run -- claude                 # an agent in a fork of $PWD\n"
@@ -229,6 +329,12 @@ enum {
     OPT_CHECK,
     OPT_VERSION,
     OPT_DEBUG_ABI,
+    OPT_UNSHARE,
+    OPT_SHARE,
+    OPT_SHARE_NET,
+    OPT_HIDE,
+    OPT_DEBUG_NS,
+    OPT_NO_PTY,
 };
 
 static int run_push(const char ***list, size_t *n, const char *v)
@@ -262,13 +368,22 @@ static int run_parse(run_opts *o, int argc, char **argv)
         {"help", no_argument, NULL, 'h'},
         {"version", no_argument, NULL, OPT_VERSION},
         {"debug-landlock-abi", required_argument, NULL, OPT_DEBUG_ABI},
+        {"unshare", required_argument, NULL, OPT_UNSHARE},
+        {"share", required_argument, NULL, OPT_SHARE},
+        {"share-net", no_argument, NULL, OPT_SHARE_NET},
+        {"hide", required_argument, NULL, OPT_HIDE},
+        {"no-pty", no_argument, NULL, OPT_NO_PTY},
+        {"debug-ns-unavailable", required_argument, NULL, OPT_DEBUG_NS},
         {NULL, 0, NULL, 0},
     };
+    rg_error err = RG_ERROR_INIT;
+    unsigned set, shared = 0;
     char *end;
     long v;
     int c, rc = 0;
 
     o->debug_abi = -1;
+    o->ns = SANDBOX_NS_ALL;
     /* "+": options end at the command, so its own options stay its own. */
     while (rc == 0 && (c = getopt_long(argc, argv, "+d:r:w:e:qvh", longopts, NULL)) != -1) {
         switch (c) {
@@ -318,6 +433,33 @@ static int run_parse(run_opts *o, int argc, char **argv)
             printf("refgate-run %s (Landlock ABI up to %d)\n", RUN_VERSION,
                    SANDBOX_LANDLOCK_ABI_LAST);
             return 1;
+        case OPT_UNSHARE:
+        case OPT_SHARE:
+        case OPT_DEBUG_NS:
+            if (sandbox_ns_parse(&set, optarg,
+                                 c == OPT_UNSHARE ? "--unshare"
+                                 : c == OPT_SHARE ? "--share"
+                                                  : "--debug-ns-unavailable",
+                                 &err) < 0) {
+                say("%s", err.msg);
+                return -EINVAL;
+            }
+            if (c == OPT_UNSHARE)
+                o->ns = set;
+            else if (c == OPT_SHARE)
+                shared |= set;
+            else
+                o->debug_no_ns |= set;
+            break;
+        case OPT_SHARE_NET:
+            shared |= SANDBOX_NS_NET;
+            break;
+        case OPT_NO_PTY:
+            o->no_pty = 1;
+            break;
+        case OPT_HIDE:
+            rc = run_push(&o->hides, &o->nhides, optarg);
+            break;
         case OPT_DEBUG_ABI:
             errno = 0;
             v = strtol(optarg, &end, 10);
@@ -335,6 +477,11 @@ static int run_parse(run_opts *o, int argc, char **argv)
     if (rc < 0) {
         say("out of memory");
         return rc;
+    }
+    o->ns &= ~shared;
+    if (o->nhides > 0 && !(o->ns & SANDBOX_NS_MOUNT)) {
+        say("--hide needs the mount namespace (drop --share=mount)");
+        return -EINVAL;
     }
     o->argv = argv + optind;
     if (!o->check && o->argv[0] == NULL) {
@@ -587,7 +734,9 @@ static int run_make_fork(run_state *s)
         to.refuse = run_refuse_inode;
         to.ctx = s;
     }
-    to.keep_owner = geteuid() == 0;
+    /* Under a user namespace a root caller's command is nobody outside and
+     * owns the fork through an id-mapped mount: files must be root's. */
+    to.keep_owner = geteuid() == 0 && !(s->o.ns & SANDBOX_NS_USER);
     rc = sandbox_fork_create(&s->fork, s->workdir, &to, &err);
     if (rc < 0) {
         say("%s%s", err.msg,
@@ -627,26 +776,26 @@ static int run_make_fork(run_state *s)
     return 0;
 }
 
-static int run_build_rules(run_state *s)
+/* In the sandbox's first process, after the mounts: the Landlock ruleset. */
+static int run_build_rules(run_state *s, rg_error *err)
 {
     const char *skip[] = {"/dev"};
-    rg_error err = RG_ERROR_INIT;
     char buf[PATH_MAX];
     size_t i;
     int rc;
 
-    rc = sandbox_landlock_new(&s->ll, &s->plan, &err);
+    rc = sandbox_landlock_new(&s->ll, &s->plan, err);
     if (rc < 0)
-        goto done;
+        return rc;
     if (run_verbose)
         sandbox_landlock_set_trace(s->ll, run_trace_rule, NULL);
     /* Everything outside the home directory and the hidden secrets... */
     rc = sandbox_landlock_allow_all_except(s->ll, (const char *const *)s->home.hidden,
-                                           s->home.nhidden, skip, 1, &err);
+                                           s->home.nhidden, skip, 1, err);
     /* ...but of /dev only what a command needs, not raw disks or memory. */
     for (i = 0; rc == 0 && i < sizeof(run_devices) / sizeof(run_devices[0]); i++)
         rc = sandbox_landlock_allow(s->ll, run_devices[i].path,
-                                    run_devices[i].access | SANDBOX_LANDLOCK_OPTIONAL, &err);
+                                    run_devices[i].access | SANDBOX_LANDLOCK_OPTIONAL, err);
     for (i = 0; rc == 0 && sandbox_home_readable_names[i]; i++) {
         char path[PATH_MAX];
 
@@ -660,19 +809,277 @@ static int run_build_rules(run_state *s)
             continue;
         }
         rc = sandbox_landlock_allow(s->ll, buf, SANDBOX_LANDLOCK_READ | SANDBOX_LANDLOCK_OPTIONAL,
-                                    &err);
+                                    err);
     }
     for (i = 0; rc == 0 && i < s->o.nreads; i++)
-        rc = sandbox_landlock_allow(s->ll, s->reads[i], SANDBOX_LANDLOCK_READ, &err);
+        rc = sandbox_landlock_allow(s->ll, s->reads[i], SANDBOX_LANDLOCK_READ, err);
     for (i = 0; rc == 0 && i < s->o.nwrites; i++)
-        rc = sandbox_landlock_allow(s->ll, s->writes[i], SANDBOX_LANDLOCK_WRITE, &err);
+        rc = sandbox_landlock_allow(s->ll, s->writes[i], SANDBOX_LANDLOCK_WRITE, err);
     if (rc == 0)
-        rc = sandbox_landlock_allow(s->ll, s->workdir, SANDBOX_LANDLOCK_WRITE, &err);
+        rc = sandbox_landlock_allow(s->ll, s->workdir, SANDBOX_LANDLOCK_WRITE, err);
     if (rc == 0)
-        rc = sandbox_landlock_allow(s->ll, s->tmpdir, SANDBOX_LANDLOCK_WRITE, &err);
-done:
+        rc = sandbox_landlock_allow(s->ll, s->tmpdir, SANDBOX_LANDLOCK_WRITE, err);
+    /* The private /tmp is the run's own: tools that ignore TMPDIR work. */
+    if (rc == 0 && (s->o.ns & SANDBOX_NS_MOUNT))
+        rc = sandbox_landlock_allow(s->ll, "/tmp", SANDBOX_LANDLOCK_WRITE, err);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Namespaces and mounts                                                     */
+/* ------------------------------------------------------------------------ */
+
+static int run_check_ns(run_state *s)
+{
+    rg_error err = RG_ERROR_INIT;
+    int rc;
+
+    rc = sandbox_ns_check(s->o.ns, geteuid() == 0, &err);
+    if (rc == 0 && (s->o.ns & s->o.debug_no_ns))
+        rc = sandbox_ns_explain(s->o.ns & s->o.debug_no_ns, s->o.debug_no_ns, EPERM, &err);
+    if (rc < 0) {
+        say("%s", err.msg);
+        return rc;
+    }
+    s->root_mapped = geteuid() == 0 && (s->o.ns & SANDBOX_NS_USER);
+    /* Without the mount namespace there is no id-mapped mount: nobody could
+     * not write a fork root owns. */
+    if (s->root_mapped && !(s->o.ns & SANDBOX_NS_MOUNT)) {
+        say("run as root, the user namespace needs the mount namespace: the command is nobody "
+            "outside and gets its fork through an id-mapped mount; share both "
+            "(--share=user,mount) or neither");
+        return -EINVAL;
+    }
+    return 0;
+}
+
+/* Hide `path` (resolved) if it exists; a missing one has nothing to hide. */
+static int run_hide(run_state *s, const char *path, rg_error *err)
+{
+    char buf[PATH_MAX];
+
+    if (path == NULL || path[0] != '/' || realpath(path, buf) == NULL)
+        return 0;
+    verbose("hidden: %s", buf);
+    return sandbox_mount_plan_add(&s->mounts, SANDBOX_MOUNT_HIDE, NULL, buf, 0, err);
+}
+
+/* The path inside a socket address or credential cache name: from the
+ * first '/' to the first ',' or ':' (unix:path=/run/x,guid=..., FILE:/tmp/y,
+ * unix:///run/docker.sock, /run/gpg:1234:1). */
+static int run_hide_var(run_state *s, const char *value, rg_error *err)
+{
+    char buf[PATH_MAX];
+    const char *p = value ? strchr(value, '/') : NULL;
+    size_t len;
+
+    if (p == NULL)
+        return 0;
+    while (p[1] == '/')
+        p++;
+    len = strcspn(p, ",:;");
+    if (len >= sizeof(buf))
+        return 0;
+    memcpy(buf, p, len);
+    buf[len] = '\0';
+    return run_hide(s, buf, err);
+}
+
+/* Hide every other mount through which `dir` is visible. */
+static int run_hide_aliases(run_state *s, const char *text, const char *dir, rg_error *err)
+{
+    char **aliases = NULL;
+    size_t n = 0, i;
+    int rc;
+
+    rc = sandbox_mount_aliases(&aliases, &n, text, dir, RUN_ALIASES_MAX, err);
+    for (i = 0; i < n; i++) {
+        if (rc == 0) {
+            verbose("%s is also mounted at %s: hidden there", dir, aliases[i]);
+            rc = sandbox_mount_plan_add(&s->mounts, SANDBOX_MOUNT_HIDE, NULL, aliases[i], 0, err);
+        }
+        free(aliases[i]);
+    }
+    free(aliases);
+    return rc;
+}
+
+static char *run_read_mountinfo(void)
+{
+    size_t len = 0, cap = 65536;
+    char *buf = malloc(cap + 1), *grown;
+    ssize_t n;
+    int fd;
+
+    if (buf == NULL)
+        return NULL;
+    fd = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        free(buf);
+        return NULL;
+    }
+    /* Bounded: RUN_MOUNTINFO_MAX bytes. */
+    while ((n = read(fd, buf + len, cap - len)) > 0) {
+        len += (size_t)n;
+        if (len == cap) {
+            if (cap >= RUN_MOUNTINFO_MAX)
+                break;
+            grown = realloc(buf, cap * 2 + 1);
+            if (grown == NULL)
+                break;
+            buf = grown;
+            cap *= 2;
+        }
+    }
+    close(fd);
+    buf[len] = '\0';
+    return buf;
+}
+
+/*
+ * The mount namespace's layout (see mount.h): planned here, in the runner,
+ * where the paths are resolved and refusals can still be made cleanly.
+ */
+static int run_plan_mounts(run_state *s)
+{
+    /* A root caller's command is nobody outside: what it is given, root's
+     * files included, must appear as its own (id-mapped), or a 0700 ~/.cargo
+     * or a root-owned fork would be out of its reach. */
+    const unsigned idmap = s->root_mapped ? SANDBOX_MOUNT_IDMAP : 0;
+    const unsigned rw = SANDBOX_MOUNT_RW | idmap;
+    sandbox_mount_plan *p = &s->mounts;
+    rg_error err = RG_ERROR_INIT;
+    char buf[PATH_MAX], path[PATH_MAX], *pwhome = NULL, *info = NULL;
+    struct passwd *pw;
+    size_t i;
+    int rc, userns_fd = -1;
+
+    if (!(s->o.ns & SANDBOX_NS_MOUNT))
+        return 0;
+    /* Writable: the private /tmp, then TMPDIR, the fork and -w paths in it. */
+    rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_TMPFS, NULL, "/tmp", 0, &err);
+    if (rc == 0)
+        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->tmpdir, s->tmpdir, rw, &err);
+    if (rc == 0)
+        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->workdir, s->workdir, rw, &err);
+    for (i = 0; rc == 0 && i < s->o.nwrites; i++)
+        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->writes[i], s->writes[i], rw, &err);
+    for (i = 0; rc == 0 && i < s->o.nreads; i++)
+        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->reads[i], s->reads[i], idmap, &err);
+    /* The home directory: a tmpfs with only the toolchain paths in it. */
+    if (rc == 0)
+        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_TMPFS, NULL, s->home.path, 0, &err);
+    for (i = 0; rc == 0 && sandbox_home_readable_names[i]; i++) {
+        snprintf(path, sizeof(path), "%s/%s", s->home.path, sandbox_home_readable_names[i]);
+        if (realpath(path, buf) == NULL || sandbox_home_conflict(&s->home, buf) != NULL)
+            continue;
+        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, buf, path, SANDBOX_MOUNT_OPTIONAL, &err);
+    }
+    /* The passwd entry's home around $HOME: emptied too, so the rest of
+     * the real home (shell history, agents' credentials) is not there. */
+    pw = getpwuid(getuid());
+    if (rc == 0 && pw != NULL && pw->pw_dir[0] == '/' && (pwhome = realpath(pw->pw_dir, NULL)) &&
+        strcmp(pwhome, "/") != 0 &&
+        sandbox_home_relate(pwhome, s->home.path) == SANDBOX_HOME_CONTAINS)
+        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_TMPFS, NULL, pwhome, 0, &err);
+    /* Secrets outside the home directory (and the passwd home apart from it). */
+    for (i = 1; rc == 0 && i < s->home.nhidden; i++)
+        rc = run_hide(s, s->home.hidden[i], &err);
+    for (i = 0; rc == 0 && run_hidden_sockets[i]; i++)
+        rc = run_hide(s, run_hidden_sockets[i], &err);
+    for (i = 0; rc == 0 && run_hidden_vars[i]; i++)
+        rc = run_hide_var(s, getenv(run_hidden_vars[i]), &err);
+    for (i = 0; rc == 0 && i < s->o.nhides; i++) {
+        if (realpath(s->o.hides[i], buf) == NULL) {
+            verbose("--hide %s: %s; nothing to hide", s->o.hides[i], strerror(errno));
+            continue;
+        }
+        rc = run_hide(s, buf, &err);
+    }
+    /* The home directory mounted elsewhere too (a bind mount, the disk twice). */
+    info = rc == 0 ? run_read_mountinfo() : NULL;
+    if (rc == 0 && info == NULL) {
+        rc = -EIO;
+        rg_error_set(&err, rc, "cannot read /proc/self/mountinfo to find other mounts of %s",
+                     s->home.path);
+    }
+    if (rc == 0)
+        rc = run_hide_aliases(s, info, s->home.path, &err);
+    if (rc == 0 && pwhome != NULL && strcmp(pwhome, s->home.path) != 0 && strcmp(pwhome, "/"))
+        rc = run_hide_aliases(s, info, pwhome, &err);
+    if (rc == 0)
+        rc = sandbox_mount_plan_finish(p, &err);
+    if (rc == 0 && s->root_mapped)
+        rc = sandbox_ns_idmap_userns(&userns_fd, SANDBOX_NS_ROOT_UID, SANDBOX_NS_ROOT_GID, &err);
+    if (rc == 0 && geteuid() == 0)
+        rc = sandbox_mount_prepare(p, userns_fd, &err);
+    if (userns_fd >= 0)
+        close(userns_fd);
+    free(info);
+    free(pwhome);
     if (rc < 0)
         say("%s", err.msg);
+    return rc;
+}
+
+/* Runner side, once the child exists: its uid and gid maps. */
+static int run_map(void *ctx, pid_t child, rg_error *err)
+{
+    const run_state *s = ctx;
+
+    if (!(s->o.ns & SANDBOX_NS_USER))
+        return 0;
+    if (s->root_mapped)
+        return sandbox_ns_write_maps(child, SANDBOX_NS_ROOT_UID, SANDBOX_NS_ROOT_UID,
+                                     SANDBOX_NS_ROOT_GID, SANDBOX_NS_ROOT_GID, err);
+    return sandbox_ns_write_maps(child, geteuid(), geteuid(), getegid(), getegid(), err);
+}
+
+/*
+ * Runner side, while the child sets up: compile the seccomp filter and send
+ * it. A failure sends a short or no program, which the command refuses.
+ */
+static void run_started(void *ctx)
+{
+    run_state *s = ctx;
+    rg_error err = RG_ERROR_INIT;
+
+    sandbox_seccomp_export(s->bpf[1], &err);
+    close(s->bpf[1]);
+    s->bpf[1] = -1;
+}
+
+/* In the sandbox's first process (init of the pid namespace). */
+static int run_setup(void *ctx, rg_error *err)
+{
+    run_state *s = ctx;
+    sandbox_mount_opts mo = {0};
+    int rc = 0;
+
+    /* Only the runner writes the filter: the command reads it to the end. */
+    close(s->bpf[1]);
+    s->bpf[1] = -1;
+
+    /* A root caller's child becomes nobody, the one id mapped (it keeps the
+     * namespace's capabilities for the setup; the command loses them at
+     * exec); root's supplementary groups (shadow, disk, ...) go. */
+    if (s->root_mapped &&
+        (setgroups(0, NULL) < 0 ||
+         setresgid(SANDBOX_NS_ROOT_GID, SANDBOX_NS_ROOT_GID, SANDBOX_NS_ROOT_GID) < 0 ||
+         setresuid(SANDBOX_NS_ROOT_UID, SANDBOX_NS_ROOT_UID, SANDBOX_NS_ROOT_UID) < 0))
+        return rg_error_set(err, -errno, "taking uid %d in the user namespace: %s",
+                            SANDBOX_NS_ROOT_UID, strerror(errno));
+    if (s->o.ns & SANDBOX_NS_NET)
+        rc = sandbox_ns_loopback_up(err);
+    if (rc == 0 && (s->o.ns & SANDBOX_NS_MOUNT)) {
+        mo.proc = (s->o.ns & SANDBOX_NS_PID) != 0;
+        rc = sandbox_mount_apply(&s->mounts, &mo, err);
+        if (rc < 0)
+            rg_error_wrap(err, "refusing to run: the mount namespace cannot be built "
+                               "(--share=mount runs without it)");
+    }
+    if (rc == 0)
+        rc = run_build_rules(s, err);
     return rc;
 }
 
@@ -682,9 +1089,12 @@ static int run_confine(void *ctx, rg_error *err)
     run_state *s = ctx;
     int rc;
 
-    rc = sandbox_privs_drop(err);
+    rc = (s->o.ns & SANDBOX_NS_USER) ? sandbox_privs_drop_all(err) : sandbox_privs_drop(err);
     if (rc == 0)
         rc = sandbox_landlock_enforce(s->ll, err);
+    /* Last: the filter denies calls the steps above make. */
+    if (rc == 0)
+        rc = sandbox_seccomp_load(s->bpf[0], err);
     return rc;
 }
 
@@ -722,6 +1132,12 @@ static void run_free(run_state *s)
     free(s->o.reads);
     free(s->o.writes);
     free(s->o.envs);
+    free(s->o.hides);
+    sandbox_mount_plan_free(&s->mounts);
+    if (s->bpf[0] >= 0)
+        close(s->bpf[0]);
+    if (s->bpf[1] >= 0)
+        close(s->bpf[1]);
     free(s->workdir);
     free(s->tmpdir);
     free(s->inodes);
@@ -774,6 +1190,18 @@ static int run_check(run_state *s)
     }
     for (i = 0; i < plan.ndegraded; i++)
         printf("  lost at this ABI: %s\n", plan.degraded[i]);
+    {
+        rg_error nerr = RG_ERROR_INIT;
+        char names[64];
+
+        sandbox_ns_names(names, sizeof(names), s->o.ns);
+        if (sandbox_ns_probe(s->o.ns, s->o.debug_no_ns, &nerr) == 0) {
+            printf("namespaces: %s can be created\n", names);
+        } else {
+            printf("namespaces: a run would be refused: %s\n", nerr.msg);
+            rc = -EPERM;
+        }
+    }
     printf("home: %s\n", s->home.path);
     for (i = 0; i < s->home.nsecrets; i++)
         if (lstat(s->home.secrets[i], &st) == 0)
@@ -801,6 +1229,7 @@ int main(int argc, char **argv)
     pid_t pid;
 
     memset(&s, 0, sizeof(s));
+    s.bpf[0] = s.bpf[1] = -1;
     run_guard_stdio();
     rc = run_parse(&s.o, argc, argv);
     if (rc != 0) {
@@ -819,27 +1248,53 @@ int main(int argc, char **argv)
         goto done;
     }
     /* Every refusal comes before anything is created. */
-    if (run_plan(&s) < 0 || run_resolve_paths(&s) < 0)
+    if (run_plan(&s) < 0 || run_check_ns(&s) < 0 || run_resolve_paths(&s) < 0)
         goto done;
     run_report_plan(&s);
     if (run_make_tmpdir(&s) < 0 || run_build_env(&s) < 0)
         goto done;
     if (s.o.dir == NULL && run_make_fork(&s) < 0)
         goto done;
-    if (run_build_rules(&s) < 0)
+    if (run_plan_mounts(&s) < 0)
         goto done;
-    if (s.plan.enforce)
-        note("confined by Landlock ABI %d: writes only to %s, TMPDIR%s; home %s hidden "
-             "(%zu rules)",
-             s.plan.abi, s.workdir, s.o.nwrites ? " and the -w paths" : "", s.home.path,
-             sandbox_landlock_count(s.ll));
+    {
+        char names[64];
+
+        sandbox_ns_names(names, sizeof(names), s.o.ns);
+        if (s.plan.enforce)
+            note("confined by namespaces (%s), Landlock ABI %d and seccomp: writes only to %s, "
+                 "TMPDIR%s; home %s hidden%s",
+                 names, s.plan.abi, s.workdir, s.o.nwrites ? " and the -w paths" : "", s.home.path,
+                 s.root_mapped ? "; runs as nobody outside" : "");
+    }
     po.argv = s.o.argv;
     po.envp = s.env;
     po.cwd = s.workdir;
     po.confine = run_confine;
     po.ctx = &s;
+    po.clone_flags = sandbox_ns_clone_flags(s.o.ns);
+    po.map = run_map;
+    po.setup = run_setup;
+    po.started = run_started;
+    /* Non-blocking: a filter larger than the pipe fails the export (and so
+     * the run) instead of waiting on a child that may never read it. */
+    if (pipe2(s.bpf, O_CLOEXEC) < 0 || fcntl(s.bpf[1], F_SETFL, O_NONBLOCK) < 0) {
+        say("pipe: %s", strerror(errno));
+        goto done;
+    }
+    /* A pty of the run's own needs its devpts (mount) and init (pid). Only
+     * in the foreground: in the background, making the terminal raw would
+     * stop refgate-run (SIGTTOU), and init, in a session of its own, would
+     * read what you type to your shell. */
+    po.pty = !s.o.no_pty && isatty(0) && tcgetpgrp(0) == getpgrp() &&
+             (s.o.ns & (SANDBOX_NS_MOUNT | SANDBOX_NS_PID)) == (SANDBOX_NS_MOUNT | SANDBOX_NS_PID);
     fflush(NULL);
     rc = sandbox_proc_spawn(&pid, &code, &po, &err);
+    if (rc == SANDBOX_PROC_E_NAMESPACE) {
+        /* The kernel said no to the set; find which one, and say so. */
+        say("%s", err.msg);
+        sandbox_ns_explain(s.o.ns, 0, EPERM, &err);
+    }
     if (rc < 0) {
         say("%s", err.msg);
         goto done;

@@ -5,6 +5,7 @@
 #include "sandbox/privs.h"
 
 #include <linux/capability.h>
+#include <linux/securebits.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -35,7 +36,7 @@ int sandbox_privs_kept(int cap)
     return 0;
 }
 
-int sandbox_privs_drop(rg_error *err)
+static int privs_drop(int keep_some, rg_error *err)
 {
     struct __user_cap_header_struct hdr = {_LINUX_CAPABILITY_VERSION_3, 0};
     struct __user_cap_data_struct data[2];
@@ -53,7 +54,7 @@ int sandbox_privs_drop(rg_error *err)
 
         if (in_bset < 0)
             break; /* past the kernel's last capability */
-        if (sandbox_privs_kept(cap))
+        if (keep_some && sandbox_privs_kept(cap))
             continue;
         data[cap / 32].effective &= ~(UINT32_C(1) << (cap % 32));
         data[cap / 32].permitted &= ~(UINT32_C(1) << (cap % 32));
@@ -73,4 +74,21 @@ int sandbox_privs_drop(rg_error *err)
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
         return rg_error_set(err, -errno, "setting no_new_privs: %s", strerror(errno));
     return 0;
+}
+
+int sandbox_privs_drop(rg_error *err)
+{
+    return privs_drop(1, err);
+}
+
+int sandbox_privs_drop_all(rg_error *err)
+{
+    const unsigned long bits = SECBIT_NOROOT | SECBIT_NOROOT_LOCKED | SECBIT_NO_SETUID_FIXUP |
+                               SECBIT_NO_SETUID_FIXUP_LOCKED | SECBIT_KEEP_CAPS_LOCKED;
+
+    /* Needs CAP_SETPCAP, so before the drop; without it (no user
+     * namespace, not root) there is no root to neuter. */
+    if (prctl(PR_SET_SECUREBITS, bits, 0, 0, 0) < 0 && (geteuid() == 0 || errno != EPERM))
+        return rg_error_set(err, -errno, "setting securebits: %s", strerror(errno));
+    return privs_drop(0, err);
 }

@@ -12,6 +12,11 @@
  * them: CHOWN, DAC_OVERRIDE, FOWNER, FSETID, SETUID, SETGID,
  * NET_BIND_SERVICE, SYS_CHROOT, AUDIT_WRITE, SYS_RESOURCE, IPC_LOCK, LEASE.
  * Every other capability, including ones newer than this file, is dropped.
+ *
+ * In a user namespace nothing is kept (sandbox_privs_drop_all): the fork is
+ * the command's own there, so it needs no capability, and root inside
+ * (a root caller's command) is made powerless with securebits, so exec
+ * does not hand it the namespace's capabilities back.
  */
 #ifndef RG_SANDBOX_PRIVS_H
 #define RG_SANDBOX_PRIVS_H
@@ -28,5 +33,12 @@ int sandbox_privs_kept(int cap);
  * rather than run the command with it.
  */
 int sandbox_privs_drop(rg_error *err);
+
+/*
+ * Drop every capability, lock securebits NOROOT and NO_SETUID_FIXUP (uid 0
+ * gains nothing at exec or setuid), and set no_new_privs. For a command in
+ * a user namespace, where the sandbox's first process held them all.
+ */
+int sandbox_privs_drop_all(rg_error *err);
 
 #endif

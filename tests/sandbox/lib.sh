@@ -14,7 +14,12 @@ if [ -z "${REFGATE_RUN:-}" ] || [ ! -x "${REFGATE_RUN}" ]; then
 fi
 RUN=$REFGATE_RUN
 
-T=$(mktemp -d /tmp/rg-sandbox-test.XXXXXX)
+# Not under /tmp: the sandbox's /tmp is a private tmpfs, which would hide
+# the test HOME and project wholesale and leave the finer layers untested.
+T=$(mktemp -d /var/tmp/rg-sandbox-test.XXXXXX)
+# Searchable by others: run as root, the sandboxed command is nobody outside
+# and must reach its fork and HOME through the directories above them.
+chmod 755 "$T"
 FAILURES=0
 CLEANUPS=()
 
@@ -96,6 +101,26 @@ lacks() {
     esac
 }
 
+# denied NAME HAYSTACK NEEDLE: NEEDLE followed by an error one of the
+# sandbox's layers answers with: EACCES (Landlock, a hidden path's modes),
+# ENOENT (the private home, /tmp and /dev, a pid outside the namespace),
+# EROFS (the read-only host tree) or EPERM. Which layer answers first is
+# not the point; that the access fails is.
+denied() {
+    local e
+    for e in "Permission denied" "No such file or directory" "Read-only file system" \
+        "Operation not permitted" "No such process"; do
+        case "$2" in *"$3: $e"*)
+            ok "$1"
+            return
+            ;;
+        esac
+    done
+    not_ok "$1"
+    echo "  expected a refusal of: $3"
+    echo "  in: $2" | head -20
+}
+
 # equals NAME GOT WANT
 equals() {
     if [ "$2" = "$3" ]; then ok "$1"; else
@@ -146,4 +171,60 @@ sandbox() {
 # sandbox_sh SCRIPT: run a shell script in a throwaway fork.
 sandbox_sh() {
     sandbox -- /bin/sh -c "$1"
+}
+
+# --- the unprivileged variant ------------------------------------------------
+# Escape tests run as root (the suite's usual case) and again as an
+# unprivileged account, created here when absent. user_setup prepares $U
+# (a HOME with a secret and a copy of the project, owned by that account)
+# and returns 1, after saying why, when that is impossible.
+RG_TEST_USER=rgtest-sandbox
+user_setup() {
+    if [ "$(id -u)" != 0 ]; then
+        echo "# not root: the unprivileged variant is the run above"
+        return 1
+    fi
+    if ! command -v setpriv >/dev/null; then
+        echo "# no setpriv (util-linux): unprivileged variant skipped"
+        return 1
+    fi
+    if ! id "$RG_TEST_USER" >/dev/null 2>&1 &&
+        ! useradd -m -s /bin/sh "$RG_TEST_USER" >/dev/null 2>&1; then
+        echo "# cannot create the account $RG_TEST_USER: unprivileged variant skipped"
+        return 1
+    fi
+    U="$T/u"
+    mkdir -p "$U/home/.ssh" "$U/proj"
+    echo "SECRET-USER-SSH-KEY" >"$U/home/.ssh/id_ed25519"
+    printf '[user]\n\tname = U\n' >"$U/home/.gitconfig"
+    cp -a "$PROJ/." "$U/proj/"
+    chown -R "$RG_TEST_USER:" "$U"
+    # The binary (and the sanitizer runtime's paths) must be reachable.
+    if ! as_user test -x "$RUN"; then
+        echo "# $RG_TEST_USER cannot run $RUN: unprivileged variant skipped"
+        return 1
+    fi
+}
+
+# as_user CMD...: run CMD as the unprivileged account, HOME=$U/home.
+as_user() {
+    setpriv --reuid "$RG_TEST_USER" --regid "$RG_TEST_USER" --init-groups \
+        env HOME="$U/home" USER="$RG_TEST_USER" LOGNAME="$RG_TEST_USER" "$@"
+}
+
+# user_sandbox_sh SCRIPT: sandbox_sh as the unprivileged account, in a
+# throwaway fork of $U/proj.
+user_sandbox_sh() {
+    OUTPUT=$(cd "$U/proj" && as_user "$RUN" -q --rm -- /bin/sh -c "$1" 2>&1)
+    STATUS=$?
+}
+
+# wait_for_file PATH: poll (bounded, 10 s) until PATH exists and is not empty.
+wait_for_file() {
+    local i
+    for i in $(seq 200); do
+        [ -s "$1" ] && return 0
+        sleep 0.05
+    done
+    return 1
 }

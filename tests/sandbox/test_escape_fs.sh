@@ -29,17 +29,17 @@ contains "/dev/null is writable" "$OUTPUT" "devnull-ok"
 contains "files outside HOME are readable" "$OUTPUT" "etc-read-ok"
 contains "git's global config is readable" "$OUTPUT" "gitconfig-ok"
 contains "~/.local/bin programs run" "$OUTPUT" "local-bin-ok"
-contains "other files in HOME are not readable" "$OUTPUT" "docs/readme: Permission denied"
+denied "other files in HOME are not readable" "$OUTPUT" "docs/readme"
 
 # --- reading secrets -------------------------------------------------------
 for f in .ssh/id_ed25519 .aws/credentials .netrc .config/gh/hosts.yml .kube/config; do
     sandbox_sh "cat \"\$HOME/$f\""
-    contains "reading ~/$f is denied" "$OUTPUT" "$f: Permission denied"
+    denied "reading ~/$f is denied" "$OUTPUT" "$f"
     lacks "~/$f's content does not leak" "$OUTPUT" "SECRET-"
 done
 sandbox_sh 'ls "$HOME/.ssh"; ls "$HOME"'
-contains "listing ~/.ssh is denied" "$OUTPUT" "cannot open directory '$HOME/.ssh': Permission denied"
-contains "listing HOME is denied" "$OUTPUT" "cannot open directory '$HOME': Permission denied"
+denied "listing ~/.ssh is denied" "$OUTPUT" "'$HOME/.ssh'"
+denied "listing HOME is denied" "$OUTPUT" "cannot open directory '$HOME'"
 lacks "no secret file name leaks" "$OUTPUT" "id_ed25519"
 
 # The passwd entry's home is hidden too when HOME points elsewhere, so a
@@ -50,61 +50,62 @@ case "$pwhome" in
 *)
     if [ -d "$pwhome" ]; then
         sandbox_sh "ls '$pwhome' >/dev/null"
-        contains "the real home ($pwhome) stays hidden under a test HOME" "$OUTPUT" \
-            "cannot open directory '$pwhome': Permission denied"
+        denied "the real home ($pwhome) stays hidden under a test HOME" "$OUTPUT" \
+            "cannot open directory '$pwhome'"
     fi
     ;;
 esac
 
 # --- writing outside the fork ----------------------------------------------
 sandbox_sh 'echo pwned >"$HOME/pwned"'
-contains "writing to HOME is denied" "$OUTPUT" "$HOME/pwned: Permission denied"
+denied "writing to HOME is denied" "$OUTPUT" "$HOME/pwned"
 absent "nothing was written to HOME" "$HOME/pwned"
 
 sandbox_sh "echo pwned >\"$PROJ/pwned\"; echo more >>\"$PROJ/README\"; rm -f \"$PROJ/src/main.c\""
-contains "creating a file in the original directory is denied" "$OUTPUT" \
-    "$PROJ/pwned: Permission denied"
-contains "appending to a file in the original directory is denied" "$OUTPUT" \
-    "$PROJ/README: Permission denied"
-contains "removing a file in the original directory is denied" "$OUTPUT" \
-    "cannot remove '$PROJ/src/main.c': Permission denied"
+denied "creating a file in the original directory is denied" "$OUTPUT" \
+    "$PROJ/pwned"
+denied "appending to a file in the original directory is denied" "$OUTPUT" \
+    "$PROJ/README"
+denied "removing a file in the original directory is denied" "$OUTPUT" \
+    "'$PROJ/src/main.c'"
 absent "nothing was created in the original directory" "$PROJ/pwned"
 check "the original directory's files are untouched" test -f "$PROJ/src/main.c"
 equals "the original README is unchanged" "$(tail -1 "$PROJ/README")" "uncommitted"
 
 sandbox_sh 'touch /etc/refgate-pwned; echo x >/etc/hostname'
-contains "creating a file in /etc is denied" "$OUTPUT" \
-    "cannot touch '/etc/refgate-pwned': Permission denied"
-contains "overwriting /etc/hostname is denied" "$OUTPUT" "/etc/hostname: Permission denied"
+denied "creating a file in /etc is denied" "$OUTPUT" "'/etc/refgate-pwned'"
+denied "overwriting /etc/hostname is denied" "$OUTPUT" "/etc/hostname"
 absent "nothing was created in /etc" /etc/refgate-pwned
 
 sandbox_sh "truncate -s 0 \"$PROJ/README\""
 if [ "$(landlock_abi)" -ge 3 ]; then
-    contains "truncating a file outside the fork is denied (ABI 3)" "$OUTPUT" "Permission denied"
+    denied "truncating a file outside the fork is denied (ABI 3)" "$OUTPUT" "README' for writing"
     equals "the file outside keeps its content" "$(tail -1 "$PROJ/README")" "uncommitted"
 fi
 
-sandbox_sh 'echo x >/tmp/refgate-pwned-$$; echo $$'
-contains "writing to /tmp outside the private TMPDIR is denied" "$OUTPUT" "Permission denied"
+# /tmp is the run's own tmpfs: writing there works and reaches nothing outside.
+sandbox_sh 'echo x >/tmp/refgate-pwned && cat /tmp/refgate-pwned && echo private-tmp-ok'
+contains "the private /tmp is writable" "$OUTPUT" "private-tmp-ok"
+absent "a file written to /tmp inside is not in the host's /tmp" /tmp/refgate-pwned
 
 # --- symlinks ---------------------------------------------------------------
 ln -s "$HOME/.ssh/id_ed25519" "$PROJ/key-link"
 sandbox_sh 'test -L key-link && echo is-link; cat key-link'
 rm -f "$PROJ/key-link"
 contains "a symlink in the source is kept as a link in the fork" "$OUTPUT" "is-link"
-contains "reading a secret through a symlink in the fork is denied" "$OUTPUT" \
-    "key-link: Permission denied"
+denied "reading a secret through a symlink in the fork is denied" "$OUTPUT" \
+    "key-link"
 lacks "the secret does not leak through the symlink" "$OUTPUT" "SECRET-"
 
 sandbox_sh 'ln -s "$HOME/.aws/credentials" made-link && cat made-link'
-contains "reading through a symlink made inside is denied" "$OUTPUT" "made-link: Permission denied"
+denied "reading through a symlink made inside is denied" "$OUTPUT" "made-link"
 lacks "the secret does not leak through a new symlink" "$OUTPUT" "SECRET-"
 
 # --- hard links -------------------------------------------------------------
 sandbox_sh 'ln "$HOME/.ssh/id_ed25519" hl; ls hl'
-contains "hard-linking a secret into the fork is denied (EXDEV)" "$OUTPUT" \
-    "failed to create hard link 'hl'"
-contains "the hard link is refused as a cross-device link" "$OUTPUT" "Invalid cross-device link"
+# The secret is not there to link (the home is a private tmpfs); where it
+# is, Landlock refuses the link with EXDEV.
+contains "hard-linking a secret into the fork fails" "$OUTPUT" "ln: failed to"
 contains "no hard link was made" "$OUTPUT" "cannot access 'hl'"
 
 # A hard link to a secret already in the source tree must not be copied.
@@ -119,36 +120,35 @@ absent "no base was left behind" "$T/.proj.1.base"
 
 # --- moving files out --------------------------------------------------------
 sandbox_sh "mv README \"$OUT/\"; ls README; mv src \"$HOME/\"; ls -d src"
-contains "moving a file out of the fork is denied" "$OUTPUT" \
-    "cannot move 'README' to '$OUT/README'"
+contains "moving a file out of the fork is denied" "$OUTPUT" "'README' to '$OUT/README'"
 absent "the moved file did not arrive outside" "$OUT/README"
 absent "the moved directory did not arrive in HOME" "$HOME/src"
 contains "the file stays in the fork" "$OUTPUT" "README"
 
 sandbox_sh "mv \"$PROJ/README\" ./stolen; ls stolen"
-contains "moving a file from the original directory into the fork is denied" "$OUTPUT" \
-    "cannot move"
+denied "moving a file from the original directory into the fork is denied" "$OUTPUT" \
+    "'$PROJ/README'"
 check "the original's file is still there" test -f "$PROJ/README"
 
 # --- /proc/self/root ------------------------------------------------------------
 sandbox_sh 'cat /proc/self/root"$HOME/.ssh/id_ed25519"; cat /proc/self/root"$HOME/.netrc";
 echo x >/proc/self/root'"$PROJ"'/pwned-root'
-contains "reading a secret via /proc/self/root is denied" "$OUTPUT" \
-    "/proc/self/root$HOME/.ssh/id_ed25519: Permission denied"
-contains "reading ~/.netrc via /proc/self/root is denied" "$OUTPUT" \
-    "/proc/self/root$HOME/.netrc: Permission denied"
-contains "writing via /proc/self/root is denied" "$OUTPUT" "pwned-root: Permission denied"
+denied "reading a secret via /proc/self/root is denied" "$OUTPUT" \
+    "/proc/self/root$HOME/.ssh/id_ed25519"
+denied "reading ~/.netrc via /proc/self/root is denied" "$OUTPUT" \
+    "/proc/self/root$HOME/.netrc"
+denied "writing via /proc/self/root is denied" "$OUTPUT" "pwned-root"
 absent "nothing was written via /proc/self/root" "$PROJ/pwned-root"
 lacks "no secret leaked via /proc/self/root" "$OUTPUT" "SECRET-"
 
 sandbox_sh 'cat /proc/self/cwd/../home/.ssh/id_ed25519'
-contains "reading a secret via /proc/self/cwd/.. is denied" "$OUTPUT" "Permission denied"
+denied "reading a secret via /proc/self/cwd/.. is denied" "$OUTPUT" "id_ed25519"
 
 # --- raw devices --------------------------------------------------------------
 dev=$(findmnt -no SOURCE / 2>/dev/null | head -1)
 if [ "$(id -u)" = 0 ] && [ -b "$dev" ]; then
     sandbox_sh "head -c 512 $dev | wc -c"
-    contains "root cannot read the raw disk $dev" "$OUTPUT" "$dev' for reading: Permission denied"
+    denied "root cannot read the raw disk $dev" "$OUTPUT" "$dev' for reading"
 fi
 
 finish

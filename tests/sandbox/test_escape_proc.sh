@@ -16,7 +16,9 @@ CLEANUPS+=("kill $VICTIM 2>/dev/null")
 
 # --- signals --------------------------------------------------------------------
 sandbox_sh "kill -TERM $VICTIM; echo status=\$?"
-contains "signalling a process outside is denied" "$OUTPUT" "Operation not permitted"
+# Outside the pid namespace the victim does not exist; Landlock scoping
+# refuses it too where it does.
+denied "signalling a process outside is denied" "$OUTPUT" "kill"
 check "the process outside is still alive" kill -0 "$VICTIM"
 
 sandbox_sh 'kill -TERM $PPID; echo status=$?'
@@ -59,8 +61,9 @@ c = socket.socket(socket.AF_UNIX)
 c.connect('\0inner-$NAME')
 print('inner-ok')
 "
-    contains "connecting to an abstract socket outside is denied" "$OUTPUT" \
-        "refused: [Errno 1] Operation not permitted"
+    # EPERM from Landlock scoping, or ECONNREFUSED: the network namespace
+    # has abstract sockets of its own.
+    contains "connecting to an abstract socket outside is denied" "$OUTPUT" "refused: [Errno"
     lacks "no connection was made" "$OUTPUT" "connected"
     contains "abstract sockets inside the sandbox work" "$OUTPUT" "inner-ok"
 else
@@ -72,12 +75,12 @@ export MY_API_TOKEN=SECRET-TOKEN-IN-PARENT
 sandbox_sh "cat /proc/\$PPID/environ; cat /proc/$VICTIM/environ; ls /proc/1/root/;
 cat /proc/$VICTIM/root$HOME/.ssh/id_ed25519; cat /proc/self/environ >/dev/null && echo self-ok"
 unset MY_API_TOKEN
-contains "reading refgate-run's environment via /proc is denied" "$OUTPUT" \
-    "environ: Permission denied"
+denied "reading refgate-run's environment via /proc is denied" "$OUTPUT" \
+    "environ"
 lacks "the parent's token does not leak via /proc/PID/environ" "$OUTPUT" "SECRET-"
-contains "/proc/1/root is not reachable" "$OUTPUT" "/proc/1/root/': Permission denied"
-contains "reading a secret via another process's root is denied" "$OUTPUT" \
-    "/proc/$VICTIM/root$HOME/.ssh/id_ed25519: Permission denied"
+denied "/proc/1/root is not reachable" "$OUTPUT" "/proc/1/root/'"
+denied "reading a secret via another process's root is denied" "$OUTPUT" \
+    "/proc/$VICTIM/root$HOME/.ssh/id_ed25519"
 contains "the command can read its own /proc entries" "$OUTPUT" "self-ok"
 
 # --- no_new_privs, session, descriptors -------------------------------------------------
@@ -129,10 +132,13 @@ if [ "$(id -u)" = 0 ]; then
         equals "CAP_${cap#*:} is not in the bounding set" "$(((0x$bnd >> n) & 1))" 0
         equals "CAP_${cap#*:} is not effective" "$(((0x$eff >> n) & 1))" 0
     done
-    equals "CAP_DAC_OVERRIDE is kept for forks owned by other users" "$(((0x$eff >> 1) & 1))" 1
+    # In the user namespace the command owns its fork (id-mapped) and needs
+    # no capability at all; before namespaces it kept CAP_DAC_OVERRIDE.
+    equals "no capability is effective in the user namespace" "$eff" "0000000000000000"
+    equals "the bounding set is empty in the user namespace" "$bnd" "0000000000000000"
 
     sandbox_sh 'mknod disk b 8 0; ls disk; mkdir m && mount -t tmpfs none m && echo mounted'
-    contains "making a device node in the fork is denied" "$OUTPUT" "mknod: disk: Permission denied"
+    denied "making a device node in the fork is denied" "$OUTPUT" "mknod: disk"
     contains "no device node exists in the fork" "$OUTPUT" "cannot access 'disk'"
     lacks "nothing was mounted" "$OUTPUT" "mounted"
 fi
