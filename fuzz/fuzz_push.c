@@ -60,7 +60,7 @@ static void check_round_trip(const rgit_push_request *req, int reversed)
 
     for (i = 0; i < req->nupdates; i++)
         keep[i] = reversed ? req->nupdates - 1 - i : i;
-    FUZZ_CHECK(rgit_push_request_write(&out, req, keep, req->nupdates, "report-status") == 0);
+    FUZZ_CHECK(rgit_push_request_write(&out, req, keep, req->nupdates, NULL) == 0);
     FUZZ_CHECK(rgit_push_parser_new(&p, &roomy) == 0);
     FUZZ_CHECK(rgit_push_parser_feed(p, out.data, out.len, &used, &err) == 1);
     FUZZ_CHECK(used == out.len);
