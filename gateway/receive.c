@@ -655,12 +655,12 @@ static void explain(const gateway_receive *r, ref_cmd *c)
         gateway_merge_ref(&c->result, NULL, NULL);
 }
 
-/* A forwarded ref's outcome, completing its decision record. */
-static void outcome_record(audit_record *rec, const gateway_receive *r, const ref_cmd *c,
-                           const char *outcome)
+/* What every record of one ref of this push names. */
+static void ref_record(audit_record *rec, audit_kind kind, const gateway_receive *r,
+                       const ref_cmd *c)
 {
     *rec = (audit_record){
-        .kind = AUDIT_OUTCOME,
+        .kind = kind,
         .push_id = r->push_id,
         .run = r->run,
         .token_hash = r->token_hash,
@@ -669,33 +669,30 @@ static void outcome_record(audit_record *rec, const gateway_receive *r, const re
         .ref = c->u->refname,
         .old_id = c->u->old_id,
         .new_id = c->u->new_id,
-        .outcome = outcome,
-        .decision_seq = c->decision_seq,
     };
+}
+
+/* A forwarded ref's outcome, completing its decision record. */
+static void outcome_record(audit_record *rec, const gateway_receive *r, const ref_cmd *c,
+                           const char *outcome)
+{
+    ref_record(rec, AUDIT_OUTCOME, r, c);
+    rec->outcome = outcome;
+    rec->decision_seq = c->decision_seq;
 }
 
 static void decision_record(audit_record *rec, const gateway_receive *r, const ref_cmd *c,
                             const char *evaluate)
 {
-    *rec = (audit_record){
-        .kind = AUDIT_DECISION,
-        .push_id = r->push_id,
-        .run = r->run,
-        .token_hash = r->token_hash,
-        .remote = r->remote,
-        .repo = r->route.repo,
-        .ref = c->u->refname,
-        .old_id = c->u->old_id,
-        .new_id = c->u->new_id,
-        .action = policy_plan_action_name(&c->plan),
-        .decision = c->plan.allowed && !c->unaudited ? "allow" : "deny",
-        .rule = c->plan.decision.rule_name,
-        .reason = c->reason,
-        /* A ref not forwarded is complete now; a forwarded one is pending
-         * until its outcome record. */
-        .outcome = c->result.forwarded ? NULL : c->result.outcome,
-        .evaluate = evaluate,
-    };
+    ref_record(rec, AUDIT_DECISION, r, c);
+    rec->action = policy_plan_action_name(&c->plan);
+    rec->decision = c->plan.allowed && !c->unaudited ? "allow" : "deny";
+    rec->rule = c->plan.decision.rule_name;
+    rec->reason = c->reason;
+    /* A ref not forwarded is complete now; a forwarded one is pending
+     * until its outcome record. */
+    rec->outcome = c->result.forwarded ? NULL : c->result.outcome;
+    rec->evaluate = evaluate;
 }
 
 /* The most the outcome record of a forwarded ref can take; 0 for others. */

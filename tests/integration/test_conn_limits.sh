@@ -8,29 +8,8 @@ command -v python3 >/dev/null || { echo "SKIP: python3 not installed"; exit 77; 
 [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 4500 ] ||
   { echo "SKIP: the hard descriptor limit ($(ulimit -Hn)) is below 4500"; exit 77; }
 
-FLOOD=(python3 "${REFGATE_SRC:-$(dirname "$0")/../..}/tests/support/conn_flood.py")
 make_upstream app
-HOLDERS=()
-
-extra_stop() {
-  local p
-  for p in "${HOLDERS[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${HOLDERS[@]}"; do wait "$p" 2>/dev/null || true; done
-  HOLDERS=()
-}
-# The figures the idle test measured are shown whatever the outcome.
-trap 'extra_stop; cat "$T/figures" 2>/dev/null || true; cleanup' EXIT
-
-# restart_with LIMITS_JSON: a gateway with these limits; sets GW, PORT, TOKEN.
-# Each test runs in a subshell of its own: its gateway and holders go with it.
-restart_with() {
-  trap 'extra_stop; stop_gateway' EXIT
-  stop_gateway
-  write_config "$STANDARD_RULES" "\"limits\": $1"
-  start_gateway
-  PORT=${GW##*:}
-  TOKEN=$(mint local/acme/app)
-}
+source "$(dirname "$0")/lib_limits.sh"
 
 # push_lands NAME [TOKEN]: a real push of a new branch lands within 60 s;
 # its duration in seconds goes to $T/push.seconds.
