@@ -3,10 +3,10 @@
 allowed and denied refs of 10 KB to 10 MB for a bounded time, then every
 decision checked against what upstream holds and the audit log.
 
-    load.py --gateway URL --token TOKEN --upstream DIR --state DIR
+    load.py --gateway URL --tokens FILE --upstream DIR --state DIR
             --refgate BIN --config FILE [--clients 64] [--seconds 30]
 
-Each client works in its own clone of DIR/acme/app.git and loops over four
+Each client holds its own run token (one a line in FILE) and works in its own clone of DIR/acme/app.git and loops over four
 kinds of push, chosen at random:
   create  a new feature branch          (allowed: lands)
   ff      a fast-forward of its branch  (allowed: checked for ancestry)
@@ -127,23 +127,30 @@ def check_audit(a):
 
 def main():
     ap = argparse.ArgumentParser()
-    for k in ("gateway", "token", "upstream", "state", "refgate", "config", "work"):
+    for k in ("gateway", "tokens", "upstream", "state", "refgate", "config", "work"):
         ap.add_argument("--" + k, required=True)
     ap.add_argument("--gateway-pid", type=int, required=True)
     ap.add_argument("--clients", type=int, default=64)
     ap.add_argument("--seconds", type=float, default=30)
     a = ap.parse_args()
 
-    env = dict(os.environ)
-    env.update({
-        "REFGATE_TOKEN": a.token, "GIT_CONFIG_COUNT": "1",
-        "GIT_CONFIG_KEY_0": "credential.helper",
-        "GIT_CONFIG_VALUE_0": '!f() { echo username=load; echo "password=$REFGATE_TOKEN"; }; f',
-    })
+    with open(a.tokens) as f:
+        tokens = f.read().split()
+    if len(tokens) < a.clients:
+        sys.exit("load.py: %d tokens for %d clients" % (len(tokens), a.clients))
+    envs = []
+    for i in range(a.clients):
+        env = dict(os.environ)
+        env.update({
+            "REFGATE_TOKEN": tokens[i], "GIT_CONFIG_COUNT": "1",
+            "GIT_CONFIG_KEY_0": "credential.helper",
+            "GIT_CONFIG_VALUE_0": '!f() { echo username=load; echo "password=$REFGATE_TOKEN"; }; f',
+        })
+        envs.append(env)
     results = []
     start = time.monotonic()
     deadline = start + a.seconds
-    clients = [Client(i, a, env, deadline, results) for i in range(a.clients)]
+    clients = [Client(i, a, envs[i], deadline, results) for i in range(a.clients)]
     for c in clients:
         c.start()
     for c in clients:

@@ -36,7 +36,11 @@ JSON
 "$REFGATE" serve --config "$T/refgate.json" 2>"$T/gw.log" &
 GW_PID=$!
 for _ in $(seq 100); do [ -s "$T/state/url" ] && break; sleep 0.05; done
-TOKEN=$("$REFGATE" token mint --config "$T/refgate.json" --repo local/acme/app --ttl 2h)
-python3 "$REPO/bench/load.py" --gateway "$(cat "$T/state/url")" --token "$TOKEN" \
+# One run token per client, as 64 sandboxed runs would hold (one token's
+# concurrent requests are capped by limits.per_token).
+for i in $(seq "$CLIENTS"); do
+  "$REFGATE" token mint --config "$T/refgate.json" --repo local/acme/app --ttl 2h --run "load-$i"
+done >"$T/tokens"
+python3 "$REPO/bench/load.py" --gateway "$(cat "$T/state/url")" --tokens "$T/tokens" \
   --upstream "$T/up" --state "$T/state" --refgate "$REFGATE" --config "$T/refgate.json" \
   --work "$T/work" --gateway-pid "$GW_PID" --clients "$CLIENTS" --seconds "$SECONDS_"
