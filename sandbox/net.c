@@ -313,6 +313,9 @@ static void net_relay_accept(sandbox_net_relay *r, size_t li)
     net_conn *c;
     int in, out;
 
+    /* Another listener may have filled the table in this pass. */
+    if (r->nconns >= SANDBOX_NET_CONNS_MAX)
+        return;
     in = accept4(r->listen[li], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (in < 0)
         return;
