@@ -224,6 +224,8 @@ done:
 typedef struct net_conn {
     int fd[2];
     int connecting; /* side 1's non-blocking connect is under way */
+    size_t tried;   /* gateway addresses tried for side 1, the first its listener's */
+    size_t target;  /* the address being tried */
     int eof[2];     /* side i said end of file */
     int shut[2];    /* side i was shut for writing */
     size_t len[2], off[2];
@@ -306,12 +308,41 @@ static int net_relay_receive(sandbox_net_relay *r)
     return write(r->sock, "k", 1) == 1 ? 0 : -1;
 }
 
+/*
+ * Open side 1 to the gateway: its listener's own address first, then the
+ * others (a name like localhost may have an address here the gateway does
+ * not listen on). Returns 0 once connected or connecting, -1 when every
+ * address failed. Bounded: SANDBOX_NET_ADDRS_MAX addresses.
+ */
+static int net_conn_connect(const sandbox_net_gateway *gw, net_conn *c)
+{
+    const struct sockaddr_storage *to;
+    int fd;
+
+    c->connecting = 0;
+    for (; c->tried < gw->naddr; c->tried++) {
+        c->target = (c->target + (c->tried > 0)) % gw->naddr;
+        to = &gw->addr[c->target];
+        if (c->fd[1] >= 0)
+            close(c->fd[1]);
+        fd = c->fd[1] = socket(to->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+        if (fd < 0)
+            continue;
+        if (connect(fd, (const struct sockaddr *)to, gw->addrlen[c->target]) == 0)
+            return 0;
+        if (errno == EINPROGRESS) {
+            c->connecting = 1;
+            return 0;
+        }
+    }
+    return -1;
+}
+
 /* A connection accepted inside: open its other side to the gateway. */
 static void net_relay_accept(sandbox_net_relay *r, size_t li)
 {
-    const struct sockaddr_storage *to = &r->gw.addr[r->target[li]];
     net_conn *c;
-    int in, out;
+    int in;
 
     /* Another listener may have filled the table in this pass. */
     if (r->nconns >= SANDBOX_NET_CONNS_MAX)
@@ -319,22 +350,17 @@ static void net_relay_accept(sandbox_net_relay *r, size_t li)
     in = accept4(r->listen[li], NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
     if (in < 0)
         return;
-    out = socket(to->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    c = out >= 0 ? calloc(1, sizeof(*c)) : NULL;
+    c = calloc(1, sizeof(*c));
     if (c == NULL) {
         close(in);
-        if (out >= 0)
-            close(out);
         return;
     }
     c->fd[0] = in;
-    c->fd[1] = out;
-    if (connect(out, (const struct sockaddr *)to, r->gw.addrlen[r->target[li]]) < 0) {
-        if (errno != EINPROGRESS) {
-            net_conn_close(c);
-            return;
-        }
-        c->connecting = 1;
+    c->fd[1] = -1;
+    c->target = r->target[li];
+    if (net_conn_connect(&r->gw, c) < 0) {
+        net_conn_close(c);
+        return;
     }
     r->conns[r->nconns++] = c;
 }
@@ -355,7 +381,7 @@ static short net_conn_events(const net_conn *c, int i)
 }
 
 /* Move data for one connection; returns 0 to keep it, -1 to close it. */
-static int net_conn_step(net_conn *c, const short rev[2])
+static int net_conn_step(const sandbox_net_gateway *gw, net_conn *c, const short rev[2])
 {
     ssize_t n;
     int i, soerr = 0;
@@ -364,8 +390,10 @@ static int net_conn_step(net_conn *c, const short rev[2])
     if (c->connecting) {
         if (!(rev[1] & (POLLOUT | POLLERR | POLLHUP)))
             return (rev[0] & (POLLERR | POLLHUP)) ? -1 : 0;
-        if (getsockopt(c->fd[1], SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr != 0)
-            return -1;
+        if (getsockopt(c->fd[1], SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr != 0) {
+            c->tried++;
+            return net_conn_connect(gw, c);
+        }
         c->connecting = 0;
         return 0;
     }
@@ -439,7 +467,7 @@ static void *net_relay_main(void *arg)
         for (i = 0; i < r->nconns; i++) {
             rev[0] = p[base + 2 * i].revents;
             rev[1] = p[base + 2 * i + 1].revents;
-            if (net_conn_step(r->conns[i], rev) < 0) {
+            if (net_conn_step(&r->gw, r->conns[i], rev) < 0) {
                 net_conn_close(r->conns[i]);
                 r->conns[i] = NULL;
             }
