@@ -112,6 +112,7 @@ typedef struct run_opts {
     int debug_abi;       /* -1 unless --debug-landlock-abi */
     const char *net;     /* --net as given, or NULL */
     const char *gateway; /* --gateway, or gateway=ADDR of --net */
+    const char *allow;   /* allow=LIST of --net */
     sandbox_net_mode net_mode;
     char **argv; /* the command */
 } run_opts;
@@ -399,10 +400,12 @@ static int run_parse_net(run_opts *o)
         o->gateway = m + 8;
         o->net_mode = SANDBOX_NET_GATEWAY;
     } else if (strncmp(m, "allow=", 6) == 0) {
-        say("--net allow=...: not implemented yet (use --net host, said loudly, meanwhile)");
-        return -EINVAL;
+        o->net_mode = SANDBOX_NET_ALLOW;
+        o->allow = m + 6;
     } else {
-        say("--net: unknown mode '%s' (expected none, gateway, gateway=HOST:PORT or host)", m);
+        say("--net: unknown mode '%s' (expected none, gateway, gateway=HOST:PORT, "
+            "allow=HOST:PORT,... or host)",
+            m);
         return -EINVAL;
     }
     if (o->net_mode == SANDBOX_NET_GATEWAY && o->gateway == NULL) {
@@ -413,7 +416,9 @@ static int run_parse_net(run_opts *o)
         o->ns &= ~SANDBOX_NS_NET;
     } else if (!(o->ns & SANDBOX_NS_NET)) {
         say("--net %s needs the net namespace: drop --share-net / --share=net, or use --net host",
-            o->net_mode == SANDBOX_NET_NONE ? "none" : "gateway");
+            o->net_mode == SANDBOX_NET_NONE      ? "none"
+            : o->net_mode == SANDBOX_NET_GATEWAY ? "gateway"
+                                                 : "allow");
         return -EINVAL;
     }
     return 0;
@@ -622,9 +627,12 @@ static int run_plan_net(run_state *s)
     rg_error err = RG_ERROR_INIT;
     int rc;
 
-    if (s->o.net_mode != SANDBOX_NET_GATEWAY)
+    memset(&s->gw, 0, sizeof(s->gw));
+    if (s->o.net_mode != SANDBOX_NET_GATEWAY && s->o.net_mode != SANDBOX_NET_ALLOW)
         return 0;
-    rc = sandbox_net_resolve(&s->gw, s->o.gateway, &err);
+    rc = s->o.gateway ? sandbox_net_resolve(&s->gw, s->o.gateway, &err) : 0;
+    if (rc == 0 && s->o.net_mode == SANDBOX_NET_ALLOW)
+        rc = sandbox_net_allow_parse(&s->gw, s->o.allow, &err);
     if (rc < 0)
         say("refusing to run: %s", err.msg);
     return rc;
@@ -786,6 +794,50 @@ static int run_build_env(run_state *s)
         else if (v == SANDBOX_ENV_HOOK || v == SANDBOX_ENV_CREDENTIAL)
             note("passing %.*s as asked, although it %s", (int)len, a, sandbox_env_verdict_str(v));
     }
+    return 0;
+}
+
+/*
+ * With --net allow, the proxy for the command's HTTP clients: every usual
+ * spelling (curl reads the lower-case ones, others the upper), and the
+ * loopback (the gateway's path) kept off it.
+ */
+static int run_proxy_env(run_state *s)
+{
+    static const char *const names[] = {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY",
+                                        "http_proxy",  "NO_PROXY",    "no_proxy"};
+    const size_t nnames = sizeof(names) / sizeof(names[0]);
+    char **grown, url[64];
+    size_t n = 0, i, j, len;
+
+    if (s->o.net_mode != SANDBOX_NET_ALLOW)
+        return 0;
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u", s->gw.proxy_port);
+    while (s->env[n] != NULL)
+        n++;
+    grown = realloc(s->env, (n + nnames + 1) * sizeof(*grown));
+    if (grown == NULL) {
+        say("out of memory");
+        return -ENOMEM;
+    }
+    s->env = grown;
+    for (i = 0; i < nnames; i++) {
+        len = strlen(names[i]);
+        /* An --env of the same name gives way: the proxy is the only path. */
+        for (j = 0; j < n; j++)
+            if (strncmp(s->env[j], names[i], len) == 0 && s->env[j][len] == '=') {
+                free(s->env[j]);
+                s->env[j] = s->env[--n];
+                j--;
+            }
+        if (asprintf(&s->env[n], "%s=%s", names[i], i < 4 ? url : "127.0.0.1,localhost,::1") < 0) {
+            s->env[n] = NULL;
+            say("out of memory");
+            return -ENOMEM;
+        }
+        n++;
+    }
+    s->env[n] = NULL;
     return 0;
 }
 
@@ -1371,7 +1423,7 @@ int main(int argc, char **argv)
         run_resolve_paths(&s) < 0)
         goto done;
     run_report_plan(&s);
-    if (run_make_tmpdir(&s) < 0 || run_build_env(&s) < 0)
+    if (run_make_tmpdir(&s) < 0 || run_build_env(&s) < 0 || run_proxy_env(&s) < 0)
         goto done;
     if (s.o.dir == NULL && run_make_fork(&s) < 0)
         goto done;
@@ -1389,8 +1441,13 @@ int main(int argc, char **argv)
     }
     if (s.o.net_mode == SANDBOX_NET_HOST) {
         say("WARNING: --net host: the command reaches the network as you do (no net namespace)");
-    } else if (s.o.net_mode == SANDBOX_NET_GATEWAY) {
-        note("network: loopback and the gateway %s:%u only", s.gw.host, s.gw.port);
+    } else if (s.o.net_mode == SANDBOX_NET_GATEWAY || s.o.net_mode == SANDBOX_NET_ALLOW) {
+        if (s.gw.naddr > 0)
+            note("network: loopback and the gateway %s:%u%s", s.gw.host, s.gw.port,
+                 s.gw.proxy_port ? "" : " only");
+        if (s.gw.proxy_port)
+            note("network: %s through the proxy at 127.0.0.1:%u (HTTPS_PROXY): %s",
+                 s.gw.naddr ? "and" : "loopback, and", s.gw.proxy_port, s.o.allow);
         if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s.netsock) < 0) {
             say("socketpair: %s", strerror(errno));
             goto done;

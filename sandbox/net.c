@@ -7,6 +7,7 @@
 #include "sandbox/net.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netdb.h>
@@ -22,6 +23,9 @@
 
 /* Pending connections the inside listener holds while the relay is full. */
 #define NET_BACKLOG 64
+
+/* The index the proxy's listener is sent with (a gateway address's otherwise). */
+#define NET_PROXY_IDX 0xff
 
 /* ------------------------------------------------------------------------ */
 /* Naming the gateway                                                        */
@@ -143,13 +147,114 @@ int sandbox_net_resolve(sandbox_net_gateway *out, const char *arg, rg_error *err
 }
 
 /* ------------------------------------------------------------------------ */
+/* The allow-list and the proxy's requests                                   */
+/* ------------------------------------------------------------------------ */
+
+/* "host:port" as the allow-list keeps it: lower case, IPv6 in brackets. */
+static int net_allow_key(char *out, size_t outsz, const char *host, unsigned port)
+{
+    size_t i, n;
+    int v6 = strchr(host, ':') != NULL;
+
+    n = (size_t)snprintf(out, outsz, v6 ? "[%s]:%u" : "%s:%u", host, port);
+    if (n >= outsz)
+        return -1;
+    for (i = 0; out[i]; i++)
+        out[i] = (char)tolower((unsigned char)out[i]);
+    return 0;
+}
+
+int sandbox_net_allow_parse(sandbox_net_gateway *gw, const char *list, rg_error *err)
+{
+    char entry[SANDBOX_NET_HOST_MAX + 8], host[SANDBOX_NET_HOST_MAX];
+    const char *p = list;
+    unsigned port;
+    size_t len;
+    int rc;
+
+    /* Bounded: the list's length, SANDBOX_NET_ALLOW_MAX entries kept. */
+    while (*p) {
+        len = strcspn(p, ",");
+        if (len == 0 || len >= sizeof(entry))
+            return rg_error_set(err, -EINVAL, "--net allow=%s: an empty or overlong entry", list);
+        memcpy(entry, p, len);
+        entry[len] = '\0';
+        if (strchr(entry, '/') != NULL)
+            return rg_error_set(err, -EINVAL, "--net allow: '%s': expected HOST:PORT", entry);
+        rc = sandbox_net_parse(host, sizeof(host), &port, entry, err);
+        if (rc < 0)
+            return rg_error_wrap(err, "--net allow");
+        if (gw->nallow == SANDBOX_NET_ALLOW_MAX)
+            return rg_error_set(err, -E2BIG, "--net allow: more than %d entries",
+                                SANDBOX_NET_ALLOW_MAX);
+        if (net_allow_key(gw->allow[gw->nallow], sizeof(gw->allow[0]), host, port) < 0)
+            return rg_error_set(err, -EINVAL, "--net allow: '%s' is too long", entry);
+        gw->nallow++;
+        p += len;
+        if (*p == ',')
+            p++;
+    }
+    if (gw->nallow == 0)
+        return rg_error_set(err, -EINVAL, "--net allow=: expected HOST:PORT,...");
+    gw->proxy_port = gw->naddr > 0 && gw->port == SANDBOX_NET_PROXY_PORT
+                         ? SANDBOX_NET_PROXY_PORT + 1
+                         : SANDBOX_NET_PROXY_PORT;
+    return 0;
+}
+
+int sandbox_net_allowed(const sandbox_net_gateway *gw, const char *host, unsigned port)
+{
+    char key[SANDBOX_NET_HOST_MAX + 8];
+    size_t i;
+
+    if (net_allow_key(key, sizeof(key), host, port) < 0)
+        return 0;
+    for (i = 0; i < gw->nallow; i++)
+        if (strcmp(gw->allow[i], key) == 0)
+            return 1;
+    return 0;
+}
+
+int sandbox_net_proxy_request(char *host, size_t hostsz, unsigned *port, size_t *hdrlen,
+                              const char *buf, size_t len)
+{
+    char target[SANDBOX_NET_HOST_MAX + 8];
+    const char *end = NULL, *sp, *eol;
+    rg_error err = RG_ERROR_INIT;
+    size_t i, tlen;
+
+    /* Bounded: len, at most SANDBOX_NET_REQUEST_MAX (the caller's buffer). */
+    for (i = 3; i < len && end == NULL; i++)
+        if (memcmp(buf + i - 3, "\r\n\r\n", 4) == 0)
+            end = buf + i + 1;
+    if (end == NULL)
+        return 1;
+    *hdrlen = (size_t)(end - buf);
+    eol = memchr(buf, '\r', *hdrlen);
+    if (eol == NULL || eol - buf < 8 || memcmp(buf, "CONNECT ", 8) != 0)
+        return RG_E_PROTOCOL;
+    sp = memchr(buf + 8, ' ', (size_t)(eol - buf - 8));
+    if (sp == NULL || (size_t)(eol - sp - 1) != 8 || memcmp(sp + 1, "HTTP/1.", 7) != 0)
+        return RG_E_PROTOCOL;
+    tlen = (size_t)(sp - buf - 8);
+    if (tlen == 0 || tlen >= sizeof(target))
+        return RG_E_PROTOCOL;
+    memcpy(target, buf + 8, tlen);
+    target[tlen] = '\0';
+    /* A URL or a missing port is not a CONNECT target. */
+    if (strchr(target, '/') != NULL || sandbox_net_parse(host, hostsz, port, target, &err) < 0)
+        return RG_E_PROTOCOL;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Inside: the listening sockets                                             */
 /* ------------------------------------------------------------------------ */
 
 int sandbox_net_serve_inside(int sock, const sandbox_net_gateway *gw, rg_error *err)
 {
-    int fds[SANDBOX_NET_ADDRS_MAX];
-    unsigned char idx[SANDBOX_NET_ADDRS_MAX];
+    int fds[SANDBOX_NET_ADDRS_MAX + 1];
+    unsigned char idx[SANDBOX_NET_ADDRS_MAX + 1];
     union {
         char buf[CMSG_SPACE(sizeof(fds))];
         struct cmsghdr align;
@@ -177,6 +282,25 @@ int sandbox_net_serve_inside(int sock, const sandbox_net_gateway *gw, rg_error *
         }
         fds[n] = fd;
         idx[n++] = (unsigned char)i;
+    }
+    if (gw->proxy_port != 0) {
+        struct sockaddr_in sin;
+
+        memset(&sin, 0, sizeof(sin));
+        sin.sin_family = AF_INET;
+        sin.sin_port = htons((unsigned short)gw->proxy_port);
+        sin.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (fd < 0 || bind(fd, (const struct sockaddr *)&sin, sizeof(sin)) < 0 ||
+            listen(fd, NET_BACKLOG) < 0) {
+            rc = rg_error_set(err, -errno, "the proxy's address 127.0.0.1:%u inside: %s",
+                              gw->proxy_port, strerror(errno));
+            if (fd >= 0)
+                close(fd);
+            goto done;
+        }
+        fds[n] = fd;
+        idx[n++] = NET_PROXY_IDX;
     }
     if (n == 0) {
         rc = rg_error_set(err, -first_errno, "the gateway's address %s:%u inside: %s", gw->host,
@@ -224,10 +348,14 @@ done:
 typedef struct net_conn {
     int fd[2];
     int connecting; /* side 1's non-blocking connect is under way */
-    size_t tried;   /* gateway addresses tried for side 1, the first its listener's */
+    int proxy;      /* 1: reading the CONNECT request; 2: answering 200 once connected */
+    size_t tried;   /* addresses tried for side 1, the first its listener's */
     size_t target;  /* the address being tried */
-    int eof[2];     /* side i said end of file */
-    int shut[2];    /* side i was shut for writing */
+    struct sockaddr_storage to[SANDBOX_NET_ADDRS_MAX]; /* where side 1 goes */
+    socklen_t tolen[SANDBOX_NET_ADDRS_MAX];
+    size_t nto;
+    int eof[2];  /* side i said end of file */
+    int shut[2]; /* side i was shut for writing */
     size_t len[2], off[2];
     char buf[2][SANDBOX_NET_BUF]; /* buf[i]: read from side i, for side 1 - i */
 } net_conn;
@@ -238,8 +366,9 @@ struct sandbox_net_relay {
     int stop[2]; /* a byte on stop[1] ends the thread */
     int sock;    /* from the sandbox: the listening sockets */
     sandbox_net_gateway gw;
-    int listen[SANDBOX_NET_ADDRS_MAX];
-    unsigned char target[SANDBOX_NET_ADDRS_MAX]; /* listen[i] relays to gw.addr[target[i]] */
+    int listen[SANDBOX_NET_ADDRS_MAX + 1];
+    /* listen[i] relays to gw.addr[target[i]], or is the proxy's (NET_PROXY_IDX) */
+    unsigned char target[SANDBOX_NET_ADDRS_MAX + 1];
     size_t nlisten;
     net_conn *conns[SANDBOX_NET_CONNS_MAX];
     size_t nconns;
@@ -259,9 +388,9 @@ static void net_conn_close(net_conn *c)
 /* Receive the listening sockets and acknowledge; 0, or -1 to end. */
 static int net_relay_receive(sandbox_net_relay *r)
 {
-    unsigned char idx[SANDBOX_NET_ADDRS_MAX];
+    unsigned char idx[SANDBOX_NET_ADDRS_MAX + 1];
     union {
-        char buf[CMSG_SPACE(SANDBOX_NET_ADDRS_MAX * sizeof(int))];
+        char buf[CMSG_SPACE((SANDBOX_NET_ADDRS_MAX + 1) * sizeof(int))];
         struct cmsghdr align;
     } u;
     struct pollfd p[2] = {{r->stop[0], POLLIN, 0}, {r->sock, POLLIN, 0}};
@@ -270,7 +399,7 @@ static int net_relay_receive(sandbox_net_relay *r)
     struct iovec iov = {idx, sizeof(idx)};
     size_t i, nfds = 0;
     ssize_t n;
-    int fds[SANDBOX_NET_ADDRS_MAX];
+    int fds[SANDBOX_NET_ADDRS_MAX + 1];
 
     while (poll(p, 2, -1) < 0)
         if (errno != EINTR)
@@ -290,13 +419,15 @@ static int net_relay_receive(sandbox_net_relay *r)
     for (cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm))
         if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && nfds == 0) {
             nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            if (nfds > SANDBOX_NET_ADDRS_MAX)
-                nfds = SANDBOX_NET_ADDRS_MAX;
+            if (nfds > SANDBOX_NET_ADDRS_MAX + 1)
+                nfds = SANDBOX_NET_ADDRS_MAX + 1;
             memcpy(fds, CMSG_DATA(cm), nfds * sizeof(int));
         }
     /* One index per socket, each naming an address of ours. */
     for (i = 0; i < nfds; i++) {
-        if ((size_t)n != nfds || idx[i] >= r->gw.naddr || fcntl(fds[i], F_SETFL, O_NONBLOCK) < 0) {
+        if ((size_t)n != nfds ||
+            (idx[i] >= r->gw.naddr && !(idx[i] == NET_PROXY_IDX && r->gw.proxy_port)) ||
+            fcntl(fds[i], F_SETFL, O_NONBLOCK) < 0) {
             close(fds[i]);
             continue;
         }
@@ -308,34 +439,149 @@ static int net_relay_receive(sandbox_net_relay *r)
     return write(r->sock, "k", 1) == 1 ? 0 : -1;
 }
 
+/* Connected: a tunnel answers 200 first, queued for side 0. */
+static void net_conn_up(net_conn *c)
+{
+    static const char ok[] = "HTTP/1.1 200 Connection established\r\n\r\n";
+
+    c->connecting = 0;
+    if (c->proxy == 2) {
+        memcpy(c->buf[1], ok, sizeof(ok) - 1);
+        c->len[1] = sizeof(ok) - 1;
+        c->off[1] = 0;
+        c->proxy = 0;
+    }
+}
+
+/* A proxy's refusal, best effort: the socket is non-blocking and the
+ * answer short, so it fits in the send buffer of a fresh connection. */
+static void net_conn_answer(net_conn *c, const char *status)
+{
+    char msg[128];
+    int n = snprintf(msg, sizeof(msg),
+                     "HTTP/1.1 %s\r\nContent-Length: 0\r\nConnection: close\r\n\r\n", status);
+
+    if (send(c->fd[0], msg, (size_t)n, MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+        /* The client is gone: nothing to tell. */
+    }
+}
+
 /*
- * Open side 1 to the gateway: its listener's own address first, then the
- * others (a name like localhost may have an address here the gateway does
- * not listen on). Returns 0 once connected or connecting, -1 when every
- * address failed. Bounded: SANDBOX_NET_ADDRS_MAX addresses.
+ * Open side 1: its first address (for the gateway, its listener's own),
+ * then the others (a name like localhost may have an address here the
+ * gateway does not listen on). Returns 0 once connected or connecting, -1
+ * when every address failed. Bounded: SANDBOX_NET_ADDRS_MAX addresses.
  */
-static int net_conn_connect(const sandbox_net_gateway *gw, net_conn *c)
+static int net_conn_connect(net_conn *c)
 {
     const struct sockaddr_storage *to;
     int fd;
 
     c->connecting = 0;
-    for (; c->tried < gw->naddr; c->tried++) {
-        c->target = (c->target + (c->tried > 0)) % gw->naddr;
-        to = &gw->addr[c->target];
+    for (; c->tried < c->nto; c->tried++) {
+        c->target = (c->target + (c->tried > 0)) % c->nto;
+        to = &c->to[c->target];
         if (c->fd[1] >= 0)
             close(c->fd[1]);
         fd = c->fd[1] = socket(to->ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
         if (fd < 0)
             continue;
-        if (connect(fd, (const struct sockaddr *)to, gw->addrlen[c->target]) == 0)
+        if (connect(fd, (const struct sockaddr *)to, c->tolen[c->target]) == 0) {
+            net_conn_up(c);
             return 0;
+        }
         if (errno == EINPROGRESS) {
             c->connecting = 1;
             return 0;
         }
     }
+    if (c->proxy == 2)
+        net_conn_answer(c, "502 Bad Gateway");
     return -1;
+}
+
+/* Where a name may lead: not back to this host, its link or nowhere. */
+static int net_public(const struct sockaddr *sa)
+{
+    if (sa->sa_family == AF_INET) {
+        uint32_t a = ntohl(((const struct sockaddr_in *)sa)->sin_addr.s_addr);
+
+        return (a >> 24) != 127 && (a >> 24) != 0 && (a >> 16) != 0xa9fe && (a >> 28) != 0xe;
+    }
+    if (sa->sa_family == AF_INET6) {
+        const struct in6_addr *a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+
+        return !IN6_IS_ADDR_LOOPBACK(a) && !IN6_IS_ADDR_UNSPECIFIED(a) &&
+               !IN6_IS_ADDR_LINKLOCAL(a) && !IN6_IS_ADDR_MULTICAST(a) && !IN6_IS_ADDR_V4MAPPED(a);
+    }
+    return 0;
+}
+
+/*
+ * The proxy's side 0 while its request comes in: read it, check it against
+ * the list, resolve and connect. Returns 0 to keep the connection, -1 to
+ * close it (after an answer saying why).
+ */
+static int net_proxy_step(const sandbox_net_gateway *gw, net_conn *c, short rev0)
+{
+    struct addrinfo hints, *res = NULL, *ai;
+    char host[SANDBOX_NET_HOST_MAX], service[8];
+    struct in6_addr lit;
+    unsigned port;
+    size_t hdr = 0;
+    ssize_t n;
+    int rc, literal;
+
+    if (!(rev0 & (POLLIN | POLLHUP | POLLERR)))
+        return 0;
+    n = recv(c->fd[0], c->buf[0] + c->len[0], SANDBOX_NET_REQUEST_MAX - c->len[0], 0);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return 0;
+    if (n <= 0)
+        return -1;
+    c->len[0] += (size_t)n;
+    rc = sandbox_net_proxy_request(host, sizeof(host), &port, &hdr, c->buf[0], c->len[0]);
+    if (rc == 1 && c->len[0] < SANDBOX_NET_REQUEST_MAX)
+        return 0;
+    if (rc != 0) {
+        net_conn_answer(c, rc == 1 ? "431 Request Header Fields Too Large"
+                                   : "405 Method Not Allowed (CONNECT only)");
+        return -1;
+    }
+    if (!sandbox_net_allowed(gw, host, port)) {
+        net_conn_answer(c, "403 Forbidden (not on refgate-run's --net allow list)");
+        return -1;
+    }
+    /* Resolved here, outside: the sandbox has no DNS. A listed IP literal
+     * goes where it says; a name must not lead back to this host. */
+    literal = inet_pton(AF_INET, host, &lit) == 1 || inet_pton(AF_INET6, host, &lit) == 1;
+    memset(&hints, 0, sizeof(hints));
+    hints.ai_family = AF_UNSPEC;
+    hints.ai_socktype = SOCK_STREAM;
+    hints.ai_flags = literal ? AI_NUMERICHOST : 0;
+    snprintf(service, sizeof(service), "%u", port);
+    if (getaddrinfo(host, service, &hints, &res) != 0) {
+        net_conn_answer(c, "502 Bad Gateway (cannot resolve)");
+        return -1;
+    }
+    /* Bounded: getaddrinfo's list, SANDBOX_NET_ADDRS_MAX kept. */
+    for (ai = res; ai != NULL && c->nto < SANDBOX_NET_ADDRS_MAX; ai = ai->ai_next) {
+        if (ai->ai_addrlen > sizeof(c->to[0]) || (!literal && !net_public(ai->ai_addr)))
+            continue;
+        memcpy(&c->to[c->nto], ai->ai_addr, ai->ai_addrlen);
+        c->tolen[c->nto++] = ai->ai_addrlen;
+    }
+    freeaddrinfo(res);
+    if (c->nto == 0) {
+        net_conn_answer(c, "403 Forbidden (the name leads to a local address)");
+        return -1;
+    }
+    /* What the client sent past its request goes on to the host. */
+    memmove(c->buf[0], c->buf[0] + hdr, c->len[0] - hdr);
+    c->len[0] -= hdr;
+    c->off[0] = 0;
+    c->proxy = 2;
+    return net_conn_connect(c);
 }
 
 /* A connection accepted inside: open its other side to the gateway. */
@@ -357,8 +603,17 @@ static void net_relay_accept(sandbox_net_relay *r, size_t li)
     }
     c->fd[0] = in;
     c->fd[1] = -1;
+    if (r->target[li] == NET_PROXY_IDX) {
+        /* Side 1 waits for the request to name it. */
+        c->proxy = 1;
+        r->conns[r->nconns++] = c;
+        return;
+    }
+    memcpy(c->to, r->gw.addr, sizeof(c->to));
+    memcpy(c->tolen, r->gw.addrlen, sizeof(c->tolen));
+    c->nto = r->gw.naddr;
     c->target = r->target[li];
-    if (net_conn_connect(&r->gw, c) < 0) {
+    if (net_conn_connect(c) < 0) {
         net_conn_close(c);
         return;
     }
@@ -371,6 +626,8 @@ static short net_conn_events(const net_conn *c, int i)
 {
     short ev = 0;
 
+    if (c->proxy == 1)
+        return i == 0 ? POLLIN : 0;
     if (c->connecting)
         return i == 1 ? POLLOUT : 0;
     if (!c->eof[i] && c->len[i] == 0)
@@ -387,14 +644,16 @@ static int net_conn_step(const sandbox_net_gateway *gw, net_conn *c, const short
     int i, soerr = 0;
     socklen_t sl = sizeof(soerr);
 
+    if (c->proxy == 1)
+        return net_proxy_step(gw, c, rev[0]);
     if (c->connecting) {
         if (!(rev[1] & (POLLOUT | POLLERR | POLLHUP)))
             return (rev[0] & (POLLERR | POLLHUP)) ? -1 : 0;
         if (getsockopt(c->fd[1], SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr != 0) {
             c->tried++;
-            return net_conn_connect(gw, c);
+            return net_conn_connect(c);
         }
-        c->connecting = 0;
+        net_conn_up(c);
         return 0;
     }
     for (i = 0; i < 2; i++) {
@@ -431,7 +690,7 @@ static int net_conn_step(const sandbox_net_gateway *gw, net_conn *c, const short
 
 static void *net_relay_main(void *arg)
 {
-    struct pollfd p[1 + SANDBOX_NET_ADDRS_MAX + 2 * SANDBOX_NET_CONNS_MAX];
+    struct pollfd p[1 + SANDBOX_NET_ADDRS_MAX + 1 + 2 * SANDBOX_NET_CONNS_MAX];
     sandbox_net_relay *r = arg;
     size_t i, k, np, base;
     short rev[2];
