@@ -186,4 +186,14 @@ done
 contains "the connection reached the server" "$(cat "$T/hold.state" 2>/dev/null)" "open"
 contains "the connection is closed once the run ends" "$(cat "$T/hold.state" 2>/dev/null)" "closed"
 
+# --- unprivileged -----------------------------------------------------------
+# The same bridge as an ordinary user: the user namespace is then the only
+# source of the net namespace's capabilities.
+if user_setup; then
+    OUTPUT=$(cd "$U/proj" && as_user "$RUN" -q --rm --net "gateway=$GW" -- "$PY" -c "$PROBE" \
+        "http://$GW/index.txt" "http://$OTHER/index.txt" 2>&1)
+    contains "unprivileged: the gateway answers inside" "$OUTPUT" "GOT content-of-gw"
+    contains "unprivileged: another host port is not reachable" "$OUTPUT" "FAIL http://$OTHER/"
+fi
+
 finish
