@@ -1,6 +1,7 @@
 /*
  * sandbox/net.c: naming the gateway (a table of arguments and what each
- * parses to or why it is refused; loopback only), and the bridge itself in
+ * parses to or why it is refused; loopback only), the allow-list and the
+ * proxy's request parser (tables), and the bridge itself in
  * a real user and net namespace: a child binds the gateway's addresses
  * inside and passes them out, the relay in this process carries its
  * connections to a server on the host's loopback, falling back to the
@@ -88,6 +89,91 @@ Test(net, resolve_accepts_loopback_only)
     cr_assert_eq(sandbox_net_resolve(&gw, "192.0.2.1:80", &err), RG_E_DENIED);
     cr_assert(strstr(err.msg, "not a loopback address") != NULL, "%s", err.msg);
     cr_assert_eq(sandbox_net_resolve(&gw, "10.0.0.1:80", &err), RG_E_DENIED);
+}
+
+Test(net, the_allow_list_matches_exact_names_and_ports)
+{
+    rg_error err = RG_ERROR_INIT;
+    sandbox_net_gateway gw;
+
+    memset(&gw, 0, sizeof(gw));
+    cr_assert_eq(sandbox_net_allow_parse(&gw, "API.Anthropic.com:443,[::1]:8080,10.1.2.3:22", &err),
+                 0, "%s", err.msg);
+    cr_assert_eq(gw.nallow, 3);
+    cr_assert_eq(gw.proxy_port, SANDBOX_NET_PROXY_PORT);
+    cr_assert(sandbox_net_allowed(&gw, "api.anthropic.com", 443));
+    cr_assert(sandbox_net_allowed(&gw, "API.ANTHROPIC.COM", 443), "names are case-insensitive");
+    cr_assert(sandbox_net_allowed(&gw, "::1", 8080));
+    cr_assert(sandbox_net_allowed(&gw, "10.1.2.3", 22));
+    cr_assert_not(sandbox_net_allowed(&gw, "api.anthropic.com", 80), "another port");
+    cr_assert_not(sandbox_net_allowed(&gw, "x.api.anthropic.com", 443), "a subdomain");
+    cr_assert_not(sandbox_net_allowed(&gw, "api.anthropic.com.", 443), "a trailing dot");
+    cr_assert_not(sandbox_net_allowed(&gw, "anthropic.com", 443), "a parent");
+    cr_assert_not(sandbox_net_allowed(&gw, "10.1.2.4", 22), "another literal");
+    /* The gateway on the proxy's usual port moves the proxy. */
+    memset(&gw, 0, sizeof(gw));
+    gw.naddr = 1;
+    gw.port = SANDBOX_NET_PROXY_PORT;
+    cr_assert_eq(sandbox_net_allow_parse(&gw, "a.example:443", &err), 0, "%s", err.msg);
+    cr_assert_eq(gw.proxy_port, SANDBOX_NET_PROXY_PORT + 1);
+    /* Refused: empty entries, no port, a URL, too many. */
+    memset(&gw, 0, sizeof(gw));
+    cr_assert_lt(sandbox_net_allow_parse(&gw, "", &err), 0);
+    cr_assert_lt(sandbox_net_allow_parse(&gw, "a.example:443,,b.example:443", &err), 0);
+    memset(&gw, 0, sizeof(gw));
+    cr_assert_lt(sandbox_net_allow_parse(&gw, "a.example", &err), 0);
+    cr_assert_lt(sandbox_net_allow_parse(&gw, "https://a.example/", &err), 0);
+    memset(&gw, 0, sizeof(gw));
+    {
+        char many[SANDBOX_NET_ALLOW_MAX * 16 + 32] = "";
+        int i;
+
+        for (i = 0; i <= SANDBOX_NET_ALLOW_MAX; i++)
+            snprintf(many + strlen(many), sizeof(many) - strlen(many), "%sh%d.ex:1", i ? "," : "",
+                     i);
+        cr_assert_eq(sandbox_net_allow_parse(&gw, many, &err), -E2BIG);
+    }
+}
+
+typedef struct request_case {
+    char req[128];
+    int want;      /* 0, 1 (incomplete) or RG_E_PROTOCOL */
+    char host[32]; /* with want 0 */
+    unsigned port;
+} request_case;
+
+ParameterizedTestParameters(net, proxy_requests_are_connect_only)
+{
+    static request_case cases[] = {
+        {"CONNECT api.example:443 HTTP/1.1\r\nHost: api.example:443\r\n\r\n", 0, "api.example",
+         443},
+        {"CONNECT [::1]:8080 HTTP/1.0\r\n\r\n", 0, "::1", 8080},
+        {"CONNECT api.example:443 HTTP/1.1\r\nHost: x\r\n", 1, "", 0},
+        {"CONN", 1, "", 0},
+        {"GET http://api.example/ HTTP/1.1\r\n\r\n", RG_E_PROTOCOL, "", 0},
+        {"CONNECT api.example HTTP/1.1\r\n\r\n", RG_E_PROTOCOL, "", 0},
+        {"CONNECT http://api.example:443/ HTTP/1.1\r\n\r\n", RG_E_PROTOCOL, "", 0},
+        {"CONNECT api.example:443 HTTP/2\r\n\r\n", RG_E_PROTOCOL, "", 0},
+        {"CONNECT api.example:443\r\n\r\n", RG_E_PROTOCOL, "", 0},
+        {"CONNECT  HTTP/1.1\r\n\r\n", RG_E_PROTOCOL, "", 0},
+        {"connect api.example:443 HTTP/1.1\r\n\r\n", RG_E_PROTOCOL, "", 0},
+    };
+    return cr_make_param_array(request_case, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(request_case *c, net, proxy_requests_are_connect_only)
+{
+    char host[SANDBOX_NET_HOST_MAX];
+    unsigned port = 0;
+    size_t hdr = 0;
+    int rc = sandbox_net_proxy_request(host, sizeof(host), &port, &hdr, c->req, strlen(c->req));
+
+    cr_assert_eq(rc, c->want, "'%s': %d", c->req, rc);
+    if (rc != 0)
+        return;
+    cr_assert_str_eq(host, c->host);
+    cr_assert_eq(port, c->port);
+    cr_assert_eq(hdr, strlen(c->req), "the header ends after its blank line");
 }
 
 static void net_addr(struct sockaddr_storage *ss, socklen_t *len, const char *ip, unsigned port)
