@@ -283,6 +283,11 @@ int sandbox_net_serve_inside(int sock, const sandbox_net_gateway *gw, rg_error *
         fds[n] = fd;
         idx[n++] = (unsigned char)i;
     }
+    if (gw->naddr > 0 && n == 0) {
+        rc = rg_error_set(err, -first_errno, "the gateway's address %s:%u inside: %s", gw->host,
+                          gw->port, strerror(first_errno));
+        goto done;
+    }
     if (gw->proxy_port != 0) {
         struct sockaddr_in sin;
 
@@ -303,8 +308,7 @@ int sandbox_net_serve_inside(int sock, const sandbox_net_gateway *gw, rg_error *
         idx[n++] = NET_PROXY_IDX;
     }
     if (n == 0) {
-        rc = rg_error_set(err, -first_errno, "the gateway's address %s:%u inside: %s", gw->host,
-                          gw->port, strerror(first_errno));
+        rc = rg_error_set(err, -EINVAL, "neither a gateway nor a proxy to serve inside");
         goto done;
     }
     memset(&msg, 0, sizeof(msg));
