@@ -333,3 +333,93 @@ Test(net, a_relay_that_never_started_fails_the_inside)
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0,
               "serving inside succeeded with nobody outside");
 }
+
+Test(net, the_relay_holds_at_most_its_connection_cap_and_the_rest_wait)
+{
+    rg_error err = RG_ERROR_INIT;
+    sandbox_net_gateway gw;
+    sandbox_net_relay *relay = NULL;
+    struct sockaddr_in bound;
+    socklen_t len = sizeof(bound);
+    int sp[2], go[2], srv, status = 0, accepted = 0, held[SANDBOX_NET_CONNS_MAX + 1], i;
+    struct pollfd p;
+    unsigned port;
+    pid_t pid;
+
+    srv = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    memset(&gw, 0, sizeof(gw));
+    net_addr(&gw.addr[0], &gw.addrlen[0], "127.0.0.1", 0);
+    cr_assert_eq(bind(srv, (struct sockaddr *)&gw.addr[0], gw.addrlen[0]), 0);
+    cr_assert_eq(listen(srv, 128), 0);
+    getsockname(srv, (struct sockaddr *)&bound, &len);
+    port = ntohs(bound.sin_port);
+    net_addr(&gw.addr[0], &gw.addrlen[0], "127.0.0.1", port);
+    gw.naddr = 1;
+    gw.port = port;
+    cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp), 0);
+    cr_assert_eq(pipe(go), 0);
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        struct sockaddr_storage ss;
+        socklen_t sl;
+        int fds[SANDBOX_NET_CONNS_MAX + 1];
+        char c;
+
+        close(sp[0]);
+        close(srv);
+        close(go[1]);
+        if (unshare(CLONE_NEWUSER | CLONE_NEWNET) < 0)
+            _exit(77);
+        if (sandbox_ns_loopback_up(&err) < 0 || sandbox_net_serve_inside(sp[1], &gw, &err) < 0)
+            _exit(10);
+        /* One past the cap: the last waits in the inside listener's backlog. */
+        net_addr(&ss, &sl, "127.0.0.1", port);
+        for (i = 0; i <= SANDBOX_NET_CONNS_MAX; i++) {
+            fds[i] = socket(AF_INET, SOCK_STREAM, 0);
+            if (fds[i] < 0 || connect(fds[i], (struct sockaddr *)&ss, sl) < 0)
+                _exit(11);
+        }
+        /* Until told, then one goes, and the waiting one gets its turn. */
+        if (read(go[0], &c, 1) != 1)
+            _exit(12);
+        close(fds[0]);
+        if (read(go[0], &c, 1) < 0)
+            _exit(13);
+        _exit(0);
+    }
+    close(sp[1]);
+    close(go[0]);
+    cr_assert_eq(sandbox_net_relay_start(&relay, sp[0], &gw, &err), 0, "%s", err.msg);
+    p.fd = srv;
+    p.events = POLLIN;
+    /* Bounded: 10 s for the cap to fill, then 300 ms in which nothing more
+     * may arrive (a negative cannot be polled for), then 10 s for one more. */
+    for (i = 0; i < 200 && accepted < SANDBOX_NET_CONNS_MAX; i++)
+        if (poll(&p, 1, 50) > 0 && (held[accepted] = accept(srv, NULL, NULL)) >= 0)
+            accepted++;
+    if (waitpid(pid, &status, WNOHANG) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 77) {
+        sandbox_net_relay_free(relay);
+        cr_skip_test("no user and net namespace here");
+    }
+    cr_assert_eq(accepted, SANDBOX_NET_CONNS_MAX, "%d connections reached the gateway", accepted);
+    cr_assert_eq(poll(&p, 1, 300), 0, "a connection past the cap was relayed");
+    /* A slot frees once both ends are done: the command closes one
+     * connection, the gateway ends all it holds (the others stay
+     * half-open inside, and keep their slots). */
+    cr_assert_eq(write(go[1], "x", 1), 1);
+    for (i = 0; i < accepted; i++)
+        close(held[i]);
+    accepted = 0;
+    cr_assert_gt(poll(&p, 1, 10000), 0, "the waiting connection never got its turn");
+    held[accepted++] = accept(srv, NULL, NULL);
+    cr_assert_geq(held[accepted - 1], 0);
+    close(go[1]);
+    waitpid(pid, &status, 0);
+    sandbox_net_relay_free(relay);
+    for (i = 0; i < accepted; i++)
+        close(held[i]);
+    close(srv);
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child: %d",
+              WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+}
