@@ -36,7 +36,9 @@
 
 /* Addresses one gateway name resolves to, at most (localhost: 2). */
 #define SANDBOX_NET_ADDRS_MAX 4
-/* Connections relayed at once, at most; more wait in the listen backlog. */
+/* Connections relayed at once, at most; more wait in the listen backlog. A
+ * connection holds its slot until both ends are done (an end of file from
+ * one side is passed on, and the other may still answer). */
 #define SANDBOX_NET_CONNS_MAX 64
 /* Bytes buffered per direction of a connection. */
 #define SANDBOX_NET_BUF 16384
