@@ -66,14 +66,21 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 # Start-to-exec of /bin/true: refgate-run with every layer (user, mount,
 # pid, ipc, uts and net namespaces, the mount layout, Landlock, seccomp)
 # against bubblewrap doing the comparable work, and refgate-run with
-# Landlock only (--unshare=none) for what the namespaces cost.
+# Landlock only (--unshare=none) for what the namespaces cost, and with
+# --net gateway (the listening socket bound inside and passed out, the
+# relay's thread started; no gateway needs to run for that) for what the
+# bridge costs.
 echo "== wrapping overhead ($runs runs each, hyperfine -N, 20 warm-up runs)"
 echo "   $("$run" --version)"
 mkdir -p "$work/dir"
 bw_all="bwrap --unshare-all --die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc /bin/true"
-names=("/bin/true" "refgate-run, all layers" "refgate-run --unshare=none (Landlock only)")
-cmds=(/bin/true "$run -q -d $work/dir -- /bin/true" "$run -q --unshare=none -d $work/dir -- /bin/true")
+names=("/bin/true" "refgate-run, all layers" "refgate-run --unshare=none (Landlock only)"
+    "refgate-run, all layers, --net gateway")
+cmds=(/bin/true "$run -q -d $work/dir -- /bin/true" "$run -q --unshare=none -d $work/dir -- /bin/true"
+    "$run -q --net gateway=127.0.0.1:8470 -d $work/dir -- /bin/true")
+bw_i=
 if command -v bwrap >/dev/null && $bw_all 2>/dev/null; then
+    bw_i=${#cmds[@]}
     names+=("bwrap --unshare-all ... --proc /proc")
     cmds+=("$bw_all")
 else
@@ -91,9 +98,9 @@ for i in "${!cmds[@]}"; do
             "$(ratio "$m" "$true_s")" "$(ms "$(awk -v a="$m" -v b="$true_s" 'BEGIN{print a-b}')")"
     fi
 done
-if [[ ${#cmds[@]} -eq 4 ]]; then
+if [[ -n $bw_i ]]; then
     rg_s=$(jq '.results[1].median' "$work/wrap.json")
-    bw_s=$(jq '.results[3].median' "$work/wrap.json")
+    bw_s=$(jq ".results[$bw_i].median" "$work/wrap.json")
     printf '   refgate-run (all layers) / bwrap --unshare-all: %s (target: < 1)\n' "$(ratio "$rg_s" "$bw_s")"
 fi
 jq -r '.results[] | "   raw: \(.command): mean \(.mean*1000|.*1000|round/1000) ms, min \(.min*1000|.*1000|round/1000) ms, max \(.max*1000|.*1000|round/1000) ms"' \

@@ -9,7 +9,8 @@
  * (namespaces, id maps), mount.c (the mount namespace's layout), landlock.c
  * (file access and scoping), privs.c (no_new_privs, capabilities),
  * seccomp.c (the system call deny-list) and proc.c (session, descriptors,
- * init, exec, signals). Every refusal happens before anything is created,
+ * init, exec, signals) and net.c (the gateway's bridge into the net
+ * namespace). Every refusal happens before anything is created,
  * so a refused run leaves no trace.
  *
  * The order: the runner (outside) makes the fork and TMPDIR and plans the
@@ -41,6 +42,7 @@
 #include "sandbox/home.h"
 #include "sandbox/landlock.h"
 #include "sandbox/mount.h"
+#include "sandbox/net.h"
 #include "sandbox/ns.h"
 #include "sandbox/privs.h"
 #include "sandbox/proc.h"
@@ -107,8 +109,12 @@ typedef struct run_opts {
     unsigned debug_no_ns; /* --debug-ns-unavailable */
     int rm, keep_tmp, force, no_scope, no_truncate, allow_unconfined;
     int quiet, verbose, check, no_pty;
-    int debug_abi; /* -1 unless --debug-landlock-abi */
-    char **argv;   /* the command */
+    int debug_abi;       /* -1 unless --debug-landlock-abi */
+    const char *net;     /* --net as given, or NULL */
+    const char *gateway; /* --gateway, or gateway=ADDR of --net */
+    const char *allow;   /* allow=LIST of --net */
+    sandbox_net_mode net_mode;
+    char **argv; /* the command */
 } run_opts;
 
 typedef struct run_state {
@@ -124,8 +130,11 @@ typedef struct run_state {
     sandbox_home_inode *inodes;
     size_t ninodes;
     sandbox_mount_plan mounts;
-    int root_mapped; /* a root caller runs as SANDBOX_NS_ROOT_UID outside */
-    int bpf[2];      /* the seccomp filter, compiled by the runner meanwhile */
+    int root_mapped;          /* a root caller runs as SANDBOX_NS_ROOT_UID outside */
+    int bpf[2];               /* the seccomp filter, compiled by the runner meanwhile */
+    sandbox_net_gateway gw;   /* with --net gateway */
+    int netsock[2];           /* the listening sockets' way out: [0] runner, [1] child */
+    sandbox_net_relay *relay; /* in the runner, once the child sets up */
 } run_state;
 
 /* ------------------------------------------------------------------------ */
@@ -194,7 +203,16 @@ static const char help_text[] =
     "      --share=LIST     keep these of the caller's namespaces instead (applied\n"
     "                       after --unshare); a namespace that cannot be created\n"
     "                       refuses the run and names the --share that skips it\n"
-    "      --share-net      same as --share=net: CMD reaches the network as you do\n"
+    "      --share-net      same as --share=net, i.e. --net host\n"
+    "      --net MODE       none: loopback only; gateway or gateway=HOST:PORT:\n"
+    "                       loopback and the gateway, reachable inside at its own\n"
+    "                       address, nothing else; allow=HOST:PORT,...: also these\n"
+    "                       hosts (exact names) through a CONNECT proxy inside\n"
+    "                       (HTTPS_PROXY is set); host: no net namespace, the\n"
+    "                       network as you reach it (a warning says so). Default:\n"
+    "                       gateway when --gateway is given, else none\n"
+    "      --gateway URL    the gateway (http://HOST:PORT/... or HOST:PORT; HOST\n"
+    "                       on this host's loopback)\n"
     "      --hide PATH      make PATH (a file or a directory) unreadable inside;\n"
     "                       repeatable; needs the mount namespace\n"
     "      --no-pty         give CMD your terminal itself, not a pty of the run's\n"
@@ -238,7 +256,7 @@ static const char help_text[] =
     "         of the run's own and relays it to yours (raw mode, window size),\n"
     "         so CMD never holds your terminal (--no-pty gives it yours).\n"
     "  ipc    SysV shared memory, semaphores and queues of the host are invisible.\n"
-    "  uts    host name changes stay inside.  net: only loopback (--share-net).\n"
+    "  uts    host name changes stay inside.  net: only loopback (see --net).\n"
     "\n"
     "Confinement (Landlock, fail closed):\n"
     "  Writable: the fork (or -d DIR), a private TMPDIR made for the run,\n"
@@ -284,7 +302,14 @@ static const char help_text[] =
     "    confine truncate(2) (--no-truncate-control). ABI < 5 cannot confine\n"
     "    device ioctls (run anyway: only the devices above can be opened).\n"
     "    ABI < 6 cannot scope signals and abstract sockets (--no-scope).\n"
-    "  Not covered yet: with --share-net, the network; without the mount\n"
+    "  Network: with --net gateway, refgate-run binds the gateway's address on\n"
+    "    the sandbox's loopback and relays each connection to the real gateway\n"
+    "    (at most 64 at once); every other host port, UDP to the host and the\n"
+    "    outside world are unreachable. With --net allow, 127.0.0.1:3128 inside\n"
+    "    is a CONNECT proxy: listed host:port entries only, resolved outside,\n"
+    "    never to this host's loopback or link. Raw, packet and MPTCP sockets\n"
+    "    fail.\n"
+    "  Not covered yet: with --net host, the network; without the mount\n"
     "    namespace, unix sockets by path and chmod/chown of files CMD owns\n"
     "    outside the fork.\n"
     "\n"
@@ -335,6 +360,8 @@ enum {
     OPT_HIDE,
     OPT_DEBUG_NS,
     OPT_NO_PTY,
+    OPT_NET,
+    OPT_GATEWAY,
 };
 
 static int run_push(const char ***list, size_t *n, const char *v)
@@ -345,6 +372,60 @@ static int run_push(const char ***list, size_t *n, const char *v)
         return -ENOMEM;
     grown[(*n)++] = v;
     *list = grown;
+    return 0;
+}
+
+/*
+ * --net MODE, --gateway ADDR and the net namespace agree. The default is
+ * the narrowest that works: `gateway` when a gateway is named (refgate run
+ * names it: its git must reach it and nothing else), else `none`. Sharing
+ * the net namespace (--share-net, --share=net, --unshare without net) is
+ * `host`, as before; asking for none or gateway without the namespace is
+ * refused rather than quietly run open.
+ */
+static int run_parse_net(run_opts *o)
+{
+    const char *m = o->net;
+
+    if (m == NULL)
+        o->net_mode = !(o->ns & SANDBOX_NS_NET) ? SANDBOX_NET_HOST
+                      : o->gateway != NULL      ? SANDBOX_NET_GATEWAY
+                                                : SANDBOX_NET_NONE;
+    else if (strcmp(m, "none") == 0)
+        o->net_mode = SANDBOX_NET_NONE;
+    else if (strcmp(m, "host") == 0)
+        o->net_mode = SANDBOX_NET_HOST;
+    else if (strcmp(m, "gateway") == 0)
+        o->net_mode = SANDBOX_NET_GATEWAY;
+    else if (strncmp(m, "gateway=", 8) == 0) {
+        if (o->gateway != NULL && strcmp(o->gateway, m + 8) != 0) {
+            say("--net %s and --gateway %s name two gateways", m, o->gateway);
+            return -EINVAL;
+        }
+        o->gateway = m + 8;
+        o->net_mode = SANDBOX_NET_GATEWAY;
+    } else if (strncmp(m, "allow=", 6) == 0) {
+        o->net_mode = SANDBOX_NET_ALLOW;
+        o->allow = m + 6;
+    } else {
+        say("--net: unknown mode '%s' (expected none, gateway, gateway=HOST:PORT, "
+            "allow=HOST:PORT,... or host)",
+            m);
+        return -EINVAL;
+    }
+    if (o->net_mode == SANDBOX_NET_GATEWAY && o->gateway == NULL) {
+        say("--net gateway needs the gateway's address: --gateway URL or --net gateway=HOST:PORT");
+        return -EINVAL;
+    }
+    if (o->net_mode == SANDBOX_NET_HOST) {
+        o->ns &= ~SANDBOX_NS_NET;
+    } else if (!(o->ns & SANDBOX_NS_NET)) {
+        say("--net %s needs the net namespace: drop --share-net / --share=net, or use --net host",
+            o->net_mode == SANDBOX_NET_NONE      ? "none"
+            : o->net_mode == SANDBOX_NET_GATEWAY ? "gateway"
+                                                 : "allow");
+        return -EINVAL;
+    }
     return 0;
 }
 
@@ -373,6 +454,8 @@ static int run_parse(run_opts *o, int argc, char **argv)
         {"share-net", no_argument, NULL, OPT_SHARE_NET},
         {"hide", required_argument, NULL, OPT_HIDE},
         {"no-pty", no_argument, NULL, OPT_NO_PTY},
+        {"net", required_argument, NULL, OPT_NET},
+        {"gateway", required_argument, NULL, OPT_GATEWAY},
         {"debug-ns-unavailable", required_argument, NULL, OPT_DEBUG_NS},
         {NULL, 0, NULL, 0},
     };
@@ -457,6 +540,12 @@ static int run_parse(run_opts *o, int argc, char **argv)
         case OPT_NO_PTY:
             o->no_pty = 1;
             break;
+        case OPT_NET:
+            o->net = optarg;
+            break;
+        case OPT_GATEWAY:
+            o->gateway = optarg;
+            break;
         case OPT_HIDE:
             rc = run_push(&o->hides, &o->nhides, optarg);
             break;
@@ -479,6 +568,8 @@ static int run_parse(run_opts *o, int argc, char **argv)
         return rc;
     }
     o->ns &= ~shared;
+    if (run_parse_net(o) < 0)
+        return -EINVAL;
     if (o->nhides > 0 && !(o->ns & SANDBOX_NS_MOUNT)) {
         say("--hide needs the mount namespace (drop --share=mount)");
         return -EINVAL;
@@ -532,6 +623,23 @@ static int run_plan(run_state *s)
             say("%s", why_none.msg);
         say("%s", err.msg);
     }
+    return rc;
+}
+
+/* The gateway's addresses, resolved outside before anything is created. */
+static int run_plan_net(run_state *s)
+{
+    rg_error err = RG_ERROR_INIT;
+    int rc;
+
+    memset(&s->gw, 0, sizeof(s->gw));
+    if (s->o.net_mode != SANDBOX_NET_GATEWAY && s->o.net_mode != SANDBOX_NET_ALLOW)
+        return 0;
+    rc = s->o.gateway ? sandbox_net_resolve(&s->gw, s->o.gateway, &err) : 0;
+    if (rc == 0 && s->o.net_mode == SANDBOX_NET_ALLOW)
+        rc = sandbox_net_allow_parse(&s->gw, s->o.allow, &err);
+    if (rc < 0)
+        say("refusing to run: %s", err.msg);
     return rc;
 }
 
@@ -691,6 +799,50 @@ static int run_build_env(run_state *s)
         else if (v == SANDBOX_ENV_HOOK || v == SANDBOX_ENV_CREDENTIAL)
             note("passing %.*s as asked, although it %s", (int)len, a, sandbox_env_verdict_str(v));
     }
+    return 0;
+}
+
+/*
+ * With --net allow, the proxy for the command's HTTP clients: every usual
+ * spelling (curl reads the lower-case ones, others the upper), and the
+ * loopback (the gateway's path) kept off it.
+ */
+static int run_proxy_env(run_state *s)
+{
+    static const char *const names[] = {"HTTPS_PROXY", "https_proxy", "HTTP_PROXY",
+                                        "http_proxy",  "NO_PROXY",    "no_proxy"};
+    const size_t nnames = sizeof(names) / sizeof(names[0]);
+    char **grown, url[64];
+    size_t n = 0, i, j, len;
+
+    if (s->o.net_mode != SANDBOX_NET_ALLOW)
+        return 0;
+    snprintf(url, sizeof(url), "http://127.0.0.1:%u", s->gw.proxy_port);
+    while (s->env[n] != NULL)
+        n++;
+    grown = realloc(s->env, (n + nnames + 1) * sizeof(*grown));
+    if (grown == NULL) {
+        say("out of memory");
+        return -ENOMEM;
+    }
+    s->env = grown;
+    for (i = 0; i < nnames; i++) {
+        len = strlen(names[i]);
+        /* An --env of the same name gives way: the proxy is the only path. */
+        for (j = 0; j < n; j++)
+            if (strncmp(s->env[j], names[i], len) == 0 && s->env[j][len] == '=') {
+                free(s->env[j]);
+                s->env[j] = s->env[--n];
+                j--;
+            }
+        if (asprintf(&s->env[n], "%s=%s", names[i], i < 4 ? url : "127.0.0.1,localhost,::1") < 0) {
+            s->env[n] = NULL;
+            say("out of memory");
+            return -ENOMEM;
+        }
+        n++;
+    }
+    s->env[n] = NULL;
     return 0;
 }
 
@@ -1044,6 +1196,15 @@ static void run_started(void *ctx)
     run_state *s = ctx;
     rg_error err = RG_ERROR_INIT;
 
+    /* The relay first: the child waits for it to take the sockets. A relay
+     * that cannot start closes the runner's end, which fails the run. */
+    if (s->netsock[0] >= 0) {
+        close(s->netsock[1]);
+        s->netsock[1] = -1;
+        if (sandbox_net_relay_start(&s->relay, s->netsock[0], &s->gw, &err) < 0)
+            say("%s", err.msg);
+        s->netsock[0] = -1;
+    }
     sandbox_seccomp_export(s->bpf[1], &err);
     close(s->bpf[1]);
     s->bpf[1] = -1;
@@ -1071,6 +1232,15 @@ static int run_setup(void *ctx, rg_error *err)
                             SANDBOX_NS_ROOT_UID, strerror(errno));
     if (s->o.ns & SANDBOX_NS_NET)
         rc = sandbox_ns_loopback_up(err);
+    /* The gateway's address inside, served by the runner from outside. */
+    if (s->netsock[1] >= 0) {
+        close(s->netsock[0]);
+        s->netsock[0] = -1;
+        if (rc == 0)
+            rc = sandbox_net_serve_inside(s->netsock[1], &s->gw, err);
+        close(s->netsock[1]);
+        s->netsock[1] = -1;
+    }
     if (rc == 0 && (s->o.ns & SANDBOX_NS_MOUNT)) {
         mo.proc = (s->o.ns & SANDBOX_NS_PID) != 0;
         rc = sandbox_mount_apply(&s->mounts, &mo, err);
@@ -1134,6 +1304,11 @@ static void run_free(run_state *s)
     free(s->o.envs);
     free(s->o.hides);
     sandbox_mount_plan_free(&s->mounts);
+    sandbox_net_relay_free(s->relay);
+    if (s->netsock[0] >= 0)
+        close(s->netsock[0]);
+    if (s->netsock[1] >= 0)
+        close(s->netsock[1]);
     if (s->bpf[0] >= 0)
         close(s->bpf[0]);
     if (s->bpf[1] >= 0)
@@ -1230,6 +1405,7 @@ int main(int argc, char **argv)
 
     memset(&s, 0, sizeof(s));
     s.bpf[0] = s.bpf[1] = -1;
+    s.netsock[0] = s.netsock[1] = -1;
     run_guard_stdio();
     rc = run_parse(&s.o, argc, argv);
     if (rc != 0) {
@@ -1248,10 +1424,11 @@ int main(int argc, char **argv)
         goto done;
     }
     /* Every refusal comes before anything is created. */
-    if (run_plan(&s) < 0 || run_check_ns(&s) < 0 || run_resolve_paths(&s) < 0)
+    if (run_plan(&s) < 0 || run_check_ns(&s) < 0 || run_plan_net(&s) < 0 ||
+        run_resolve_paths(&s) < 0)
         goto done;
     run_report_plan(&s);
-    if (run_make_tmpdir(&s) < 0 || run_build_env(&s) < 0)
+    if (run_make_tmpdir(&s) < 0 || run_build_env(&s) < 0 || run_proxy_env(&s) < 0)
         goto done;
     if (s.o.dir == NULL && run_make_fork(&s) < 0)
         goto done;
@@ -1266,6 +1443,20 @@ int main(int argc, char **argv)
                  "TMPDIR%s; home %s hidden%s",
                  names, s.plan.abi, s.workdir, s.o.nwrites ? " and the -w paths" : "", s.home.path,
                  s.root_mapped ? "; runs as nobody outside" : "");
+    }
+    if (s.o.net_mode == SANDBOX_NET_HOST) {
+        say("WARNING: --net host: the command reaches the network as you do (no net namespace)");
+    } else if (s.o.net_mode == SANDBOX_NET_GATEWAY || s.o.net_mode == SANDBOX_NET_ALLOW) {
+        if (s.gw.naddr > 0)
+            note("network: loopback and the gateway %s:%u%s", s.gw.host, s.gw.port,
+                 s.gw.proxy_port ? "" : " only");
+        if (s.gw.proxy_port)
+            note("network: %s through the proxy at 127.0.0.1:%u (HTTPS_PROXY): %s",
+                 s.gw.naddr ? "and" : "loopback, and", s.gw.proxy_port, s.o.allow);
+        if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s.netsock) < 0) {
+            say("socketpair: %s", strerror(errno));
+            goto done;
+        }
     }
     po.argv = s.o.argv;
     po.envp = s.env;

@@ -35,6 +35,13 @@
 /* The bits a file must not get: the kernel keeps them for root's files. */
 #define SECCOMP_SETID (S_ISUID | S_ISGID)
 
+/* socket()'s type argument: the kind, below the SOCK_CLOEXEC and
+ * SOCK_NONBLOCK flags. */
+#define SECCOMP_SOCK_TYPE_MASK 0xf
+
+/* Older libc headers lack it (Linux 5.6). */
+#define SECCOMP_IPPROTO_MPTCP 262
+
 #ifndef __O_TMPFILE
 #define __O_TMPFILE 020000000
 #endif
@@ -184,6 +191,25 @@ static int seccomp_add_families(scmp_filter_ctx ctx)
     if (rc == 0)
         rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketpair), 1,
                               SCMP_A0(SCMP_CMP_EQ, AF_NETLINK));
+    /* IPv4 and IPv6: TCP and UDP only. A raw or packet socket forges any
+     * traffic (and is kernel surface), MPTCP opens subflows on other paths
+     * the relay never sees; the type's low bits, past SOCK_CLOEXEC and
+     * SOCK_NONBLOCK, name the kind. */
+    for (i = 0; rc == 0 && i < 2; i++) {
+        const int fam = i == 0 ? AF_INET : AF_INET6;
+
+        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
+                              SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam),
+                              SCMP_A1(SCMP_CMP_MASKED_EQ, SECCOMP_SOCK_TYPE_MASK, SOCK_RAW));
+        if (rc == 0)
+            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
+                                  SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam),
+                                  SCMP_A1(SCMP_CMP_MASKED_EQ, SECCOMP_SOCK_TYPE_MASK, SOCK_PACKET));
+        if (rc == 0)
+            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 2,
+                                  SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam),
+                                  SCMP_A2(SCMP_CMP_EQ, SECCOMP_IPPROTO_MPTCP));
+    }
     return rc;
 }
 

@@ -9,7 +9,9 @@
  * setns, clone with namespace flags; clone3 answers ENOSYS so libc falls
  * back to clone, whose flags a filter can read), typing into a terminal
  * (TIOCSTI, TIOCLINUX), socket families other than unix, IPv4, IPv6 and
- * route netlink, and setting the setuid or setgid bit (chmod, creating a
+ * route netlink, raw, packet and MPTCP sockets (only TCP and UDP reach the
+ * gateway's relay, and the net namespace keeps UDP on the inside loopback),
+ * and setting the setuid or setgid bit (chmod, creating a
  * file with it): a root caller's fork and -w paths are id-mapped, so a file
  * the command makes there is root's on disk, and a setuid one would be a
  * way to root for whoever runs it outside.

@@ -11,6 +11,7 @@
 #include <sched.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -145,6 +146,56 @@ Test(seccomp, installed_the_listed_calls_fail_and_ordinary_work_goes_on)
         if (sandbox_seccomp_install(&err) < 0)
             _exit(255);
         _exit(seccomp_child_checks());
+    }
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status), "the child was killed by signal %d", WTERMSIG(status));
+    cr_assert_neq(WEXITSTATUS(status), 255, "the filter could not be installed");
+    cr_assert_eq(WEXITSTATUS(status), 0, "failed checks (bit mask): %#x", WEXITSTATUS(status));
+}
+
+/* Bit i of the child's exit code: socket kind i was not refused as it should. */
+static int seccomp_child_socket_checks(void)
+{
+    int fails = 0, fd;
+
+    /* Raw and packet sockets forge traffic; MPTCP opens paths of its own
+     * (262: IPPROTO_MPTCP). Flags in the type do not hide the kind. */
+    if (seccomp_errno(socket(AF_INET, SOCK_RAW, IPPROTO_ICMP)) != EPERM)
+        fails |= 1 << 0;
+    if (seccomp_errno(socket(AF_INET6, SOCK_RAW | SOCK_CLOEXEC, IPPROTO_ICMPV6)) != EPERM)
+        fails |= 1 << 1;
+    if (seccomp_errno(socket(AF_INET, SOCK_PACKET, 0)) != EPERM)
+        fails |= 1 << 2;
+    if (seccomp_errno(socket(AF_INET, SOCK_STREAM, 262)) != EPROTONOSUPPORT)
+        fails |= 1 << 3;
+    if (seccomp_errno(socket(AF_INET6, SOCK_STREAM | SOCK_NONBLOCK, 262)) != EPROTONOSUPPORT)
+        fails |= 1 << 4;
+    /* TCP and UDP go on. */
+    fd = socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, IPPROTO_TCP);
+    if (fd < 0)
+        fails |= 1 << 5;
+    else
+        close(fd);
+    fd = socket(AF_INET, SOCK_DGRAM, 0);
+    if (fd < 0)
+        fails |= 1 << 6;
+    else
+        close(fd);
+    return fails;
+}
+
+Test(seccomp, installed_raw_packet_and_mptcp_sockets_fail_tcp_and_udp_work)
+{
+    rg_error err = RG_ERROR_INIT;
+    int status;
+    pid_t pid;
+
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        if (sandbox_seccomp_install(&err) < 0)
+            _exit(255);
+        _exit(seccomp_child_socket_checks());
     }
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     cr_assert(WIFEXITED(status), "the child was killed by signal %d", WTERMSIG(status));
