@@ -711,6 +711,15 @@ static void run_human_bytes(char *out, size_t len, unsigned long long b)
         snprintf(out, len, "%.1f KiB", (double)b / 1024.0);
 }
 
+/* Told by the copy for each entry on another mount, which it skips. */
+static void run_said_mount(void *ctx, const char *path)
+{
+    (void)ctx;
+    say("not copied into the fork: %s is on another mount (bind-mounted or mounted there); "
+        "a fork never crosses a mount point",
+        path);
+}
+
 static int run_make_fork(run_state *s)
 {
     sandbox_tree_opts to = SANDBOX_TREE_OPTS_INIT;
@@ -737,6 +746,7 @@ static int run_make_fork(run_state *s)
     /* Under a user namespace a root caller's command is nobody outside and
      * owns the fork through an id-mapped mount: files must be root's. */
     to.keep_owner = geteuid() == 0 && !(s->o.ns & SANDBOX_NS_USER);
+    to.mounted = run_said_mount;
     rc = sandbox_fork_create(&s->fork, s->workdir, &to, &err);
     if (rc < 0) {
         say("%s%s", err.msg,
