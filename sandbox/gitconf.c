@@ -24,6 +24,7 @@
 #define GC_MODULES_MAX 1000              /* submodule repositories visited */
 #define GC_DEPTH_MAX   8                 /* nesting of .git/modules */
 #define GC_HOOKS_TOLD  64                /* hook names told, at most */
+#define GC_WALK_DEPTH  200               /* the fork's depth walked, as tree.c copies */
 
 typedef struct gc_entry {
     char *section; /* lowercased */
@@ -664,7 +665,7 @@ static int gc_config(gc_run *r, int gitfd, int basegit, const char *where)
     if (!have)
         return errno == ENOENT
                    ? 0
-                   : rg_error_set(r->err, -errno, "%s.git/config: %s", where, strerror(errno));
+                   : rg_error_set(r->err, -errno, "%s/config: %s", where, strerror(errno));
     rc = gc_read(&text, &len, gitfd, "config", GC_FILE_MAX);
     if (rc == -EINVAL || rc == -EFBIG) {
         gc_told(r, where, rc == -EINVAL ? "config (not a regular file)" : "config (too large)");
@@ -673,7 +674,7 @@ static int gc_config(gc_run *r, int gitfd, int basegit, const char *where)
         if (out == NULL)
             rc = -ENOMEM;
     } else if (rc < 0) {
-        rg_error_set(r->err, rc, "%s.git/config: %s", where, strerror(-rc));
+        rg_error_set(r->err, rc, "%s/config: %s", where, strerror(-rc));
         goto done;
     } else {
         if (basegit >= 0)
@@ -683,7 +684,7 @@ static int gc_config(gc_run *r, int gitfd, int basegit, const char *where)
             r->count++;
     }
     if (rc == -ENOMEM || rc == RG_E_TOO_BIG) {
-        rc = rg_error_set(r->err, rc, "%s.git/config: out of memory", where);
+        rc = rg_error_set(r->err, rc, "%s/config: out of memory", where);
         goto done;
     }
     if (rc == 0)
@@ -691,13 +692,13 @@ static int gc_config(gc_run *r, int gitfd, int basegit, const char *where)
     /* Keep the run's version for the user to read; git never reads it. */
     (void)unlinkat(gitfd, "config.refgate-run-orig", 0);
     if (renameat(gitfd, "config", gitfd, "config.refgate-run-orig") < 0) {
-        rc = rg_error_set(r->err, -errno, "%s.git/config: %s", where, strerror(errno));
+        rc = rg_error_set(r->err, -errno, "%s/config: %s", where, strerror(errno));
         goto done;
     }
     (void)fchmodat(gitfd, "config.refgate-run-orig", 0600, 0);
     rc = gc_write_config(gitfd, out, &st);
     if (rc < 0)
-        rg_error_set(r->err, rc, "%s.git/config: writing: %s", where, strerror(-rc));
+        rg_error_set(r->err, rc, "%s/config: writing: %s", where, strerror(-rc));
 done:
     free(text);
     free(base);
@@ -745,14 +746,18 @@ static int gc_hooks(gc_run *r, int gitfd, const char *where)
     }
     rc = gc_move_aside(gitfd, "hooks", ".refgate-disabled");
     if (rc < 0)
-        return rg_error_set(r->err, rc, "%s.git/hooks: moving aside: %s", where, strerror(-rc));
+        return rg_error_set(r->err, rc, "%s/hooks: moving aside: %s", where, strerror(-rc));
     return 0;
 }
 
 static int gc_gitdir(gc_run *r, int gitfd, int basegit, const char *where, unsigned depth);
 
-/* .git/modules/...: each directory with a HEAD is a submodule repository. */
-static int gc_modules(gc_run *r, int gitdirfd, int basedir, const char *where, unsigned depth)
+/*
+ * The entries of a .git/modules directory (`listfd`, whose path is
+ * `where`): a directory with a HEAD is a submodule repository; one without
+ * is part of a name with slashes ("a/b" is modules/a/b).
+ */
+static int gc_modules_list(gc_run *r, int listfd, int baselist, const char *where, unsigned depth)
 {
     struct dirent *de;
     char sub[1024];
@@ -762,15 +767,14 @@ static int gc_modules(gc_run *r, int gitdirfd, int basedir, const char *where, u
 
     if (depth >= GC_DEPTH_MAX)
         return 0;
-    fd = openat(gitdirfd, "modules", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    d = fdopendir(fd);
+    fd = openat(listfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    d = fd < 0 ? NULL : fdopendir(fd);
     if (d == NULL) {
-        close(fd);
+        if (fd >= 0)
+            close(fd);
         return 0;
     }
-    /* Bounded: GC_MODULES_MAX repositories in all, GC_DEPTH_MAX deep. */
+    /* Bounded: GC_MODULES_MAX directories in all, GC_DEPTH_MAX deep. */
     while (rc == 0 && (de = readdir(d)) != NULL && r->modules < GC_MODULES_MAX) {
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
@@ -778,24 +782,38 @@ static int gc_modules(gc_run *r, int gitdirfd, int basedir, const char *where, u
         if (sfd < 0)
             continue;
         r->modules++;
-        snprintf(sub, sizeof(sub), "%s%s%s", where, where[0] ? "/" : "", de->d_name);
-        bfd = -1;
-        if (basedir >= 0) {
-            int bm = openat(basedir, "modules", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-            if (bm >= 0) {
-                bfd = openat(bm, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                close(bm);
-            }
-        }
+        snprintf(sub, sizeof(sub), "%s/%s", where, de->d_name);
+        bfd = baselist < 0
+                  ? -1
+                  : openat(baselist, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fstatat(sfd, "HEAD", &st, AT_SYMLINK_NOFOLLOW) == 0)
             rc = gc_gitdir(r, sfd, bfd, sub, depth + 1);
         else
-            rc = gc_modules(r, sfd, bfd, sub, depth + 1); /* a nested name: a/b */
+            rc = gc_modules_list(r, sfd, bfd, sub, depth + 1);
         if (bfd >= 0)
             close(bfd);
         close(sfd);
     }
     closedir(d);
+    return rc;
+}
+
+/* A git directory's modules/, where the submodules' repositories live. */
+static int gc_modules(gc_run *r, int gitfd, int basegit, const char *where, unsigned depth)
+{
+    char sub[1024];
+    int fd, bfd, rc;
+
+    fd = openat(gitfd, "modules", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    bfd = basegit < 0 ? -1
+                      : openat(basegit, "modules", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    snprintf(sub, sizeof(sub), "%s/modules", where);
+    rc = gc_modules_list(r, fd, bfd, sub, depth);
+    if (bfd >= 0)
+        close(bfd);
+    close(fd);
     return rc;
 }
 
@@ -821,11 +839,98 @@ static int gc_gitdir(gc_run *r, int gitfd, int basegit, const char *where, unsig
         gc_told(r, where, what);
         rc = gc_move_aside(gitfd, redirect[i], ".refgate-disabled");
         if (rc < 0)
-            rg_error_set(r->err, rc, "%s.git/%s: moving aside: %s", where, redirect[i],
-                         strerror(-rc));
+            rg_error_set(r->err, rc, "%s/%s: moving aside: %s", where, redirect[i], strerror(-rc));
     }
     if (rc == 0)
         rc = gc_modules(r, gitfd, basegit, where, depth);
+    return rc;
+}
+
+/* A .git below the top of the fork (`name` in `dirfd`, whose path is
+ * `rel`): a repository of its own, or a gitfile the base did not have. */
+static int gc_nested(gc_run *r, int dirfd, int basedir, const char *rel)
+{
+    char where[4096], what[4200];
+    struct stat st;
+    int fd, bfd, rc;
+
+    snprintf(where, sizeof(where), "%s%s.git", rel, rel[0] ? "/" : "");
+    if (fstatat(dirfd, ".git", &st, AT_SYMLINK_NOFOLLOW) < 0)
+        return 0;
+    if (S_ISDIR(st.st_mode)) {
+        fd = openat(dirfd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            return rg_error_set(r->err, -errno, "%s: %s", where, strerror(errno));
+        bfd = basedir < 0
+                  ? -1
+                  : openat(basedir, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        rc = gc_gitdir(r, fd, bfd, where, 1);
+        if (bfd >= 0)
+            close(bfd);
+        close(fd);
+        return rc;
+    }
+    if (S_ISREG(st.st_mode) && gc_same_file(dirfd, basedir, ".git"))
+        return 0;
+    snprintf(what, sizeof(what), "%s (%s)", where,
+             S_ISLNK(st.st_mode)   ? "a symlink"
+             : S_ISREG(st.st_mode) ? "a new gitfile"
+                                   : "odd");
+    gc_told(r, "", what);
+    rc = gc_move_aside(dirfd, ".git", ".refgate-disabled");
+    if (rc < 0)
+        rg_error_set(r->err, rc, "%s: moving aside: %s", where, strerror(-rc));
+    return rc;
+}
+
+/*
+ * The fork's working tree, for a .git below the top: `git status` at the
+ * top recurses into a submodule (a gitlink in the index, which the run
+ * may have written) and reads that repository's config; `cd sub && git
+ * status` reads it too. The top .git itself is handled by the caller.
+ */
+static int gc_worktree(gc_run *r, int wfd, int basedir, const char *rel, unsigned depth)
+{
+    struct dirent *de;
+    char sub[4096];
+    struct stat st;
+    DIR *d;
+    int fd, sfd, bfd, rc = 0, isdir;
+
+    if (depth > 0 && (rc = gc_nested(r, wfd, basedir, rel)) < 0)
+        return rc;
+    if (depth >= GC_WALK_DEPTH)
+        return 0; /* deeper than a fork is copied (tree.c) */
+    fd = openat(wfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    d = fd < 0 ? NULL : fdopendir(fd);
+    if (d == NULL) {
+        if (fd >= 0)
+            close(fd);
+        return 0;
+    }
+    /* Bounded: by the fork's tree, GC_WALK_DEPTH deep (one fd per level). */
+    while (rc == 0 && (de = readdir(d)) != NULL) {
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") || !strcmp(de->d_name, ".git"))
+            continue;
+        isdir = de->d_type == DT_DIR;
+        if (de->d_type == DT_UNKNOWN)
+            isdir =
+                fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+        if (!isdir)
+            continue;
+        sfd = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (sfd < 0)
+            continue;
+        bfd = basedir < 0
+                  ? -1
+                  : openat(basedir, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        snprintf(sub, sizeof(sub), "%s%s%s", rel, rel[0] ? "/" : "", de->d_name);
+        rc = gc_worktree(r, sfd, bfd, sub, depth + 1);
+        if (bfd >= 0)
+            close(bfd);
+        close(sfd);
+    }
+    closedir(d);
     return rc;
 }
 
@@ -866,7 +971,9 @@ int sandbox_gitconf_neutralise(int *out, const char *fork, const char *base,
     }
     if (basefd >= 0)
         basegit = openat(basefd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    rc = gc_gitdir(&r, gitfd, basegit, "", 0);
+    rc = gc_gitdir(&r, gitfd, basegit, ".git", 0);
+    if (rc == 0)
+        rc = gc_worktree(&r, forkfd, basefd, "", 0);
 done:
     *out = r.count;
     if (rc < 0)

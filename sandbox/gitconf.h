@@ -9,8 +9,9 @@
  * removed, whoever set it), moves the hooks aside, and moves aside what
  * would point git at another configuration (a .git that is a link or a
  * gitfile the run changed, .git/commondir, .git/config.worktree). The
- * submodule repositories under .git/modules get the same treatment, since
- * `git status` recurses into them.
+ * submodule repositories under .git/modules and every .git below the top
+ * of the fork get the same treatment, since `git status` recurses into
+ * submodules (and the run may have written the index that names them).
  *
  * No git program runs and no library reads the file: the config syntax
  * (sections, quoted subsections, quoted values, escapes, continuation
@@ -27,8 +28,8 @@
 #include "util/error.h"
 
 /* Told each thing neutralised: "config core.fsmonitor", "hooks/pre-commit",
- * ".git (a symlink)"... `where` is "" for the top repository, else the
- * submodule's directory under .git/modules. */
+ * ".git (a symlink)"... `where` is the git directory's path in the fork
+ * (".git", ".git/modules/sub", "lib/.git"), "" when `what` names it. */
 typedef void (*sandbox_gitconf_tell_fn)(void *ctx, const char *where, const char *what);
 
 /*

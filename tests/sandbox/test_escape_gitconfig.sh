@@ -87,8 +87,28 @@ equals "a .git symlinked to a crafted directory runs nothing" "$(ls "$M")" ""
 contains "the summary names the symlinked .git" "$err" ".git (a symlink)"
 check "the symlink was moved aside" test -L "$F2/.git.refgate-disabled"
 
+# A repository planted below the top and made a submodule (a gitlink in
+# the index): `git status` at the top recurses into it and reads its config.
+plant3='set -e
+printf "#!/bin/sh\ntouch '"$M"'/nested\n" >.git/fsm.sh; chmod +x .git/fsm.sh
+mkdir sub && cd sub && git init -q && echo s >s && git add s
+git -c user.name=t -c user.email=t@t commit -qm s
+git config core.fsmonitor "$(cd .. && pwd)/.git/fsm.sh"
+cd .. && git add sub 2>/dev/null; echo planted3'
+out=$(cd "$PROJ" && "$RUN" -- sh -c "$plant3" 2>"$T/err4")
+contains "the third command ran" "$out" "planted3"
+F4=$(sed -n 's/^refgate-run: fork: \([^ ]*\) .*/\1/p' "$T/err4")
+echo change >>"$F4/sub/s"
+git -C "$F4" status >/dev/null 2>&1
+git -C "$F4/sub" status >/dev/null 2>&1
+equals "a nested repository's fsmonitor runs neither from the top nor inside it" "$(ls "$M")" ""
+contains "the summary names the nested repository's key" "$(cat "$T/err4")" \
+    "sub/.git: config core.fsmonitor"
+check "git status still works in the nested repository" git -C "$F4/sub" status --short
+
 # A changed URL is dropped (no symlink this time).
 out=$(cd "$PROJ" && "$RUN" -- sh -c 'git config remote.origin.url https://attacker.example/x.git' 2>"$T/err3")
+F3=$(sed -n 's/^refgate-run: fork: \([^ ]*\) .*/\1/p' "$T/err3")
 contains "a changed remote URL is named" "$(cat "$T/err3")" "config remote.origin.url"
-lacks "a changed remote URL is not kept" "$(cat "$PROJ.3/.git/config")" "attacker"
+lacks "a changed remote URL is not kept" "$(cat "$F3/.git/config")" "attacker"
 finish
