@@ -111,4 +111,17 @@ out=$(cd "$PROJ" && "$RUN" -- sh -c 'git config remote.origin.url https://attack
 F3=$(sed -n 's/^refgate-run: fork: \([^ ]*\) .*/\1/p' "$T/err3")
 contains "a changed remote URL is named" "$(cat "$T/err3")" "config remote.origin.url"
 lacks "a changed remote URL is not kept" "$(cat "$F3/.git/config")" "attacker"
+
+if user_setup; then
+    rm -f "$M"/*
+    out=$(cd "$U/proj" && as_user "$RUN" -- sh -c "$plant" 2>"$T/erru")
+    contains "unprivileged: the command planted its config" "$out" "planted"
+    as_user git -C "$U/proj.1" status >/dev/null 2>&1
+    echo more >>"$U/proj.1/README"
+    as_user git -C "$U/proj.1" -c user.name=u -c user.email=u@u commit -qam u >/dev/null 2>&1
+    equals "unprivileged: git commit works in the fork" "$?" 0
+    equals "unprivileged: nothing planted ran at git status/commit" "$(ls "$M")" ""
+    contains "unprivileged: the summary names core.fsmonitor" "$(cat "$T/erru")" \
+        "config core.fsmonitor"
+fi
 finish
