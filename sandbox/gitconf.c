@@ -628,7 +628,8 @@ static int gc_write_config(int gitfd, const char *text, const struct stat *was)
     ssize_t n;
     int fd, rc = 0;
 
-    (void)unlinkat(gitfd, tmp, 0);
+    if (unlinkat(gitfd, tmp, 0) < 0 && errno != ENOENT)
+        (void)gc_move_aside(gitfd, tmp, ".old");
     fd = openat(gitfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
         return -errno;
@@ -690,12 +691,16 @@ static int gc_config(gc_run *r, int gitfd, int basegit, const char *where)
     if (rc == 0)
         goto done; /* nothing to remove: left as it is */
     /* Keep the run's version for the user to read; git never reads it. */
-    (void)unlinkat(gitfd, "config.refgate-run-orig", 0);
+    /* The run may have put anything at that name (a directory, a link):
+     * it goes aside itself rather than block this. */
+    if (unlinkat(gitfd, "config.refgate-run-orig", 0) < 0 && errno != ENOENT)
+        (void)gc_move_aside(gitfd, "config.refgate-run-orig", ".old");
     if (renameat(gitfd, "config", gitfd, "config.refgate-run-orig") < 0) {
         rc = rg_error_set(r->err, -errno, "%s/config: %s", where, strerror(errno));
         goto done;
     }
-    (void)fchmodat(gitfd, "config.refgate-run-orig", 0600, 0);
+    /* Never through a link: a config that was a symlink stays one. */
+    (void)fchmodat(gitfd, "config.refgate-run-orig", 0600, AT_SYMLINK_NOFOLLOW);
     rc = gc_write_config(gitfd, out, &st);
     if (rc < 0)
         rg_error_set(r->err, rc, "%s/config: writing: %s", where, strerror(-rc));
@@ -972,8 +977,16 @@ int sandbox_gitconf_neutralise(int *out, const char *fork, const char *base,
     if (basefd >= 0)
         basegit = openat(basefd, ".git", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     rc = gc_gitdir(&r, gitfd, basegit, ".git", 0);
-    if (rc == 0)
-        rc = gc_worktree(&r, forkfd, basefd, "", 0);
+    if (rc < 0) {
+        /* Fail closed: a .git that could not be made safe is no repository
+         * for git at all until the user looks at it. */
+        close(gitfd);
+        gitfd = -1;
+        if (gc_move_aside(forkfd, ".git", ".refgate-disabled") == 0)
+            gc_told(&r, "", ".git (could not be neutralised: moved to .git.refgate-disabled)");
+        goto done;
+    }
+    rc = gc_worktree(&r, forkfd, basefd, "", 0);
 done:
     *out = r.count;
     if (rc < 0)

@@ -91,6 +91,9 @@ check "the symlink was moved aside" test -L "$F2/.git.refgate-disabled"
 # the index): `git status` at the top recurses into it and reads its config.
 plant3='set -e
 printf "#!/bin/sh\ntouch '"$M"'/nested\n" >.git/fsm.sh; chmod +x .git/fsm.sh
+# The names refgate-run moves things to, taken first.
+mkdir -p .git/config.refgate-run-orig/x .git/config.refgate-run-tmp/x
+git config core.fsmonitor "$PWD/.git/fsm.sh"
 mkdir sub && cd sub && git init -q && echo s >s && git add s
 git -c user.name=t -c user.email=t@t commit -qm s
 git config core.fsmonitor "$(cd .. && pwd)/.git/fsm.sh"
@@ -102,6 +105,7 @@ echo change >>"$F4/sub/s"
 git -C "$F4" status >/dev/null 2>&1
 git -C "$F4/sub" status >/dev/null 2>&1
 equals "a nested repository's fsmonitor runs neither from the top nor inside it" "$(ls "$M")" ""
+lacks "names taken in advance do not stop the rewrite" "$(cat "$F4/.git/config")" "fsmonitor"
 contains "the summary names the nested repository's key" "$(cat "$T/err4")" \
     "sub/.git: config core.fsmonitor"
 check "git status still works in the nested repository" git -C "$F4/sub" status --short
