@@ -293,6 +293,13 @@ int cli_diff(int argc, char **argv)
      * change the fork between this check and the end of the apply. */
     if (want_apply && rgit_dirdiff_check_run(fork, &err) < 0)
         goto done;
+    if (!want_apply) {
+        rg_error live = RG_ERROR_INIT;
+        /* Showing a live fork is allowed; applying it later needs the
+         * digest to match, so say why it may not. */
+        if (rgit_dirdiff_check_run(fork, &live) < 0)
+            fprintf(stderr, "refgate diff: warning: %s\n", live.msg);
+    }
     if (rgit_dirdiff_new(&d, base, fork, &opts, &err) < 0)
         goto done;
     if (want_apply) {
