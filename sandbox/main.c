@@ -1130,8 +1130,10 @@ static void run_tell_neutralised(void *ctx, const char *where, const char *what)
 
 /*
  * After the command: what the run planted in the fork's .git would run
- * unconfined at the user's first git command there (gitconf.h). Every
- * process of the run is gone by now, so nothing rewrites it afterwards.
+ * unconfined at the user's first git command there (gitconf.h). With the
+ * pid namespace every process of the run is gone by now, so nothing
+ * rewrites it afterwards; the marker (fork.h) is still held meanwhile, so
+ * `refgate diff --apply` waits for this too.
  */
 static void run_neutralise_git(run_state *s)
 {
