@@ -822,6 +822,16 @@ static int gc_modules(gc_run *r, int gitfd, int basegit, const char *where, unsi
     return rc;
 }
 
+/* The run may have taken its own write permission away from a directory
+ * (chmod 555 .git): the runner owns it, so it gives it back. */
+static void gc_writable(int fd)
+{
+    struct stat st;
+
+    if (fstat(fd, &st) == 0 && (st.st_mode & S_IRWXU) != S_IRWXU)
+        (void)fchmod(fd, (st.st_mode & 07777) | S_IRWXU);
+}
+
 /* One git directory: its config, hooks, commondir, config.worktree. */
 static int gc_gitdir(gc_run *r, int gitfd, int basegit, const char *where, unsigned depth)
 {
@@ -831,6 +841,7 @@ static int gc_gitdir(gc_run *r, int gitfd, int basegit, const char *where, unsig
     size_t i;
     int rc;
 
+    gc_writable(gitfd);
     rc = gc_config(r, gitfd, basegit, where);
     if (rc == 0)
         rc = gc_hooks(r, gitfd, where);
@@ -952,6 +963,7 @@ int sandbox_gitconf_neutralise(int *out, const char *fork, const char *base,
         rc = rg_error_set(err, -errno, "%s: %s", fork, strerror(errno));
         goto done;
     }
+    gc_writable(forkfd);
     if (base != NULL)
         basefd = open(base, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     /* A .git the run created counts as much as one it was given: the

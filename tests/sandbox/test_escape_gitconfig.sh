@@ -39,6 +39,7 @@ git config include.path "$PWD/.git/included"
 git config --add "includeIf.gitdir:/.path" "$PWD/.git/included"
 echo "* filter=evil" >.gitattributes
 printf "[core]\n\tsshCommand = %s\n" "$PWD/.git/fsm.sh" >.git/config.worktree
+chmod 555 .git # so that a rewrite by the same user would fail
 echo planted'
 out=$(cd "$PROJ" && "$RUN" -- sh -c "$plant" 2>"$T/err")
 err=$(cat "$T/err")
