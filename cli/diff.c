@@ -5,8 +5,10 @@
  * sees and which exit status they get (0 nothing changed / everything
  * applied, 1 changes / something refused, 2 error).
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
@@ -20,15 +22,27 @@
 
 static void diff_usage(FILE *f)
 {
-    fprintf(f, "usage: refgate diff [--stat | --apply] [--base DIR] [--original DIR] FORK [BASE]\n"
+    fprintf(f, "usage: refgate diff [--stat | --apply --digest SHA256 | --apply --unreviewed]\n"
+               "                    [--max-file-size BYTES] [--base DIR] [--original DIR]\n"
+               "                    FORK [BASE]\n"
                "\n"
                "Show what a sandboxed run changed in FORK as a patch against BASE, the\n"
                "directory as it was when refgate-run made the fork. `git apply` applies\n"
-               "the patch to the original directory.\n"
+               "the patch to the original directory. The patch and --stat end with a line\n"
+               "`refgate-diff-digest: sha256:...` on stderr: pass it to --apply --digest\n"
+               "to apply exactly what you reviewed.\n"
                "\n"
                "  --stat          print a summary (git diff --stat --summary) instead\n"
                "  --apply         write the changes into the original directory, path by\n"
-               "                  path, refusing any path the original changed since the fork\n"
+               "                  path, refusing any path the original changed since the fork;\n"
+               "                  refused while the run that made FORK is still alive\n"
+               "  --digest SHA256 with --apply: refuse unless the fork's diff still has this\n"
+               "                  digest (the one printed when you reviewed it)\n"
+               "  --unreviewed    with --apply: apply without a digest\n"
+               "  --max-file-size BYTES\n"
+               "                  files larger than this (apparent size; K, M, G suffixes)\n"
+               "                  are not read but listed as skipped, and never applied\n"
+               "                  (default 64M)\n"
                "  --base DIR      the base (default: <dir of FORK>/.<name of FORK>.base)\n"
                "  --original DIR  where --apply writes (default: FORK without its .<N>)\n"
                "  -h, --help      show this help\n"
@@ -127,16 +141,67 @@ static int diff_optarg(const char **out, int argc, char **argv, int *i, const ch
     if (strcmp(argv[*i], opt) != 0)
         return 0;
     if (*i + 1 >= argc) {
-        fprintf(stderr, "refgate diff: %s needs a directory\n", opt);
+        fprintf(stderr, "refgate diff: %s needs a value\n", opt);
         return -1;
     }
     *out = argv[++*i];
     return 1;
 }
 
+/* "123", "64M", "1G": bytes, 0 on a malformed or zero size. */
+static unsigned long long diff_parse_size(const char *s)
+{
+    unsigned long long v, mul = 1;
+    char *end;
+
+    if (s[0] < '0' || s[0] > '9')
+        return 0;
+    errno = 0;
+    v = strtoull(s, &end, 10);
+    if (errno != 0)
+        return 0;
+    if (*end == 'K' || *end == 'k')
+        mul = 1ULL << 10;
+    else if (*end == 'M' || *end == 'm')
+        mul = 1ULL << 20;
+    else if (*end == 'G' || *end == 'g')
+        mul = 1ULL << 30;
+    else if (*end != '\0')
+        return 0;
+    if (mul > 1 && end[1] != '\0')
+        return 0;
+    if (v > ~0ULL / mul)
+        return 0;
+    return v * mul;
+}
+
+/* Tell the skipped files: on stdout in the summary, else on stderr so the
+ * patch stays one `git apply` accepts. */
+static void diff_put_skipped(const rgit_dirdiff *d, FILE *f, unsigned long long max)
+{
+    rgit_dirdiff_skipped sk;
+    size_t i;
+
+    for (i = 0; rgit_dirdiff_skipped_get(&sk, d, i) == 0; i++) {
+        fputs(f == stdout ? " " : "refgate diff: ", f);
+        diff_put_path(f, sk.path);
+        fprintf(f, " | Binary/skipped: too large (");
+        if (sk.base_size >= 0)
+            fprintf(f, "base %lld bytes", sk.base_size);
+        if (sk.base_size >= 0 && sk.fork_size >= 0)
+            fputs(", ", f);
+        if (sk.fork_size >= 0)
+            fprintf(f, "fork %lld bytes", sk.fork_size);
+        fprintf(f, "; limit %llu: not compared, never applied)\n", max);
+    }
+}
+
 int cli_diff(int argc, char **argv)
 {
-    const char *fork = NULL, *base = NULL, *original = NULL;
+    const char *fork = NULL, *base = NULL, *original = NULL, *want_digest = NULL, *size_arg = NULL;
+    rgit_dirdiff_opts opts = RGIT_DIRDIFF_OPTS_INIT;
+    char digest[RGIT_DIRDIFF_DIGEST_SIZE];
+    bool unreviewed = false;
     rg_buf base_buf = RG_BUF_INIT(DIFF_PATH_MAX), orig_buf = RG_BUF_INIT(DIFF_PATH_MAX);
     rg_buf stat = RG_BUF_INIT(DIFF_STAT_MAX);
     rg_error err = RG_ERROR_INIT;
@@ -155,6 +220,15 @@ int cli_diff(int argc, char **argv)
             want_stat = true;
         } else if (!dashdash && !strcmp(a, "--apply")) {
             want_apply = true;
+        } else if (!dashdash && !strcmp(a, "--unreviewed")) {
+            unreviewed = true;
+        } else if (!dashdash && (r = diff_optarg(&want_digest, argc, argv, &i, "--digest")) != 0) {
+            if (r < 0)
+                goto done;
+        } else if (!dashdash &&
+                   (r = diff_optarg(&size_arg, argc, argv, &i, "--max-file-size")) != 0) {
+            if (r < 0)
+                goto done;
         } else if (!dashdash && !strcmp(a, "--")) {
             dashdash = true;
         } else if (!dashdash && (r = diff_optarg(&base, argc, argv, &i, "--base")) != 0) {
@@ -185,6 +259,23 @@ int cli_diff(int argc, char **argv)
         fprintf(stderr, "refgate diff: --stat and --apply do not go together\n");
         goto done;
     }
+    if ((want_digest != NULL || unreviewed) && !want_apply) {
+        fprintf(stderr, "refgate diff: --digest and --unreviewed go with --apply\n");
+        goto done;
+    }
+    /* Applying what nobody looked at would apply whatever the fork holds
+     * now, including what a process left running changed after review. */
+    if (want_apply && (want_digest == NULL) == !unreviewed) {
+        fprintf(stderr, "refgate diff: --apply needs --digest SHA256 (printed by `refgate diff` "
+                        "or `refgate diff --stat` as refgate-diff-digest) or --unreviewed\n");
+        goto done;
+    }
+    if (size_arg != NULL && (opts.max_file_size = diff_parse_size(size_arg)) == 0) {
+        fprintf(stderr, "refgate diff: --max-file-size: '%s' is not a size in bytes\n", size_arg);
+        goto done;
+    }
+    if (opts.max_file_size == 0)
+        opts.max_file_size = RGIT_DIRDIFF_MAX_FILE_SIZE;
     /* From here on every failure is in `err`, reported once below. */
     if (base == NULL) {
         if (rgit_dirdiff_default_base(&base_buf, fork, &err) < 0)
@@ -198,25 +289,56 @@ int cli_diff(int argc, char **argv)
         }
         original = orig_buf.data;
     }
-    if (rgit_dirdiff_new(&d, base, fork, NULL, &err) < 0)
+    /* Checked before the diff is made: nothing of the run may be left to
+     * change the fork between this check and the end of the apply. */
+    if (want_apply && rgit_dirdiff_check_run(fork, &err) < 0)
+        goto done;
+    if (!want_apply) {
+        rg_error live = RG_ERROR_INIT;
+        /* Showing a live fork is allowed; applying it later needs the
+         * digest to match, so say why it may not. */
+        if (rgit_dirdiff_check_run(fork, &live) < 0)
+            fprintf(stderr, "refgate diff: warning: %s\n", live.msg);
+    }
+    if (rgit_dirdiff_new(&d, base, fork, &opts, &err) < 0)
         goto done;
     if (want_apply) {
+        /* Everything applied below comes from this diff, its blobs checked
+         * against their ids: a matching digest means exactly what was shown. */
+        if (rgit_dirdiff_print_digest(d, NULL, NULL, digest, &err) < 0)
+            goto done;
+        if (want_digest != NULL && strcmp(want_digest, digest) != 0) {
+            rg_error_set(&err, RG_E_TAMPER,
+                         "the fork's diff is no longer the one reviewed (its digest is now %s, "
+                         "not %s); nothing applied: review it again",
+                         digest, want_digest);
+            goto done;
+        }
         if (rgit_dirdiff_apply(&refused, d, original, diff_report, NULL, &err) < 0)
             goto done;
         if (refused > 0)
             fprintf(stderr, "refgate diff: %zu of %zu changes refused; the fork still has them\n",
-                    refused, rgit_dirdiff_count(d));
+                    refused, rgit_dirdiff_count(d) + rgit_dirdiff_skipped_count(d));
         status = refused > 0 ? DIFF_EXIT_CHANGED : DIFF_EXIT_SAME;
     } else if (want_stat) {
-        if (rgit_dirdiff_stat(&stat, d, 80, &err) < 0)
+        if (rgit_dirdiff_stat(&stat, d, 80, &err) < 0 ||
+            rgit_dirdiff_print_digest(d, NULL, NULL, digest, &err) < 0)
             goto done;
         if (stat.len > 0 && fwrite(stat.data, 1, stat.len, stdout) != stat.len)
             rg_error_set(&err, -EIO, "writing the summary failed");
-        status = rgit_dirdiff_count(d) > 0 ? DIFF_EXIT_CHANGED : DIFF_EXIT_SAME;
+        diff_put_skipped(d, stdout, opts.max_file_size);
+        fflush(stdout);
+        fprintf(stderr, "refgate-diff-digest: %s\n", digest);
+        status = rgit_dirdiff_count(d) + rgit_dirdiff_skipped_count(d) > 0 ? DIFF_EXIT_CHANGED
+                                                                           : DIFF_EXIT_SAME;
     } else {
-        if (rgit_dirdiff_print(d, diff_stdout_write, NULL, &err) < 0)
+        if (rgit_dirdiff_print_digest(d, diff_stdout_write, NULL, digest, &err) < 0)
             goto done;
-        status = rgit_dirdiff_count(d) > 0 ? DIFF_EXIT_CHANGED : DIFF_EXIT_SAME;
+        fflush(stdout);
+        diff_put_skipped(d, stderr, opts.max_file_size);
+        fprintf(stderr, "refgate-diff-digest: %s\n", digest);
+        status = rgit_dirdiff_count(d) + rgit_dirdiff_skipped_count(d) > 0 ? DIFF_EXIT_CHANGED
+                                                                           : DIFF_EXIT_SAME;
     }
     if ((fflush(stdout) != 0 || ferror(stdout)) && err.code == 0)
         rg_error_set(&err, -EIO, "writing the output failed");

@@ -28,9 +28,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include <openssl/evp.h>
 
 #include <git2.h>
 #include <git2/sys/odb_backend.h>
@@ -518,7 +521,15 @@ static int dd_store_new(dd_store **out)
 /* The diff object                                                          */
 /* ------------------------------------------------------------------------ */
 
+/* A file left out for its size (rgit_dirdiff_skipped, owning its path). */
+typedef struct dd_skip {
+    char *path;
+    long long size[2]; /* -1: absent on that side */
+} dd_skip;
+
 struct rgit_dirdiff {
+    dd_skip *skips; /* bounded by the files walked */
+    size_t nskips, capskips;
     char *tmpdir;         /* the private repository; removed by free */
     git_repository *repo; /* owns the odb, which owns the store */
     dd_store *store;
@@ -537,8 +548,13 @@ static const char *dd_git_msg(void)
 
 void rgit_dirdiff_free(rgit_dirdiff *d)
 {
+    size_t i;
+
     if (d == NULL)
         return;
+    for (i = 0; i < d->nskips; i++)
+        free(d->skips[i].path);
+    free(d->skips);
     git_diff_free(d->diff);
     git_index_free(d->index);
     git_repository_free(d->repo);
@@ -720,6 +736,7 @@ typedef struct dd_walk {
     dd_scratch sc;
     rg_buf query; /* the ignore question being asked */
     unsigned int max_depth;
+    unsigned long long max_size; /* larger files are skipped, not read */
     rg_error *err;
 } dd_walk;
 
@@ -941,6 +958,30 @@ static int dd_kind(int *out, int dirfd, const dd_name *e)
     return 0;
 }
 
+/* Record a file too large to read; `size` per side, -1 where absent. */
+static int dd_skip_add(dd_walk *w, const char *rel, long long base_size, long long fork_size)
+{
+    rgit_dirdiff *d = w->d;
+    dd_skip *v;
+
+    if (d->nskips == d->capskips) {
+        size_t cap = d->capskips ? d->capskips * 2 : 8;
+        v = realloc(d->skips, cap * sizeof(*v));
+        if (v == NULL)
+            return rg_error_set(w->err, -ENOMEM, "out of memory");
+        d->skips = v;
+        d->capskips = cap;
+    }
+    v = &d->skips[d->nskips];
+    v->path = strdup(rel);
+    if (v->path == NULL)
+        return rg_error_set(w->err, -ENOMEM, "out of memory");
+    v->size[DD_BASE] = base_size;
+    v->size[DD_FORK] = fork_size;
+    d->nskips++;
+    return 0;
+}
+
 /* Record a blob and its tree entry on one side. */
 static int dd_record(dd_walk *w, int side, const char *name, const char *rel, unsigned int mode,
                      const git_oid *id, size_t size, dd_tvec *t)
@@ -994,7 +1035,12 @@ static int dd_add_reg(dd_walk *w, int side, int dirfd, const char *name, const c
     fd = dd_open_reg(dirfd, name, &st);
     if (fd < 0)
         return dd_fail(w, fd, side, rel);
-    rc = dd_add_fd(w, side, fd, &st, name, rel, t);
+    /* The apparent size: a sparse file is as large as it claims. */
+    if ((unsigned long long)st.st_size > w->max_size)
+        rc = dd_skip_add(w, rel, side == DD_BASE ? (long long)st.st_size : -1,
+                         side == DD_FORK ? (long long)st.st_size : -1);
+    else
+        rc = dd_add_fd(w, side, fd, &st, name, rel, t);
     close(fd);
     return rc;
 }
@@ -1025,6 +1071,14 @@ static int dd_pair_reg(dd_walk *w, int dirfd[2], const char *name, const char *r
         }
     }
     size = (size_t)st[0].st_size;
+    /* Never read, not even to compare: listed whether or not it changed. */
+    if ((unsigned long long)st[0].st_size > w->max_size ||
+        (unsigned long long)st[1].st_size > w->max_size) {
+        rc = dd_hidden(&hidden, w, rel, false);
+        if (rc == 0 && !hidden)
+            rc = dd_skip_add(w, rel, (long long)st[0].st_size, (long long)st[1].st_size);
+        goto done;
+    }
     if (st[0].st_size != st[1].st_size || size > DD_COMPARE_FIRST) {
         rc = dd_hidden(&hidden, w, rel, false);
         if (rc < 0 || hidden)
@@ -1287,6 +1341,7 @@ int rgit_dirdiff_new(rgit_dirdiff **out, const char *base, const char *fork,
     w.d = d;
     w.err = err;
     w.max_depth = opts && opts->max_depth ? opts->max_depth : DD_DEFAULT_DEPTH;
+    w.max_size = opts && opts->max_file_size ? opts->max_file_size : RGIT_DIRDIFF_MAX_FILE_SIZE;
     rc = rg_buf_append(&rel, "", 0);
     if (rc == 0)
         rc = dd_walk_dir(&w, d->rootfd, &rel, 0, id, have);
@@ -1350,6 +1405,21 @@ int rgit_dirdiff_get(rgit_dirdiff_change *out, const rgit_dirdiff *d, size_t i)
     return 0;
 }
 
+size_t rgit_dirdiff_skipped_count(const rgit_dirdiff *d)
+{
+    return d->nskips;
+}
+
+int rgit_dirdiff_skipped_get(rgit_dirdiff_skipped *out, const rgit_dirdiff *d, size_t i)
+{
+    if (i >= d->nskips)
+        return -ERANGE;
+    out->path = d->skips[i].path;
+    out->base_size = d->skips[i].size[DD_BASE];
+    out->fork_size = d->skips[i].size[DD_FORK];
+    return 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Printing                                                                 */
 /* ------------------------------------------------------------------------ */
@@ -1402,6 +1472,69 @@ int rgit_dirdiff_print(rgit_dirdiff *d, rgit_dirdiff_write_fn write, void *paylo
     if (p.rc != 0)
         return rg_error_set(err, p.rc < 0 ? p.rc : -EIO, "writing the patch failed");
     return rg_error_set(err, -EIO, "diff: %s", dd_git_msg());
+}
+
+typedef struct dd_hashing {
+    EVP_MD_CTX *md;
+    rgit_dirdiff_write_fn write; /* NULL: hash only */
+    void *payload;
+} dd_hashing;
+
+static int dd_hash_write(const void *data, size_t len, void *payload)
+{
+    dd_hashing *h = payload;
+
+    if (EVP_DigestUpdate(h->md, data, len) != 1)
+        return -EIO;
+    return h->write != NULL ? h->write(data, len, h->payload) : 0;
+}
+
+int rgit_dirdiff_print_digest(rgit_dirdiff *d, rgit_dirdiff_write_fn write, void *payload,
+                              char digest[RGIT_DIRDIFF_DIGEST_SIZE], rg_error *err)
+{
+    static const char hex[] = "0123456789abcdef";
+    dd_hashing h = {NULL, write, payload};
+    unsigned char md[EVP_MAX_MD_SIZE];
+    unsigned int mdlen = 0, i;
+    char line[64];
+    size_t k;
+    int rc, n;
+
+    digest[0] = '\0';
+    h.md = EVP_MD_CTX_new();
+    if (h.md == NULL || EVP_DigestInit_ex(h.md, EVP_sha256(), NULL) != 1) {
+        rc = rg_error_set(err, -ENOMEM, "sha256: cannot start");
+        goto done;
+    }
+    rc = rgit_dirdiff_print(d, dd_hash_write, &h, err);
+    if (rc < 0)
+        goto done;
+    /* The skipped files are part of what was shown: a file growing past
+     * the limit, or shrinking under it, changes the digest. NUL-separated,
+     * since a path may hold any other byte. */
+    for (k = 0; k < d->nskips; k++) {
+        n = snprintf(line, sizeof(line), "%lld %lld", d->skips[k].size[DD_BASE],
+                     d->skips[k].size[DD_FORK]);
+        if (EVP_DigestUpdate(h.md, "skipped", 8) != 1 ||
+            EVP_DigestUpdate(h.md, d->skips[k].path, strlen(d->skips[k].path) + 1) != 1 ||
+            EVP_DigestUpdate(h.md, line, (size_t)n + 1) != 1) {
+            rc = rg_error_set(err, -EIO, "sha256 failed");
+            goto done;
+        }
+    }
+    if (EVP_DigestFinal_ex(h.md, md, &mdlen) != 1 || mdlen != 32) {
+        rc = rg_error_set(err, -EIO, "sha256 failed");
+        goto done;
+    }
+    memcpy(digest, "sha256:", 7);
+    for (i = 0; i < mdlen; i++) {
+        digest[7 + 2 * i] = hex[md[i] >> 4];
+        digest[8 + 2 * i] = hex[md[i] & 15];
+    }
+    digest[7 + 2 * mdlen] = '\0';
+done:
+    EVP_MD_CTX_free(h.md);
+    return rc;
 }
 
 static int dd_buf_write(const void *data, size_t len, void *payload)
@@ -1585,6 +1718,8 @@ static int dd_new_perm(const dd_state *cur, unsigned int new_mode)
 }
 
 static const char dd_changed[] = "changed in the original since the fork";
+static const char dd_too_large[] =
+    "larger than the size limit, so never shown: not applied (see --max-file-size)";
 static const char dd_changed_parent[] =
     "changed in the original since the fork (a parent is no longer a directory)";
 static const char dd_in_the_way[] =
@@ -1808,6 +1943,9 @@ int rgit_dirdiff_apply(size_t *refused, rgit_dirdiff *d, const char *original,
             added.v[added.n++] = delta;
     }
     qsort(added.v, added.n, sizeof(*added.v), dd_added_cmp);
+    /* Fail closed: what could not be shown is not applied. */
+    for (i = 0; i < d->nskips; i++)
+        dd_tell(report, payload, d->skips[i].path, RGIT_DIRDIFF_REFUSED, dd_too_large, refused);
     /* Deletions first, so that a path that changed type is free again. */
     for (pass = 0; pass < 2; pass++) {
         for (i = 0; i < n; i++) {
@@ -1872,4 +2010,44 @@ int rgit_dirdiff_default_original(rg_buf *out, const char *fork, rg_error *err)
     if (rc < 0)
         return rg_error_set(err, rc, "%s: path too long", fork);
     return 0;
+}
+
+int rgit_dirdiff_check_run(const char *fork, rg_error *err)
+{
+    rg_buf path = RG_BUF_INIT(DD_PATH_MAX);
+    size_t n = dd_trimmed_len(fork), slash = n;
+    int fd = -1, rc;
+
+    while (slash > 0 && fork[slash - 1] != '/')
+        slash--;
+    rc = rg_buf_append(&path, fork, slash);
+    if (rc == 0)
+        rc = rg_buf_printf(&path, ".%.*s.run", (int)(n - slash), fork + slash);
+    if (rc < 0) {
+        rc = rg_error_set(err, rc, "%s: path too long", fork);
+        goto done;
+    }
+    /* Read-only is enough to ask for a shared lock; O_NONBLOCK so a FIFO
+     * put there cannot hang the check. */
+    fd = open(path.data, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        rc = errno == ENOENT ? 0
+                             : rg_error_set(err, RG_E_DENIED, "%s: %s", path.data, strerror(errno));
+        goto done;
+    }
+    if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
+        rc = errno == EWOULDBLOCK
+                 ? rg_error_set(err, RG_E_DENIED,
+                                "the run that made %s is still running (%s is locked): a "
+                                "process of it could still change the fork; wait for it to end",
+                                fork, path.data)
+                 : rg_error_set(err, RG_E_DENIED, "%s: flock: %s", path.data, strerror(errno));
+        goto done;
+    }
+    rc = 0;
+done:
+    if (fd >= 0)
+        close(fd);
+    rg_buf_free(&path);
+    return rc;
 }

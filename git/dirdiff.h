@@ -25,6 +25,16 @@
  * large tree fast; modification times are never trusted. libgit2 then diffs
  * the trees without rename detection, so a type change prints as a deletion
  * and an addition, exactly as git does.
+ *
+ * Files larger than opts->max_file_size (apparent size, so a sparse file
+ * counts by the size it claims) are never read: they are listed as
+ * skipped, whether or not they changed, and never applied.
+ *
+ * The digest binds a review to an apply: it is a SHA-256 over the patch
+ * and the skipped list, so `--apply --digest` applies only a diff that is
+ * byte for byte what was shown. Apply writes blobs read back through the
+ * object database and checked against their ids, so once the digest
+ * matched, what is written is what was hashed, whatever changes after.
  */
 #ifndef RG_GIT_DIRDIFF_H
 #define RG_GIT_DIRDIFF_H
@@ -42,12 +52,19 @@ typedef struct rgit_dirdiff_opts {
     const char *tmp_parent;
     /* Deepest directory nesting read before failing; 0: 256. */
     unsigned int max_depth;
+    /* Larger files are skipped, not read; 0: RGIT_DIRDIFF_MAX_FILE_SIZE. */
+    unsigned long long max_file_size;
 } rgit_dirdiff_opts;
 
 #define RGIT_DIRDIFF_OPTS_INIT                                                                     \
     {                                                                                              \
-        NULL, 0                                                                                    \
+        NULL, 0, 0                                                                                 \
     }
+
+#define RGIT_DIRDIFF_MAX_FILE_SIZE (64ULL << 20)
+
+/* "sha256:" and 64 hex digits, with the NUL. */
+#define RGIT_DIRDIFF_DIGEST_SIZE 72
 
 typedef enum rgit_dirdiff_status {
     RGIT_DIRDIFF_ADDED = 'A',
@@ -78,6 +95,17 @@ size_t rgit_dirdiff_count(const rgit_dirdiff *d);
 /* The i-th change in path order; -ERANGE when i >= count. */
 int rgit_dirdiff_get(rgit_dirdiff_change *out, const rgit_dirdiff *d, size_t i);
 
+/* A file left out for its size: sizes in bytes, -1 on a side without it. */
+typedef struct rgit_dirdiff_skipped {
+    const char *path; /* owned by the diff */
+    long long base_size;
+    long long fork_size;
+} rgit_dirdiff_skipped;
+
+/* Number of skipped files, and the i-th in walk order (-ERANGE past). */
+size_t rgit_dirdiff_skipped_count(const rgit_dirdiff *d);
+int rgit_dirdiff_skipped_get(rgit_dirdiff_skipped *out, const rgit_dirdiff *d, size_t i);
+
 /*
  * Receives the patch in pieces, in order. Return 0 to go on; anything else
  * stops the printing and is returned by rgit_dirdiff_print.
@@ -91,6 +119,13 @@ typedef int (*rgit_dirdiff_write_fn)(const void *data, size_t len, void *payload
  * written when there are no changes.
  */
 int rgit_dirdiff_print(rgit_dirdiff *d, rgit_dirdiff_write_fn write, void *payload, rg_error *err);
+
+/*
+ * Like rgit_dirdiff_print (`write` may be NULL: digest only), and put the
+ * digest of the patch and the skipped list in `digest` ("sha256:<hex>").
+ */
+int rgit_dirdiff_print_digest(rgit_dirdiff *d, rgit_dirdiff_write_fn write, void *payload,
+                              char digest[RGIT_DIRDIFF_DIGEST_SIZE], rg_error *err);
 
 /* The same patch appended to `out` (which keeps its cap). */
 int rgit_dirdiff_patch(rg_buf *out, rgit_dirdiff *d, rg_error *err);
@@ -117,7 +152,8 @@ typedef void (*rgit_dirdiff_apply_fn)(const char *path, rgit_dirdiff_outcome out
  * the rest go on. Deletions come first so type changes work; directories
  * left empty by a deletion are removed, as git apply does. Each file is
  * replaced by rename, so a reader sees the old or the new file. *refused
- * gets the number of refused paths. A filesystem error stops the run
+ * gets the number of refused paths; skipped files (too large to show) are
+ * all refused. A filesystem error stops the run
  * (paths already reported as applied stay applied) and returns negative.
  */
 int rgit_dirdiff_apply(size_t *refused, rgit_dirdiff *d, const char *original,
@@ -134,5 +170,14 @@ void rgit_dirdiff_free(rgit_dirdiff *d);
  */
 int rgit_dirdiff_default_base(rg_buf *out, const char *fork, rg_error *err);
 int rgit_dirdiff_default_original(rg_buf *out, const char *fork, rg_error *err);
+
+/*
+ * Whether the run that made FORK is still alive. refgate-run holds an
+ * exclusive flock on `<dirname FORK>/.<basename FORK>.run` for the run's
+ * whole life (and, with a pid namespace, every process of the run is dead
+ * before it lets go). RG_E_DENIED while it is held; 0 when free or absent
+ * (a fork made before the marker existed, or not by refgate-run).
+ */
+int rgit_dirdiff_check_run(const char *fork, rg_error *err);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -39,6 +40,36 @@ done:
     }
     *out_fork = fork;
     *out_base = base;
+    return 0;
+}
+
+/* "/a/b.3" -> "/a/.b.3.run": beside the fork, named after it. */
+static int fork_lock_path(sandbox_fork *f, rg_error *err)
+{
+    const char *slash = strrchr(f->path, '/');
+
+    if (asprintf(&f->lock, "%.*s/.%s.run", (int)(slash - f->path), f->path, slash + 1) < 0) {
+        f->lock = NULL;
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+/* Take the marker: held until the runner exits (or sandbox_fork_free). A
+ * stale file from a fork removed by hand is reused; one somebody holds
+ * means a run still uses the name. */
+static int fork_lock(sandbox_fork *f, rg_error *err)
+{
+    int rc = fork_lock_path(f, err);
+
+    if (rc < 0)
+        return rc;
+    f->lock_fd = open(f->lock, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    if (f->lock_fd < 0)
+        return rg_error_set(err, -errno, "%s: %s", f->lock, strerror(errno));
+    if (flock(f->lock_fd, LOCK_EX | LOCK_NB) < 0)
+        return rg_error_set(err, errno == EWOULDBLOCK ? -EBUSY : -errno, "%s: %s", f->lock,
+                            errno == EWOULDBLOCK ? "locked by a run still alive" : strerror(errno));
     return 0;
 }
 
@@ -115,6 +146,11 @@ int sandbox_fork_create(sandbox_fork *out, const char *src, const sandbox_tree_o
     rc = fork_claim(&f, err);
     if (rc < 0)
         goto done;
+    rc = fork_lock(&f, err);
+    if (rc < 0) {
+        sandbox_fork_remove(&f, &ignored);
+        goto done;
+    }
     rc = fork_copy(&f.base_stats, f.src, f.base, opts, err);
     if (rc == 0)
         rc = fork_copy(&f.fork_stats, f.base, f.path, opts, err);
@@ -141,6 +177,9 @@ int sandbox_fork_remove(const sandbox_fork *f, rg_error *err)
         rc = sandbox_tree_remove(f->path, err);
     if (f->base != NULL)
         rc2 = sandbox_tree_remove(f->base, rc < 0 ? NULL : err);
+    /* The marker goes last, so nothing is applied from a half-removed fork. */
+    if (f->lock != NULL)
+        (void)unlink(f->lock);
     return rc < 0 ? rc : rc2;
 }
 
@@ -151,5 +190,10 @@ void sandbox_fork_free(sandbox_fork *f)
     free(f->src);
     free(f->path);
     free(f->base);
+    /* A zeroed struct has lock_fd 0 but no lock path: stdin stays open. */
+    if (f->lock != NULL && f->lock_fd >= 0)
+        close(f->lock_fd);
+    free(f->lock);
     memset(f, 0, sizeof(*f));
+    f->lock_fd = -1;
 }

@@ -8,6 +8,17 @@
  *
  * The copies are clones where the filesystem can clone (tree.h), so a fork
  * of a large tree is fast and takes no space until something is written.
+ *
+ * While the run lives, the runner holds an exclusive flock on
+ * `.<dir>.<N>.run` beside the fork (0600, opened close-on-exec, so the
+ * command never holds it). `refgate diff --apply` refuses a fork whose
+ * marker is locked: a process of the run could still change it. The
+ * command cannot fake the end of its run: it cannot release a lock it does
+ * not hold, and it cannot remove or replace the file, which lies outside
+ * the fork where it can write nothing. At worst it holds a lock of its own
+ * on the file, which makes --apply refuse: it fails closed. With a pid
+ * namespace every process of the run is dead before the runner exits and
+ * the lock goes with it.
  */
 #ifndef RG_SANDBOX_FORK_H
 #define RG_SANDBOX_FORK_H
@@ -21,6 +32,8 @@ typedef struct sandbox_fork {
     char *src;  /* the directory forked (canonical) */
     char *path; /* <dir>.<N> */
     char *base; /* .<dir>.<N>.base */
+    char *lock; /* .<dir>.<N>.run, flocked by lock_fd for the run's life */
+    int lock_fd;
     unsigned n;
     sandbox_tree_stats base_stats; /* src -> base */
     sandbox_tree_stats fork_stats; /* base -> fork */
@@ -29,7 +42,7 @@ typedef struct sandbox_fork {
 
 #define SANDBOX_FORK_INIT                                                                          \
     {                                                                                              \
-        NULL, NULL, NULL, 0, {0}, {0}, 0                                                           \
+        NULL, NULL, NULL, NULL, -1, 0, {0}, {0}, 0                                                 \
     }
 
 /*
@@ -49,9 +62,10 @@ int sandbox_fork_paths(char **out_fork, char **out_base, const char *src, unsign
 int sandbox_fork_create(sandbox_fork *out, const char *src, const sandbox_tree_opts *opts,
                         rg_error *err);
 
-/* Remove the fork and its base (for --rm). */
+/* Remove the fork, its base and its marker (for --rm). */
 int sandbox_fork_remove(const sandbox_fork *f, rg_error *err);
 
+/* Frees the paths and lets go of the marker's lock (the run is over). */
 void sandbox_fork_free(sandbox_fork *f);
 
 #endif

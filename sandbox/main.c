@@ -39,6 +39,7 @@
 
 #include "sandbox/env.h"
 #include "sandbox/fork.h"
+#include "sandbox/gitconf.h"
 #include "sandbox/home.h"
 #include "sandbox/landlock.h"
 #include "sandbox/mount.h"
@@ -47,6 +48,7 @@
 #include "sandbox/privs.h"
 #include "sandbox/proc.h"
 #include "sandbox/seccomp.h"
+#include "util/buf.h"
 
 #define RUN_VERSION "0.1.0"
 
@@ -863,6 +865,15 @@ static void run_human_bytes(char *out, size_t len, unsigned long long b)
         snprintf(out, len, "%.1f KiB", (double)b / 1024.0);
 }
 
+/* Told by the copy for each entry on another mount, which it skips. */
+static void run_said_mount(void *ctx, const char *path)
+{
+    (void)ctx;
+    say("not copied into the fork: %s is on another mount (bind-mounted or mounted there); "
+        "a fork never crosses a mount point",
+        path);
+}
+
 static int run_make_fork(run_state *s)
 {
     sandbox_tree_opts to = SANDBOX_TREE_OPTS_INIT;
@@ -889,6 +900,7 @@ static int run_make_fork(run_state *s)
     /* Under a user namespace a root caller's command is nobody outside and
      * owns the fork through an id-mapped mount: files must be root's. */
     to.keep_owner = geteuid() == 0 && !(s->o.ns & SANDBOX_NS_USER);
+    to.mounted = run_said_mount;
     rc = sandbox_fork_create(&s->fork, s->workdir, &to, &err);
     if (rc < 0) {
         say("%s%s", err.msg,
@@ -1268,6 +1280,49 @@ static int run_confine(void *ctx, rg_error *err)
     return rc;
 }
 
+/* The summary of what was neutralised in the fork's .git. */
+#define RUN_NEUTRALISED_MAX 2048
+
+typedef struct run_told {
+    rg_buf b;
+    int full; /* the summary passed its cap (rg_buf then starts over): stop */
+} run_told;
+
+static void run_tell_neutralised(void *ctx, const char *where, const char *what)
+{
+    run_told *t = ctx;
+
+    /* A full summary stops growing: the count is said as well. */
+    if (!t->full && rg_buf_printf(&t->b, "%s%s%s%s", t->b.len ? ", " : "", where,
+                                  where[0] ? ": " : "", what) < 0)
+        t->full = 1;
+}
+
+/*
+ * After the command: what the run planted in the fork's .git would run
+ * unconfined at the user's first git command there (gitconf.h). With the
+ * pid namespace every process of the run is gone by now, so nothing
+ * rewrites it afterwards; the marker (fork.h) is still held meanwhile, so
+ * `refgate diff --apply` waits for this too.
+ */
+static void run_neutralise_git(run_state *s)
+{
+    run_told t = {RG_BUF_INIT(RUN_NEUTRALISED_MAX), 0};
+    rg_error err = RG_ERROR_INIT;
+    int n = 0;
+
+    if (sandbox_gitconf_neutralise(&n, s->fork.path, s->fork.base, run_tell_neutralised, &t, &err) <
+        0)
+        say("WARNING: %s; do not run git in %s before checking its .git", err.msg, s->fork.path);
+    if (n > 0)
+        say("neutralised %d thing%s in the fork's .git that would run outside the sandbox at "
+            "your first git command there: %s%s (config kept as .git/config.refgate-run-orig, "
+            "hooks as .git/hooks.refgate-disabled)",
+            n, n == 1 ? "" : "s", t.full || t.b.data == NULL ? "" : t.b.data,
+            t.full ? "(too many to list)" : "");
+    rg_buf_free(&t.b);
+}
+
 static void run_cleanup(run_state *s)
 {
     rg_error err = RG_ERROR_INIT;
@@ -1284,6 +1339,7 @@ static void run_cleanup(run_state *s)
         if (sandbox_fork_remove(&s->fork, &err) < 0)
             say("warning: %s", err.msg);
     } else {
+        run_neutralise_git(s);
         note("the fork stays at %s; `refgate diff %s` shows what the run changed", s->fork.path,
              s->fork.path);
     }

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #define TREE_DEPTH_MAX 200
@@ -21,7 +22,10 @@
 typedef struct tree_ctx {
     sandbox_tree_stats *stats;
     const sandbox_tree_opts *opts;
-    int clone;           /* still trying FICLONE */
+    int clone;     /* still trying FICLONE */
+    dev_t top_dev; /* the top's device and mount: nothing else is copied */
+    unsigned long long top_mnt;
+    int have_mnt;        /* the kernel gives mount ids */
     char path[PATH_MAX]; /* path relative to the top, for messages */
     size_t len;
     rg_error *err;
@@ -199,6 +203,41 @@ static int tree_copy_fifo(tree_ctx *c, int sdir, int ddir, const char *name, con
     return 0;
 }
 
+/*
+ * lstat() by statx(), which also says which mount `name` is on: one system
+ * call per entry gives both. *mnt is 0 when the kernel gives no mount id.
+ */
+static int tree_statat(struct stat *st, unsigned long long *mnt, int dirfd, const char *name,
+                       int flags)
+{
+    struct statx x;
+
+    if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW | AT_NO_AUTOMOUNT | flags,
+              STATX_BASIC_STATS | STATX_MNT_ID, &x) < 0)
+        return -errno;
+    memset(st, 0, sizeof(*st));
+    st->st_dev = makedev(x.stx_dev_major, x.stx_dev_minor);
+    st->st_ino = x.stx_ino;
+    st->st_mode = x.stx_mode;
+    st->st_nlink = x.stx_nlink;
+    st->st_uid = x.stx_uid;
+    st->st_gid = x.stx_gid;
+    st->st_size = (off_t)x.stx_size;
+    st->st_atim.tv_sec = x.stx_atime.tv_sec;
+    st->st_atim.tv_nsec = x.stx_atime.tv_nsec;
+    st->st_mtim.tv_sec = x.stx_mtime.tv_sec;
+    st->st_mtim.tv_nsec = x.stx_mtime.tv_nsec;
+    *mnt = (x.stx_mask & STATX_MNT_ID) ? x.stx_mnt_id : 0;
+    return 0;
+}
+
+/* Whether an entry lies on another mount than the top (a bind mount of a
+ * file or directory from elsewhere, or a filesystem mounted inside). */
+static int tree_other_mount(const tree_ctx *c, const struct stat *st, unsigned long long mnt)
+{
+    return st->st_dev != c->top_dev || (c->have_mnt && mnt != 0 && mnt != c->top_mnt);
+}
+
 static int tree_refused(tree_ctx *c, const struct stat *st)
 {
     return c->opts->refuse != NULL && c->opts->refuse(c->opts->ctx, st);
@@ -209,6 +248,7 @@ static int tree_copy_dir(tree_ctx *c, int sfd, int dfd, int depth)
 {
     struct dirent *de;
     struct stat st;
+    unsigned long long mnt;
     size_t saved;
     DIR *d;
     int rc = 0, sub_s, sub_d;
@@ -230,12 +270,17 @@ static int tree_copy_dir(tree_ctx *c, int sfd, int dfd, int depth)
         if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
             continue;
         saved = tree_path_push(c, de->d_name);
-        if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-            rc = tree_fail(c, -errno, "stat");
+        if ((rc = tree_statat(&st, &mnt, dirfd(d), de->d_name, 0)) < 0) {
+            rc = tree_fail(c, rc, "stat");
+        } else if (S_ISDIR(st.st_mode) && tree_refused(c, &st)) {
+            /* Refused before skipped: a secret mounted inside is said loudly. */
+            rc = tree_fail(c, RG_E_DENIED, "secret directory mounted or linked at");
+        } else if (tree_other_mount(c, &st, mnt)) {
+            c->stats->mounts++;
+            if (c->opts->mounted != NULL)
+                c->opts->mounted(c->opts->ctx, c->path);
         } else if (S_ISDIR(st.st_mode)) {
-            if (tree_refused(c, &st)) {
-                rc = tree_fail(c, RG_E_DENIED, "secret directory mounted or linked at");
-            } else if (depth >= TREE_DEPTH_MAX) {
+            if (depth >= TREE_DEPTH_MAX) {
                 rc = tree_fail(c, -ELOOP, "more than 200 levels deep at");
             } else if (mkdirat(dfd, de->d_name, 0700) < 0) {
                 rc = tree_fail(c, -errno, "creating");
@@ -289,8 +334,10 @@ int sandbox_tree_copy(sandbox_tree_stats *out, int srcfd, int dstfd, const sandb
     c.opts = opts;
     c.clone = opts->try_clone;
     c.err = err;
-    if (fstat(srcfd, &st) < 0)
-        return tree_fail(&c, -errno, "stat");
+    if ((rc = tree_statat(&st, &c.top_mnt, srcfd, "", AT_EMPTY_PATH)) < 0)
+        return tree_fail(&c, rc, "stat");
+    c.top_dev = st.st_dev;
+    c.have_mnt = c.top_mnt != 0;
     if (tree_refused(&c, &st))
         return tree_fail(&c, RG_E_DENIED, "the source is a secret directory:");
     /* A fresh open file description, so reading it moves no shared offset. */

@@ -10,7 +10,12 @@
  * FIFOs and empty directories are kept. Each hard-linked name becomes an
  * independent file, so no inode is ever shared between a fork and anything
  * else. Sockets and device nodes are skipped: a device node in a writable
- * tree would be a way around the sandbox.
+ * tree would be a way around the sandbox. The copy never crosses a mount
+ * point: an entry on another mount than the top's (a file or directory
+ * bind-mounted into the tree from elsewhere, a secret say) is skipped and
+ * told to opts->mounted. Mounts are told apart by statx()'s mount id, which
+ * also separates two mounts of one filesystem (same st_dev); kernels older
+ * than 5.8 give no mount id and only st_dev is compared.
  *
  * Everything is done relative to directory descriptors opened with
  * O_NOFOLLOW, so a tree that changes underneath (a symlink swapped in for a
@@ -32,6 +37,7 @@ typedef struct sandbox_tree_stats {
     unsigned long symlinks; /* kept as links */
     unsigned long fifos;
     unsigned long skipped;   /* sockets and device nodes */
+    unsigned long mounts;    /* entries on another mount, skipped */
     unsigned long hardlinks; /* names of files with more than one link */
     unsigned long long bytes;
     int clone_errno; /* why FICLONE was refused (0: never refused) */
@@ -47,11 +53,14 @@ typedef struct sandbox_tree_opts {
      */
     int (*refuse)(void *ctx, const struct stat *st);
     void *ctx;
+    /* When set, told each entry skipped for being on another mount (its
+     * path relative to the top), so the caller can say so. */
+    void (*mounted)(void *ctx, const char *path);
 } sandbox_tree_opts;
 
 #define SANDBOX_TREE_OPTS_INIT                                                                     \
     {                                                                                              \
-        1, 0, NULL, NULL                                                                           \
+        1, 0, NULL, NULL, NULL                                                                     \
     }
 
 /*

@@ -931,3 +931,77 @@ ParameterizedTest(int *i, dirdiff, default_base_and_original_follow_refgate_run)
     }
     rg_buf_free(&b);
 }
+
+/* ---------------------------------------------------------------------------
+ * Size limit and digest (findings 14 and 8)
+ * ------------------------------------------------------------------------- */
+
+Test(dirdiff, files_over_the_size_limit_are_skipped_listed_and_never_applied)
+{
+    rgit_dirdiff_opts opts = RGIT_DIRDIFF_OPTS_INIT;
+    rg_error err = RG_ERROR_INIT;
+    rgit_dirdiff_skipped sk;
+    outcomes o = {{0}};
+    rgit_dirdiff *d = NULL;
+    size_t refused;
+    char *patch;
+
+    make_project();
+    put(base, "grows.txt", "small\n");
+    fork_base();
+    test_run("cp -a '%s' '%s'", base, other);
+    put(fork_dir, "README.md", "edited\n");
+    test_run("truncate -s 8T '%s/sparse.img'", fork_dir);
+    test_run("head -c 2000 /dev/zero >'%s/grows.txt'", fork_dir);
+    opts.max_file_size = 1000;
+    cr_assert_eq(rgit_dirdiff_new(&d, base, fork_dir, &opts, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_dirdiff_count(d), 1); /* README.md only */
+    cr_assert_eq(rgit_dirdiff_skipped_count(d), 2);
+    cr_assert_eq(rgit_dirdiff_skipped_get(&sk, d, 0), 0);
+    cr_assert_str_eq(sk.path, "grows.txt");
+    cr_assert_eq(sk.base_size, 6);
+    cr_assert_eq(sk.fork_size, 2000);
+    cr_assert_eq(rgit_dirdiff_skipped_get(&sk, d, 1), 0);
+    cr_assert_str_eq(sk.path, "sparse.img");
+    cr_assert_eq(sk.base_size, -1);
+    cr_assert_eq(sk.fork_size, 8LL << 40);
+    cr_assert_eq(rgit_dirdiff_skipped_get(&sk, d, 2), -ERANGE);
+    patch = patch_of(d);
+    cr_assert_null(strstr(patch, "sparse.img"));
+    free(patch);
+    cr_assert_eq(rgit_dirdiff_apply(&refused, d, other, record, &o, &err), 0, "%s", err.msg);
+    cr_assert_eq(refused, 2, "%s", o.text);
+    cr_assert(strstr(o.text, "refused sparse.img: larger than the size limit"), "%s", o.text);
+    cr_assert(strstr(o.text, "applied README.md"), "%s", o.text);
+    {
+        char path[700];
+        path_in(path, sizeof(path), other, "sparse.img");
+        cr_assert_not(exists(path));
+    }
+    rgit_dirdiff_free(d);
+}
+
+Test(dirdiff, the_digest_changes_with_any_change_to_the_fork)
+{
+    char d1[RGIT_DIRDIFF_DIGEST_SIZE], d2[RGIT_DIRDIFF_DIGEST_SIZE];
+    char d3[RGIT_DIRDIFF_DIGEST_SIZE];
+    rgit_dirdiff *d;
+
+    make_project();
+    fork_base();
+    put(fork_dir, "README.md", "edited\n");
+    d = diff_of(base, fork_dir);
+    cr_assert_eq(rgit_dirdiff_print_digest(d, NULL, NULL, d1, NULL), 0);
+    rgit_dirdiff_free(d);
+    cr_assert_eq(strncmp(d1, "sha256:", 7), 0);
+    cr_assert_eq(strlen(d1), 71);
+    d = diff_of(base, fork_dir);
+    cr_assert_eq(rgit_dirdiff_print_digest(d, NULL, NULL, d2, NULL), 0);
+    rgit_dirdiff_free(d);
+    cr_assert_str_eq(d1, d2, "the same fork gives the same digest");
+    chmod_path(fork_dir, "README.md", 0755);
+    d = diff_of(base, fork_dir);
+    cr_assert_eq(rgit_dirdiff_print_digest(d, NULL, NULL, d3, NULL), 0);
+    rgit_dirdiff_free(d);
+    cr_assert_str_neq(d1, d3, "a mode change changes the digest");
+}

@@ -3,7 +3,10 @@
 # not depend on refgate-run), a "run" changes the fork in every way a patch
 # has to carry, and the patch is applied with the real `git apply` to a copy
 # of the original, which must then match the fork. Also: exit statuses,
-# --stat, --apply, and a fork whose .git tries to run a command.
+# --stat, --apply, and a fork whose .git tries to run a command; --apply
+# applies only the reviewed diff (--digest) and never while the run lives
+# (finding 8); files over --max-file-size, an 8 TB sparse one included, are
+# skipped in bounded time and never applied (finding 14).
 if [ -z "${REFGATE:-}" ] || [ ! -x "$REFGATE" ]; then
   echo "skip: REFGATE is not set to an executable refgate binary"
   exit 77
@@ -72,6 +75,13 @@ run_changes() {
   printf 'planted\n' >"$f/.git/planted"
 }
 
+# The digest `refgate diff --stat` prints for a fork (on stderr).
+digest_of() {
+  local out
+  out=$("$REFGATE" diff --stat "$@" 2>&1 >/dev/null) || true # exits 1 on changes
+  printf '%s\n' "$out" | sed -n 's/^refgate-diff-digest: //p'
+}
+
 # Everything but .git and ignored files, as "path type mode link-target".
 listing() {
   (cd "$1" && find . \( -path ./.git -o -path ./build \) -prune -o ! -name '*.log' \
@@ -87,6 +97,10 @@ test_patch_applies_to_a_copy_of_the_original() {
   local rc=0
   "$REFGATE" diff app.1 >"$T/patch" 2>"$T/err" || rc=$?
   [ "$rc" -eq 1 ] || { cat "$T/err"; fail "refgate diff exited $rc, expected 1 (changes)"; }
+  assert_contains "$T/err" "refgate-diff-digest: sha256:"
+  # The patch and the summary name one digest.
+  [ "$(sed -n 's/^refgate-diff-digest: //p' "$T/err")" = "$(digest_of app.1)" ] ||
+    fail "refgate diff and refgate diff --stat give different digests"
   assert_contains "$T/patch" "GIT binary patch"
   assert_contains "$T/patch" "new file mode 120000"
   assert_contains "$T/patch" "old mode 100755"
@@ -139,9 +153,13 @@ test_errors_exit_2() {
   "$REFGATE" diff --bogus app.1 >"$T/out" 2>"$T/err" || rc=$?
   [ "$rc" -eq 2 ] || fail "exit $rc for an unknown option"
   rc=0
-  "$REFGATE" diff --apply "$W/app" "$W/.app.1.base" >"$T/out" 2>"$T/err" || rc=$?
+  "$REFGATE" diff --apply --unreviewed "$W/app" "$W/.app.1.base" >"$T/out" 2>"$T/err" || rc=$?
   [ "$rc" -eq 2 ] || fail "exit $rc for --apply without a .N fork name"
   assert_contains "$T/err" "give --original"
+  rc=0
+  "$REFGATE" diff --apply app.1 >"$T/out" 2>"$T/err" || rc=$?
+  [ "$rc" -eq 2 ] || fail "exit $rc for --apply with neither --digest nor --unreviewed"
+  assert_contains "$T/err" "--apply needs --digest"
   "$REFGATE" diff --help >"$T/out"
   assert_contains "$T/out" "usage: refgate diff"
 }
@@ -172,8 +190,9 @@ test_apply_refuses_paths_the_original_changed_and_applies_the_rest() {
   # The user kept working in the original after the fork.
   printf 'int main(void) { return 42; }\n' >app/src/main.c
   printf 'created meanwhile\n' >app/src/new.c
-  local rc=0
-  "$REFGATE" diff --apply app.1 >"$T/out" 2>"$T/err" || rc=$?
+  local rc=0 d
+  d=$(digest_of app.1)
+  "$REFGATE" diff --apply --digest "$d" app.1 >"$T/out" 2>"$T/err" || rc=$?
   [ "$rc" -eq 1 ] || { cat "$T/out" "$T/err"; fail "--apply exited $rc, expected 1"; }
   assert_contains "$T/err" "refused: src/main.c: changed in the original since the fork"
   assert_contains "$T/err" "refused: src/new.c: changed in the original since the fork"
@@ -199,10 +218,100 @@ test_apply_refuses_paths_the_original_changed_and_applies_the_rest() {
 test_apply_again_changes_nothing() {
   cd "$W"
   local rc=0
-  "$REFGATE" diff --apply app.1 >"$T/out" 2>"$T/err" || rc=$?
+  "$REFGATE" diff --apply --unreviewed app.1 >"$T/out" 2>"$T/err" || rc=$?
   [ "$rc" -eq 1 ] || fail "exit $rc, expected 1 (still refused)"
   ! grep -q '^applied: ' "$T/out" || { cat "$T/out"; fail "applied something twice"; }
   assert_contains "$T/out" "already applied: logo.bin"
+}
+
+# A second original, forked the same way, for the tests below.
+fork_app2() {
+  rm -rf "$W/app2" "$W/app2.1" "$W/.app2.1.base" "$W/.app2.1.run"
+  mkdir -p "$W/app2"
+  printf 'one\n' >"$W/app2/a.txt"
+  cp -a "$W/app2" "$W/.app2.1.base"
+  cp -a "$W/app2" "$W/app2.1"
+}
+
+test_apply_refuses_a_fork_changed_after_review() {
+  cd "$W"
+  fork_app2
+  printf 'reviewed\n' >app2.1/a.txt
+  local rc=0 d
+  d=$(digest_of app2.1)
+  [ -n "$d" ] || fail "no digest printed"
+  # A process left running changes the fork after the review.
+  printf 'evil\n' >app2.1/a.txt
+  printf 'evil\n' >app2.1/planted.sh
+  "$REFGATE" diff --apply --digest "$d" app2.1 >"$T/out" 2>"$T/err" || rc=$?
+  [ "$rc" -eq 2 ] || { cat "$T/out" "$T/err"; fail "--apply of a changed fork exited $rc, expected 2"; }
+  assert_contains "$T/err" "no longer the one reviewed"
+  [ "$(cat app2/a.txt)" = one ] || fail "the changed fork was applied"
+  [ ! -e app2/planted.sh ] || fail "a file added after the review was applied"
+  # Normal work: the digest of what is there now applies it.
+  d=$(digest_of app2.1)
+  "$REFGATE" diff --apply --digest "$d" app2.1 >"$T/out" 2>"$T/err" ||
+    { cat "$T/err"; fail "--apply with the current digest failed"; }
+  [ "$(cat app2/a.txt)" = evil ] || fail "the reviewed change was not applied"
+}
+
+test_apply_refuses_while_the_run_is_alive() {
+  cd "$W"
+  fork_app2
+  printf 'two\n' >app2.1/a.txt
+  local rc=0 d pid
+  d=$(digest_of app2.1)
+  # What refgate-run does for the run's life: an exclusive lock on the marker.
+  # One process holding it, which `kill $pid` ends.
+  (flock -x 9 && exec sleep 600) 9>.app2.1.run &
+  pid=$!
+  # Bounded: until the lock is taken (or 10 s).
+  for _ in $(seq 1 1000); do
+    flock -n -s .app2.1.run true || break
+    sleep 0.01
+  done
+  "$REFGATE" diff --apply --digest "$d" app2.1 >"$T/out" 2>"$T/err" || rc=$?
+  kill "$pid"
+  wait "$pid" 2>/dev/null || true
+  [ "$rc" -eq 2 ] || { cat "$T/err"; fail "--apply during the run exited $rc, expected 2"; }
+  assert_contains "$T/err" "still running"
+  [ "$(cat app2/a.txt)" = one ] || fail "applied while the run was alive"
+  "$REFGATE" diff --apply --digest "$d" app2.1 >"$T/out" 2>"$T/err" ||
+    { cat "$T/err"; fail "--apply after the run ended failed"; }
+  [ "$(cat app2/a.txt)" = two ] || fail "not applied once the run ended"
+}
+
+test_a_sparse_8tb_file_is_skipped_in_bounded_time() {
+  cd "$W"
+  fork_app2
+  printf 'small edit\n' >app2.1/a.txt
+  truncate -s 8T app2.1/huge.img 2>/dev/null || { echo "# no 8 TB sparse file here"; return 0; }
+  truncate -s 100M app2.1/big.bin
+  local rc=0 d
+  timeout 60 "$REFGATE" diff app2.1 >"$T/patch" 2>"$T/err" || rc=$?
+  [ "$rc" -eq 1 ] || { cat "$T/err"; fail "refgate diff exited $rc (124: timed out), expected 1"; }
+  assert_contains "$T/err" "huge.img | Binary/skipped: too large (fork 8796093022208 bytes"
+  assert_contains "$T/err" "big.bin | Binary/skipped: too large"
+  assert_not_contains "$T/patch" "huge.img"
+  assert_contains "$T/patch" "+small edit"
+  rc=0
+  timeout 60 "$REFGATE" diff --stat app2.1 >"$T/stat" 2>/dev/null || rc=$?
+  [ "$rc" -eq 1 ] || fail "--stat exited $rc"
+  assert_contains "$T/stat" "huge.img | Binary/skipped: too large"
+  # A higher limit shows the 100 MiB file.
+  "$REFGATE" diff --stat --max-file-size 200M app2.1 >"$T/stat" 2>/dev/null || true
+  assert_contains "$T/stat" "big.bin"
+  assert_not_contains "$T/stat" "big.bin | Binary/skipped"
+  # Applying: the skipped files are refused (fail closed), the rest applies.
+  d=$(digest_of app2.1)
+  rc=0
+  timeout 60 "$REFGATE" diff --apply --digest "$d" app2.1 >"$T/out" 2>"$T/err" || rc=$?
+  [ "$rc" -eq 1 ] || { cat "$T/out" "$T/err"; fail "--apply exited $rc, expected 1 (refused)"; }
+  assert_contains "$T/err" "refused: huge.img: larger than the size limit"
+  [ ! -e app2/huge.img ] || fail "a file never shown was applied"
+  [ ! -e app2/big.bin ] || fail "a file never shown was applied"
+  [ "$(cat app2/a.txt)" = "small edit" ] || fail "the normal edit was not applied"
+  rm -f app2.1/huge.img app2.1/big.bin
 }
 
 test_nothing_planted_in_the_fork_ever_ran() {

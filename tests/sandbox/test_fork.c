@@ -6,7 +6,9 @@
 #include <criterion/parameterized.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -134,6 +136,47 @@ Test(fork, create_claims_the_first_free_number_and_copies_twice, .init = fork_se
     sandbox_fork_free(&f);
     sandbox_fork_free(&g);
     sandbox_fork_free(NULL);
+}
+
+/* Whether somebody holds the lock on `path` (a shared lock cannot be had). */
+static int locked(const char *path)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC), held;
+
+    cr_assert_geq(fd, 0, "%s", path);
+    held = flock(fd, LOCK_SH | LOCK_NB) < 0;
+    close(fd);
+    return held;
+}
+
+Test(fork, the_run_marker_is_locked_while_the_fork_is_held, .init = fork_setup,
+     .fini = fork_teardown)
+{
+    sandbox_tree_opts to = SANDBOX_TREE_OPTS_INIT;
+    sandbox_fork f = SANDBOX_FORK_INIT;
+    char src[128], p[256];
+    struct stat st;
+
+    snprintf(src, sizeof(src), "%s/proj", top);
+    mkdir(src, 0755);
+    put(src, "file", "hello\n");
+    cr_assert_eq(sandbox_fork_create(&f, src, &to, NULL), 0);
+    snprintf(p, sizeof(p), "%s/.proj.1.run", top);
+    cr_assert_str_eq(f.lock, p);
+    cr_assert_eq(stat(p, &st), 0);
+    cr_assert_eq(st.st_mode & 07777, 0600);
+    cr_assert(locked(p), "the runner holds the marker");
+    cr_assert_eq(fcntl(f.lock_fd, F_GETFD) & FD_CLOEXEC, FD_CLOEXEC, "the command never gets it");
+    {
+        /* The marker is not part of either tree. */
+        snprintf(p, sizeof(p), "%s/.proj.1.run", f.path);
+        cr_assert_eq(access(p, F_OK), -1);
+        snprintf(p, sizeof(p), "%s/.proj.1.run", top);
+    }
+    cr_assert_eq(sandbox_fork_remove(&f, NULL), 0);
+    cr_assert_eq(access(p, F_OK), -1, "--rm removes the marker");
+    sandbox_fork_free(&f);
+    cr_assert_eq(f.lock_fd, -1);
 }
 
 static int refuse_all_links(void *ctx, const struct stat *st)
