@@ -22,8 +22,11 @@ def main():
     f = s.makefile("rwb")
     if len(sys.argv) > 2:
         for line in sys.argv[2:]:
-            f.write(line.encode() + b"\n")
-            f.flush()
+            try:
+                f.write(line.encode() + b"\n")
+                f.flush()
+            except OSError:
+                pass  # refused or closed: what it said before closing is still there
             answer = f.readline()
             sys.stdout.write(answer.decode(errors="replace"))
             if not answer:
