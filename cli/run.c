@@ -943,8 +943,8 @@ int cli_run(int argc, char **argv)
 
     /* Before the token exists: a signal now ends the run before it starts. */
     run_signals_install();
-    req = json_pack("{s:s, s:[], s:s*, s:s*}", "op", "mint", "repos", "ttl",
-                    ttl_arg ? ttl_arg : "2h", "run", run);
+    /* Without --ttl the gateway picks: 2h, or its control.max_ttl when shorter. */
+    req = json_pack("{s:s, s:[], s:s*, s:s*}", "op", "mint", "repos", "ttl", ttl_arg, "run", run);
     for (i = 0; req != NULL && i < nrepos; i++)
         json_array_append_new(json_object_get(req, "repos"), json_string(repos[i]));
     if (req == NULL)

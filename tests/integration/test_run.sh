@@ -130,4 +130,30 @@ test_a_directory_whose_remotes_are_on_no_upstream_is_refused() {
   assert_contains "$T/run.out" '--repo HOST/PATH'
 }
 
+test_https_and_ssh_remotes_on_an_http_upstream_map_and_are_rewritten() {
+  # An http(s) upstream nobody contacts here: the mapping and the rewrite only.
+  stop_gateway
+  jq '.upstreams += [{"host": "forge", "url": "https://git.example.org/base"}]' "$T/refgate.json" \
+    >"$T/forge.json"
+  cp "$T/forge.json" "$T/refgate.json"
+  start_gateway
+  git init -q "$T/forged"
+  git -C "$T/forged" remote add origin https://git.example.org/base/acme/one.git
+  git -C "$T/forged" remote add scp git@git.example.org:base/acme/two.git
+  git -C "$T/forged" remote add ssh ssh://git@git.example.org/base/acme/three
+  git -C "$T/forged" remote add other https://elsewhere.example.org/base/acme/four.git
+  git -C "$T/forged" config remote.origin.pushurl ssh://git@git.example.org:2222/base/acme/five.git
+  rg_run "$T/forged" -- sh -c 'git config --get-regexp "^(url|credential)\." | sed "s/^/CFG /"'
+  [ "$RUN_RC" -eq 0 ] || { cat "$T/run.out"; fail "status $RUN_RC"; }
+  assert_contains "$T/run.out" 'token for forge/acme/one forge/acme/five forge/acme/two forge/acme/three through'
+  assert_not_contains "$T/run.out" 'four'
+  assert_contains "$T/run.out" "CFG url.$GW/forge/.insteadof https://git.example.org/base/"
+  assert_contains "$T/run.out" "CFG url.$GW/forge/.insteadof git@git.example.org:base/"
+  assert_contains "$T/run.out" "CFG url.$GW/forge/.insteadof ssh://git@git.example.org/base/"
+  assert_contains "$T/run.out" "CFG url.$GW/forge/.pushinsteadof ssh://git@git.example.org/base/"
+  assert_contains "$T/run.out" "CFG credential.$GW.helper !f()"
+  # Only the upstreams the run's repositories are on are rewritten.
+  assert_not_contains "$T/run.out" "CFG url.$GW/local/"
+}
+
 run_tests
