@@ -139,6 +139,8 @@ test_a_stale_socket_is_replaced_and_a_live_one_is_never_taken_over() {
   assert_contains "$T/s2" '"ok":true'
   stop_gateway
   [ ! -e "$SOCK" ] || fail "the socket stayed after a clean stop"
+  # The gateway's stderr is in its log, not in ctest's output.
+  ! grep -aq 'Sanitizer' "$T/gateway.log" || { cat "$T/gateway.log"; fail "sanitizer report"; }
 }
 
 run_tests

@@ -29,6 +29,8 @@ rg_run() {
   (cd "$dir" && "$REFGATE" run --config "$T/refgate.json" "$@") >"$T/run.out" 2>&1
   RUN_RC=$?
   set -e
+  # refgate run's own stderr is here, not in ctest's output: look for ASan/LSan reports.
+  ! grep -q 'Sanitizer' "$T/run.out" || { cat "$T/run.out"; fail "sanitizer report"; }
 }
 # newest_fork DIR: the fork refgate run said it made.
 fork_of() { sed -n 's/^refgate run: the fork: //p' "$T/run.out"; }
