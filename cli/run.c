@@ -897,6 +897,13 @@ int cli_run(int argc, char **argv)
         status = EXIT_USAGE;
         goto done;
     }
+    if (cfg->control.socket == NULL) {
+        fprintf(stderr,
+                "refgate run: %s has no control socket (<state_dir>/control.sock would be too "
+                "long a path); set control.socket there\n",
+                cfg->path);
+        goto done;
+    }
     if (cfg->nupstreams > sizeof(used)) {
         fprintf(stderr, "refgate run: more than %zu upstreams\n", sizeof(used));
         goto done;

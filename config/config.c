@@ -1401,12 +1401,17 @@ static int parse_control(config_control *out, const config_model *cfg, const par
         out->socket = NULL;
         return fail_oom(ctx);
     }
-    /* bind(2) would cut a longer path silently, or fail far from here. */
-    if (strlen(out->socket) >= CONTROL_SOCKET_PATH_MAX)
-        return fail(ctx, s ? "control.socket" : "state_dir",
-                    "the control socket path %s is %zu bytes, longer than a unix socket "
-                    "allows (%d); set control.socket to a shorter path",
-                    out->socket, strlen(out->socket), CONTROL_SOCKET_PATH_MAX - 1);
+    /* bind(2) would cut a longer path silently, or fail far from here. A
+     * default that does not fit (a deep state_dir) leaves the socket off
+     * rather than refuse a config that loaded before the socket existed. */
+    if (strlen(out->socket) >= CONTROL_SOCKET_PATH_MAX && s == NULL) {
+        free(out->socket);
+        out->socket = NULL;
+    } else if (strlen(out->socket) >= CONTROL_SOCKET_PATH_MAX) {
+        return fail(ctx, "control.socket",
+                    "%s is %zu bytes, longer than a unix socket path may be (%d)", out->socket,
+                    strlen(out->socket), CONTROL_SOCKET_PATH_MAX - 1);
+    }
     if (obj == NULL)
         return 0;
     rc = parse_principals(&out->users, &out->nusers, ctx, json_object_get(obj, "users"), "users");

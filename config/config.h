@@ -52,7 +52,8 @@
  * control: optional, every key optional; the local control socket that
  *   mints and revokes run tokens for `refgate run` (gateway/control.h):
  *   "socket" [<state_dir>/control.sock]  a unix socket path (relative to the
- *                             file); it must fit sun_path (107 bytes);
+ *                             file); it must fit sun_path (107 bytes); when
+ *                             the default does not, there is no socket (NULL);
  *   "users" [[]]              user names or numeric uids also allowed (the
  *                             gateway's own uid always is);
  *   "groups" [[]]             group names or numeric gids whose members are
@@ -145,7 +146,7 @@ typedef struct config_limits {
 
 /* See "control" above; every field is set (defaults filled in). */
 typedef struct config_control {
-    char *socket; /* absolute */
+    char *socket; /* absolute; NULL when the default path is too long for a socket */
     char **users; /* as configured: names or decimal uids */
     size_t nusers;
     char **groups; /* names or decimal gids */

@@ -890,9 +890,15 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
     if (rc < 0)
         goto done;
     /* After the start event, so every token-mint event follows it. */
-    rc = gateway_control_start(&s->control, &s->ctx, s->url, err);
-    if (rc < 0)
-        goto done;
+    if (cfg->control.socket != NULL) {
+        rc = gateway_control_start(&s->control, &s->ctx, s->url, err);
+        if (rc < 0)
+            goto done;
+    } else {
+        rg_log(RG_LOG_WARNING, "control_disabled",
+               "reason=\"<state_dir>/control.sock is too long for a unix socket; set "
+               "control.socket\"");
+    }
 
     /*
      * A thread per connection (a push blocks in its handler on upstream and

@@ -270,6 +270,15 @@ Test(config, control_defaults_to_a_socket_in_state_dir_and_loads_its_keys)
     cr_expect_str_eq(cfg->control.url, "http://127.0.0.1:8470", "without the trailing slash");
     config_free(cfg);
 
+    /* A state_dir too deep for a socket path: no socket, but the config loads. */
+    path = write_config("ctl4.json",
+                        "{'state_dir': "
+                        "'/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'}");
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_null(cfg->control.socket);
+    config_free(cfg);
+
     path = write_config("ctl3.json", "{'state_dir': 's', 'control': {'max_ttl': 600}}");
     cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
     cr_expect_eq(cfg->control.max_ttl, 600);
@@ -490,7 +499,7 @@ static struct bad_case bad_cases[] = {
      "'/"
      "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
      "aaaaaaaaaaaaaaaa.sock'}}",
-     "control.socket", 0, "longer than a unix socket allows"},
+     "control.socket", 0, "longer than a unix socket path may be (107)"},
     /* Limits. */
     {"limits not an object", "{'state_dir': 's', 'limits': 5}", "limits", 0,
      "expected an object, got an integer"},
