@@ -68,10 +68,14 @@ struct gateway_control {
 static int control_send(int fd, json_t *answer)
 {
     char *text = json_dumps(answer, JSON_COMPACT);
+    const json_t *tok = json_object_get(answer, "token");
     size_t len, off = 0;
     ssize_t n;
     int rc = -1;
 
+    /* jansson frees its copy of the token without wiping it. */
+    if (json_is_string(tok))
+        explicit_bzero((char *)json_string_value(tok), json_string_length(tok));
     json_decref(answer);
     if (text == NULL)
         return -1;
@@ -242,8 +246,8 @@ static int control_ttl(long long *out, const config_control *cc, const json_t *v
     return 0;
 }
 
-static json_t *control_mint(gateway_control *c, const control_client *cl, const json_t *req,
-                            rg_error *err)
+static int control_mint(json_t **out, gateway_control *c, const control_client *cl,
+                        const json_t *req, rg_error *err)
 {
     const config_model *cfg = c->ctx->cfg;
     const json_t *repos = json_object_get(req, "repos"), *runv = json_object_get(req, "run");
@@ -311,11 +315,12 @@ done:
     tokens_secret_free(token);
     for (i = 0; i < TOKENS_REPOS_MAX; i++)
         free(names[i]);
-    return answer;
+    *out = answer;
+    return answer != NULL ? 0 : (err->code < 0 ? err->code : -EIO);
 }
 
-static json_t *control_revoke(gateway_control *c, const control_client *cl, const json_t *req,
-                              rg_error *err)
+static int control_revoke(json_t **out, gateway_control *c, const control_client *cl,
+                          const json_t *req, rg_error *err)
 {
     const json_t *tv = json_object_get(req, "token");
     const char *token = json_string_value(tv);
@@ -351,7 +356,8 @@ static json_t *control_revoke(gateway_control *c, const control_client *cl, cons
     answer = json_pack("{s:b}", "ok", 1);
 done:
     tokens_claims_free(claims);
-    return answer;
+    *out = answer;
+    return answer != NULL ? 0 : (err->code < 0 ? err->code : -EIO);
 }
 
 /* Answer one request line; -1 when the client is to be dropped. */
@@ -370,9 +376,9 @@ static int control_handle_line(gateway_control *c, control_client *cl, const cha
     }
     op = json_string_value(json_object_get(req, "op"));
     if (op != NULL && !strcmp(op, "mint"))
-        answer = control_mint(c, cl, req, &err);
+        control_mint(&answer, c, cl, req, &err);
     else if (op != NULL && !strcmp(op, "revoke"))
-        answer = control_revoke(c, cl, req, &err);
+        control_revoke(&answer, c, cl, req, &err);
     else
         rg_error_set(&err, -EINVAL, "op: expected \"mint\" or \"revoke\"");
     json_decref(req);
