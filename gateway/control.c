@@ -324,8 +324,9 @@ static int control_revoke(json_t **out, gateway_control *c, const control_client
 {
     const json_t *tv = json_object_get(req, "token");
     const char *token = json_string_value(tv);
-    char prefix[TOKENS_HASH_PREFIX_SIZE], detail[512];
+    char prefix[TOKENS_HASH_PREFIX_SIZE], detail[3072];
     tokens_claims *claims = NULL;
+    size_t off, i;
     tokens_status status;
     audit_record rec = {.kind = AUDIT_EVENT, .event = "token-revoke"};
     json_t *answer = NULL;
@@ -335,14 +336,23 @@ static int control_revoke(json_t **out, gateway_control *c, const control_client
         goto done;
     }
     tokens_hash_prefix(prefix, token);
+    /* For the record only, so before revoking: the run and repositories the
+     * token names, when it still verifies (not expired, not yet revoked). */
+    if (tokens_verify(&claims, &status, c->ctx->key, c->ctx->cfg->state_dir, token,
+                      (int64_t)time(NULL), NULL) < 0 ||
+        status != TOKENS_OK) {
+        tokens_claims_free(claims);
+        claims = NULL;
+    }
     if (tokens_revoke(c->ctx->key, c->ctx->cfg->state_dir, token, err) < 0)
         goto done;
-    /* For the record only: the run the token was minted for, when it still verifies. */
-    if (tokens_verify(&claims, &status, c->ctx->key, c->ctx->cfg->state_dir, token,
-                      (int64_t)time(NULL), NULL) < 0)
-        claims = NULL;
-    snprintf(detail, sizeof(detail), "peer uid %lu (%s) pid %ld, token %s",
-             (unsigned long)cl->cred.uid, cl->user, (long)cl->cred.pid, prefix);
+    off = (size_t)snprintf(detail, sizeof(detail), "peer uid %lu (%s) pid %ld, run %s, token %s",
+                           (unsigned long)cl->cred.uid, cl->user, (long)cl->cred.pid,
+                           claims ? claims->run : "(expired or revoked)", prefix);
+    if (claims != NULL && off < sizeof(detail))
+        off += (size_t)snprintf(detail + off, sizeof(detail) - off, ", repos");
+    for (i = 0; claims != NULL && i < claims->nrepos && off < sizeof(detail); i++)
+        off += (size_t)snprintf(detail + off, sizeof(detail) - off, " %s", claims->repos[i]);
     rec.run = claims ? claims->run : NULL;
     rec.token_hash = prefix;
     rec.detail = detail;

@@ -84,7 +84,8 @@ test_mint_and_revoke_are_audit_events_without_the_token() {
   assert_contains "$T/events" '"event":"token-mint","detail":"peer uid '"$(id -u)"
   assert_contains "$T/events" 'run ctl-1, ttl 3600s, token '
   assert_contains "$T/events" 'repos local/acme/app"'
-  assert_contains "$T/events" '"event":"token-revoke"'
+  assert_contains "$T/events" '"event":"token-revoke","detail":"peer uid '"$(id -u)"
+  assert_contains "$T/events" 'run ctl-1, token '
   "$REFGATE" audit verify --config "$T/refgate.json" >"$T/verify" 2>&1 || { cat "$T/verify"; fail "verify"; }
 }
 
