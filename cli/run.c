@@ -78,7 +78,8 @@ static void usage(FILE *f)
             "                    repository (remote.*.url and remote.*.pushurl) on a\n"
             "                    configured upstream: https://HOST/PATH, git@HOST:PATH and\n"
             "                    ssh://git@HOST/PATH for an http(s) upstream on HOST, or a\n"
-            "                    file:// URL or path under a local upstream's directory\n"
+            "                    file:// URL or path under a local upstream's directory;\n"
+            "                    run it from the top of the work tree (what is forked)\n"
             "  --ttl DURATION    the token's lifetime (default 2h; at most the gateway's\n"
             "                    control.max_ttl): it bounds the token should refgate run\n"
             "                    itself be killed before it can revoke it\n"
@@ -406,6 +407,18 @@ static int run_infer_repos(char **repos, size_t *nrepos, unsigned char *used,
     if (git_repository_discover(&gitdir, ".", 0, NULL) < 0) {
         fprintf(stderr, "refgate run: the current directory is not in a git repository; name the "
                         "repositories with --repo HOST/PATH\n");
+        goto done;
+    }
+    /* refgate-run forks the current directory: from a subdirectory the
+     * fork would hold no .git, and git inside would find the original's. */
+    if (strlen(gitdir.ptr) > 6 && !strcmp(gitdir.ptr + strlen(gitdir.ptr) - 6, "/.git/") &&
+        getcwd(path, sizeof(path)) != NULL &&
+        (strncmp(gitdir.ptr, path, strlen(path)) != 0 ||
+         strcmp(gitdir.ptr + strlen(path), "/.git/") != 0)) {
+        fprintf(stderr,
+                "refgate run: run it from the top of the repository (%.*s), which is what the "
+                "sandbox forks\n",
+                (int)(strlen(gitdir.ptr) - 6), gitdir.ptr);
         goto done;
     }
     snprintf(path, sizeof(path), "%sconfig", gitdir.ptr);

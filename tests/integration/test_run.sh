@@ -122,6 +122,14 @@ test_with_no_gateway_running_it_exits_2_and_says_how_to_start_one() {
   assert_contains "$T/out" "Start one with: refgate serve --config $T/nogw.json"
 }
 
+test_from_a_subdirectory_of_the_repository_it_says_to_run_from_the_top() {
+  mkdir -p "$T/w/sub"
+  rg_run "$T/w/sub" -- true
+  [ "$RUN_RC" -eq 2 ] || { cat "$T/run.out"; fail "status $RUN_RC, expected 2"; }
+  assert_contains "$T/run.out" "run it from the top of the repository ($T/w)"
+  rmdir "$T/w/sub"
+}
+
 test_a_directory_whose_remotes_are_on_no_upstream_is_refused() {
   git init -q "$T/elsewhere"
   git -C "$T/elsewhere" remote add origin https://example.com/acme/app.git
