@@ -30,6 +30,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -594,66 +595,74 @@ static int run_env_ours(const char *entry)
  * them (not NAME=VALUE) keeps the values, the token above all, out of
  * argv. The strings are allocated into `owned`.
  */
+/* A formatted string recorded in owned[] (freed, wiped, by the caller); NULL when out of memory. */
+static char *run_own(char **owned, size_t *nowned, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static char *run_own(char **owned, size_t *nowned, const char *fmt, ...)
+{
+    va_list ap;
+    char *s = NULL;
+
+    va_start(ap, fmt);
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    if (s != NULL)
+        owned[(*nowned)++] = s;
+    return s;
+}
+
 static int run_runner_env(char ***envp_out, const char **args, size_t *nargs, char **owned,
                           size_t *nowned, const run_env *e, const char *token)
 {
     extern char **environ;
     size_t n = 0, i, k = 0;
-    char **envp;
+    char **envp, *s, *name;
+    int rc = -1;
 
     for (i = 0; environ[i]; i++)
         n++;
     envp = calloc(n + 2 * e->n + 3, sizeof(*envp));
     if (envp == NULL)
-        return -1;
+        goto done;
     for (i = 0; environ[i]; i++)
         if (!run_env_ours(environ[i]))
             envp[k++] = environ[i];
-    {
-        char *s_ = NULL;
-        if (asprintf(&s_, "REFGATE_RUN_TOKEN=%s", token) < 0)
-            goto fail;
-        owned[(*nowned)++] = s_;
-        envp[k++] = s_;
-    }
+    if ((s = run_own(owned, nowned, "REFGATE_RUN_TOKEN=%s", token)) == NULL)
+        goto done;
+    envp[k++] = s;
     args[(*nargs)++] = "-e";
     args[(*nargs)++] = "REFGATE_RUN_TOKEN";
-    {
-        char *s_ = NULL;
-        if (asprintf(&s_, "GIT_CONFIG_COUNT=%zu", e->n) < 0)
-            goto fail;
-        owned[(*nowned)++] = s_;
-        envp[k++] = s_;
-    }
+    if ((s = run_own(owned, nowned, "GIT_CONFIG_COUNT=%zu", e->n)) == NULL)
+        goto done;
+    envp[k++] = s;
     args[(*nargs)++] = "-e";
     args[(*nargs)++] = "GIT_CONFIG_COUNT";
     for (i = 0; i < e->n; i++) {
-        char *s_ = NULL, *name = NULL;
-
-        if (asprintf(&s_, "GIT_CONFIG_KEY_%zu=%s", i, e->keys[i]) < 0)
-            goto fail;
-        owned[(*nowned)++] = s_;
-        envp[k++] = s_;
-        if (asprintf(&s_, "GIT_CONFIG_VALUE_%zu=%s", i, e->values[i]) < 0)
-            goto fail;
-        owned[(*nowned)++] = s_;
-        envp[k++] = s_;
-        if (asprintf(&name, "GIT_CONFIG_KEY_%zu", i) < 0)
-            goto fail;
-        owned[(*nowned)++] = name;
+        if ((s = run_own(owned, nowned, "GIT_CONFIG_KEY_%zu=%s", i, e->keys[i])) == NULL)
+            goto done;
+        envp[k++] = s;
+        if ((s = run_own(owned, nowned, "GIT_CONFIG_VALUE_%zu=%s", i, e->values[i])) == NULL)
+            goto done;
+        envp[k++] = s;
+        if ((name = run_own(owned, nowned, "GIT_CONFIG_KEY_%zu", i)) == NULL)
+            goto done;
         args[(*nargs)++] = "-e";
         args[(*nargs)++] = name;
-        if (asprintf(&name, "GIT_CONFIG_VALUE_%zu", i) < 0)
-            goto fail;
-        owned[(*nowned)++] = name;
+        if ((name = run_own(owned, nowned, "GIT_CONFIG_VALUE_%zu", i)) == NULL)
+            goto done;
         args[(*nargs)++] = "-e";
         args[(*nargs)++] = name;
     }
+    rc = 0;
+done:
+    if (rc < 0) {
+        free(envp);
+        envp = NULL;
+    }
     *envp_out = envp;
-    return 0;
-fail:
-    free(envp);
-    return -1;
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -827,28 +836,139 @@ static int run_revoke(const char *sock, const char *token)
         rc = 0;
     else
         fprintf(stderr, "refgate run: could not revoke the run token (%s); it expires by itself\n",
-                ans ? json_string_value(json_object_get(ans, "error")) : err.msg);
+                ans == NULL ? err.msg
+                : json_is_string(json_object_get(ans, "error"))
+                    ? json_string_value(json_object_get(ans, "error"))
+                    : "no reason given");
     json_decref(req);
     json_decref(ans);
     return rc;
+}
+
+/*
+ * Run the command with the minted token: the git environment, the runner's
+ * arguments, fork, exec, wait (forwarding signals), then find the fork the
+ * runner made (*fork_n: its N in DIR.N, -1 when none is seen). *wst gets the runner's wait status
+ * (a signal that came before it started counts as killing it). Returns the exit status.
+ */
+static int run_with_token(int *wst, long *fork_n, const config_model *cfg,
+                          const unsigned char *used, const char *const *repos, size_t nrepos,
+                          const char *token, const json_t *ans, const char *gw_arg,
+                          const char *runner, const char *cwd, char **cmd)
+{
+    const char *value, **args = NULL;
+    char **owned = NULL, **envp = NULL, *gw = NULL;
+    size_t ncmd = 0, nargs = 0, nowned = 0, cap, i, j, nbefore = 0, nafter;
+    unsigned before[FORKS_MAX], after[FORKS_MAX];
+    run_env genv = {0};
+    int status = EXIT_SETUP;
+    pid_t pid;
+
+    *wst = 0;
+    *fork_n = -1;
+    /* The URL the run reaches the gateway at: said on the command line, in
+     * the config, or by the gateway itself. */
+    value = gw_arg             ? gw_arg
+            : cfg->control.url ? cfg->control.url
+                               : json_string_value(json_object_get(ans, "url"));
+    if (value == NULL || strncmp(value, "http://", 7) != 0) {
+        fprintf(stderr, "refgate run: the gateway's URL is unknown: set --gateway-url or "
+                        "control.url\n");
+        goto done;
+    }
+    gw = strdup(value);
+    if (gw == NULL)
+        goto done;
+    while (strlen(gw) > 7 && gw[strlen(gw) - 1] == '/')
+        gw[strlen(gw) - 1] = '\0';
+    fprintf(stderr, "refgate run: run %s, token for",
+            json_string_value(json_object_get(ans, "run")));
+    for (i = 0; i < nrepos; i++)
+        fprintf(stderr, " %s", repos[i]);
+    fprintf(stderr, " through %s\n", gw);
+
+    if (run_git_env(&genv, cfg, used, gw) < 0) {
+        fprintf(stderr, "refgate run: too many git settings for the run\n");
+        goto done;
+    }
+    while (cmd[ncmd] != NULL)
+        ncmd++;
+    /* runner, 2 + 2 + 4 per git setting, 2 per hidden path, "--", CMD, NULL. */
+    cap = 4 * genv.n + 64 + 12 * cfg->nupstreams;
+    args = calloc(cap + ncmd, sizeof(*args));
+    owned = calloc(4 * genv.n + 4, sizeof(*owned));
+    if (args == NULL || owned == NULL)
+        goto done;
+    args[nargs++] = runner;
+    if (run_runner_env(&envp, args, &nargs, owned, &nowned, &genv, token) < 0)
+        goto done;
+    if (run_runner_offers(runner, "--hide") && run_hide_args(args, &nargs, cap - 2, cfg) < 0)
+        goto done;
+    args[nargs++] = "--";
+    for (i = 0; i < ncmd; i++)
+        args[nargs++] = cmd[i];
+    args[nargs] = NULL;
+
+    nbefore = run_list_forks(before, FORKS_MAX, cwd);
+    if (run_pending_signal) {
+        /* As if the command had been killed by it before it started. */
+        *wst = run_pending_signal;
+        status = 128 + run_pending_signal;
+        goto done;
+    }
+    pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "refgate run: fork: %s\n", strerror(errno));
+        goto done;
+    }
+    if (pid == 0) {
+        execve(runner, (char *const *)args, envp);
+        fprintf(stderr, "refgate run: cannot run %s: %s\n", runner, strerror(errno));
+        _exit(126);
+    }
+    run_child_pid = pid;
+    /* A signal that came between the mint and now was not forwarded. */
+    if (run_pending_signal)
+        kill(pid, run_pending_signal);
+    /* Bounded: ends when the runner does; signals are forwarded meanwhile. */
+    while (waitpid(pid, wst, 0) < 0 && errno == EINTR)
+        ;
+    run_child_pid = 0;
+    status = WIFEXITED(*wst) ? WEXITSTATUS(*wst) : 128 + WTERMSIG(*wst);
+    nafter = run_list_forks(after, FORKS_MAX, cwd);
+    for (i = 0; i < nafter; i++) {
+        for (j = 0; j < nbefore && before[j] != after[i]; j++)
+            ;
+        if (j == nbefore) {
+            *fork_n = (long)after[i];
+            break;
+        }
+    }
+done:
+    for (i = 0; i < nowned; i++) {
+        explicit_bzero(owned[i], strlen(owned[i]));
+        free(owned[i]);
+    }
+    free(owned);
+    free(envp);
+    free(args);
+    free(gw);
+    run_env_free(&genv);
+    return status;
 }
 
 int cli_run(int argc, char **argv)
 {
     const char *config_path = NULL, *ttl_arg = NULL, *run = NULL, *gw_arg = NULL, *value;
     const char *repo_args[TOKENS_REPOS_MAX];
-    char *repos[TOKENS_REPOS_MAX] = {0}, *token = NULL, *gw = NULL, runner[PATH_MAX], cwd[PATH_MAX];
-    const char **args = NULL;
-    char **owned = NULL, **envp = NULL;
-    size_t nrepo_args = 0, nrepos = 0, nargs = 0, nowned = 0, i, j, nbefore, nafter;
+    char *repos[TOKENS_REPOS_MAX] = {0}, *token = NULL, runner[PATH_MAX], cwd[PATH_MAX];
+    size_t nrepo_args = 0, nrepos = 0, i;
     unsigned char used[256] = {0};
-    unsigned before[FORKS_MAX], after[FORKS_MAX];
     config_model *cfg = NULL;
     rg_error err = RG_ERROR_INIT;
     json_t *req = NULL, *ans = NULL;
-    run_env genv = {0};
     int status = EXIT_SETUP, m, argi, cmd_at = -1, wst = 0;
-    pid_t pid;
+    long fork_n = -1;
 
     for (argi = 1; argi < argc; argi++) {
         if (!strcmp(argv[argi], "--")) {
@@ -990,115 +1110,33 @@ int cli_run(int argc, char **argv)
         goto done;
     }
     token = strdup(json_string_value(json_object_get(ans, "token")));
-    run = NULL;
-    if (token == NULL)
-        goto revoke;
-    /* The URL the run reaches the gateway at: said on the command line, in
-     * the config, or by the gateway itself. */
-    value = gw_arg             ? gw_arg
-            : cfg->control.url ? cfg->control.url
-                               : json_string_value(json_object_get(ans, "url"));
-    if (value == NULL || strncmp(value, "http://", 7) != 0) {
-        fprintf(stderr, "refgate run: the gateway's URL is unknown: set --gateway-url or "
-                        "control.url\n");
-        goto revoke;
+    if (token == NULL) {
+        /* Cannot even keep it to revoke: its TTL bounds it. */
+        fprintf(stderr, "refgate run: out of memory\n");
+        goto done;
     }
-    gw = strdup(value);
-    if (gw == NULL)
-        goto revoke;
-    while (strlen(gw) > 7 && gw[strlen(gw) - 1] == '/')
-        gw[strlen(gw) - 1] = '\0';
-    fprintf(stderr, "refgate run: run %s, token for",
-            json_string_value(json_object_get(ans, "run")));
-    for (i = 0; i < nrepos; i++)
-        fprintf(stderr, " %s", repos[i]);
-    fprintf(stderr, " through %s\n", gw);
-
-    if (run_git_env(&genv, cfg, used, gw) < 0) {
-        fprintf(stderr, "refgate run: too many git settings for the run\n");
-        goto revoke;
-    }
-    args = calloc(4 * genv.n + 64 + 12 * cfg->nupstreams + (size_t)(argc - cmd_at), sizeof(*args));
-    owned = calloc(4 * genv.n + 4, sizeof(*owned));
-    if (args == NULL || owned == NULL)
-        goto revoke;
-    args[nargs++] = runner;
-    if (run_runner_env(&envp, args, &nargs, owned, &nowned, &genv, token) < 0)
-        goto revoke;
-    if (run_runner_offers(runner, "--hide") &&
-        run_hide_args(args, &nargs, 4 * genv.n + 64 + 12 * cfg->nupstreams, cfg) < 0)
-        goto revoke;
-    args[nargs++] = "--";
-    for (argi = cmd_at; argi < argc; argi++)
-        args[nargs++] = argv[argi];
-    args[nargs] = NULL;
-
-    nbefore = run_list_forks(before, FORKS_MAX, cwd);
-    if (!run_pending_signal) {
-        pid = fork();
-        if (pid < 0) {
-            fprintf(stderr, "refgate run: fork: %s\n", strerror(errno));
-            goto revoke;
-        }
-        if (pid == 0) {
-            execve(runner, (char *const *)args, envp);
-            fprintf(stderr, "refgate run: cannot run %s: %s\n", runner, strerror(errno));
-            _exit(126);
-        }
-        run_child_pid = pid;
-        /* A signal that came between the mint and now was not forwarded. */
-        if (run_pending_signal)
-            kill(pid, run_pending_signal);
-        /* Bounded: ends when the runner does; signals are forwarded meanwhile. */
-        while (waitpid(pid, &wst, 0) < 0 && errno == EINTR)
-            ;
-        run_child_pid = 0;
-        status = WIFEXITED(wst) ? WEXITSTATUS(wst) : 128 + WTERMSIG(wst);
-    } else {
-        status = 128 + run_pending_signal;
-        wst = run_pending_signal; /* as if the command had been killed by it */
-    }
-revoke:
+    status = run_with_token(&wst, &fork_n, cfg, used, (const char *const *)repos, nrepos, token,
+                            ans, gw_arg, runner, cwd, argv + cmd_at);
     if (run_revoke(cfg->control.socket, token) == 0)
         fprintf(stderr, "refgate run: the run token is revoked\n");
-    if (envp != NULL) {
-        nafter = run_list_forks(after, FORKS_MAX, cwd);
-        for (i = 0; i < nafter; i++) {
-            for (j = 0; j < nbefore && before[j] != after[i]; j++)
-                ;
-            if (j == nbefore) {
-                fprintf(stderr,
-                        "refgate run: the fork: %s.%u\n"
-                        "refgate run: review it with: refgate diff --stat %s.%u\n",
-                        cwd, after[i], cwd, after[i]);
-                break;
-            }
-        }
-    }
-    if (WIFSIGNALED(wst) || (envp == NULL && run_pending_signal)) {
-        int sig = WIFSIGNALED(wst) ? WTERMSIG(wst) : run_pending_signal;
-
+    if (fork_n >= 0)
+        fprintf(stderr,
+                "refgate run: the fork: %s.%ld\n"
+                "refgate run: review it with: refgate diff --stat %s.%ld\n",
+                cwd, fork_n, cwd, fork_n);
+    if (WIFSIGNALED(wst)) {
         /* End the way the command ended, as a shell expects. */
         json_decref(ans);
         ans = NULL;
         tokens_secret_free(token);
         token = NULL;
-        signal(sig, SIG_DFL);
-        raise(sig);
+        signal(WTERMSIG(wst), SIG_DFL);
+        raise(WTERMSIG(wst));
     }
 done:
     json_decref(req);
     json_decref(ans);
     tokens_secret_free(token);
-    for (i = 0; i < nowned; i++) {
-        explicit_bzero(owned[i], strlen(owned[i]));
-        free(owned[i]);
-    }
-    free(owned);
-    free(envp);
-    free(args);
-    free(gw);
-    run_env_free(&genv);
     for (i = 0; i < nrepos; i++)
         free(repos[i]);
     config_free(cfg);
