@@ -12,6 +12,7 @@ int cli_token(int argc, char **argv);
 int cli_audit(int argc, char **argv);
 int cli_demo(int argc, char **argv);
 int cli_diff(int argc, char **argv);
+int cli_run(int argc, char **argv);
 
 /* Shared by the subcommands' option parsing. */
 

@@ -10,6 +10,7 @@
 #include "util/glob.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <jansson.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -1272,13 +1273,194 @@ static int parse_rules(config_model *cfg, const parse_ctx *ctx, const json_t *ar
 }
 
 /* ------------------------------------------------------------------------ */
+/* The control socket                                                       */
+/* ------------------------------------------------------------------------ */
+
+/* The default cap on a token minted over the control socket: a working day. */
+#define DEFAULT_CONTROL_MAX_TTL (12 * 3600)
+/* As tokens/token.h's TOKENS_TTL_MAX: config/ does not depend on tokens/. */
+#define CONTROL_MAX_TTL_CAP (7 * 24 * 3600)
+/* sizeof(sockaddr_un.sun_path) on Linux, its terminating NUL included. */
+#define CONTROL_SOCKET_PATH_MAX 108
+/* Enough for every user and group a team would name. */
+#define CONTROL_NAMES_MAX 256
+
+long long config_parse_duration(const char *s)
+{
+    static const struct {
+        char suffix;
+        long long seconds;
+    } units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}, {'w', 7 * 86400}};
+    long long n = 0, unit = 1;
+    const char *p = s;
+    size_t i;
+
+    if (s == NULL || *p < '0' || *p > '9')
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        n = n * 10 + (*p - '0');
+        if (n > 1000000000LL)
+            return -1;
+    }
+    if (*p != '\0') {
+        for (i = 0; i < sizeof(units) / sizeof(units[0]) && units[i].suffix != *p; i++)
+            ;
+        if (i == sizeof(units) / sizeof(units[0]) || p[1] != '\0')
+            return -1;
+        unit = units[i].seconds;
+    }
+    return n * unit;
+}
+
+static void free_strings(char **v, size_t n);
+
+/*
+ * control.users / control.groups: names (as getpwnam would take them) or
+ * decimal ids, checked for shape only; whether they exist is the gateway's
+ * business at connect time, so a config stays valid on a machine where the
+ * account is created later.
+ */
+static int parse_principals(char ***out, size_t *nout, const parse_ctx *ctx, const json_t *arr,
+                            const char *key)
+{
+    char kp[KEYPATH_MAX], ikp[KEYPATH_MAX];
+    const char *s;
+    size_t i, n;
+    char **v = NULL;
+    int rc = 0;
+
+    *out = NULL;
+    *nout = 0;
+    keypath_key(kp, "control", key);
+    if (arr == NULL)
+        return 0;
+    if (!json_is_array(arr))
+        return fail_type(ctx, kp, "an array of names or ids", arr);
+    n = json_array_size(arr);
+    if (n > CONTROL_NAMES_MAX)
+        return fail(ctx, kp, "at most %d entries, got %zu", CONTROL_NAMES_MAX, n);
+    if (n == 0)
+        return 0;
+    v = calloc(n, sizeof(*v));
+    if (v == NULL)
+        return fail_oom(ctx);
+    for (i = 0; i < n && rc == 0; i++) {
+        json_t *e = json_array_get(arr, i);
+        size_t j;
+
+        keypath_index(ikp, kp, i);
+        if (!json_is_string(e)) {
+            rc = fail_type(ctx, ikp, "a string (a name or a numeric id)", e);
+            break;
+        }
+        s = json_string_value(e);
+        if (*s == '\0' || strlen(s) > 64) {
+            rc = fail(ctx, ikp, "expected a name or a numeric id of 1 to 64 characters");
+            break;
+        }
+        /* The portable name set (POSIX 3.437) plus '$' for machine accounts. */
+        for (j = 0; s[j] != '\0'; j++)
+            if (!isalnum((unsigned char)s[j]) && !strchr("._-$", s[j]))
+                break;
+        if (s[j] != '\0' || s[0] == '-') {
+            rc = fail(ctx, ikp, "\"%s\" is not a user or group name or a numeric id", s);
+            break;
+        }
+        rc = dup_string(&v[i], ctx, s);
+    }
+    if (rc < 0) {
+        free_strings(v, n);
+        return rc;
+    }
+    *out = v;
+    *nout = n;
+    return 0;
+}
+
+static const char *const control_keys[] = {"socket", "users", "groups", "max_ttl", "url", NULL};
+#define CONTROL_KEYS_TEXT "socket, users, groups, max_ttl or url"
+
+static int parse_control(config_control *out, const config_model *cfg, const parse_ctx *ctx,
+                         const json_t *obj)
+{
+    const char *s = NULL;
+    json_t *v;
+    int rc = 0;
+
+    out->max_ttl = DEFAULT_CONTROL_MAX_TTL;
+    if (obj != NULL && !json_is_object(obj))
+        return fail_type(ctx, "control", "an object", obj);
+    if (obj != NULL && (rc = check_keys(ctx, obj, "control", control_keys, CONTROL_KEYS_TEXT)) < 0)
+        return rc;
+    if (obj != NULL && (rc = get_string(&s, ctx, obj, "control", "socket", 0, NULL)) < 0)
+        return rc;
+    if (s != NULL) {
+        if (path_absolute(&out->socket, ctx->dir, s) < 0)
+            return fail_oom(ctx);
+    } else if (asprintf(&out->socket, "%s/control.sock", cfg->state_dir) < 0) {
+        out->socket = NULL;
+        return fail_oom(ctx);
+    }
+    /* bind(2) would cut a longer path silently, or fail far from here. A
+     * default that does not fit (a deep state_dir) leaves the socket off
+     * rather than refuse a config that loaded before the socket existed. */
+    if (strlen(out->socket) >= CONTROL_SOCKET_PATH_MAX && s == NULL) {
+        free(out->socket);
+        out->socket = NULL;
+    } else if (strlen(out->socket) >= CONTROL_SOCKET_PATH_MAX) {
+        return fail(ctx, "control.socket",
+                    "%s is %zu bytes, longer than a unix socket path may be (%d)", out->socket,
+                    strlen(out->socket), CONTROL_SOCKET_PATH_MAX - 1);
+    }
+    if (obj == NULL)
+        return 0;
+    rc = parse_principals(&out->users, &out->nusers, ctx, json_object_get(obj, "users"), "users");
+    if (rc == 0)
+        rc = parse_principals(&out->groups, &out->ngroups, ctx, json_object_get(obj, "groups"),
+                              "groups");
+    if (rc < 0)
+        return rc;
+    v = json_object_get(obj, "max_ttl");
+    if (v != NULL) {
+        long long ttl = -1;
+
+        if (json_is_integer(v))
+            ttl = json_integer_value(v);
+        else if (json_is_string(v))
+            ttl = config_parse_duration(json_string_value(v));
+        else
+            return fail_type(ctx, "control.max_ttl", "a duration (3600, \"30m\", \"12h\")", v);
+        if (ttl < 1 || ttl > CONTROL_MAX_TTL_CAP)
+            return fail(ctx, "control.max_ttl",
+                        "expected 1 second to 7 days (e.g. 3600, \"30m\", \"12h\", \"7d\")");
+        out->max_ttl = ttl;
+    }
+    rc = get_string(&s, ctx, obj, "control", "url", 0, NULL);
+    if (rc == 0 && s != NULL) {
+        /* Runs reach the gateway on loopback over plain HTTP; anything else
+         * is a typo that would send the run token elsewhere. */
+        if (strncmp(s, "http://", 7) != 0 || strlen(s) > 200 || !is_one_line(s) ||
+            strchr(s + 7, '@') != NULL)
+            return fail(ctx, "control.url",
+                        "expected the gateway's http:// URL, e.g. http://127.0.0.1:8470");
+        rc = dup_string(&out->url, ctx, s);
+        /* Without a trailing '/' so that <url>/<host>/ is one slash. */
+        while (rc == 0 && strlen(out->url) > 7 && out->url[strlen(out->url) - 1] == '/')
+            out->url[strlen(out->url) - 1] = '\0';
+    }
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Loading                                                                  */
 /* ------------------------------------------------------------------------ */
 
 static const char *const top_keys[] = {
-    "listen", "state_dir", "default", "max_body_bytes", "limits", "upstreams", "rules", NULL,
+    "listen",    "state_dir", "default", "max_body_bytes", "limits", "control",
+    "upstreams", "rules",     NULL,
 };
-#define TOP_KEYS_TEXT "listen, state_dir, default, max_body_bytes, limits, upstreams or rules"
+#define TOP_KEYS_TEXT                                                                              \
+    "listen, state_dir, default, max_body_bytes, limits, control, upstreams or rules"
 
 static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *root)
 {
@@ -1324,6 +1506,10 @@ static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *roo
 
     v = json_object_get(root, "limits");
     if ((rc = parse_limits(&cfg->limits, ctx, v)) < 0)
+        return rc;
+
+    v = json_object_get(root, "control");
+    if ((rc = parse_control(&cfg->control, cfg, ctx, v)) < 0)
         return rc;
 
     /* Upstreams first: rules check their repo patterns against the hosts. */
@@ -1427,6 +1613,10 @@ void config_free(config_model *cfg)
         free(cfg->rules[i].reason);
     }
     free(cfg->rules);
+    free(cfg->control.socket);
+    free_strings(cfg->control.users, cfg->control.nusers);
+    free_strings(cfg->control.groups, cfg->control.ngroups);
+    free(cfg->control.url);
     free(cfg->path);
     free(cfg->listen_host);
     free(cfg->state_dir);

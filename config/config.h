@@ -49,6 +49,21 @@
  *   "spool_bytes" [8 GiB]     disk all concurrent requests may spool (503 past it);
  *   "inflate_ratio" [100]     decoded:compressed ratio a gzip body may reach
  *                             after its first MiB (413 past it; 2..100000).
+ * control: optional, every key optional; the local control socket that
+ *   mints and revokes run tokens for `refgate run` (gateway/control.h):
+ *   "socket" [<state_dir>/control.sock]  a unix socket path (relative to the
+ *                             file); it must fit sun_path (107 bytes); when
+ *                             the default does not, there is no socket (NULL);
+ *   "users" [[]]              user names or numeric uids also allowed (the
+ *                             gateway's own uid always is);
+ *   "groups" [[]]             group names or numeric gids whose members are
+ *                             allowed (primary or supplementary);
+ *   "max_ttl" ["12h"]         the longest lifetime a minted token may ask
+ *                             for: seconds, or "90s", "30m", "2h", "7d"
+ *                             (1 s..7 days);
+ *   "url" [none]              the gateway's URL as runs reach it, for
+ *                             `refgate run` when it cannot read <state_dir>/url
+ *                             and the gateway does not say (http:// only).
  */
 #ifndef RG_CONFIG_CONFIG_H
 #define RG_CONFIG_CONFIG_H
@@ -129,6 +144,17 @@ typedef struct config_limits {
     unsigned inflate_ratio;
 } config_limits;
 
+/* See "control" above; every field is set (defaults filled in). */
+typedef struct config_control {
+    char *socket; /* absolute; NULL when the default path is too long for a socket */
+    char **users; /* as configured: names or decimal uids */
+    size_t nusers;
+    char **groups; /* names or decimal gids */
+    size_t ngroups;
+    long long max_ttl; /* seconds */
+    char *url;         /* NULL when not configured */
+} config_control;
+
 typedef struct config_model {
     char *path; /* the file it was loaded from (absolute) */
     char *listen_host;
@@ -137,6 +163,7 @@ typedef struct config_model {
     config_effect default_effect;
     uint64_t max_body_bytes;
     config_limits limits;
+    config_control control;
     config_upstream *upstreams;
     size_t nupstreams;
     config_rule *rules;
@@ -160,6 +187,12 @@ void config_free(config_model *cfg);
 
 /* The upstream whose host is `host`, or NULL. */
 const config_upstream *config_find_upstream(const config_model *cfg, const char *host);
+
+/*
+ * Seconds from "3600", "90s", "30m", "2h", "7d" or "1w"; -1 when not a
+ * duration (or past a billion seconds).
+ */
+long long config_parse_duration(const char *s);
 
 /* Static names as the config spells them; "unknown" for other values. */
 const char *config_action_name(config_action a);

@@ -34,6 +34,7 @@
 
 #include "gateway/auth.h"
 #include "gateway/conns.h"
+#include "gateway/control.h"
 #include "gateway/context.h"
 #include "gateway/inflate.h"
 #include "gateway/receive.h"
@@ -80,6 +81,7 @@ struct gateway_server {
     struct MHD_Daemon *daemon;
     gateway_conns *conns;
     gateway_spool *spool;
+    gateway_control *control; /* the local control socket (refgate run) */
     int listen_fd;
     char url[128];
     pthread_mutex_t lock;
@@ -887,6 +889,16 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
     rc = head_thread_start(s, err);
     if (rc < 0)
         goto done;
+    /* After the start event, so every token-mint event follows it. */
+    if (cfg->control.socket != NULL) {
+        rc = gateway_control_start(&s->control, &s->ctx, s->url, err);
+        if (rc < 0)
+            goto done;
+    } else {
+        rg_log(RG_LOG_WARNING, "control_disabled",
+               "reason=\"<state_dir>/control.sock is too long for a unix socket; set "
+               "control.socket\"");
+    }
 
     /*
      * A thread per connection (a push blocks in its handler on upstream and
@@ -958,6 +970,9 @@ void gateway_server_stop(gateway_server *s)
         unlink(path);
     }
     head_thread_stop(s);
+    /* Before the stop event and audit_close: a mint or revoke in progress
+     * finishes its record first. */
+    gateway_control_stop(s->control);
     /* Every request has ended: nothing forwarded is left without an outcome. */
     if (s->audit_started) {
         char detail[64];

@@ -240,6 +240,51 @@ Test(config, limits_load_and_a_small_connection_limit_keeps_headroom_for_pushers
     config_free(cfg);
 }
 
+Test(config, control_defaults_to_a_socket_in_state_dir_and_loads_its_keys)
+{
+    const char *path = write_config("ctl.json", "{'state_dir': '/var/lib/refgate'}");
+    rg_error err = RG_ERROR_INIT;
+    config_model *cfg = NULL;
+
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(cfg->control.socket, "/var/lib/refgate/control.sock");
+    cr_expect_eq(cfg->control.nusers, 0);
+    cr_expect_eq(cfg->control.ngroups, 0);
+    cr_expect_eq(cfg->control.max_ttl, 12 * 3600);
+    cr_expect_null(cfg->control.url);
+    config_free(cfg);
+
+    path = write_config("ctl2.json",
+                        "{'state_dir': 's', 'control': {'socket': 'run/ctl.sock', "
+                        "'users': ['alice', '1001'], 'groups': ['devs'], 'max_ttl': '30m', "
+                        "'url': 'http://127.0.0.1:8470/'}}");
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect(strstr(cfg->control.socket, "/run/ctl.sock") != NULL && cfg->control.socket[0] == '/',
+              "relative to the file: %s", cfg->control.socket);
+    cr_assert_eq(cfg->control.nusers, 2);
+    cr_expect_str_eq(cfg->control.users[0], "alice");
+    cr_expect_str_eq(cfg->control.users[1], "1001");
+    cr_assert_eq(cfg->control.ngroups, 1);
+    cr_expect_str_eq(cfg->control.groups[0], "devs");
+    cr_expect_eq(cfg->control.max_ttl, 1800);
+    cr_expect_str_eq(cfg->control.url, "http://127.0.0.1:8470", "without the trailing slash");
+    config_free(cfg);
+
+    /* A state_dir too deep for a socket path: no socket, but the config loads. */
+    path = write_config("ctl4.json",
+                        "{'state_dir': "
+                        "'/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+                        "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'}");
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_null(cfg->control.socket);
+    config_free(cfg);
+
+    path = write_config("ctl3.json", "{'state_dir': 's', 'control': {'max_ttl': 600}}");
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_eq(cfg->control.max_ttl, 600);
+    config_free(cfg);
+}
+
 Test(config, relative_paths_are_relative_to_the_file_not_the_working_directory)
 {
     const char *path =
@@ -428,8 +473,33 @@ struct bad_case {
 static struct bad_case bad_cases[] = {
     /* Unknown keys, anywhere. */
     {"unknown top-level key", "{'state_dir': 's', 'colour': 'red'}", "colour", 0,
-     "unknown key (expected listen, state_dir, default, max_body_bytes, limits, upstreams or "
-     "rules)"},
+     "unknown key (expected listen, state_dir, default, max_body_bytes, limits, control, "
+     "upstreams or rules)"},
+    /* The control socket. */
+    {"control not an object", "{'state_dir': 's', 'control': []}", "control", 0,
+     "expected an object, got an array"},
+    {"unknown control key", "{'state_dir': 's', 'control': {'user': ['a']}}", "control.user", 0,
+     "unknown key (expected socket, users, groups, max_ttl or url)"},
+    {"control users not an array", "{'state_dir': 's', 'control': {'users': 'alice'}}",
+     "control.users", 0, "expected an array of names or ids, got a string"},
+    {"control user not a name", "{'state_dir': 's', 'control': {'users': ['a b']}}",
+     "control.users[0]", 0, "\"a b\" is not a user or group name or a numeric id"},
+    {"control group an integer", "{'state_dir': 's', 'control': {'groups': [12]}}",
+     "control.groups[0]", 0, "expected a string (a name or a numeric id), got an integer"},
+    {"control max_ttl too long", "{'state_dir': 's', 'control': {'max_ttl': '8d'}}",
+     "control.max_ttl", 0, "expected 1 second to 7 days"},
+    {"control max_ttl not a duration", "{'state_dir': 's', 'control': {'max_ttl': '2 hours'}}",
+     "control.max_ttl", 0, "expected 1 second to 7 days"},
+    {"control url not http", "{'state_dir': 's', 'control': {'url': 'https://127.0.0.1:1'}}",
+     "control.url", 0, "expected the gateway's http:// URL"},
+    {"control url with a user", "{'state_dir': 's', 'control': {'url': 'http://u:p@127.0.0.1:1'}}",
+     "control.url", 0, "expected the gateway's http:// URL"},
+    {"control socket path too long",
+     "{'state_dir': 's', 'control': {'socket': "
+     "'/"
+     "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+     "aaaaaaaaaaaaaaaa.sock'}}",
+     "control.socket", 0, "longer than a unix socket path may be (107)"},
     /* Limits. */
     {"limits not an object", "{'state_dir': 's', 'limits': 5}", "limits", 0,
      "expected an object, got an integer"},

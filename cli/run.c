@@ -1,0 +1,1144 @@
+/*
+ * `refgate run`: one command that launches a command (an agent) under
+ * refgate-run with a run token for the repositories of the current
+ * directory, its git pushes rewritten to the gateway, and the token revoked
+ * when the command ends.
+ *
+ * The token comes from the running gateway over its control socket
+ * (gateway/control.h), since the developer usually cannot read state_dir.
+ * It reaches the command only through the run's environment
+ * (REFGATE_RUN_TOKEN, read by a credential helper that git runs): never in
+ * a URL, argv or a file. Git is pointed at the gateway only through
+ * GIT_CONFIG_COUNT/KEY_n/VALUE_n in that environment, so nothing is written
+ * to any git config. The remotes are read from .git/config with libgit2,
+ * which runs nothing from it.
+ *
+ * Exit status: the command's (a command killed by a signal ends refgate
+ * run with the same signal); 1 when the run could not be set up; 2 for a
+ * usage error or when no gateway answers on the control socket.
+ */
+#include "cli/cli.h"
+#include "config/config.h"
+#include "tokens/token.h"
+#include "util/buf.h"
+#include "util/fs.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <git2.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define EXIT_SETUP     1
+#define EXIT_USAGE     2
+#define DEFAULT_CONFIG "/etc/refgate/refgate.json"
+/* The gateway's answers are a few hundred bytes; its requests are capped at 64 KiB. */
+#define ANSWER_MAX (64 * 1024)
+/* How long the gateway may take to mint or revoke (an fsync) before we give up. */
+#define CONTROL_TIMEOUT_SECONDS 30
+/* GIT_CONFIG_* entries at most: two per rewritten prefix, three per upstream, two for the helper.
+ */
+#define GIT_ENV_MAX 128
+/* Remote URLs looked at, at most (a .git/config is the user's, but bounded anyway). */
+#define REMOTES_MAX 256
+/* Forks (DIR.N) remembered before the run, to tell which one it made. */
+#define FORKS_MAX 4096
+
+/* What git needs to reach the gateway: see run_git_env. */
+#define CREDENTIAL_HELPER                                                                          \
+    "!f() { test \"$1\" = get || exit 0; echo username=run; "                                      \
+    "echo \"password=$REFGATE_RUN_TOKEN\"; }; f"
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "usage: refgate run [--config FILE] [--repo HOST/PATH]... [--ttl DURATION]\n"
+            "                   [--run NAME] [--gateway-url URL] [--] CMD [ARGS...]\n"
+            "\n"
+            "Run CMD (an agent) under refgate-run in a fork of the current directory, with a\n"
+            "run token for its repositories and its git pushes going through the gateway.\n"
+            "\n"
+            "  --config FILE     the gateway's configuration (default: $REFGATE_CONFIG,\n"
+            "                    else " DEFAULT_CONFIG "); only read, for the control\n"
+            "                    socket, the upstreams and the gateway's URL\n"
+            "  --repo HOST/PATH  a repository the run may push to (repeatable, at most %d);\n"
+            "                    default: every remote of the current directory's git\n"
+            "                    repository (remote.*.url and remote.*.pushurl) on a\n"
+            "                    configured upstream: https://HOST/PATH, git@HOST:PATH and\n"
+            "                    ssh://git@HOST/PATH for an http(s) upstream on HOST, or a\n"
+            "                    file:// URL or path under a local upstream's directory;\n"
+            "                    run it from the top of the work tree (what is forked)\n"
+            "  --ttl DURATION    the token's lifetime (default 2h; at most the gateway's\n"
+            "                    control.max_ttl): it bounds the token should refgate run\n"
+            "                    itself be killed before it can revoke it\n"
+            "  --run NAME        the run's name in the audit log (default: run-<random>)\n"
+            "  --gateway-url URL the gateway's URL as the run reaches it (default: the\n"
+            "                    config's control.url, else what the gateway tells)\n"
+            "\n"
+            "How: the running gateway mints the token over its control socket\n"
+            "(control.socket, default <state_dir>/control.sock; the gateway checks who you\n"
+            "are, see control.users and control.groups), so you need no access to\n"
+            "state_dir. With no gateway answering there refgate run exits 2 and says how to\n"
+            "start one (refgate serve --config FILE).\n"
+            "CMD runs through refgate-run (next to refgate, or $REFGATE_RUN) with, in its\n"
+            "environment only (nothing is written to any git config):\n"
+            "  REFGATE_RUN_TOKEN   the token (never in a URL, argv or a file)\n"
+            "  GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n, GIT_CONFIG_VALUE_n:\n"
+            "    url.<gateway>/<host>/.insteadOf and .pushInsteadOf for https://<host>/,\n"
+            "      git@<host>: and ssh://git@<host>/ (file://<root>/ and <root>/ for a\n"
+            "      local upstream), for each upstream the run's repositories are on;\n"
+            "    credential.<gateway>.helper: first emptied (no other helper answers\n"
+            "      for the gateway), then a helper that prints the token.\n"
+            "When CMD ends, however it ends (refgate run forwards SIGINT, SIGTERM and\n"
+            "SIGHUP sent to it, and waits), the token is revoked, and the fork's path is\n"
+            "printed with the refgate diff command that reviews it.\n"
+            "\n"
+            "Exit status: CMD's (CMD killed by a signal: the same signal); 1 the run could\n"
+            "not be set up; 2 usage, or no gateway running.\n"
+            "\n"
+            "Example:\n"
+            "  cd ~/src/app && refgate run -- claude\n",
+            TOKENS_REPOS_MAX);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Signals                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static volatile sig_atomic_t run_child_pid;
+static volatile sig_atomic_t run_pending_signal;
+
+/*
+ * Forward a signal someone sent to refgate run (kill, a supervisor) to the
+ * runner, which passes it on to CMD. A signal the terminal generated
+ * (Ctrl-C: si_code SI_KERNEL) already reached the runner, which shares our
+ * process group: forwarding it too would deliver it twice.
+ */
+static void run_on_signal(int sig, siginfo_t *si, void *ctx)
+{
+    (void)ctx;
+    run_pending_signal = sig;
+    if (run_child_pid > 0 && si != NULL && si->si_code <= 0)
+        kill((pid_t)run_child_pid, sig);
+}
+
+static void run_signals_install(void)
+{
+    static const int sigs[] = {SIGINT, SIGTERM, SIGHUP};
+    struct sigaction sa;
+    size_t i;
+
+    memset(&sa, 0, sizeof(sa));
+    sa.sa_sigaction = run_on_signal;
+    sa.sa_flags = SA_SIGINFO;
+    sigemptyset(&sa.sa_mask);
+    for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+        sigaction(sigs[i], &sa, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The control socket                                                       */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Send `req` to the gateway's control socket and read its one-line answer
+ * into *out. -ENOENT / -ECONNREFUSED: no gateway answers there. The request
+ * text (a revoke holds the token) is wiped after sending.
+ */
+static int run_control_call(json_t **out, const char *path, const json_t *req, rg_error *err)
+{
+    struct sockaddr_un addr = {.sun_family = AF_UNIX};
+    struct timeval tv = {.tv_sec = CONTROL_TIMEOUT_SECONDS};
+    char *text = NULL, *nl = NULL, buf[ANSWER_MAX + 1];
+    size_t len = 0, tlen = 0, off = 0;
+    json_error_t jerr;
+    ssize_t n;
+    int fd, rc = 0;
+
+    *out = NULL;
+    if (strlen(path) >= sizeof(addr.sun_path))
+        return rg_error_set(err, -ENAMETOOLONG, "control socket %s: path too long", path);
+    memcpy(addr.sun_path, path, strlen(path) + 1);
+    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return rg_error_set(err, -errno, "socket: %s", strerror(errno));
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    if (connect(fd, (const struct sockaddr *)&addr, sizeof(addr)) < 0) {
+        rc = rg_error_set(err, -errno, "control socket %s: %s", path, strerror(errno));
+        goto done;
+    }
+    text = json_dumps(req, JSON_COMPACT);
+    if (text == NULL) {
+        rc = rg_error_set(err, -ENOMEM, "out of memory");
+        goto done;
+    }
+    tlen = strlen(text);
+    text[tlen] = '\n';
+    /* Bounded: each round sends at least one byte or fails. */
+    while (off < tlen + 1) {
+        n = send(fd, text + off, tlen + 1 - off, MSG_NOSIGNAL);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = rg_error_set(err, -EIO, "control socket %s: sending: %s", path,
+                              n < 0 ? strerror(errno) : "closed");
+            goto done;
+        }
+        off += (size_t)n;
+    }
+    /* Bounded: at most ANSWER_MAX bytes are read. */
+    while (nl == NULL && len < ANSWER_MAX) {
+        n = recv(fd, buf + len, ANSWER_MAX - len, 0);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = rg_error_set(err, -EIO, "control socket %s: %s", path,
+                              n < 0 ? strerror(errno) : "the gateway closed the connection");
+            goto done;
+        }
+        len += (size_t)n;
+        nl = memchr(buf, '\n', len);
+    }
+    if (nl == NULL) {
+        rc = rg_error_set(err, -EIO, "control socket %s: answer over %d bytes", path, ANSWER_MAX);
+        goto done;
+    }
+    *out = json_loadb(buf, (size_t)(nl - buf), 0, &jerr);
+    if (*out == NULL || !json_is_object(*out)) {
+        json_decref(*out);
+        *out = NULL;
+        rc = rg_error_set(err, -EIO, "control socket %s: the answer is not a JSON object", path);
+    }
+done:
+    if (text != NULL) {
+        explicit_bzero(text, tlen + 1); /* its NUL became the newline */
+        free(text);
+    }
+    explicit_bzero(buf, sizeof(buf));
+    close(fd);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Repositories from the git remotes                                        */
+/* ------------------------------------------------------------------------ */
+
+/* An upstream's URL cut into what remotes are compared with. */
+typedef struct run_upstream_url {
+    char authority[256]; /* host[:port] of an http(s) upstream */
+    char hostname[256];  /* the same without the port (for ssh forms) */
+    char prefix[1024];   /* the URL's path, without a trailing '/' ("" for none) */
+} run_upstream_url;
+
+static int run_split_upstream(run_upstream_url *out, const config_upstream *up)
+{
+    const char *p = up->url, *slash, *at;
+    size_t alen;
+
+    memset(out, 0, sizeof(*out));
+    if (!strncmp(p, "https://", 8))
+        p += 8;
+    else if (!strncmp(p, "http://", 7))
+        p += 7;
+    else
+        return -1;
+    slash = strchr(p, '/');
+    alen = slash ? (size_t)(slash - p) : strlen(p);
+    at = memchr(p, '@', alen);
+    if (at != NULL) {
+        alen -= (size_t)(at + 1 - p);
+        p = at + 1;
+    }
+    if (alen == 0 || alen >= sizeof(out->authority))
+        return -1;
+    memcpy(out->authority, p, alen);
+    memcpy(out->hostname, p, alen);
+    if (out->hostname[0] != '[' && strchr(out->hostname, ':'))
+        *strchr(out->hostname, ':') = '\0';
+    snprintf(out->prefix, sizeof(out->prefix), "%s", slash ? slash : "");
+    while (strlen(out->prefix) > 0 && out->prefix[strlen(out->prefix) - 1] == '/')
+        out->prefix[strlen(out->prefix) - 1] = '\0';
+    return 0;
+}
+
+/*
+ * The repository `rest` (a path under an upstream, e.g. "acme/app.git/")
+ * names, as "<host>/acme/app"; NULL when empty.
+ */
+static char *run_repo_name(const char *host, const char *rest)
+{
+    char *out;
+    size_t len;
+
+    while (*rest == '/')
+        rest++;
+    len = strlen(rest);
+    while (len > 0 && rest[len - 1] == '/')
+        len--;
+    if (len >= 4 && !strncmp(rest + len - 4, ".git", 4))
+        len -= 4;
+    if (len == 0 || memchr(rest, '/', len) == NULL)
+        return NULL;
+    if (asprintf(&out, "%s/%.*s", host, (int)len, rest) < 0)
+        return NULL;
+    return out;
+}
+
+/* `rest` after `prefix` + "/" in `path` (or the whole path when prefix is ""). */
+static const char *run_under(const char *path, const char *prefix)
+{
+    size_t n = strlen(prefix);
+
+    if (n == 0)
+        return path[0] == '/' ? path : NULL;
+    if (strncmp(path, prefix, n) != 0 || path[n] != '/')
+        return NULL;
+    return path + n;
+}
+
+/*
+ * Map one remote URL to `<configured host>/<path>`: https://H/P, git@H:P
+ * and ssh://git@H/P where an http(s) upstream's URL is on H (and P under
+ * its path), file:///R/P or /R/P under a local upstream's root R. *up_index
+ * gets the upstream. Returns NULL when the URL is on no configured upstream.
+ */
+static char *run_map_remote(size_t *up_index, const config_model *cfg, const char *url)
+{
+    char authority[256] = "", hostname[256] = "", path[2048] = "";
+    const char *p, *slash, *colon, *at, *rest;
+    int is_http = 0, is_ssh = 0, is_local = 0;
+    run_upstream_url u;
+    size_t i, n;
+
+    if (!strncmp(url, "https://", 8) || !strncmp(url, "http://", 7)) {
+        is_http = 1;
+        p = strstr(url, "://") + 3;
+    } else if (!strncmp(url, "ssh://", 6)) {
+        is_ssh = 1;
+        p = url + 6;
+    } else if (!strncmp(url, "file://", 7)) {
+        is_local = 1;
+        snprintf(path, sizeof(path), "%s", url + 7);
+    } else if (url[0] == '/') {
+        is_local = 1;
+        snprintf(path, sizeof(path), "%s", url);
+    } else if ((colon = strchr(url, ':')) != NULL &&
+               ((slash = strchr(url, '/')) == NULL || colon < slash)) {
+        /* scp-like [user@]host:path, as git reads it. */
+        at = memchr(url, '@', (size_t)(colon - url));
+        p = at ? at + 1 : url;
+        n = (size_t)(colon - p);
+        if (n == 0 || n >= sizeof(hostname))
+            return NULL;
+        memcpy(hostname, p, n);
+        snprintf(path, sizeof(path), "/%s", colon + 1);
+        is_ssh = 2;
+    } else {
+        return NULL;
+    }
+    if (is_http || is_ssh == 1) {
+        slash = strchr(p, '/');
+        if (slash == NULL)
+            return NULL;
+        n = (size_t)(slash - p);
+        at = memchr(p, '@', n);
+        if (at != NULL) {
+            n -= (size_t)(at + 1 - p);
+            p = at + 1;
+        }
+        if (n == 0 || n >= sizeof(authority))
+            return NULL;
+        memcpy(authority, p, n);
+        memcpy(hostname, p, n);
+        if (hostname[0] != '[' && strchr(hostname, ':'))
+            *strchr(hostname, ':') = '\0';
+        snprintf(path, sizeof(path), "%s", slash);
+    }
+    for (i = 0; i < cfg->nupstreams; i++) {
+        const config_upstream *up = &cfg->upstreams[i];
+
+        if (up->root != NULL) {
+            if (!is_local || (rest = run_under(path, up->root)) == NULL)
+                continue;
+        } else {
+            if (is_local || run_split_upstream(&u, up) < 0)
+                continue;
+            /* http(s) compares host and port; ssh has its own port. */
+            if (is_http ? strcmp(authority, u.authority) != 0 : strcmp(hostname, u.hostname) != 0)
+                continue;
+            if ((rest = run_under(path, u.prefix)) == NULL)
+                continue;
+        }
+        *up_index = i;
+        return run_repo_name(up->host, rest);
+    }
+    return NULL;
+}
+
+/*
+ * The remotes of the repository around the current directory, mapped
+ * (into repos/nrepos, deduplicated; used[] marks their upstreams). The
+ * repository's config is read as a file: nothing in it is run.
+ */
+static int run_infer_repos(char **repos, size_t *nrepos, unsigned char *used,
+                           const config_model *cfg)
+{
+    git_buf gitdir = {0};
+    git_config *gc = NULL;
+    git_config_iterator *it = NULL;
+    git_config_entry *e;
+    char path[PATH_MAX], seen[2048] = "";
+    size_t seen_len = 0, count = 0, up = 0, j;
+    int rc = -1;
+
+    if (git_repository_discover(&gitdir, ".", 0, NULL) < 0) {
+        fprintf(stderr, "refgate run: the current directory is not in a git repository; name the "
+                        "repositories with --repo HOST/PATH\n");
+        goto done;
+    }
+    /* refgate-run forks the current directory: from a subdirectory the
+     * fork would hold no .git, and git inside would find the original's. */
+    if (strlen(gitdir.ptr) > 6 && !strcmp(gitdir.ptr + strlen(gitdir.ptr) - 6, "/.git/") &&
+        getcwd(path, sizeof(path)) != NULL &&
+        (strncmp(gitdir.ptr, path, strlen(path)) != 0 ||
+         strcmp(gitdir.ptr + strlen(path), "/.git/") != 0)) {
+        fprintf(stderr,
+                "refgate run: run it from the top of the repository (%.*s), which is what the "
+                "sandbox forks\n",
+                (int)(strlen(gitdir.ptr) - 6), gitdir.ptr);
+        goto done;
+    }
+    snprintf(path, sizeof(path), "%sconfig", gitdir.ptr);
+    /* A plain iterator filtered here: libgit2's regex glob leaks pcre2's match data. */
+    if (git_config_open_ondisk(&gc, path) < 0 || git_config_iterator_new(&it, gc) < 0) {
+        fprintf(stderr, "refgate run: cannot read %s: %s\n", path,
+                git_error_last() ? git_error_last()->message : "unknown error");
+        goto done;
+    }
+    /* Bounded: at most REMOTES_MAX entries are looked at. */
+    while (count < REMOTES_MAX && git_config_next(&e, it) == 0) {
+        size_t nl = strlen(e->name);
+        char *repo;
+
+        if (strncmp(e->name, "remote.", 7) != 0 ||
+            !((nl > 4 && !strcmp(e->name + nl - 4, ".url")) ||
+              (nl > 8 && !strcmp(e->name + nl - 8, ".pushurl"))))
+            continue;
+        count++;
+        repo = run_map_remote(&up, cfg, e->value);
+
+        if (repo == NULL) {
+            if (seen_len < sizeof(seen))
+                seen_len += (size_t)snprintf(seen + seen_len, sizeof(seen) - seen_len, "%s%s",
+                                             seen_len ? ", " : "", e->value);
+            continue;
+        }
+        for (j = 0; j < *nrepos && strcmp(repos[j], repo) != 0; j++)
+            ;
+        if (j < *nrepos || *nrepos == TOKENS_REPOS_MAX) {
+            free(repo);
+            continue;
+        }
+        repos[(*nrepos)++] = repo;
+        used[up] = 1;
+    }
+    if (*nrepos == 0) {
+        fprintf(stderr,
+                "refgate run: no remote of %s is on an upstream of %s (remotes: %s; "
+                "upstreams:",
+                gitdir.ptr, cfg->path, seen_len ? seen : "none");
+        for (j = 0; j < cfg->nupstreams; j++)
+            fprintf(stderr, " %s=%s", cfg->upstreams[j].host, cfg->upstreams[j].url);
+        fprintf(stderr, "); name the repositories with --repo HOST/PATH\n");
+        goto done;
+    }
+    rc = 0;
+done:
+    git_config_iterator_free(it);
+    git_config_free(gc);
+    git_buf_dispose(&gitdir);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The run's environment                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef struct run_env {
+    char *keys[GIT_ENV_MAX], *values[GIT_ENV_MAX];
+    size_t n;
+} run_env;
+
+static int run_env_add(run_env *e, char *key, char *value)
+{
+    if (key == NULL || value == NULL || e->n == GIT_ENV_MAX) {
+        free(key);
+        free(value);
+        return -1;
+    }
+    e->keys[e->n] = key;
+    e->values[e->n++] = value;
+    return 0;
+}
+
+static void run_env_free(run_env *e)
+{
+    size_t i;
+
+    for (i = 0; i < e->n; i++) {
+        free(e->keys[i]);
+        free(e->values[i]);
+    }
+    e->n = 0;
+}
+
+/* url.<gw>/<host>/.insteadOf and .pushInsteadOf = `from`. */
+static int run_env_rewrite(run_env *e, const char *gw, const char *host, const char *from)
+{
+    char *k1 = NULL, *k2 = NULL;
+
+    if (asprintf(&k1, "url.%s/%s/.insteadOf", gw, host) < 0)
+        k1 = NULL;
+    if (asprintf(&k2, "url.%s/%s/.pushInsteadOf", gw, host) < 0)
+        k2 = NULL;
+    if (run_env_add(e, k1, strdup(from)) < 0) {
+        free(k2);
+        return -1;
+    }
+    return run_env_add(e, k2, strdup(from));
+}
+
+/*
+ * The git configuration a run needs, as GIT_CONFIG_KEY_n/VALUE_n pairs:
+ * every URL form of each used upstream rewritten to the gateway (for
+ * fetches too: inside the run the gateway is the only way out), and a
+ * credential helper for the gateway that prints the token from the
+ * environment. The empty helper first resets the list, so a helper from
+ * the user's own git config is never asked for (or told) the gateway's
+ * credential.
+ */
+static int run_git_env(run_env *e, const config_model *cfg, const unsigned char *used,
+                       const char *gw)
+{
+    char from[2048];
+    run_upstream_url u;
+    size_t i;
+    int rc = 0;
+
+    for (i = 0; rc == 0 && i < cfg->nupstreams; i++) {
+        const config_upstream *up = &cfg->upstreams[i];
+
+        if (!used[i])
+            continue;
+        if (up->root != NULL) {
+            snprintf(from, sizeof(from), "file://%s/", up->root);
+            rc = run_env_rewrite(e, gw, up->host, from);
+            snprintf(from, sizeof(from), "%s/", up->root);
+            if (rc == 0)
+                rc = run_env_rewrite(e, gw, up->host, from);
+            continue;
+        }
+        if (run_split_upstream(&u, up) < 0)
+            continue;
+        snprintf(from, sizeof(from), "%s/", up->url);
+        rc = run_env_rewrite(e, gw, up->host, from);
+        snprintf(from, sizeof(from), "git@%s:%s%s", u.hostname, u.prefix[0] ? u.prefix + 1 : "",
+                 u.prefix[0] ? "/" : "");
+        if (rc == 0)
+            rc = run_env_rewrite(e, gw, up->host, from);
+        snprintf(from, sizeof(from), "ssh://git@%s%s/", u.hostname, u.prefix);
+        if (rc == 0)
+            rc = run_env_rewrite(e, gw, up->host, from);
+    }
+    if (rc == 0) {
+        char *k = NULL;
+
+        if (asprintf(&k, "credential.%s.helper", gw) < 0)
+            k = NULL;
+        rc = run_env_add(e, k, strdup(""));
+        if (asprintf(&k, "credential.%s.helper", gw) < 0)
+            k = NULL;
+        if (rc == 0)
+            rc = run_env_add(e, k, strdup(CREDENTIAL_HELPER));
+    }
+    return rc;
+}
+
+/* 1 when NAME=... in `entry` is one of ours (so the caller's is dropped). */
+static int run_env_ours(const char *entry)
+{
+    return !strncmp(entry, "GIT_CONFIG_COUNT=", 17) || !strncmp(entry, "GIT_CONFIG_KEY_", 15) ||
+           !strncmp(entry, "GIT_CONFIG_VALUE_", 17) ||
+           !strncmp(entry, "GIT_CONFIG_PARAMETERS=", 22) ||
+           !strncmp(entry, "REFGATE_RUN_TOKEN=", 18);
+}
+
+/*
+ * The runner's environment (ours, without the caller's GIT_CONFIG_* and
+ * REFGATE_RUN_TOKEN, plus the run's) and the `-e NAME` options that let
+ * those through refgate-run's allow-list. refgate-run denies GIT_CONFIG_*
+ * and names that look like credentials unless named with --env: naming
+ * them (not NAME=VALUE) keeps the values, the token above all, out of
+ * argv. The strings are allocated into `owned`.
+ */
+/* A formatted string recorded in owned[] (freed, wiped, by the caller); NULL when out of memory. */
+static char *run_own(char **owned, size_t *nowned, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static char *run_own(char **owned, size_t *nowned, const char *fmt, ...)
+{
+    va_list ap;
+    char *s = NULL;
+
+    va_start(ap, fmt);
+    if (vasprintf(&s, fmt, ap) < 0)
+        s = NULL;
+    va_end(ap);
+    if (s != NULL)
+        owned[(*nowned)++] = s;
+    return s;
+}
+
+static int run_runner_env(char ***envp_out, const char **args, size_t *nargs, char **owned,
+                          size_t *nowned, const run_env *e, const char *token)
+{
+    extern char **environ;
+    size_t n = 0, i, k = 0;
+    char **envp, *s, *name;
+    int rc = -1;
+
+    for (i = 0; environ[i]; i++)
+        n++;
+    envp = calloc(n + 2 * e->n + 3, sizeof(*envp));
+    if (envp == NULL)
+        goto done;
+    for (i = 0; environ[i]; i++)
+        if (!run_env_ours(environ[i]))
+            envp[k++] = environ[i];
+    if ((s = run_own(owned, nowned, "REFGATE_RUN_TOKEN=%s", token)) == NULL)
+        goto done;
+    envp[k++] = s;
+    args[(*nargs)++] = "-e";
+    args[(*nargs)++] = "REFGATE_RUN_TOKEN";
+    if ((s = run_own(owned, nowned, "GIT_CONFIG_COUNT=%zu", e->n)) == NULL)
+        goto done;
+    envp[k++] = s;
+    args[(*nargs)++] = "-e";
+    args[(*nargs)++] = "GIT_CONFIG_COUNT";
+    for (i = 0; i < e->n; i++) {
+        if ((s = run_own(owned, nowned, "GIT_CONFIG_KEY_%zu=%s", i, e->keys[i])) == NULL)
+            goto done;
+        envp[k++] = s;
+        if ((s = run_own(owned, nowned, "GIT_CONFIG_VALUE_%zu=%s", i, e->values[i])) == NULL)
+            goto done;
+        envp[k++] = s;
+        if ((name = run_own(owned, nowned, "GIT_CONFIG_KEY_%zu", i)) == NULL)
+            goto done;
+        args[(*nargs)++] = "-e";
+        args[(*nargs)++] = name;
+        if ((name = run_own(owned, nowned, "GIT_CONFIG_VALUE_%zu", i)) == NULL)
+            goto done;
+        args[(*nargs)++] = "-e";
+        args[(*nargs)++] = name;
+    }
+    rc = 0;
+done:
+    if (rc < 0) {
+        free(envp);
+        envp = NULL;
+    }
+    *envp_out = envp;
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The runner                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* $REFGATE_RUN, else refgate-run beside this program; into out. */
+static int run_find_runner(char *out, size_t cap)
+{
+    const char *env = getenv("REFGATE_RUN");
+    char self[PATH_MAX];
+    ssize_t n;
+    char *slash;
+
+    if (env != NULL && *env != '\0') {
+        snprintf(out, cap, "%s", env);
+        return 0;
+    }
+    n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0)
+        return -1;
+    self[n] = '\0';
+    slash = strrchr(self, '/');
+    if (slash == NULL)
+        return -1;
+    *slash = '\0';
+    snprintf(out, cap, "%s/refgate-run", self);
+    if (access(out, X_OK) == 0)
+        return 0;
+    /* A build tree keeps the two programs in sibling directories. */
+    snprintf(out, cap, "%s/../sandbox/refgate-run", self);
+    return access(out, X_OK) == 0 ? 0 : -1;
+}
+
+/*
+ * Whether `runner --help` documents `option`: the options of refgate-run
+ * grow layer by layer, and refgate run uses one only once it exists.
+ */
+static int run_runner_offers(const char *runner, const char *option)
+{
+    char buf[65536];
+    size_t len = 0;
+    ssize_t n;
+    int fds[2], status, found = 0;
+    pid_t pid;
+
+    if (pipe2(fds, O_CLOEXEC) < 0)
+        return 0;
+    pid = fork();
+    if (pid < 0) {
+        close(fds[0]);
+        close(fds[1]);
+        return 0;
+    }
+    if (pid == 0) {
+        dup2(fds[1], STDOUT_FILENO);
+        execl(runner, runner, "--help", (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    /* Bounded: at most sizeof(buf) - 1 bytes are kept; the rest is drained. */
+    for (;;) {
+        char sink[4096];
+
+        n = read(fds[0], len < sizeof(buf) - 1 ? buf + len : sink,
+                 len < sizeof(buf) - 1 ? sizeof(buf) - 1 - len : sizeof(sink));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        if (len < sizeof(buf) - 1)
+            len += (size_t)n;
+    }
+    close(fds[0]);
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    buf[len] = '\0';
+    for (const char *p = buf; (p = strstr(p, option)) != NULL; p++) {
+        char next = p[strlen(option)];
+
+        if (next == ' ' || next == '=' || next == '\n' || next == ',') {
+            found = 1;
+            break;
+        }
+    }
+    return found;
+}
+
+/*
+ * What a run must not read: the gateway's state_dir (the key that mints
+ * tokens), the config, every file it names (upstream credentials) and the
+ * local upstream roots (repositories the token does not name). Passed as
+ * `--hide PATH` once refgate-run offers it (its namespace layer); until
+ * then Landlock leaves paths outside the home directory readable.
+ */
+static int run_hide_args(const char **args, size_t *nargs, size_t cap, const config_model *cfg)
+{
+    size_t i;
+
+#define HIDE(p)                                                                                    \
+    do {                                                                                           \
+        if ((p) != NULL) {                                                                         \
+            if (*nargs + 2 > cap)                                                                  \
+                return -1;                                                                         \
+            args[(*nargs)++] = "--hide";                                                           \
+            args[(*nargs)++] = (p);                                                                \
+        }                                                                                          \
+    } while (0)
+    HIDE(cfg->state_dir);
+    HIDE(cfg->path);
+    for (i = 0; i < cfg->nupstreams; i++) {
+        const config_upstream *up = &cfg->upstreams[i];
+
+        HIDE(up->root);
+        HIDE(up->credentials.token_file);
+        HIDE(up->credentials.private_key_file);
+        HIDE(up->read_credentials.token_file);
+        HIDE(up->read_credentials.private_key_file);
+    }
+#undef HIDE
+    return 0;
+}
+
+/* The forks (DIR.N) of the current directory that exist now, into ns (sorted not needed). */
+static size_t run_list_forks(unsigned *ns, size_t cap, const char *cwd)
+{
+    char parent[PATH_MAX];
+    const char *base;
+    size_t blen, n = 0;
+    struct dirent *d;
+    DIR *dir;
+
+    snprintf(parent, sizeof(parent), "%s", cwd);
+    base = strrchr(cwd, '/');
+    if (base == NULL || base[1] == '\0')
+        return 0;
+    base++;
+    blen = strlen(base);
+    parent[base - cwd] = '\0';
+    dir = opendir(parent);
+    if (dir == NULL)
+        return 0;
+    /* Bounded: at most `cap` forks are remembered. */
+    while (n < cap && (d = readdir(dir)) != NULL) {
+        char *end;
+        unsigned long v;
+
+        if (strncmp(d->d_name, base, blen) != 0 || d->d_name[blen] != '.' ||
+            d->d_name[blen + 1] < '0' || d->d_name[blen + 1] > '9')
+            continue;
+        v = strtoul(d->d_name + blen + 1, &end, 10);
+        if (*end == '\0' && v <= UINT_MAX)
+            ns[n++] = (unsigned)v;
+    }
+    closedir(dir);
+    return n;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The command                                                              */
+/* ------------------------------------------------------------------------ */
+
+static int run_revoke(const char *sock, const char *token)
+{
+    rg_error err = RG_ERROR_INIT;
+    json_t *req = json_pack("{s:s, s:s}", "op", "revoke", "token", token), *ans = NULL;
+    int rc = -1;
+
+    if (req != NULL && run_control_call(&ans, sock, req, &err) == 0 &&
+        json_is_true(json_object_get(ans, "ok")))
+        rc = 0;
+    else
+        fprintf(stderr, "refgate run: could not revoke the run token (%s); it expires by itself\n",
+                ans == NULL ? err.msg
+                : json_is_string(json_object_get(ans, "error"))
+                    ? json_string_value(json_object_get(ans, "error"))
+                    : "no reason given");
+    json_decref(req);
+    json_decref(ans);
+    return rc;
+}
+
+/*
+ * Run the command with the minted token: the git environment, the runner's
+ * arguments, fork, exec, wait (forwarding signals), then find the fork the
+ * runner made (*fork_n: its N in DIR.N, -1 when none is seen). *wst gets the runner's wait status
+ * (a signal that came before it started counts as killing it). Returns the exit status.
+ */
+static int run_with_token(int *wst, long *fork_n, const config_model *cfg,
+                          const unsigned char *used, const char *const *repos, size_t nrepos,
+                          const char *token, const json_t *ans, const char *gw_arg,
+                          const char *runner, const char *cwd, char **cmd)
+{
+    const char *value, **args = NULL;
+    char **owned = NULL, **envp = NULL, *gw = NULL;
+    size_t ncmd = 0, nargs = 0, nowned = 0, cap, i, j, nbefore = 0, nafter;
+    unsigned before[FORKS_MAX], after[FORKS_MAX];
+    run_env genv = {0};
+    int status = EXIT_SETUP;
+    pid_t pid;
+
+    *wst = 0;
+    *fork_n = -1;
+    /* The URL the run reaches the gateway at: said on the command line, in
+     * the config, or by the gateway itself. */
+    value = gw_arg             ? gw_arg
+            : cfg->control.url ? cfg->control.url
+                               : json_string_value(json_object_get(ans, "url"));
+    if (value == NULL || strncmp(value, "http://", 7) != 0) {
+        fprintf(stderr, "refgate run: the gateway's URL is unknown: set --gateway-url or "
+                        "control.url\n");
+        goto done;
+    }
+    gw = strdup(value);
+    if (gw == NULL)
+        goto done;
+    while (strlen(gw) > 7 && gw[strlen(gw) - 1] == '/')
+        gw[strlen(gw) - 1] = '\0';
+    fprintf(stderr, "refgate run: run %s, token for",
+            json_string_value(json_object_get(ans, "run")));
+    for (i = 0; i < nrepos; i++)
+        fprintf(stderr, " %s", repos[i]);
+    fprintf(stderr, " through %s\n", gw);
+
+    if (run_git_env(&genv, cfg, used, gw) < 0) {
+        fprintf(stderr, "refgate run: too many git settings for the run\n");
+        goto done;
+    }
+    while (cmd[ncmd] != NULL)
+        ncmd++;
+    /* runner, 2 + 2 + 4 per git setting, 2 per hidden path, "--", CMD, NULL. */
+    cap = 4 * genv.n + 64 + 12 * cfg->nupstreams;
+    args = calloc(cap + ncmd, sizeof(*args));
+    owned = calloc(4 * genv.n + 4, sizeof(*owned));
+    if (args == NULL || owned == NULL)
+        goto done;
+    args[nargs++] = runner;
+    if (run_runner_env(&envp, args, &nargs, owned, &nowned, &genv, token) < 0)
+        goto done;
+    if (run_runner_offers(runner, "--hide") && run_hide_args(args, &nargs, cap - 2, cfg) < 0)
+        goto done;
+    args[nargs++] = "--";
+    for (i = 0; i < ncmd; i++)
+        args[nargs++] = cmd[i];
+    args[nargs] = NULL;
+
+    nbefore = run_list_forks(before, FORKS_MAX, cwd);
+    if (run_pending_signal) {
+        /* As if the command had been killed by it before it started. */
+        *wst = run_pending_signal;
+        status = 128 + run_pending_signal;
+        goto done;
+    }
+    pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "refgate run: fork: %s\n", strerror(errno));
+        goto done;
+    }
+    if (pid == 0) {
+        execve(runner, (char *const *)args, envp);
+        fprintf(stderr, "refgate run: cannot run %s: %s\n", runner, strerror(errno));
+        _exit(126);
+    }
+    run_child_pid = pid;
+    /* A signal that came between the mint and now was not forwarded. */
+    if (run_pending_signal)
+        kill(pid, run_pending_signal);
+    /* Bounded: ends when the runner does; signals are forwarded meanwhile. */
+    while (waitpid(pid, wst, 0) < 0 && errno == EINTR)
+        ;
+    run_child_pid = 0;
+    status = WIFEXITED(*wst) ? WEXITSTATUS(*wst) : 128 + WTERMSIG(*wst);
+    nafter = run_list_forks(after, FORKS_MAX, cwd);
+    for (i = 0; i < nafter; i++) {
+        for (j = 0; j < nbefore && before[j] != after[i]; j++)
+            ;
+        if (j == nbefore) {
+            *fork_n = (long)after[i];
+            break;
+        }
+    }
+done:
+    for (i = 0; i < nowned; i++) {
+        explicit_bzero(owned[i], strlen(owned[i]));
+        free(owned[i]);
+    }
+    free(owned);
+    free(envp);
+    free(args);
+    free(gw);
+    run_env_free(&genv);
+    return status;
+}
+
+int cli_run(int argc, char **argv)
+{
+    const char *config_path = NULL, *ttl_arg = NULL, *run = NULL, *gw_arg = NULL, *value;
+    const char *repo_args[TOKENS_REPOS_MAX];
+    char *repos[TOKENS_REPOS_MAX] = {0}, *token = NULL, runner[PATH_MAX], cwd[PATH_MAX];
+    size_t nrepo_args = 0, nrepos = 0, i;
+    unsigned char used[256] = {0};
+    config_model *cfg = NULL;
+    rg_error err = RG_ERROR_INIT;
+    json_t *req = NULL, *ans = NULL;
+    int status = EXIT_SETUP, m, argi, cmd_at = -1, wst = 0;
+    long fork_n = -1;
+
+    for (argi = 1; argi < argc; argi++) {
+        if (!strcmp(argv[argi], "--")) {
+            cmd_at = argi + 1;
+            break;
+        }
+        if (argv[argi][0] != '-') {
+            cmd_at = argi;
+            break;
+        }
+        if (cli_is_help(argv[argi])) {
+            usage(stdout);
+            return 0;
+        }
+        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate run")) != 0) {
+            config_path = value;
+        } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--repo", "refgate run")) != 0) {
+            if (m > 0 && nrepo_args == TOKENS_REPOS_MAX) {
+                fprintf(stderr, "refgate run: at most %d --repo options\n", TOKENS_REPOS_MAX);
+                return EXIT_USAGE;
+            }
+            if (m > 0)
+                repo_args[nrepo_args++] = value;
+        } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--ttl", "refgate run")) != 0) {
+            ttl_arg = value;
+        } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--run", "refgate run")) != 0) {
+            run = value;
+        } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--gateway-url", "refgate run")) !=
+                   0) {
+            gw_arg = value;
+        } else {
+            fprintf(stderr, "refgate run: unknown option '%s'\n\n", argv[argi]);
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+        if (m < 0)
+            return EXIT_USAGE;
+    }
+    if (cmd_at < 0 || cmd_at >= argc) {
+        fprintf(stderr, "refgate run: no command given\n\n");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    if (ttl_arg != NULL && cli_parse_duration(ttl_arg) <= 0) {
+        fprintf(stderr, "refgate run: --ttl %s: expected a duration such as 3600, 30m or 2h\n",
+                ttl_arg);
+        return EXIT_USAGE;
+    }
+    if (gw_arg != NULL && strncmp(gw_arg, "http://", 7) != 0) {
+        fprintf(stderr, "refgate run: --gateway-url %s: expected http://HOST:PORT\n", gw_arg);
+        return EXIT_USAGE;
+    }
+    if (config_path == NULL)
+        config_path = getenv("REFGATE_CONFIG");
+    if (config_path == NULL || *config_path == '\0')
+        config_path = DEFAULT_CONFIG;
+    if (config_load(&cfg, config_path, &err) < 0) {
+        fprintf(stderr, "refgate run: %s\n", err.msg);
+        status = EXIT_USAGE;
+        goto done;
+    }
+    if (cfg->control.socket == NULL) {
+        fprintf(stderr,
+                "refgate run: %s has no control socket (<state_dir>/control.sock would be too "
+                "long a path); set control.socket there\n",
+                cfg->path);
+        goto done;
+    }
+    if (cfg->nupstreams > sizeof(used)) {
+        fprintf(stderr, "refgate run: more than %zu upstreams\n", sizeof(used));
+        goto done;
+    }
+    if (getcwd(cwd, sizeof(cwd)) == NULL) {
+        fprintf(stderr, "refgate run: cannot find the current directory: %s\n", strerror(errno));
+        goto done;
+    }
+    if (run_find_runner(runner, sizeof(runner)) < 0) {
+        fprintf(stderr, "refgate run: cannot find refgate-run beside refgate; set REFGATE_RUN\n");
+        goto done;
+    }
+
+    git_libgit2_init();
+    if (nrepo_args == 0) {
+        if (run_infer_repos(repos, &nrepos, used, cfg) < 0) {
+            status = EXIT_USAGE;
+            goto done;
+        }
+    } else {
+        for (i = 0; i < nrepo_args; i++) {
+            const char *slash = strchr(repo_args[i], '/');
+            const config_upstream *up = NULL;
+            char host[128];
+
+            if (slash != NULL && (size_t)(slash - repo_args[i]) < sizeof(host)) {
+                memcpy(host, repo_args[i], (size_t)(slash - repo_args[i]));
+                host[slash - repo_args[i]] = '\0';
+                up = config_find_upstream(cfg, host);
+            }
+            if (up == NULL) {
+                fprintf(stderr,
+                        "refgate run: --repo %s: expected HOST/PATH with HOST an upstream of %s\n",
+                        repo_args[i], cfg->path);
+                status = EXIT_USAGE;
+                goto done;
+            }
+            used[up - cfg->upstreams] = 1;
+            repos[nrepos] = strdup(repo_args[i]);
+            if (repos[nrepos++] == NULL)
+                goto done;
+        }
+    }
+
+    /* Before the token exists: a signal now ends the run before it starts. */
+    run_signals_install();
+    /* Without --ttl the gateway picks: 2h, or its control.max_ttl when shorter. */
+    req = json_pack("{s:s, s:[], s:s*, s:s*}", "op", "mint", "repos", "ttl", ttl_arg, "run", run);
+    for (i = 0; req != NULL && i < nrepos; i++)
+        json_array_append_new(json_object_get(req, "repos"), json_string(repos[i]));
+    if (req == NULL)
+        goto done;
+    if (run_control_call(&ans, cfg->control.socket, req, &err) < 0) {
+        if (err.code == -ENOENT || err.code == -ECONNREFUSED) {
+            fprintf(stderr,
+                    "refgate run: no gateway is running for %s (nothing answers on %s).\n"
+                    "Start one with: refgate serve --config %s\n",
+                    cfg->path, cfg->control.socket, cfg->path);
+            status = EXIT_USAGE;
+        } else {
+            fprintf(stderr, "refgate run: %s\n", err.msg);
+        }
+        goto done;
+    }
+    if (!json_is_true(json_object_get(ans, "ok")) ||
+        !json_is_string(json_object_get(ans, "token"))) {
+        const char *why = json_string_value(json_object_get(ans, "error"));
+
+        fprintf(stderr, "refgate run: the gateway refused to mint a token: %s\n",
+                why ? why : "(no reason given)");
+        goto done;
+    }
+    token = strdup(json_string_value(json_object_get(ans, "token")));
+    if (token == NULL) {
+        /* Cannot even keep it to revoke: its TTL bounds it. */
+        fprintf(stderr, "refgate run: out of memory\n");
+        goto done;
+    }
+    status = run_with_token(&wst, &fork_n, cfg, used, (const char *const *)repos, nrepos, token,
+                            ans, gw_arg, runner, cwd, argv + cmd_at);
+    if (run_revoke(cfg->control.socket, token) == 0)
+        fprintf(stderr, "refgate run: the run token is revoked\n");
+    if (fork_n >= 0)
+        fprintf(stderr,
+                "refgate run: the fork: %s.%ld\n"
+                "refgate run: review it with: refgate diff --stat %s.%ld\n",
+                cwd, fork_n, cwd, fork_n);
+    if (WIFSIGNALED(wst)) {
+        /* End the way the command ended, as a shell expects. */
+        json_decref(ans);
+        ans = NULL;
+        tokens_secret_free(token);
+        token = NULL;
+        signal(WTERMSIG(wst), SIG_DFL);
+        raise(WTERMSIG(wst));
+    }
+done:
+    json_decref(req);
+    json_decref(ans);
+    tokens_secret_free(token);
+    for (i = 0; i < nrepos; i++)
+        free(repos[i]);
+    config_free(cfg);
+    return status;
+}

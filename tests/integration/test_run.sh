@@ -1,0 +1,169 @@
+# `refgate run` end to end with the real git client: a clone whose remote is
+# the local upstream, a command under refgate-run that pushes through the
+# gateway with a token minted over the control socket, the token revoked
+# when the command ends however it ends, and the audit log showing the run.
+source "$(dirname "$0")/lib.sh"
+
+: "${REFGATE_RUN:?set REFGATE_RUN to the refgate-run binary}"
+mkdir "$T/probe"
+if ! "$REFGATE_RUN" -q -d "$T/probe" -- true >"$T/check" 2>&1; then
+  echo "skipped: refgate-run cannot confine on this kernel: $(cat "$T/check")"
+  exit 77
+fi
+make_upstream app
+write_config "$STANDARD_RULES"
+start_gateway
+
+# A working clone straight from the upstream, with a feature branch and a
+# commit on main to push.
+clone app "$T/w"
+git -C "$T/w" switch -q -c feature/x
+commit "$T/w" x.c
+git -C "$T/w" switch -q main
+commit "$T/w" main.c
+
+# rg_run DIR ARGS...: refgate run in DIR; output in $T/run.out, status in RUN_RC.
+rg_run() {
+  local dir=$1; shift
+  set +e
+  (cd "$dir" && "$REFGATE" run --config "$T/refgate.json" "$@") >"$T/run.out" 2>&1
+  RUN_RC=$?
+  set -e
+  # refgate run's own stderr is here, not in ctest's output: look for ASan/LSan reports.
+  ! grep -q 'Sanitizer' "$T/run.out" || { cat "$T/run.out"; fail "sanitizer report"; }
+}
+# newest_fork DIR: the fork refgate run said it made.
+fork_of() { sed -n 's/^refgate run: the fork: //p' "$T/run.out"; }
+
+test_a_run_pushes_through_the_gateway_feature_lands_main_is_rejected() {
+  rg_run "$T/w" -- sh -c 'echo "$REFGATE_RUN_TOKEN" >.token; git push origin feature/x && ! git push origin main'
+  [ "$RUN_RC" -eq 0 ] || { cat "$T/run.out"; fail "status $RUN_RC"; }
+  assert_contains "$T/run.out" ' * [new branch]      feature/x -> feature/x'
+  assert_contains "$T/run.out" ' ! [remote rejected] main -> main (policy: main is protected)'
+  assert_contains "$T/run.out" "To $GW/local/acme/app.git"
+  [ "$(upstream_ref app refs/heads/feature/x)" = "$(git -C "$T/w" rev-parse feature/x)" ] ||
+    fail "feature/x did not land"
+  [ "$(upstream_ref app refs/heads/main)" != "$(git -C "$T/w" rev-parse main)" ] || fail "main landed"
+  local fork; fork=$(fork_of)
+  [ -d "$fork" ] || { cat "$T/run.out"; fail "no fork named"; }
+  assert_contains "$T/run.out" "review it with: refgate diff --stat $fork"
+  cp "$fork/.token" "$T/token-run1"
+  # Nothing was written to any git config: the rewrite lived in the run's environment.
+  ! grep -rqF "$GW" "$T/w/.git/config" "$fork/.git/config" "$HOME" || fail "the gateway URL was written to a config"
+  ! grep -qF "$(cat "$T/token-run1")" "$fork/.git/config" || fail "the token is in the fork's config"
+}
+
+test_after_the_run_its_token_is_refused_and_the_audit_log_shows_the_run() {
+  local tok; tok=$(cat "$T/token-run1")
+  assert_contains "$T/run.out" 'the run token is revoked'
+  use_token "$tok"
+  commit "$T/w" later.c
+  git -C "$T/w" switch -q feature/x
+  commit "$T/w" later2.c
+  ! git -C "$T/w" push origin feature/x >"$T/out" 2>&1 || fail "the run's token still pushes"
+  assert_contains "$T/out" 'revoked'
+  git -C "$T/w" switch -q main
+  ! grep -qF "$tok" "$T/state/audit.jsonl" || fail "the token is in the audit log"
+  local run; run=$(jq -r 'select(.event == "token-mint") | .detail' "$T/state/audit.jsonl" | sed -n '1s/.*, run \([^,]*\),.*/\1/p')
+  [ -n "$run" ] || fail "no token-mint event"
+  audit_rows | jq -r --arg run "$run" 'select(.run == $run) | "\(.ref) \(.decision)"' >"$T/rows"
+  assert_contains "$T/rows" 'refs/heads/feature/x allow'
+  assert_contains "$T/rows" 'refs/heads/main deny'
+  jq -r 'select(.type == "event") | .event' "$T/state/audit.jsonl" | tr '\n' ' ' >"$T/events"
+  assert_contains "$T/events" 'token-mint token-revoke'
+  "$REFGATE" audit verify --config "$T/refgate.json" >/dev/null 2>&1 || fail "audit verify"
+}
+
+test_a_command_killed_by_a_signal_still_revokes() {
+  rg_run "$T/w" -- sh -c 'echo "$REFGATE_RUN_TOKEN" >.token; kill -KILL $$'
+  [ "$RUN_RC" -eq $((128 + 9)) ] || { cat "$T/run.out"; fail "status $RUN_RC, expected 137"; }
+  assert_contains "$T/run.out" 'the run token is revoked'
+  use_token "$(cat "$(fork_of)/.token")"
+  git -C "$T/w" switch -q feature/x
+  ! git -C "$T/w" push origin feature/x >"$T/out" 2>&1 || fail "the killed run's token still pushes"
+  git -C "$T/w" switch -q main
+  assert_contains "$T/out" 'revoked'
+}
+
+test_sigterm_to_refgate_run_reaches_the_command_and_revokes() {
+  (cd "$T/w" && exec "$REFGATE" run --config "$T/refgate.json" -- \
+    sh -c 'echo "$REFGATE_RUN_TOKEN" >.token; echo started; while :; do sleep 0.1; done') >"$T/run.out" 2>&1 &
+  local pid=$! i
+  for i in $(seq 1 200); do grep -q '^started' "$T/run.out" && break; sleep 0.05; done
+  grep -q '^started' "$T/run.out" || { cat "$T/run.out"; fail "the command did not start"; }
+  local fork; fork=$(sed -n 's/^refgate-run: fork: \([^ ]*\) .*/\1/p' "$T/run.out")
+  cp "$fork/.token" "$T/token-term"
+  kill -TERM "$pid"
+  set +e; wait "$pid"; RUN_RC=$?; set -e
+  [ "$RUN_RC" -eq $((128 + 15)) ] || { cat "$T/run.out"; fail "status $RUN_RC, expected 143"; }
+  assert_contains "$T/run.out" 'the run token is revoked'
+  use_token "$(cat "$T/token-term")"
+  git -C "$T/w" switch -q feature/x
+  ! git -C "$T/w" push origin feature/x >"$T/out" 2>&1 || fail "the token still pushes"
+  git -C "$T/w" switch -q main
+  assert_contains "$T/out" 'revoked'
+}
+
+test_explicit_repo_and_exit_status_of_the_command() {
+  rg_run "$T/w" --repo local/acme/app --run named-run --ttl 30m -- sh -c 'exit 7'
+  [ "$RUN_RC" -eq 7 ] || { cat "$T/run.out"; fail "status $RUN_RC, expected 7"; }
+  assert_contains "$T/run.out" 'refgate run: run named-run, token for local/acme/app'
+}
+
+test_with_no_gateway_running_it_exits_2_and_says_how_to_start_one() {
+  sed "s|\"state_dir\": \"state\",|\"state_dir\": \"state\", \"control\": {\"socket\": \"$T/none.sock\"},|" \
+    "$T/refgate.json" >"$T/nogw.json"
+  set +e
+  (cd "$T/w" && "$REFGATE" run --config "$T/nogw.json" -- true) >"$T/out" 2>&1
+  local rc=$?
+  set -e
+  [ "$rc" -eq 2 ] || { cat "$T/out"; fail "status $rc, expected 2"; }
+  assert_contains "$T/out" "no gateway is running"
+  assert_contains "$T/out" "Start one with: refgate serve --config $T/nogw.json"
+}
+
+test_from_a_subdirectory_of_the_repository_it_says_to_run_from_the_top() {
+  mkdir -p "$T/w/sub"
+  rg_run "$T/w/sub" -- true
+  [ "$RUN_RC" -eq 2 ] || { cat "$T/run.out"; fail "status $RUN_RC, expected 2"; }
+  assert_contains "$T/run.out" "run it from the top of the repository ($T/w)"
+  rmdir "$T/w/sub"
+}
+
+test_a_directory_whose_remotes_are_on_no_upstream_is_refused() {
+  git init -q "$T/elsewhere"
+  git -C "$T/elsewhere" remote add origin https://example.com/acme/app.git
+  rg_run "$T/elsewhere" -- true
+  [ "$RUN_RC" -eq 2 ] || { cat "$T/run.out"; fail "status $RUN_RC, expected 2"; }
+  assert_contains "$T/run.out" 'is on an upstream of'
+  assert_contains "$T/run.out" 'https://example.com/acme/app.git'
+  assert_contains "$T/run.out" '--repo HOST/PATH'
+}
+
+test_https_and_ssh_remotes_on_an_http_upstream_map_and_are_rewritten() {
+  # An http(s) upstream nobody contacts here: the mapping and the rewrite only.
+  stop_gateway
+  jq '.upstreams += [{"host": "forge", "url": "https://git.example.org/base"}]' "$T/refgate.json" \
+    >"$T/forge.json"
+  cp "$T/forge.json" "$T/refgate.json"
+  start_gateway
+  git init -q "$T/forged"
+  git -C "$T/forged" remote add origin https://git.example.org/base/acme/one.git
+  git -C "$T/forged" remote add scp git@git.example.org:base/acme/two.git
+  git -C "$T/forged" remote add ssh ssh://git@git.example.org/base/acme/three
+  git -C "$T/forged" remote add other https://elsewhere.example.org/base/acme/four.git
+  git -C "$T/forged" config remote.origin.pushurl ssh://git@git.example.org:2222/base/acme/five.git
+  rg_run "$T/forged" -- sh -c 'git config --get-regexp "^(url|credential)\." | sed "s/^/CFG /"'
+  [ "$RUN_RC" -eq 0 ] || { cat "$T/run.out"; fail "status $RUN_RC"; }
+  assert_contains "$T/run.out" 'token for forge/acme/one forge/acme/five forge/acme/two forge/acme/three through'
+  assert_not_contains "$T/run.out" 'four'
+  assert_contains "$T/run.out" "CFG url.$GW/forge/.insteadof https://git.example.org/base/"
+  assert_contains "$T/run.out" "CFG url.$GW/forge/.insteadof git@git.example.org:base/"
+  assert_contains "$T/run.out" "CFG url.$GW/forge/.insteadof ssh://git@git.example.org/base/"
+  assert_contains "$T/run.out" "CFG url.$GW/forge/.pushinsteadof ssh://git@git.example.org/base/"
+  assert_contains "$T/run.out" "CFG credential.$GW.helper !f()"
+  # Only the upstreams the run's repositories are on are rewritten.
+  assert_not_contains "$T/run.out" "CFG url.$GW/local/"
+}
+
+run_tests
