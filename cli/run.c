@@ -698,65 +698,10 @@ static int run_find_runner(char *out, size_t cap)
 }
 
 /*
- * Whether `runner --help` documents `option`: the options of refgate-run
- * grow layer by layer, and refgate run uses one only once it exists.
- */
-static int run_runner_offers(const char *runner, const char *option)
-{
-    char buf[65536];
-    size_t len = 0;
-    ssize_t n;
-    int fds[2], status, found = 0;
-    pid_t pid;
-
-    if (pipe2(fds, O_CLOEXEC) < 0)
-        return 0;
-    pid = fork();
-    if (pid < 0) {
-        close(fds[0]);
-        close(fds[1]);
-        return 0;
-    }
-    if (pid == 0) {
-        dup2(fds[1], STDOUT_FILENO);
-        execl(runner, runner, "--help", (char *)NULL);
-        _exit(127);
-    }
-    close(fds[1]);
-    /* Bounded: at most sizeof(buf) - 1 bytes are kept; the rest is drained. */
-    for (;;) {
-        char sink[4096];
-
-        n = read(fds[0], len < sizeof(buf) - 1 ? buf + len : sink,
-                 len < sizeof(buf) - 1 ? sizeof(buf) - 1 - len : sizeof(sink));
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0)
-            break;
-        if (len < sizeof(buf) - 1)
-            len += (size_t)n;
-    }
-    close(fds[0]);
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    buf[len] = '\0';
-    for (const char *p = buf; (p = strstr(p, option)) != NULL; p++) {
-        char next = p[strlen(option)];
-
-        if (next == ' ' || next == '=' || next == '\n' || next == ',') {
-            found = 1;
-            break;
-        }
-    }
-    return found;
-}
-
-/*
  * What a run must not read: the gateway's state_dir (the key that mints
  * tokens), the config, every file it names (upstream credentials) and the
- * local upstream roots (repositories the token does not name). Passed as
- * `--hide PATH` once refgate-run offers it (its namespace layer); until
- * then Landlock leaves paths outside the home directory readable.
+ * local upstream roots (repositories the token does not name), each passed
+ * to refgate-run as `--hide PATH`.
  */
 static int run_hide_args(const char **args, size_t *nargs, size_t cap, const config_model *cfg)
 {
@@ -902,8 +847,11 @@ static int run_with_token(int *wst, long *fork_n, const config_model *cfg,
     args[nargs++] = runner;
     if (run_runner_env(&envp, args, &nargs, owned, &nowned, &genv, token) < 0)
         goto done;
-    if (run_runner_offers(runner, "--hide") && run_hide_args(args, &nargs, cap - 2, cfg) < 0)
+    if (run_hide_args(args, &nargs, cap - 4, cfg) < 0)
         goto done;
+    /* The run's only network: the gateway, at the URL its git uses. */
+    args[nargs++] = "--gateway";
+    args[nargs++] = gw;
     args[nargs++] = "--";
     for (i = 0; i < ncmd; i++)
         args[nargs++] = cmd[i];
