@@ -113,8 +113,8 @@ struct gateway_receive {
     int q_failed;
     rg_error q_err;
     int check_workflows; /* the write credential needs to know about workflow changes */
-    /* Overlap (local upstreams): the pack goes upstream as it arrives,
-     * all but its trailing checksum. */
+    /* Overlap: the pack goes upstream as it arrives, all but its trailing
+     * checksum (not where the write credential is minted per push). */
     rgit_packscan *scan;
     int scan_state;      /* 0 scanning, 1 the pack's end is known, < 0 failed */
     uint64_t pack_bytes; /* of the pack (and what follows) seen so far */
