@@ -28,6 +28,7 @@
 #include "gateway/receive.h"
 
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -284,19 +285,51 @@ static int workflows_matter(gateway_receive *r)
     return 0;
 }
 
-/* Classify every command; returns 1 when the pack must be inspected first. */
+/* A remote upstream's symbolic refs, asked on a thread of their own. */
+typedef struct symref_job {
+    gateway_receive *r;
+    rgit_symrefs *refs;
+    rg_error err;
+    int rc;
+} symref_job;
+
+static void *symref_job_main(void *arg)
+{
+    symref_job *j = arg;
+
+    j->rc = open_symrefs(&j->refs, j->r, &j->err);
+    return NULL;
+}
+
+static int start_spool(gateway_receive *r);
+
+/* Classify every command on the names alone; 1 when a pack would be read. */
+static int guess_need_pack(gateway_receive *r)
+{
+    int need = 0;
+
+    for (size_t i = 0; i < r->req->nupdates; i++)
+        need |= policy_plan_classify(&r->cmds[i].plan, r->ctx->cfg, r->route.repo);
+    return need || workflows_matter(r);
+}
+
+/*
+ * Classify every command; returns 1 when the pack must be inspected first.
+ * A remote upstream is asked for its symbolic refs over the network: while
+ * it answers, the spool is set up if the names alone already call for
+ * inspection, so the round trip costs the push no time. A spool set up is
+ * used even when the symbolic refs make it unnecessary (ancestry then only
+ * sharpens what the audit log records).
+ */
 static int plan_push(gateway_receive *r)
 {
-    rgit_symrefs *refs = NULL;
-    int need_pack = 0, rc = 0;
+    symref_job job = {.r = r};
+    pthread_t tid;
+    int need_pack = 0, rc = 0, threaded = 0;
 
     r->cmds = calloc(r->req->nupdates, sizeof(*r->cmds));
     if (r->cmds == NULL)
         return fail(r, 500, -ENOMEM, "out of memory");
-    /* Fail closed: what a push moves unknown, nothing is forwarded; the
-     * refs are still decided and audited, and answered as upstream errors. */
-    if (open_symrefs(&refs, r, &r->symrefs_err) < 0)
-        r->symrefs_failed = 1;
     for (size_t i = 0; i < r->req->nupdates; i++) {
         ref_cmd *c = &r->cmds[i];
 
@@ -305,15 +338,34 @@ static int plan_push(gateway_receive *r)
         c->plan.old_zero = rgit_oid_hex_is_zero(c->u->old_id);
         c->plan.new_zero = rgit_oid_hex_is_zero(c->u->new_id);
         c->result.refname = c->u->refname;
-        rc = find_moves(r, refs, c);
+    }
+    if (r->repo_dir == NULL && pthread_create(&tid, NULL, symref_job_main, &job) == 0)
+        threaded = 1;
+    else
+        symref_job_main(&job);
+    if (threaded) {
+        if (guess_need_pack(r))
+            rc = start_spool(r);
+        pthread_join(tid, NULL);
         if (rc < 0)
             goto done;
-        need_pack |= policy_plan_classify(&c->plan, r->ctx->cfg, r->route.repo);
+    }
+    /* Fail closed: what a push moves unknown, nothing is forwarded; the
+     * refs are still decided and audited, and answered as upstream errors. */
+    if (job.rc < 0) {
+        r->symrefs_failed = 1;
+        r->symrefs_err = job.err;
+    }
+    for (size_t i = 0; i < r->req->nupdates; i++) {
+        rc = find_moves(r, job.refs, &r->cmds[i]);
+        if (rc < 0)
+            goto done;
+        need_pack |= policy_plan_classify(&r->cmds[i].plan, r->ctx->cfg, r->route.repo);
     }
     r->check_workflows = workflows_matter(r);
-    rc = need_pack || r->check_workflows;
+    rc = need_pack || r->check_workflows || r->spool_fd >= 0;
 done:
-    rgit_symrefs_free(refs);
+    rgit_symrefs_free(job.refs);
     return rc;
 }
 
@@ -929,7 +981,7 @@ static int header_done(gateway_receive *r)
     if (need_pack < 0)
         return need_pack;
     if (need_pack) {
-        int rc = start_spool(r);
+        int rc = r->spool_fd >= 0 ? 0 : start_spool(r);
 
         if (rc == 0)
             start_overlap(r);
