@@ -174,17 +174,27 @@ static int copy_charge(copy_budget *b, long long bytes, rg_error *err)
     return 0;
 }
 
-/* Copy the regular file `name` of directory fd `sfd` to `dfd`, keeping its permission bits. */
-static int copy_file(int sfd, int dfd, const char *name, const char *shown, rg_error *err)
+/*
+ * Copy the regular file `name` of directory fd `sfd` to `dfd`, keeping the
+ * owner's permission bits; through a symbolic link when `follow`.
+ */
+static int copy_file(int sfd, int dfd, const char *name, const char *shown, int follow,
+                     rg_error *err)
 {
     char buf[65536];
     struct stat st;
     int in = -1, outfd = -1, rc = 0;
+    long long left;
     ssize_t n;
 
-    in = openat(sfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    /* O_NONBLOCK: a fifo put in its place would not hang the open; it is refused below. */
+    in = openat(sfd, name, O_RDONLY | O_NONBLOCK | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
     if (in < 0 || fstat(in, &st) < 0) {
         rc = rg_error_set(err, -errno, "%s: %s", shown, strerror(errno));
+        goto done;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = rg_error_set(err, -EINVAL, "%s: not a regular file", shown);
         goto done;
     }
     outfd =
@@ -193,10 +203,15 @@ static int copy_file(int sfd, int dfd, const char *name, const char *shown, rg_e
         rc = rg_error_set(err, -errno, "copying %s: %s", shown, strerror(errno));
         goto done;
     }
-    /* Bounded: by the file's size, itself charged to the budget. */
-    while ((n = read(in, buf, sizeof(buf))) != 0) {
-        if (n < 0 && errno == EINTR)
+    /* Bounded: at most the size charged to the budget, should the file grow meanwhile. */
+    for (left = st.st_size; left > 0; left -= n) {
+        n = read(in, buf, left < (long long)sizeof(buf) ? (size_t)left : sizeof(buf));
+        if (n < 0 && errno == EINTR) {
+            n = 0;
             continue;
+        }
+        if (n == 0)
+            break;
         if (n < 0 || write(outfd, buf, (size_t)n) != n) {
             rc = rg_error_set(err, -EIO, "copying %s: %s", shown, strerror(errno));
             goto done;
@@ -225,7 +240,7 @@ static int copy_dir(int sfd, int dfd, const char *shown, const char *const *skip
 {
     char sub[PATH_MAX], link[PATH_MAX];
     struct dirent *d;
-    struct stat st;
+    struct stat st, target;
     DIR *dir = NULL;
     int dup_fd, rc = 0, s2 = -1, d2 = -1;
     ssize_t n;
@@ -249,7 +264,13 @@ static int copy_dir(int sfd, int dfd, const char *shown, const char *const *skip
         if ((rc = copy_charge(b, S_ISREG(st.st_mode) ? st.st_size : 0, err)) < 0)
             break;
         if (S_ISREG(st.st_mode)) {
-            rc = copy_file(sfd, dfd, d->d_name, sub, err);
+            rc = copy_file(sfd, dfd, d->d_name, sub, 0, err);
+        } else if (S_ISLNK(st.st_mode) && fstatat(sfd, d->d_name, &target, 0) == 0 &&
+                   S_ISREG(target.st_mode)) {
+            /* A settings file kept elsewhere (a dotfiles checkout) and linked
+             * in: its target is not in the run, so copy what it says. */
+            if ((rc = copy_charge(b, target.st_size, err)) == 0)
+                rc = copy_file(sfd, dfd, d->d_name, sub, 1, err);
         } else if (S_ISLNK(st.st_mode)) {
             n = readlinkat(sfd, d->d_name, link, sizeof(link) - 1);
             if (n < 0)
@@ -307,7 +328,7 @@ int cli_profile_copy_config(const char *dest, const cli_profile *p, const char *
         if (pfd < 0)
             rc = rg_error_set(err, -errno, "%s: %s", dir, strerror(errno));
         else if ((rc = copy_charge(&b, st.st_size, err)) == 0)
-            rc = copy_file(pfd, dfd, base, src_file, err);
+            rc = copy_file(pfd, dfd, base, src_file, 1, err);
         if (pfd >= 0)
             close(pfd);
     }

@@ -56,7 +56,9 @@ int cli_profile_url_host(char *out, size_t cap, const char *url);
  * directory): the directory `src_dir` without the entries the profile
  * skips, and, when `src_file` is not NULL, that file as
  * dest/<its basename>. Missing sources are not an error (a first run has
- * none). Regular files, directories and symbolic links (as links) only;
+ * none). Regular files, directories and symbolic links only: a link to a
+ * regular file is copied as that file (its target is not in the run), any
+ * other link as a link;
  * at most CLI_PROFILE_COPY_ENTRIES entries, CLI_PROFILE_COPY_BYTES bytes
  * and CLI_PROFILE_COPY_DEPTH levels, past which it fails with -EFBIG.
  */

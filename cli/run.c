@@ -128,6 +128,8 @@ static void usage(FILE *f)
             "$CLAUDE_CONFIG_DIR or $CODEX_HOME when set) is made in\n"
             "$XDG_STATE_HOME/refgate/runs/ (default ~/.local/state), is the run's to write\n"
             "(-w) and is removed when the run ends: nothing reaches your own.\n"
+            "Git LFS: the rewrite sends git-lfs's API to the gateway, which forwards no\n"
+            "LFS objects and answers 501 in LFS's error format (git-lfs prints why).\n"
             "\n"
             "Exit status: CMD's (CMD killed by a signal: the same signal); 1 the run could\n"
             "not be set up; 2 usage, or no gateway running.\n"

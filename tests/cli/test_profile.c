@@ -154,7 +154,7 @@ Test(profile, every_profile_has_hosts_env_and_a_config)
         cr_assert_eq(system(cmd_), 0, "%s", cmd_);                                                 \
     } while (0)
 
-Test(profile, config_copy_skips_other_projects_and_keeps_links_as_links)
+Test(profile, config_copy_skips_other_projects_and_copies_linked_files)
 {
     char tmpl[] = "/tmp/rg-profile-XXXXXX", path[512];
     const cli_profile *p = NULL;
@@ -166,9 +166,10 @@ Test(profile, config_copy_skips_other_projects_and_keeps_links_as_links)
        "echo '{}' >%s/home/.claude/settings.json && echo T >%s/home/.claude/projects/other/t && "
        "echo J >%s/home/.claude.json",
        tmpl, tmpl, tmpl, tmpl, tmpl, tmpl);
-    SH("echo A >%s/home/.claude/agents/a.md && ln -s /etc/hostname %s/home/.claude/link && "
-       "echo H >%s/home/.claude/history.jsonl && chmod 600 %s/home/.claude/settings.json",
-       tmpl, tmpl, tmpl, tmpl);
+    SH("echo A >%s/home/.claude/agents/a.md && ln -s /etc %s/home/.claude/link && "
+       "echo H >%s/home/.claude/history.jsonl && chmod 600 %s/home/.claude/settings.json && "
+       "echo K >%s/dotfiles-keys.json && ln -s %s/dotfiles-keys.json %s/home/.claude/keys.json",
+       tmpl, tmpl, tmpl, tmpl, tmpl, tmpl, tmpl);
     cr_assert_eq(cli_profile_select(&p, "claude", NULL, NULL), 0);
     snprintf(path, sizeof(path), "%s/copy", tmpl);
     char dir[512], file[512];
@@ -185,7 +186,11 @@ Test(profile, config_copy_skips_other_projects_and_keeps_links_as_links)
     cr_assert_eq(stat(path, &st), 0, "the config file lands inside the copy");
     snprintf(path, sizeof(path), "%s/copy/link", tmpl);
     cr_assert_eq(lstat(path, &st), 0);
-    cr_assert(S_ISLNK(st.st_mode), "a link stays a link");
+    cr_assert(S_ISLNK(st.st_mode), "a link to a directory stays a link");
+    snprintf(path, sizeof(path), "%s/copy/keys.json", tmpl);
+    cr_assert_eq(lstat(path, &st), 0);
+    cr_assert(S_ISREG(st.st_mode),
+              "a link to a file is copied as the file (its target is not in the run)");
     snprintf(path, sizeof(path), "%s/copy/projects", tmpl);
     cr_assert_neq(lstat(path, &st), 0, "other projects' transcripts are not copied");
     snprintf(path, sizeof(path), "%s/copy/history.jsonl", tmpl);
