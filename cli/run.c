@@ -18,6 +18,7 @@
  * usage error or when no gateway answers on the control socket.
  */
 #include "cli/cli.h"
+#include "cli/profile.h"
 #include "config/config.h"
 #include "tokens/token.h"
 #include "util/buf.h"
@@ -29,6 +30,7 @@
 #include <git2.h>
 #include <jansson.h>
 #include <limits.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -66,7 +68,8 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: refgate run [--config FILE] [--repo HOST/PATH]... [--ttl DURATION]\n"
-            "                   [--run NAME] [--gateway-url URL] [--] CMD [ARGS...]\n"
+            "                   [--run NAME] [--gateway-url URL] [--profile NAME]\n"
+            "                   [--] CMD [ARGS...]\n"
             "\n"
             "Run CMD (an agent) under refgate-run in a fork of the current directory, with a\n"
             "run token for its repositories and its git pushes going through the gateway.\n"
@@ -87,6 +90,8 @@ static void usage(FILE *f)
             "  --run NAME        the run's name in the audit log (default: run-<random>)\n"
             "  --gateway-url URL the gateway's URL as the run reaches it (default: the\n"
             "                    config's control.url, else what the gateway tells)\n"
+            "  --profile NAME    the agent profile: claude, codex, or none (default: the\n"
+            "                    one named like CMD's basename, else none); see below\n"
             "\n"
             "How: the running gateway mints the token over its control socket\n"
             "(control.socket, default <state_dir>/control.sock; the gateway checks who you\n"
@@ -105,6 +110,26 @@ static void usage(FILE *f)
             "When CMD ends, however it ends (refgate run forwards SIGINT, SIGTERM and\n"
             "SIGHUP sent to it, and waits), the token is revoked, and the fork's path is\n"
             "printed with the refgate diff command that reviews it.\n"
+            "\n"
+            "Agent profiles give an agent what it needs to reach its model's API; the run\n"
+            "says at start which of them it holds (names, never values):\n"
+            "  claude  hosts api.anthropic.com:443, console.anthropic.com:443 (login refresh);\n"
+            "          env ANTHROPIC_*, CLAUDE_CODE_*, DISABLE_TELEMETRY,\n"
+            "          DISABLE_ERROR_REPORTING, DISABLE_AUTOUPDATER; config: a copy of\n"
+            "          ~/.claude (without projects, history.jsonl, shell-snapshots, todos,\n"
+            "          file-history, session-env, statsig, ide, debug) and ~/.claude.json,\n"
+            "          found through CLAUDE_CONFIG_DIR\n"
+            "  codex   hosts api.openai.com:443, chatgpt.com:443, auth.openai.com:443;\n"
+            "          env OPENAI_*, CODEX_*; config: a copy of ~/.codex (without sessions,\n"
+            "          archived_sessions, history.jsonl, log), found through CODEX_HOME\n"
+            "The hosts (and ANTHROPIC_BASE_URL's or OPENAI_BASE_URL's when it is https)\n"
+            "go to refgate-run's allow-list (--net allow=..., beside the gateway); the\n"
+            "variables set in your environment pass with -e NAME; the copy (of\n"
+            "$CLAUDE_CONFIG_DIR or $CODEX_HOME when set) is made in\n"
+            "$XDG_STATE_HOME/refgate/runs/ (default ~/.local/state), is the run's to write\n"
+            "(-w) and is removed when the run ends: nothing reaches your own.\n"
+            "Git LFS: the rewrite sends git-lfs's API to the gateway, which forwards no\n"
+            "LFS objects and answers 501 in LFS's error format (git-lfs prints why).\n"
             "\n"
             "Exit status: CMD's (CMD killed by a signal: the same signal); 1 the run could\n"
             "not be set up; 2 usage, or no gateway running.\n"
@@ -767,6 +792,139 @@ static size_t run_list_forks(unsigned *ns, size_t cap, const char *cwd)
 }
 
 /* ------------------------------------------------------------------------ */
+/* The agent profile                                                        */
+/* ------------------------------------------------------------------------ */
+
+/* What a profile adds to a run: the per-run copy of its config, the allow-list. */
+typedef struct run_profile_state {
+    char dir[PATH_MAX];         /* the copy; "" when none was made */
+    char setenv[PATH_MAX + 64]; /* CONFIG_ENV=dir, for -e */
+    char allow[4096];           /* allow=HOST:PORT,... for --net */
+} run_profile_state;
+
+static const char *run_home(void)
+{
+    const char *home = getenv("HOME");
+    struct passwd *pw;
+
+    if (home != NULL && home[0] == '/')
+        return home;
+    pw = getpwuid(getuid());
+    return pw != NULL ? pw->pw_dir : NULL;
+}
+
+/*
+ * The profile's part of the runner's arguments: `-e NAME` for each of its
+ * variables set here (named, so the API key's value stays out of argv), the
+ * copy of its config (made now, in $XDG_STATE_HOME/refgate/runs/, removed
+ * by the caller) writable with -w and pointed at by its variable, and
+ * `--net allow=...` with its hosts, which refgate-run serves beside the
+ * gateway. Says on stderr what the run holds: names, never values.
+ */
+static int run_profile_args(run_profile_state *ps, const char **args, size_t *nargs, size_t cap,
+                            char **owned, size_t *nowned, const cli_profile *p)
+{
+    extern char **environ;
+    char base[PATH_MAX], src_dir[PATH_MAX], src_file[PATH_MAX], hostport[300];
+    const char *home = run_home(), *state = getenv("XDG_STATE_HOME"), *v;
+    rg_error err = RG_ERROR_INIT;
+    size_t i, held = 0, len;
+    int rc = -1;
+
+    ps->dir[0] = '\0';
+    fprintf(stderr, "refgate run: profile %s: the run holds", p->name);
+    for (i = 0; environ[i]; i++) {
+        char *name;
+
+        if (!cli_profile_env_match(p, environ[i]))
+            continue;
+        if (*nargs + 2 > cap)
+            goto done;
+        name =
+            run_own(owned, nowned, "%.*s", (int)(strchr(environ[i], '=') - environ[i]), environ[i]);
+        if (name == NULL)
+            goto done;
+        args[(*nargs)++] = "-e";
+        args[(*nargs)++] = name;
+        fprintf(stderr, "%s %s", held++ ? "," : "", name);
+    }
+    fprintf(stderr, "%s\n", held ? " (from your environment)" : " none of its variables");
+
+    len = (size_t)snprintf(ps->allow, sizeof(ps->allow), "allow=");
+    for (i = 0; p->hosts[i] && len < sizeof(ps->allow); i++)
+        len += (size_t)snprintf(ps->allow + len, sizeof(ps->allow) - len, "%s%s", i ? "," : "",
+                                p->hosts[i]);
+    v = p->base_url_env ? getenv(p->base_url_env) : NULL;
+    if (v != NULL && *v != '\0') {
+        if (cli_profile_url_host(hostport, sizeof(hostport), v) == 0)
+            len += (size_t)snprintf(ps->allow + len,
+                                    len < sizeof(ps->allow) ? sizeof(ps->allow) - len : 0, ",%s",
+                                    hostport);
+        else
+            fprintf(stderr,
+                    "refgate run: profile %s: %s is not an https://HOST[:PORT] URL; only "
+                    "HTTPS goes through the run's proxy, so it is not reachable\n",
+                    p->name, p->base_url_env);
+    }
+    if (len >= sizeof(ps->allow)) {
+        fprintf(stderr, "refgate run: profile %s: too many hosts\n", p->name);
+        goto done;
+    }
+
+    if (home == NULL) {
+        fprintf(stderr, "refgate run: profile %s: no home directory to find its config in\n",
+                p->name);
+        goto done;
+    }
+    if (state != NULL && state[0] == '/')
+        snprintf(base, sizeof(base), "%s/refgate/runs", state);
+    else
+        snprintf(base, sizeof(base), "%s/.local/state/refgate/runs", home);
+    if (rg_fs_mkdir_p(base, 0700, &err) < 0) {
+        fprintf(stderr, "refgate run: %s\n", err.msg);
+        goto done;
+    }
+    if ((size_t)snprintf(ps->dir, sizeof(ps->dir), "%s/%s.XXXXXX", base, p->name) >=
+            sizeof(ps->dir) ||
+        mkdtemp(ps->dir) == NULL) {
+        fprintf(stderr, "refgate run: cannot make a directory in %s: %s\n", base, strerror(errno));
+        ps->dir[0] = '\0';
+        goto done;
+    }
+    /* The agent's own pointer at its config wins over the default place:
+     * that is where its config is (and, for Claude Code, its .claude.json). */
+    v = getenv(p->config_env);
+    if (v != NULL && v[0] == '/') {
+        snprintf(src_dir, sizeof(src_dir), "%s", v);
+        src_file[0] = '\0';
+    } else {
+        snprintf(src_dir, sizeof(src_dir), "%s/%s", home, p->config_dir);
+        snprintf(src_file, sizeof(src_file), "%s/%s", home, p->config_file ? p->config_file : "");
+    }
+    if (cli_profile_copy_config(ps->dir, p, src_dir,
+                                src_file[0] && p->config_file ? src_file : NULL, &err) < 0) {
+        fprintf(stderr, "refgate run: profile %s: copying its config: %s\n", p->name, err.msg);
+        goto done;
+    }
+    snprintf(ps->setenv, sizeof(ps->setenv), "%s=%s", p->config_env, ps->dir);
+    if (*nargs + 6 > cap)
+        goto done;
+    args[(*nargs)++] = "-e";
+    args[(*nargs)++] = ps->setenv;
+    args[(*nargs)++] = "-w";
+    args[(*nargs)++] = ps->dir;
+    args[(*nargs)++] = "--net";
+    args[(*nargs)++] = ps->allow;
+    fprintf(stderr,
+            "refgate run: profile %s: reaches %s besides the gateway; its config is a copy of %s "
+            "at %s (%s), removed when the run ends\n",
+            p->name, ps->allow + 6, src_dir, ps->dir, p->config_env);
+    rc = 0;
+done:
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
 /* The command                                                              */
 /* ------------------------------------------------------------------------ */
 
@@ -799,11 +957,13 @@ static int run_revoke(const char *sock, const char *token)
 static int run_with_token(int *wst, long *fork_n, const config_model *cfg,
                           const unsigned char *used, const char *const *repos, size_t nrepos,
                           const char *token, const json_t *ans, const char *gw_arg,
-                          const char *runner, const char *cwd, char **cmd)
+                          const char *runner, const char *cwd, char **cmd, const cli_profile *prof)
 {
+    extern char **environ;
     const char *value, **args = NULL;
     char **owned = NULL, **envp = NULL, *gw = NULL;
-    size_t ncmd = 0, nargs = 0, nowned = 0, cap, i, j, nbefore = 0, nafter;
+    size_t ncmd = 0, nargs = 0, nowned = 0, nenv = 0, cap, i, j, nbefore = 0, nafter;
+    run_profile_state ps;
     unsigned before[FORKS_MAX], after[FORKS_MAX];
     run_env genv = {0};
     int status = EXIT_SETUP;
@@ -811,6 +971,7 @@ static int run_with_token(int *wst, long *fork_n, const config_model *cfg,
 
     *wst = 0;
     *fork_n = -1;
+    ps.dir[0] = '\0';
     /* The URL the run reaches the gateway at: said on the command line, in
      * the config, or by the gateway itself. */
     value = gw_arg             ? gw_arg
@@ -838,16 +999,22 @@ static int run_with_token(int *wst, long *fork_n, const config_model *cfg,
     }
     while (cmd[ncmd] != NULL)
         ncmd++;
-    /* runner, 2 + 2 + 4 per git setting, 2 per hidden path, "--", CMD, NULL. */
-    cap = 4 * genv.n + 64 + 12 * cfg->nupstreams;
+    while (environ[nenv] != NULL)
+        nenv++;
+    /* runner, 2 + 2 + 4 per git setting, 2 per hidden path, 2 per profile
+     * variable (at most every variable) and 6 for its copy and hosts, "--",
+     * CMD, NULL. */
+    cap = 4 * genv.n + 64 + 12 * cfg->nupstreams + 2 * nenv;
     args = calloc(cap + ncmd, sizeof(*args));
-    owned = calloc(4 * genv.n + 4, sizeof(*owned));
+    owned = calloc(4 * genv.n + 4 + nenv, sizeof(*owned));
     if (args == NULL || owned == NULL)
         goto done;
     args[nargs++] = runner;
     if (run_runner_env(&envp, args, &nargs, owned, &nowned, &genv, token) < 0)
         goto done;
     if (run_hide_args(args, &nargs, cap - 4, cfg) < 0)
+        goto done;
+    if (prof != NULL && run_profile_args(&ps, args, &nargs, cap - 4, owned, &nowned, prof) < 0)
         goto done;
     /* The run's only network: the gateway, at the URL its git uses. */
     args[nargs++] = "--gateway";
@@ -893,6 +1060,13 @@ static int run_with_token(int *wst, long *fork_n, const config_model *cfg,
         }
     }
 done:
+    if (ps.dir[0] != '\0') {
+        rg_error err = RG_ERROR_INIT;
+
+        /* The copy holds the agent's login: it does not outlive the run. */
+        if (rg_fs_remove_tree(ps.dir, 0, &err) < 0)
+            fprintf(stderr, "refgate run: could not remove %s: %s\n", ps.dir, err.msg);
+    }
     for (i = 0; i < nowned; i++) {
         explicit_bzero(owned[i], strlen(owned[i]));
         free(owned[i]);
@@ -908,6 +1082,8 @@ done:
 int cli_run(int argc, char **argv)
 {
     const char *config_path = NULL, *ttl_arg = NULL, *run = NULL, *gw_arg = NULL, *value;
+    const char *profile_arg = NULL;
+    const cli_profile *prof = NULL;
     const char *repo_args[TOKENS_REPOS_MAX];
     char *repos[TOKENS_REPOS_MAX] = {0}, *token = NULL, runner[PATH_MAX], cwd[PATH_MAX];
     size_t nrepo_args = 0, nrepos = 0, i;
@@ -947,6 +1123,9 @@ int cli_run(int argc, char **argv)
         } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--gateway-url", "refgate run")) !=
                    0) {
             gw_arg = value;
+        } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--profile", "refgate run")) !=
+                   0) {
+            profile_arg = value;
         } else {
             fprintf(stderr, "refgate run: unknown option '%s'\n\n", argv[argi]);
             usage(stderr);
@@ -963,6 +1142,10 @@ int cli_run(int argc, char **argv)
     if (ttl_arg != NULL && cli_parse_duration(ttl_arg) <= 0) {
         fprintf(stderr, "refgate run: --ttl %s: expected a duration such as 3600, 30m or 2h\n",
                 ttl_arg);
+        return EXIT_USAGE;
+    }
+    if (cli_profile_select(&prof, profile_arg, argv[cmd_at], &err) < 0) {
+        fprintf(stderr, "refgate run: %s\n", err.msg);
         return EXIT_USAGE;
     }
     if (gw_arg != NULL && strncmp(gw_arg, "http://", 7) != 0) {
@@ -1064,7 +1247,7 @@ int cli_run(int argc, char **argv)
         goto done;
     }
     status = run_with_token(&wst, &fork_n, cfg, used, (const char *const *)repos, nrepos, token,
-                            ans, gw_arg, runner, cwd, argv + cmd_at);
+                            ans, gw_arg, runner, cwd, argv + cmd_at, prof);
     if (run_revoke(cfg->control.socket, token) == 0)
         fprintf(stderr, "refgate run: the run token is revoked\n");
     if (fork_n >= 0)

@@ -28,6 +28,10 @@ int gateway_route_parse(gateway_route *out, const char *method, const char *url,
     if (url[0] != '/')
         return rg_error_set(err, -ENOENT, "not a git endpoint");
     len = strlen(url);
+    /* A run's URL rewrite sends git-lfs's API (objects/batch, locks) here
+     * too; a 404 would read as a missing repository, so say what it is. */
+    if (strstr(url, "/info/lfs/") != NULL || ends_with(url, len, "/info/lfs"))
+        return rg_error_set(err, -EOPNOTSUPP, "%s", GATEWAY_ROUTE_LFS_REFUSAL);
     if (ends_with(url, len, "/info/refs")) {
         tail = url + len - strlen("/info/refs");
         out->advertise = 1;

@@ -26,11 +26,19 @@ typedef struct gateway_route {
     char repo[640]; /* "<host>/<path>": what rules and tokens name */
 } gateway_route;
 
+/* What a Git LFS API call (`.../info/lfs/...`) is answered: see gateway_route_parse. */
+#define GATEWAY_ROUTE_LFS_REFUSAL                                                                  \
+    "refgate: Git LFS is not supported through the gateway (objects are not forwarded); push "     \
+    "LFS objects outside the sandbox"
+
 /*
  * Parse `method` and the decoded URL path `url` (plus the `service` query
  * argument, NULL when absent). Returns 0, or -ENOENT for a URL that is no
  * git endpoint, -EINVAL for an invalid repository path, -EPERM for a method
- * the endpoint does not take; each with a message fit for the client.
+ * the endpoint does not take, -EOPNOTSUPP for a Git LFS API call (any
+ * method, any path with an `/info/lfs/` segment: GATEWAY_ROUTE_LFS_REFUSAL,
+ * to answer in LFS's own error format); each with a message fit for the
+ * client.
  */
 int gateway_route_parse(gateway_route *out, const char *method, const char *url,
                         const char *service, rg_error *err);

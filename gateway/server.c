@@ -152,6 +152,18 @@ static enum MHD_Result respond_text(struct MHD_Connection *c, unsigned status, c
                    n < (int)sizeof(body) ? (size_t)n : sizeof(body) - 1);
 }
 
+/*
+ * A Git LFS API call, refused in LFS's own error format
+ * (`application/vnd.git-lfs+json` with a `message`), which git-lfs prints;
+ * 501 rather than 403 because nothing the client holds would change it.
+ */
+static enum MHD_Result respond_lfs_refusal(struct MHD_Connection *c)
+{
+    static const char body[] = "{\"message\": \"" GATEWAY_ROUTE_LFS_REFUSAL "\"}\n";
+
+    return respond(c, 501, "application/vnd.git-lfs+json", body, sizeof(body) - 1);
+}
+
 /* ------------------------------------------------------------- requests */
 
 static void client_address(char *out, size_t outsz, struct MHD_Connection *c)
@@ -405,6 +417,8 @@ static enum MHD_Result begin(gateway_server *s, struct MHD_Connection *c, const 
 
     service = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "service");
     rc = gateway_route_parse(&route, method, url, service, &e);
+    if (rc == -EOPNOTSUPP)
+        return respond_lfs_refusal(c);
     if (rc < 0)
         return respond_text(c, rc == -EPERM ? 405 : rc == -EINVAL ? 400 : 404, e.msg);
     up = config_find_upstream(s->ctx.cfg, route.host);

@@ -9,7 +9,7 @@ PACKAGES=(
   libgit2-dev libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libssl-dev zlib1g-dev
   libcriterion-dev clang libclang-rt-14-dev
   xfsprogs e2fsprogs util-linux mount bubblewrap hyperfine procps python3 jq
-  libseccomp-dev keyutils attr
+  libseccomp-dev keyutils attr git-lfs
   nginx fcgiwrap openssl
 )
 

@@ -57,6 +57,16 @@ static route_case cases[] = {
     {"GET", "//acme/app.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
     {"GET", "/../acme/app.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
     {"GET", "/local/-x/app.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    /* Git LFS's API, which a run's URL rewrite sends here: refused as LFS, whatever the method. */
+    {"POST", "/local/acme/app.git/info/lfs/objects/batch", "", -EOPNOTSUPP, "", 0, 0},
+    {"POST", "/github.com/o/r/info/lfs/objects/batch", "", -EOPNOTSUPP, "", 0, 0},
+    {"GET", "/local/acme/app.git/info/lfs/locks", "", -EOPNOTSUPP, "", 0, 0},
+    {"POST", "/local/acme/app.git/info/lfs/locks/verify", "", -EOPNOTSUPP, "", 0, 0},
+    {"PUT", "/local/acme/app.git/info/lfs/objects/abc", "", -EOPNOTSUPP, "", 0, 0},
+    {"GET", "/local/acme/app.git/info/lfs", "", -EOPNOTSUPP, "", 0, 0},
+    /* ...but not a repository that merely has lfs in its name. */
+    {"GET", "/local/acme/info-lfs.git/info/refs", "git-upload-pack", 0, "local/acme/info-lfs", 1,
+     GATEWAY_UPLOAD_PACK},
 };
 
 ParameterizedTestParameters(route, parse_accepts_git_endpoints_and_rejects_the_rest)
@@ -152,4 +162,16 @@ Test(route_local, refuses_missing_repositories_and_symlinks_out_of_the_root)
     cr_assert_null(dir);
     /* A directory that is not a repository is not served either. */
     cr_assert_eq(local_dir(&dir, "/local/acme/info/refs"), -ENOENT);
+}
+
+Test(route, lfs_api_calls_get_the_lfs_refusal_message)
+{
+    gateway_route r;
+    rg_error err = RG_ERROR_INIT;
+
+    cr_assert_eq(
+        gateway_route_parse(&r, "POST", "/local/acme/app.git/info/lfs/objects/batch", NULL, &err),
+        -EOPNOTSUPP);
+    cr_assert_str_eq(err.msg, GATEWAY_ROUTE_LFS_REFUSAL);
+    cr_assert(strstr(err.msg, "Git LFS is not supported through the gateway") != NULL);
 }

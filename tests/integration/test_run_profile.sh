@@ -1,0 +1,146 @@
+# `refgate run`'s agent profiles with the real gateway and refgate-run: a
+# fake `claude` (and `codex`) in the work tree dumps its environment, writes
+# to its config and tries the network through $HTTPS_PROXY. The allowed
+# host is a server on this machine's non-loopback address, listed through
+# ANTHROPIC_BASE_URL (the real API hosts' names cannot lead here, and
+# refgate-run's proxy refuses a name that leads to loopback); the refusal is
+# a host off the list (example.com: refused before any DNS).
+source "$(dirname "$0")/lib.sh"
+
+: "${REFGATE_RUN:?set REFGATE_RUN to the refgate-run binary}"
+mkdir "$T/probe"
+if ! "$REFGATE_RUN" -q -d "$T/probe" -- true >"$T/check" 2>&1; then
+  echo "skipped: refgate-run cannot confine on this kernel: $(cat "$T/check")"
+  exit 77
+fi
+make_upstream app
+write_config "$STANDARD_RULES"
+start_gateway
+clone app "$T/w"
+
+# A server on a non-loopback address of this host, when there is one.
+ADDR=$(ip -4 -o addr show scope global 2>/dev/null | awk '{sub("/.*", "", $4); print $4; exit}')
+HTTP_PID=
+if [ -n "$ADDR" ] && command -v python3 >/dev/null; then
+  python3 -c '
+import http.server, sys
+s = http.server.HTTPServer((sys.argv[1], 0), http.server.SimpleHTTPRequestHandler)
+open(sys.argv[2] + ".tmp", "w").write(str(s.server_port)); __import__("os").rename(sys.argv[2] + ".tmp", sys.argv[2])
+s.serve_forever()' "$ADDR" "$T/http.port" 2>"$T/http.log" &
+  HTTP_PID=$!
+  for _ in $(seq 1 200); do [ -s "$T/http.port" ] && break; sleep 0.05; done
+  HTTP_PORT=$(cat "$T/http.port")
+else
+  echo "# no non-loopback IPv4 address (or no python3): only the proxy's refusal is tested"
+fi
+trap 'kill $HTTP_PID 2>/dev/null || true; cleanup' EXIT
+
+# The real agent's config, which the run must see a copy of and never change.
+mkdir -p "$HOME/.claude/projects/other" "$HOME/.codex/sessions"
+echo '{"theme": "dark"}' >"$HOME/.claude/settings.json"
+echo 'TRANSCRIPT-OF-ANOTHER-PROJECT' >"$HOME/.claude/projects/other/t.jsonl"
+echo '{"userID": "u"}' >"$HOME/.claude.json"
+echo 'model = "o3"' >"$HOME/.codex/config.toml"
+echo 'OLD-CODEX-SESSION' >"$HOME/.codex/sessions/s.jsonl"
+
+# The fake agents live in the work tree: the fork is what the run sees.
+mkdir -p "$T/w/bin"
+cat >"$T/w/bin/claude" <<SH
+#!/bin/sh
+env | sort >env.dump
+ls -A "\$CLAUDE_CONFIG_DIR" >config.ls
+cat "\$CLAUDE_CONFIG_DIR/settings.json" "\$CLAUDE_CONFIG_DIR/.claude.json" >config.cat
+echo '{"theme": "light"}' >"\$CLAUDE_CONFIG_DIR/settings.json" && echo wrote >>config.cat
+ls "$HOME/.claude" >real.ls 2>&1 || echo "real config unreadable" >real.ls
+if [ -n "$ADDR" ]; then
+  curl -sS -o /dev/null -w '%{http_code}\n' --proxytunnel -x "\$HTTPS_PROXY" http://$ADDR:${HTTP_PORT:-0}/ >allowed.out 2>&1
+fi
+curl -sS -o /dev/null -w '%{http_code}\n' https://example.com/ >denied.out 2>&1
+curl -sS -o /dev/null -w '%{http_code}\n' --proxytunnel -x "\$HTTPS_PROXY" http://$ADDR:1/ >otherport.out 2>&1
+exit 0
+SH
+cp "$T/w/bin/claude" "$T/w/bin/codex"
+sed -i 's/CLAUDE_CONFIG_DIR/CODEX_HOME/g; s/settings.json/config.toml/; s| "\$CODEX_HOME/.claude.json"||' "$T/w/bin/codex"
+cp "$T/w/bin/claude" "$T/w/bin/agent"
+chmod +x "$T/w/bin/"*
+git -C "$T/w" add bin && git -C "$T/w" commit -q -m agents
+
+rg_run() {
+  set +e
+  (cd "$T/w" && env "$@") >"$T/run.out" 2>&1
+  RUN_RC=$?
+  set -e
+  ! grep -q 'Sanitizer' "$T/run.out" || { cat "$T/run.out"; fail "sanitizer report"; }
+  FORK=$(sed -n 's/^refgate run: the fork: //p' "$T/run.out")
+}
+
+KEY=sk-ant-test-SECRETVALUE
+BASE=https://${ADDR:-192.0.2.1}:${HTTP_PORT:-9}
+
+test_claude_by_name_holds_its_key_reaches_its_hosts_and_a_config_copy() {
+  rg_run ANTHROPIC_API_KEY=$KEY ANTHROPIC_BASE_URL=$BASE CLAUDE_CODE_X=1 OPENAI_API_KEY=sk-other \
+    "$REFGATE" run --config "$T/refgate.json" -- ./bin/claude
+  [ "$RUN_RC" -eq 0 ] || { cat "$T/run.out"; fail "status $RUN_RC"; }
+  # Said at start, by name; the value is never printed.
+  assert_contains "$T/run.out" 'refgate run: profile claude: the run holds ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, CLAUDE_CODE_X (from your environment)'
+  assert_contains "$T/run.out" "reaches api.anthropic.com:443,console.anthropic.com:443,${BASE#https://} besides the gateway"
+  assert_not_contains "$T/run.out" "$KEY"
+  # Inside: its variables, the copy, the proxy; not another agent's key.
+  assert_contains "$FORK/env.dump" "ANTHROPIC_API_KEY=$KEY"
+  assert_contains "$FORK/env.dump" "CLAUDE_CODE_X=1"
+  assert_contains "$FORK/env.dump" "HTTPS_PROXY=http://127.0.0.1:"
+  assert_not_contains "$FORK/env.dump" "OPENAI_API_KEY"
+  local copy; copy=$(sed -n 's/^CLAUDE_CONFIG_DIR=//p' "$FORK/env.dump")
+  case "$copy" in "$HOME/.local/state/refgate/runs/claude."*) ;; *) fail "CLAUDE_CONFIG_DIR=$copy";; esac
+  assert_contains "$FORK/config.cat" '{"theme": "dark"}'
+  assert_contains "$FORK/config.cat" '{"userID": "u"}'
+  assert_contains "$FORK/config.cat" 'wrote'
+  assert_not_contains "$FORK/config.ls" 'projects'
+  assert_contains "$FORK/real.ls" 'unreadable'
+  # The real config is unchanged, and the copy is gone with the run.
+  assert_contains "$HOME/.claude/settings.json" '{"theme": "dark"}'
+  [ ! -e "$copy" ] || fail "the copy $copy outlived the run"
+  # The network: off-list hosts refused by the proxy, the listed one reached.
+  assert_contains "$FORK/denied.out" '403'
+  assert_contains "$FORK/otherport.out" '403'
+  if [ -n "$HTTP_PID" ]; then
+    assert_contains "$FORK/allowed.out" '200'
+  fi
+}
+
+test_codex_by_option_gets_codex_home_and_its_key_only() {
+  rg_run OPENAI_API_KEY=sk-openai-SECRET ANTHROPIC_API_KEY=$KEY \
+    "$REFGATE" run --config "$T/refgate.json" --profile codex -- ./bin/agent
+  [ "$RUN_RC" -eq 0 ] || { cat "$T/run.out"; fail "status $RUN_RC"; }
+  assert_contains "$T/run.out" 'refgate run: profile codex: the run holds OPENAI_API_KEY (from your environment)'
+  assert_contains "$T/run.out" 'reaches api.openai.com:443,chatgpt.com:443,auth.openai.com:443 besides the gateway'
+  assert_contains "$FORK/env.dump" 'OPENAI_API_KEY=sk-openai-SECRET'
+  assert_not_contains "$FORK/env.dump" 'ANTHROPIC_API_KEY'
+  assert_contains "$FORK/env.dump" "CODEX_HOME=$HOME/.local/state/refgate/runs/codex."
+}
+
+test_codex_by_name_copies_its_config_without_sessions() {
+  rg_run "$REFGATE" run --config "$T/refgate.json" -- ./bin/codex
+  [ "$RUN_RC" -eq 0 ] || { cat "$T/run.out"; fail "status $RUN_RC"; }
+  assert_contains "$T/run.out" 'refgate run: profile codex: the run holds none of its variables'
+  assert_contains "$FORK/config.cat" 'model = "o3"'
+  assert_not_contains "$FORK/config.ls" 'sessions'
+  assert_contains "$HOME/.codex/config.toml" 'model = "o3"'
+}
+
+test_profile_none_passes_no_key_and_no_proxy() {
+  rg_run ANTHROPIC_API_KEY=$KEY "$REFGATE" run --config "$T/refgate.json" --profile none -- ./bin/claude
+  [ "$RUN_RC" -eq 0 ] || { cat "$T/run.out"; fail "status $RUN_RC"; }
+  assert_not_contains "$T/run.out" 'profile'
+  assert_not_contains "$FORK/env.dump" 'ANTHROPIC_API_KEY'
+  assert_not_contains "$FORK/env.dump" 'HTTPS_PROXY'
+  assert_not_contains "$FORK/env.dump" 'CLAUDE_CONFIG_DIR'
+}
+
+test_an_unknown_profile_is_a_usage_error() {
+  rg_run "$REFGATE" run --config "$T/refgate.json" --profile gemini -- ./bin/claude
+  [ "$RUN_RC" -eq 2 ] || { cat "$T/run.out"; fail "status $RUN_RC, expected 2"; }
+  assert_contains "$T/run.out" 'refgate run: --profile gemini: no such profile (claude, codex, none)'
+}
+
+run_tests
