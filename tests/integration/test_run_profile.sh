@@ -1,10 +1,19 @@
 # `refgate run`'s agent profiles with the real gateway and refgate-run: a
 # fake `claude` (and `codex`) in the work tree dumps its environment, writes
 # to its config and tries the network through $HTTPS_PROXY. The allowed
-# host is a server on this machine's non-loopback address, listed through
+# host is a server on a test address (192.0.2.10, documentation range) of a
+# network namespace this test makes for itself, listed through
 # ANTHROPIC_BASE_URL (the real API hosts' names cannot lead here, and
 # refgate-run's proxy refuses a name that leads to loopback); the refusal is
-# a host off the list (example.com: refused before any DNS).
+# a host off the list (example.com: refused before any DNS). Nothing of it
+# leaves that namespace; without root only the refusal is tested.
+if [ -z "${RG_TEST_NETNS:-}" ] && [ "$(id -u)" = 0 ] && command -v unshare >/dev/null &&
+  command -v ip >/dev/null; then
+  # The address goes on the namespace's own loopback device: no module
+  # (dummy, veth) is needed, and it is still not a loopback-range address.
+  RG_TEST_NETNS=1 exec unshare --net -- bash -c 'ip link set lo up &&
+    ip addr add 192.0.2.10/32 dev lo && exec bash "$0"' "$0"
+fi
 source "$(dirname "$0")/lib.sh"
 
 : "${REFGATE_RUN:?set REFGATE_RUN to the refgate-run binary}"
@@ -18,8 +27,9 @@ write_config "$STANDARD_RULES"
 start_gateway
 clone app "$T/w"
 
-# A server on a non-loopback address of this host, when there is one.
-ADDR=$(ip -4 -o addr show scope global 2>/dev/null | awk '{sub("/.*", "", $4); print $4; exit}')
+# A server on the test namespace's own address, when the test made one.
+ADDR=
+[ -n "${RG_TEST_NETNS:-}" ] && ADDR=192.0.2.10
 HTTP_PID=
 if [ -n "$ADDR" ] && command -v python3 >/dev/null; then
   python3 -c '
@@ -31,7 +41,7 @@ s.serve_forever()' "$ADDR" "$T/http.port" 2>"$T/http.log" &
   for _ in $(seq 1 200); do [ -s "$T/http.port" ] && break; sleep 0.05; done
   HTTP_PORT=$(cat "$T/http.port")
 else
-  echo "# no non-loopback IPv4 address (or no python3): only the proxy's refusal is tested"
+  echo "# no network namespace of the test's own (not root) or no python3: only the proxy's refusal is tested"
 fi
 trap 'kill $HTTP_PID 2>/dev/null || true; cleanup' EXIT
 
