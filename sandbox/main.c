@@ -128,8 +128,9 @@ typedef struct run_state {
     sandbox_landlock_plan plan;
     sandbox_landlock *ll;
     sandbox_fork fork;
-    char *workdir; /* canonical: the fork or -d */
-    char *tmpdir;  /* the private TMPDIR, once created */
+    char *workdir;  /* canonical: the fork or -d */
+    char *tmpdir;   /* the private TMPDIR, once created */
+    int tmp_inside; /* TMPDIR is a tmpfs inside the run's own /tmp: nothing on disk */
     char **reads, **writes;
     char **env;
     sandbox_home_inode *inodes;
@@ -745,6 +746,34 @@ static int run_resolve_paths(run_state *s)
  * The private TMPDIR: under the caller's TMPDIR when usable, else /tmp or
  * /var/tmp; made 0700 by mkdtemp(), so no other user can reach it.
  */
+/*
+ * A TMPDIR name under /tmp that exists only inside the run: with the mount
+ * namespace the run has a /tmp of its own (a tmpfs), so its TMPDIR can be a
+ * tmpfs there too. That saves creating and removing a directory on the
+ * host's disk each run (on ext4, allocating a directory inode scans for
+ * recently deleted ones: the largest single cost of a run's start), and
+ * there is nothing to remove or leave behind afterwards.
+ */
+static int run_tmpdir_inside(run_state *s)
+{
+    static const char abc[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    unsigned char rnd[6];
+    char name[32];
+    size_t i;
+
+    if (getentropy(rnd, sizeof(rnd)) < 0)
+        return -errno;
+    memcpy(name, "/tmp/refgate-run.", 17);
+    for (i = 0; i < sizeof(rnd); i++)
+        name[17 + i] = abc[rnd[i] % (sizeof(abc) - 1)];
+    name[17 + sizeof(rnd)] = '\0';
+    s->tmpdir = strdup(name);
+    if (s->tmpdir == NULL)
+        return -ENOMEM;
+    s->tmp_inside = 1;
+    return 0;
+}
+
 static int run_make_tmpdir(run_state *s)
 {
     const char *cands[] = {getenv("TMPDIR"), "/tmp", "/var/tmp"};
@@ -754,6 +783,10 @@ static int run_make_tmpdir(run_state *s)
     for (i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
         if (cands[i] == NULL || cands[i][0] != '/' || realpath(cands[i], parent) == NULL)
             continue;
+        /* --keep-tmp needs it on disk, to be kept. */
+        if (strcmp(parent, "/tmp") == 0 && (s->o.ns & SANDBOX_NS_MOUNT) && !s->o.keep_tmp &&
+            sandbox_home_conflict(&s->home, "/tmp/refgate-run.x") == NULL)
+            return run_tmpdir_inside(s);
         snprintf(tmpl, sizeof(tmpl), "%s/refgate-run.XXXXXX", strcmp(parent, "/") ? parent : "");
         if (mkdtemp(tmpl) == NULL)
             continue;
@@ -1132,7 +1165,10 @@ static int run_plan_mounts(run_state *s)
     /* Writable: the private /tmp, then TMPDIR, the fork and -w paths in it. */
     rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_TMPFS, NULL, "/tmp", 0, &err);
     if (rc == 0)
-        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->tmpdir, s->tmpdir, rw, &err);
+        rc = s->tmp_inside
+                 ? sandbox_mount_plan_add(p, SANDBOX_MOUNT_TMPFS, NULL, s->tmpdir,
+                                          SANDBOX_MOUNT_PRIVATE, &err)
+                 : sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->tmpdir, s->tmpdir, rw, &err);
     if (rc == 0)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->workdir, s->workdir, rw, &err);
     for (i = 0; rc == 0 && i < s->o.nwrites; i++)
@@ -1373,7 +1409,7 @@ static void run_cleanup(run_state *s, int started)
 {
     rg_error err = RG_ERROR_INIT;
 
-    if (s->tmpdir != NULL) {
+    if (s->tmpdir != NULL && !s->tmp_inside) {
         if (s->o.keep_tmp)
             note("kept TMPDIR %s", s->tmpdir);
         else if (sandbox_tree_remove(s->tmpdir, &err) < 0)
