@@ -743,10 +743,6 @@ static int run_resolve_paths(run_state *s)
 }
 
 /*
- * The private TMPDIR: under the caller's TMPDIR when usable, else /tmp or
- * /var/tmp; made 0700 by mkdtemp(), so no other user can reach it.
- */
-/*
  * A TMPDIR name under /tmp that exists only inside the run: with the mount
  * namespace the run has a /tmp of its own (a tmpfs), so its TMPDIR can be a
  * tmpfs there too. That saves creating and removing a directory on the
@@ -774,6 +770,12 @@ static int run_tmpdir_inside(run_state *s)
     return 0;
 }
 
+/*
+ * The private TMPDIR: under the caller's TMPDIR when usable, else /tmp or
+ * /var/tmp; made 0700 by mkdtemp(), so no other user can reach it. Under
+ * /tmp with the mount namespace, a 0700 tmpfs inside the run instead
+ * (run_tmpdir_inside).
+ */
 static int run_make_tmpdir(run_state *s)
 {
     const char *cands[] = {getenv("TMPDIR"), "/tmp", "/var/tmp"};
