@@ -55,6 +55,9 @@
 /* Secret inodes indexed before a fork, at most (a bound against caches). */
 #define RUN_SECRET_INODES_MAX 100000
 
+/* One item of the end-of-run summary, at most (longer ones are cut). */
+#define RUN_BLOCKED_ITEM_MAX 512
+
 /* Other mounts of the home directory hidden, at most. */
 #define RUN_ALIASES_MAX 256
 
@@ -125,18 +128,22 @@ typedef struct run_state {
     sandbox_landlock_plan plan;
     sandbox_landlock *ll;
     sandbox_fork fork;
-    char *workdir; /* canonical: the fork or -d */
-    char *tmpdir;  /* the private TMPDIR, once created */
+    char *workdir;  /* canonical: the fork or -d */
+    char *tmpdir;   /* the private TMPDIR, once created */
+    int tmp_inside; /* TMPDIR is a tmpfs inside the run's own /tmp: nothing on disk */
     char **reads, **writes;
     char **env;
     sandbox_home_inode *inodes;
     size_t ninodes;
     sandbox_mount_plan mounts;
-    int root_mapped;          /* a root caller runs as SANDBOX_NS_ROOT_UID outside */
-    int bpf[2];               /* the seccomp filter, compiled by the runner meanwhile */
-    sandbox_net_gateway gw;   /* with --net gateway */
-    int netsock[2];           /* the listening sockets' way out: [0] runner, [1] child */
-    sandbox_net_relay *relay; /* in the runner, once the child sets up */
+    int root_mapped;              /* a root caller runs as SANDBOX_NS_ROOT_UID outside */
+    int bpf[2];                   /* the seccomp filter, compiled by the runner meanwhile */
+    sandbox_net_gateway gw;       /* with --net gateway */
+    int netsock[2];               /* the listening sockets' way out: [0] runner, [1] child */
+    sandbox_net_relay *relay;     /* in the runner, once the child sets up */
+    unsigned long mounts_skipped; /* entries on other mounts left out of the fork */
+    int neutralised;              /* things neutralised in the fork's .git */
+    char neutralised_what[RUN_BLOCKED_ITEM_MAX];
 } run_state;
 
 /* ------------------------------------------------------------------------ */
@@ -736,8 +743,38 @@ static int run_resolve_paths(run_state *s)
 }
 
 /*
+ * A TMPDIR name under /tmp that exists only inside the run: with the mount
+ * namespace the run has a /tmp of its own (a tmpfs), so its TMPDIR can be a
+ * tmpfs there too. That saves creating and removing a directory on the
+ * host's disk each run (on ext4, allocating a directory inode scans for
+ * recently deleted ones: the largest single cost of a run's start), and
+ * there is nothing to remove or leave behind afterwards.
+ */
+static int run_tmpdir_inside(run_state *s)
+{
+    static const char abc[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+    unsigned char rnd[6];
+    char name[32];
+    size_t i;
+
+    if (getentropy(rnd, sizeof(rnd)) < 0)
+        return -errno;
+    memcpy(name, "/tmp/refgate-run.", 17);
+    for (i = 0; i < sizeof(rnd); i++)
+        name[17 + i] = abc[rnd[i] % (sizeof(abc) - 1)];
+    name[17 + sizeof(rnd)] = '\0';
+    s->tmpdir = strdup(name);
+    if (s->tmpdir == NULL)
+        return -ENOMEM;
+    s->tmp_inside = 1;
+    return 0;
+}
+
+/*
  * The private TMPDIR: under the caller's TMPDIR when usable, else /tmp or
- * /var/tmp; made 0700 by mkdtemp(), so no other user can reach it.
+ * /var/tmp; made 0700 by mkdtemp(), so no other user can reach it. Under
+ * /tmp with the mount namespace, a 0700 tmpfs inside the run instead
+ * (run_tmpdir_inside).
  */
 static int run_make_tmpdir(run_state *s)
 {
@@ -748,6 +785,10 @@ static int run_make_tmpdir(run_state *s)
     for (i = 0; i < sizeof(cands) / sizeof(cands[0]); i++) {
         if (cands[i] == NULL || cands[i][0] != '/' || realpath(cands[i], parent) == NULL)
             continue;
+        /* --keep-tmp needs it on disk, to be kept. */
+        if (strcmp(parent, "/tmp") == 0 && (s->o.ns & SANDBOX_NS_MOUNT) && !s->o.keep_tmp &&
+            sandbox_home_conflict(&s->home, "/tmp/refgate-run.x") == NULL)
+            return run_tmpdir_inside(s);
         snprintf(tmpl, sizeof(tmpl), "%s/refgate-run.XXXXXX", strcmp(parent, "/") ? parent : "");
         if (mkdtemp(tmpl) == NULL)
             continue;
@@ -868,7 +909,9 @@ static void run_human_bytes(char *out, size_t len, unsigned long long b)
 /* Told by the copy for each entry on another mount, which it skips. */
 static void run_said_mount(void *ctx, const char *path)
 {
-    (void)ctx;
+    run_state *s = ctx;
+
+    s->mounts_skipped++;
     say("not copied into the fork: %s is on another mount (bind-mounted or mounted there); "
         "a fork never crosses a mount point",
         path);
@@ -901,6 +944,7 @@ static int run_make_fork(run_state *s)
      * owns the fork through an id-mapped mount: files must be root's. */
     to.keep_owner = geteuid() == 0 && !(s->o.ns & SANDBOX_NS_USER);
     to.mounted = run_said_mount;
+    to.ctx = s;
     rc = sandbox_fork_create(&s->fork, s->workdir, &to, &err);
     if (rc < 0) {
         say("%s%s", err.msg,
@@ -1123,7 +1167,10 @@ static int run_plan_mounts(run_state *s)
     /* Writable: the private /tmp, then TMPDIR, the fork and -w paths in it. */
     rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_TMPFS, NULL, "/tmp", 0, &err);
     if (rc == 0)
-        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->tmpdir, s->tmpdir, rw, &err);
+        rc = s->tmp_inside
+                 ? sandbox_mount_plan_add(p, SANDBOX_MOUNT_TMPFS, NULL, s->tmpdir,
+                                          SANDBOX_MOUNT_PRIVATE, &err)
+                 : sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->tmpdir, s->tmpdir, rw, &err);
     if (rc == 0)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->workdir, s->workdir, rw, &err);
     for (i = 0; rc == 0 && i < s->o.nwrites; i++)
@@ -1320,26 +1367,66 @@ static void run_neutralise_git(run_state *s)
             "hooks as .git/hooks.refgate-disabled)",
             n, n == 1 ? "" : "s", t.full || t.b.data == NULL ? "" : t.b.data,
             t.full ? "(too many to list)" : "");
+    s->neutralised = n;
+    snprintf(s->neutralised_what, sizeof(s->neutralised_what), "%s",
+             t.full || t.b.data == NULL ? "too many to list" : t.b.data);
     rg_buf_free(&t.b);
 }
 
-static void run_cleanup(run_state *s)
+/*
+ * After the command, when anything was denied: one line saying what, from
+ * the runner's own accounting (the relay's refusals, mounts left out of the
+ * fork, the fork's .git neutralised). Landlock's and seccomp's denials are
+ * not counted here: the kernel tells them only to its audit log, which
+ * refgate-run does not read (an audit netlink socket needs CAP_AUDIT_READ);
+ * the summary says so rather than looking complete.
+ */
+static void run_summarise(run_state *s)
+{
+    sandbox_net_blocked nb;
+    char net[RUN_BLOCKED_ITEM_MAX];
+    rg_buf b = RG_BUF_INIT(4 * RUN_BLOCKED_ITEM_MAX);
+
+    sandbox_net_relay_blocked(&nb, s->relay);
+    sandbox_net_blocked_format(net, sizeof(net), &nb);
+    if (net[0] && rg_buf_printf(&b, "%s", net) < 0)
+        goto done;
+    if (s->mounts_skipped > 0 &&
+        rg_buf_printf(&b, "%s%lu entr%s on other mounts left out of the fork", b.len ? ", " : "",
+                      s->mounts_skipped, s->mounts_skipped == 1 ? "y" : "ies") < 0)
+        goto done;
+    if (s->neutralised > 0 &&
+        rg_buf_printf(&b, "%s%d thing%s in the fork's .git neutralised (%s)", b.len ? ", " : "",
+                      s->neutralised, s->neutralised == 1 ? "" : "s", s->neutralised_what) < 0)
+        goto done;
+    if (b.len > 0)
+        say("blocked during the run: %s (Landlock and seccomp denials not available: the kernel "
+            "logs them only to its audit log, which refgate-run does not read)",
+            b.data);
+done:
+    rg_buf_free(&b);
+}
+
+static void run_cleanup(run_state *s, int started)
 {
     rg_error err = RG_ERROR_INIT;
 
-    if (s->tmpdir != NULL) {
+    if (s->tmpdir != NULL && !s->tmp_inside) {
         if (s->o.keep_tmp)
             note("kept TMPDIR %s", s->tmpdir);
         else if (sandbox_tree_remove(s->tmpdir, &err) < 0)
             say("warning: %s", err.msg);
     }
+    if (s->fork.path != NULL && !s->o.rm)
+        run_neutralise_git(s);
+    if (started)
+        run_summarise(s);
     if (s->fork.path == NULL)
         return;
     if (s->o.rm) {
         if (sandbox_fork_remove(&s->fork, &err) < 0)
             say("warning: %s", err.msg);
     } else {
-        run_neutralise_git(s);
         note("the fork stays at %s; `refgate diff %s` shows what the run changed", s->fork.path,
              s->fork.path);
     }
@@ -1557,7 +1644,7 @@ done:
     /* A fork the command never ran in is of no use: remove it. */
     if (!started && s.fork.path != NULL)
         s.o.rm = 1;
-    run_cleanup(&s);
+    run_cleanup(&s, started);
     run_free(&s);
     if (started)
         run_exit_like(status);

@@ -536,7 +536,9 @@ int sandbox_mount_apply(sandbox_mount_plan *p, const sandbox_mount_opts *opts, r
         switch (op->kind) {
         case SANDBOX_MOUNT_TMPFS:
             rc = mount_mkpoint(op->dst, 1, err);
-            if (rc == 0 && mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755") < 0)
+            if (rc == 0 &&
+                mount("tmpfs", op->dst, "tmpfs", MS_NOSUID | MS_NODEV,
+                      (op->flags & SANDBOX_MOUNT_PRIVATE) ? "mode=0700" : "mode=0755") < 0)
                 rc = rg_error_set(err, -errno, "a tmpfs on %s: %s", op->dst, strerror(errno));
             break;
         case SANDBOX_MOUNT_BIND:

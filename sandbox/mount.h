@@ -32,6 +32,7 @@ typedef enum sandbox_mount_kind {
 #define SANDBOX_MOUNT_RW       (1u << 0) /* a bind stays writable */
 #define SANDBOX_MOUNT_OPTIONAL (1u << 1) /* a missing source or target is skipped */
 #define SANDBOX_MOUNT_IDMAP    (1u << 2) /* a bind is id-mapped (sandbox_mount_prepare) */
+#define SANDBOX_MOUNT_PRIVATE  (1u << 3) /* a tmpfs is mode 0700, not 0755 */
 
 typedef struct sandbox_mount_op {
     sandbox_mount_kind kind;

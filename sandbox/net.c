@@ -15,6 +15,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -376,7 +377,82 @@ struct sandbox_net_relay {
     size_t nlisten;
     net_conn *conns[SANDBOX_NET_CONNS_MAX];
     size_t nconns;
+    sandbox_net_blocked blocked; /* the relay thread's own until it stops */
 };
+
+void sandbox_net_blocked_add(sandbox_net_blocked *b, sandbox_net_refusal kind, const char *what)
+{
+    size_t i;
+
+    if ((unsigned)kind >= SANDBOX_NET_REFUSED_KINDS)
+        return;
+    b->count[kind]++;
+    if (what == NULL)
+        return;
+    /* Bounded: SANDBOX_NET_BLOCKED_NAMES entries. */
+    for (i = 0; i < b->nnames; i++)
+        if (b->names[i].kind == (unsigned)kind && strcmp(b->names[i].what, what) == 0) {
+            b->names[i].n++;
+            return;
+        }
+    if (b->nnames == SANDBOX_NET_BLOCKED_NAMES)
+        return;
+    snprintf(b->names[b->nnames].what, sizeof(b->names[0].what), "%s", what);
+    b->names[b->nnames].kind = (unsigned)kind;
+    b->names[b->nnames++].n = 1;
+}
+
+/* Append to out[*len..outsz) as snprintf would, never past the end. */
+static void __attribute__((format(printf, 4, 5)))
+net_append(char *out, size_t outsz, size_t *len, const char *fmt, ...)
+{
+    va_list ap;
+    int n;
+
+    if (*len + 1 >= outsz)
+        return;
+    va_start(ap, fmt);
+    n = vsnprintf(out + *len, outsz - *len, fmt, ap);
+    va_end(ap);
+    if (n > 0)
+        *len = *len + (size_t)n < outsz ? *len + (size_t)n : outsz - 1;
+}
+
+void sandbox_net_blocked_format(char *out, size_t outsz, const sandbox_net_blocked *b)
+{
+    static const char *const what[SANDBOX_NET_REFUSED_KINDS] = {
+        "refused by the network allow-list",
+        "refused: the name leads to a local address",
+        "refused: not a CONNECT request",
+    };
+    unsigned long named;
+    size_t len = 0, i;
+    unsigned k;
+    int first;
+
+    if (outsz == 0)
+        return;
+    out[0] = '\0';
+    for (k = 0; k < SANDBOX_NET_REFUSED_KINDS; k++) {
+        if (b->count[k] == 0)
+            continue;
+        net_append(out, outsz, &len, "%s%lu connection%s %s", len ? ", " : "", b->count[k],
+                   b->count[k] == 1 ? "" : "s", what[k]);
+        first = 1;
+        named = 0;
+        for (i = 0; i < b->nnames; i++) {
+            if (b->names[i].kind != k)
+                continue;
+            net_append(out, outsz, &len, "%s%s", first ? " (" : ", ", b->names[i].what);
+            if (b->names[i].n > 1)
+                net_append(out, outsz, &len, " x%lu", b->names[i].n);
+            named += b->names[i].n;
+            first = 0;
+        }
+        if (!first)
+            net_append(out, outsz, &len, "%s)", named < b->count[k] ? ", ..." : "");
+    }
+}
 
 static void net_conn_close(net_conn *c)
 {
@@ -526,10 +602,11 @@ static int net_public(const struct sockaddr *sa)
  * the list, resolve and connect. Returns 0 to keep the connection, -1 to
  * close it (after an answer saying why).
  */
-static int net_proxy_step(const sandbox_net_gateway *gw, net_conn *c, short rev0)
+static int net_proxy_step(const sandbox_net_gateway *gw, sandbox_net_blocked *blocked, net_conn *c,
+                          short rev0)
 {
     struct addrinfo hints, *res = NULL, *ai;
-    char host[SANDBOX_NET_HOST_MAX], service[8];
+    char host[SANDBOX_NET_HOST_MAX], service[8], target[SANDBOX_NET_HOST_MAX + 8];
     struct in6_addr lit;
     unsigned port;
     size_t hdr = 0;
@@ -550,10 +627,13 @@ static int net_proxy_step(const sandbox_net_gateway *gw, net_conn *c, short rev0
     if (rc != 0) {
         net_conn_answer(c, rc == 1 ? "431 Request Header Fields Too Large"
                                    : "405 Method Not Allowed (CONNECT only)");
+        sandbox_net_blocked_add(blocked, SANDBOX_NET_REFUSED_METHOD, NULL);
         return -1;
     }
+    snprintf(target, sizeof(target), strchr(host, ':') ? "[%s]:%u" : "%s:%u", host, port);
     if (!sandbox_net_allowed(gw, host, port)) {
         net_conn_answer(c, "403 Forbidden (not on refgate-run's --net allow list)");
+        sandbox_net_blocked_add(blocked, SANDBOX_NET_REFUSED_LIST, target);
         return -1;
     }
     /* Resolved here, outside: the sandbox has no DNS. A listed IP literal
@@ -578,6 +658,7 @@ static int net_proxy_step(const sandbox_net_gateway *gw, net_conn *c, short rev0
     freeaddrinfo(res);
     if (c->nto == 0) {
         net_conn_answer(c, "403 Forbidden (the name leads to a local address)");
+        sandbox_net_blocked_add(blocked, SANDBOX_NET_REFUSED_LOCAL, target);
         return -1;
     }
     /* What the client sent past its request goes on to the host. */
@@ -642,14 +723,15 @@ static short net_conn_events(const net_conn *c, int i)
 }
 
 /* Move data for one connection; returns 0 to keep it, -1 to close it. */
-static int net_conn_step(const sandbox_net_gateway *gw, net_conn *c, const short rev[2])
+static int net_conn_step(const sandbox_net_gateway *gw, sandbox_net_blocked *blocked, net_conn *c,
+                         const short rev[2])
 {
     ssize_t n;
     int i, soerr = 0;
     socklen_t sl = sizeof(soerr);
 
     if (c->proxy == 1)
-        return net_proxy_step(gw, c, rev[0]);
+        return net_proxy_step(gw, blocked, c, rev[0]);
     if (c->connecting) {
         if (!(rev[1] & (POLLOUT | POLLERR | POLLHUP)))
             return (rev[0] & (POLLERR | POLLHUP)) ? -1 : 0;
@@ -730,7 +812,7 @@ static void *net_relay_main(void *arg)
         for (i = 0; i < r->nconns; i++) {
             rev[0] = p[base + 2 * i].revents;
             rev[1] = p[base + 2 * i + 1].revents;
-            if (net_conn_step(&r->gw, r->conns[i], rev) < 0) {
+            if (net_conn_step(&r->gw, &r->blocked, r->conns[i], rev) < 0) {
                 net_conn_close(r->conns[i]);
                 r->conns[i] = NULL;
             }
@@ -785,18 +867,35 @@ done:
     return 0;
 }
 
+/* End the relay's thread, once. */
+static void net_relay_stop(sandbox_net_relay *r)
+{
+    if (!r->started)
+        return;
+    if (write(r->stop[1], "x", 1) < 0) {
+        /* A full pipe holds a stop byte already. */
+    }
+    pthread_join(r->thread, NULL);
+    r->started = 0;
+}
+
+void sandbox_net_relay_blocked(sandbox_net_blocked *out, sandbox_net_relay *r)
+{
+    memset(out, 0, sizeof(*out));
+    if (r == NULL)
+        return;
+    /* Joined: what the thread counted is ours to read. */
+    net_relay_stop(r);
+    *out = r->blocked;
+}
+
 void sandbox_net_relay_free(sandbox_net_relay *r)
 {
     size_t i;
 
     if (r == NULL)
         return;
-    if (r->started) {
-        if (write(r->stop[1], "x", 1) < 0) {
-            /* A full pipe holds a stop byte already. */
-        }
-        pthread_join(r->thread, NULL);
-    }
+    net_relay_stop(r);
     for (i = 0; i < r->nconns; i++)
         net_conn_close(r->conns[i]);
     for (i = 0; i < r->nlisten; i++)

@@ -133,6 +133,51 @@ int sandbox_net_serve_inside(int sock, const sandbox_net_gateway *gw, rg_error *
 int sandbox_net_relay_start(sandbox_net_relay **out, int sock, const sandbox_net_gateway *gw,
                             rg_error *err);
 
+/* Distinct refused targets named in a summary, at most (the rest are
+ * counted only). */
+#define SANDBOX_NET_BLOCKED_NAMES 8
+
+/* Why the proxy refused a connection. */
+typedef enum sandbox_net_refusal {
+    SANDBOX_NET_REFUSED_LIST = 0, /* host:port not on the --net allow list */
+    SANDBOX_NET_REFUSED_LOCAL,    /* a listed name that leads to a local address */
+    SANDBOX_NET_REFUSED_METHOD,   /* not a CONNECT request, or one too long */
+    SANDBOX_NET_REFUSED_KINDS,
+} sandbox_net_refusal;
+
+/*
+ * What the relay refused during the run, for the summary at its end:
+ * counts per reason, and the first SANDBOX_NET_BLOCKED_NAMES distinct
+ * targets with their own counts. Plain data.
+ */
+typedef struct sandbox_net_blocked {
+    unsigned long count[SANDBOX_NET_REFUSED_KINDS];
+    struct {
+        char what[SANDBOX_NET_HOST_MAX + 8]; /* "host:port" */
+        unsigned kind;                       /* sandbox_net_refusal */
+        unsigned long n;
+    } names[SANDBOX_NET_BLOCKED_NAMES];
+    size_t nnames;
+} sandbox_net_blocked;
+
+/* Count one refusal of `what` (NULL: no target to name) in b. Pure. */
+void sandbox_net_blocked_add(sandbox_net_blocked *b, sandbox_net_refusal kind, const char *what);
+
+/*
+ * Say what b holds in out, e.g. "2 connections refused by the network
+ * allow-list (evil.example:443 x2)"; "" when nothing was refused. Cut to
+ * outsz. Pure.
+ */
+void sandbox_net_blocked_format(char *out, size_t outsz, const sandbox_net_blocked *b);
+
+/*
+ * Stop the relay (its thread ends; connections stay open until
+ * sandbox_net_relay_free) and copy what it refused into *out (zeroed for a
+ * NULL relay). Once stopped, it relays nothing more: call it after the
+ * command.
+ */
+void sandbox_net_relay_blocked(sandbox_net_blocked *out, sandbox_net_relay *r);
+
 /* Stop the relay, close every connection and free it. Accepts NULL. */
 void sandbox_net_relay_free(sandbox_net_relay *r);
 

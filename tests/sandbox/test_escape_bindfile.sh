@@ -38,6 +38,7 @@ absent "the fork has no copy of the mounted directory" "$F/mnt"
 absent "the base has no copy of the mounted file" "$T/.proj.1.base/secret.txt"
 contains "stderr names the skipped file" "$err" "not copied into the fork: secret.txt is on another mount"
 contains "stderr names the skipped directory" "$err" "not copied into the fork: mnt is on another mount"
+contains "the end-of-run summary counts them" "$err" "blocked during the run: 2 entries on other mounts left out of the fork"
 # Normal work: the rest of the tree is copied.
 contains "ordinary files are copied" "$out" "uncommitted"
 check "the fork has the sources" test -f "$F/src/main.c"

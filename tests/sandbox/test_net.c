@@ -423,3 +423,38 @@ Test(net, the_relay_holds_at_most_its_connection_cap_and_the_rest_wait)
     cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child: %d",
               WIFEXITED(status) ? WEXITSTATUS(status) : -1);
 }
+
+/* The summary's net part: counts per reason, distinct targets named with
+ * their counts, the ones past the cap counted but not named. */
+Test(net, blocked_summary)
+{
+    sandbox_net_blocked b;
+    char out[1024], name[32];
+    int i;
+
+    memset(&b, 0, sizeof(b));
+    sandbox_net_blocked_format(out, sizeof(out), &b);
+    cr_assert_str_eq(out, "", "nothing refused, nothing said");
+    sandbox_net_blocked_add(&b, SANDBOX_NET_REFUSED_LIST, "evil.example:443");
+    sandbox_net_blocked_add(&b, SANDBOX_NET_REFUSED_LIST, "evil.example:443");
+    sandbox_net_blocked_add(&b, SANDBOX_NET_REFUSED_LIST, "10.0.0.1:80");
+    sandbox_net_blocked_add(&b, SANDBOX_NET_REFUSED_LOCAL, "localhost:80");
+    sandbox_net_blocked_add(&b, SANDBOX_NET_REFUSED_METHOD, NULL);
+    sandbox_net_blocked_format(out, sizeof(out), &b);
+    cr_assert_str_eq(out, "3 connections refused by the network allow-list (evil.example:443 x2, "
+                          "10.0.0.1:80), 1 connection refused: the name leads to a local address "
+                          "(localhost:80), 1 connection refused: not a CONNECT request");
+    /* Past SANDBOX_NET_BLOCKED_NAMES distinct targets: counted, "...". */
+    memset(&b, 0, sizeof(b));
+    for (i = 0; i < SANDBOX_NET_BLOCKED_NAMES + 3; i++) {
+        snprintf(name, sizeof(name), "h%d.example:443", i);
+        sandbox_net_blocked_add(&b, SANDBOX_NET_REFUSED_LIST, name);
+    }
+    cr_assert_eq(b.nnames, SANDBOX_NET_BLOCKED_NAMES);
+    sandbox_net_blocked_format(out, sizeof(out), &b);
+    cr_assert(strstr(out, "11 connections refused") == out, "%s", out);
+    cr_assert(strstr(out, ", ...)") != NULL, "%s", out);
+    /* A small buffer is cut, never overrun. */
+    sandbox_net_blocked_format(out, 10, &b);
+    cr_assert_eq(strlen(out), 9);
+}
