@@ -25,6 +25,7 @@
 #include "audit/audit.h"
 #include "cli/cli.h"
 #include "config/config.h"
+#include "util/text.h"
 
 #include <errno.h>
 #include <fnmatch.h>
@@ -160,7 +161,7 @@ static int parse_since(int64_t *out, const char *s)
     /* A bare number is no age: it is more likely a mistyped date. */
     if (len == 0 || s[len - 1] < 'a' || s[len - 1] > 'z')
         return -1;
-    age = cli_parse_duration(s);
+    age = rg_duration_parse(s);
     if (age < 0)
         return -1;
     *out = ((int64_t)time(NULL) - age) * 1000;

@@ -27,8 +27,4 @@ int cli_is_help(const char *arg);
 int cli_opt_value(const char **value, int argc, char **argv, int *i, const char *name,
                   const char *prog);
 
-/* Seconds from "3600", "90s", "30m", "2h", "7d" or "1w"; -1 when not a
- * duration (or past a billion). */
-long long cli_parse_duration(const char *s);
-
 #endif

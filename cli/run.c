@@ -23,6 +23,7 @@
 #include "tokens/token.h"
 #include "util/buf.h"
 #include "util/fs.h"
+#include "util/text.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -1139,7 +1140,7 @@ int cli_run(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
-    if (ttl_arg != NULL && cli_parse_duration(ttl_arg) <= 0) {
+    if (ttl_arg != NULL && rg_duration_parse(ttl_arg) <= 0) {
         fprintf(stderr, "refgate run: --ttl %s: expected a duration such as 3600, 30m or 2h\n",
                 ttl_arg);
         return EXIT_USAGE;

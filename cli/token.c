@@ -13,6 +13,7 @@
 #include "cli/cli.h"
 #include "config/config.h"
 #include "tokens/token.h"
+#include "util/text.h"
 
 #include <openssl/rand.h>
 #include <stdio.h>
@@ -175,7 +176,7 @@ static int token_mint(int argc, char **argv)
         return EXIT_USAGE;
     }
     if (ttl_arg != NULL) {
-        ttl = cli_parse_duration(ttl_arg);
+        ttl = rg_duration_parse(ttl_arg);
         if (ttl <= 0 || ttl > TOKENS_TTL_MAX) {
             fprintf(stderr,
                     "refgate token mint: --ttl %s: expected 1 second to 7 days (e.g. 3600, 30m, "

@@ -1285,33 +1285,6 @@ static int parse_rules(config_model *cfg, const parse_ctx *ctx, const json_t *ar
 /* Enough for every user and group a team would name. */
 #define CONTROL_NAMES_MAX 256
 
-long long config_parse_duration(const char *s)
-{
-    static const struct {
-        char suffix;
-        long long seconds;
-    } units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}, {'w', 7 * 86400}};
-    long long n = 0, unit = 1;
-    const char *p = s;
-    size_t i;
-
-    if (s == NULL || *p < '0' || *p > '9')
-        return -1;
-    for (; *p >= '0' && *p <= '9'; p++) {
-        n = n * 10 + (*p - '0');
-        if (n > 1000000000LL)
-            return -1;
-    }
-    if (*p != '\0') {
-        for (i = 0; i < sizeof(units) / sizeof(units[0]) && units[i].suffix != *p; i++)
-            ;
-        if (i == sizeof(units) / sizeof(units[0]) || p[1] != '\0')
-            return -1;
-        unit = units[i].seconds;
-    }
-    return n * unit;
-}
-
 static void free_strings(char **v, size_t n);
 
 /*
@@ -1427,7 +1400,7 @@ static int parse_control(config_control *out, const config_model *cfg, const par
         if (json_is_integer(v))
             ttl = json_integer_value(v);
         else if (json_is_string(v))
-            ttl = config_parse_duration(json_string_value(v));
+            ttl = rg_duration_parse(json_string_value(v));
         else
             return fail_type(ctx, "control.max_ttl", "a duration (3600, \"30m\", \"12h\")", v);
         if (ttl < 1 || ttl > CONTROL_MAX_TTL_CAP)

@@ -188,12 +188,6 @@ void config_free(config_model *cfg);
 /* The upstream whose host is `host`, or NULL. */
 const config_upstream *config_find_upstream(const config_model *cfg, const char *host);
 
-/*
- * Seconds from "3600", "90s", "30m", "2h", "7d" or "1w"; -1 when not a
- * duration (or past a billion seconds).
- */
-long long config_parse_duration(const char *s);
-
 /* Static names as the config spells them; "unknown" for other values. */
 const char *config_action_name(config_action a);
 const char *config_effect_name(config_effect e);

@@ -9,6 +9,7 @@
 #include "gateway/control.h"
 
 #include "util/log.h"
+#include "util/text.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -234,7 +235,7 @@ static int control_ttl(long long *out, const config_control *cc, const json_t *v
     if (json_is_integer(v))
         ttl = json_integer_value(v);
     else if (json_is_string(v))
-        ttl = config_parse_duration(json_string_value(v));
+        ttl = rg_duration_parse(json_string_value(v));
     if (ttl < 1)
         return rg_error_set(err, -EINVAL, "ttl: expected seconds or a duration such as \"2h\"");
     /* Refused, not cut: a caller that asked for more should know it got less. */

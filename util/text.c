@@ -35,3 +35,30 @@ int rg_name_segment_ok(const char *s, size_t len)
     }
     return 1;
 }
+
+long long rg_duration_parse(const char *s)
+{
+    static const struct {
+        char suffix;
+        long long seconds;
+    } units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}, {'w', 7 * 86400}};
+    long long n = 0, unit = 1;
+    const char *p = s;
+    size_t i;
+
+    if (s == NULL || *p < '0' || *p > '9')
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        n = n * 10 + (*p - '0');
+        if (n > 1000000000LL)
+            return -1;
+    }
+    if (*p != '\0') {
+        for (i = 0; i < sizeof(units) / sizeof(units[0]) && units[i].suffix != *p; i++)
+            ;
+        if (i == sizeof(units) / sizeof(units[0]) || p[1] != '\0')
+            return -1;
+        unit = units[i].seconds;
+    }
+    return n * unit;
+}

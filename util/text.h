@@ -22,4 +22,11 @@ int rg_hex_digit(char c);
  */
 int rg_name_segment_ok(const char *s, size_t len);
 
+/*
+ * Seconds from "3600", "90s", "30m", "2h", "7d" or "1w"; -1 when not a
+ * duration (or past a billion seconds). Token TTLs, audit ages and the
+ * control socket's limits all say durations this way.
+ */
+long long rg_duration_parse(const char *s);
+
 #endif
