@@ -228,3 +228,20 @@ wait_for_file() {
     done
     return 1
 }
+
+# serve NAME: an HTTP server ($PY's http.server) on a free loopback port
+# serving "content-of-NAME" at /index.txt; its port in PORT_NAME. Stopped
+# with the test's other CLEANUPS.
+serve() {
+    local dir="$T/www-$1" log="$T/$1.log" port
+    mkdir -p "$dir"
+    echo "content-of-$1" >"$dir/index.txt"
+    "$PY" -u -m http.server 0 --bind 127.0.0.1 --directory "$dir" >"$log" 2>&1 &
+    CLEANUPS+=("kill $!")
+    wait_for_file "$log" || {
+        echo "the $1 server did not start"
+        exit 1
+    }
+    port=$(sed -n 's/.* port \([0-9]*\) .*/\1/p' "$log" | head -1)
+    eval "PORT_$1=$port"
+}

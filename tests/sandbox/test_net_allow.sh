@@ -15,19 +15,6 @@ if [ ! -x "$PY" ] || [ -z "$CURL" ]; then
     exit 77
 fi
 
-serve() {
-    local dir="$T/www-$1" log="$T/$1.log" port
-    mkdir -p "$dir"
-    echo "content-of-$1" >"$dir/index.txt"
-    "$PY" -u -m http.server 0 --bind 127.0.0.1 --directory "$dir" >"$log" 2>&1 &
-    CLEANUPS+=("kill $!")
-    wait_for_file "$log" || {
-        echo "the $1 server did not start"
-        exit 1
-    }
-    port=$(sed -n 's/.* port \([0-9]*\) .*/\1/p' "$log" | head -1)
-    eval "PORT_$1=$port"
-}
 serve api
 serve other
 serve gw
