@@ -82,8 +82,9 @@ static void usage(FILE *f)
             "                    default: every remote of the current directory's git\n"
             "                    repository (remote.*.url and remote.*.pushurl) on a\n"
             "                    configured upstream: https://HOST/PATH, git@HOST:PATH and\n"
-            "                    ssh://git@HOST/PATH for an http(s) upstream on HOST, or a\n"
-            "                    file:// URL or path under a local upstream's directory;\n"
+            "                    ssh://git@HOST/PATH for an http(s) upstream on HOST or a\n"
+            "                    local upstream whose host is HOST, or a file:// URL or\n"
+            "                    path under a local upstream's directory;\n"
             "                    run it from the top of the work tree (what is forked)\n"
             "  --ttl DURATION    the token's lifetime (default 2h; at most the gateway's\n"
             "                    control.max_ttl): it bounds the token should refgate run\n"
@@ -104,8 +105,8 @@ static void usage(FILE *f)
             "  REFGATE_RUN_TOKEN   the token (never in a URL, argv or a file)\n"
             "  GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n, GIT_CONFIG_VALUE_n:\n"
             "    url.<gateway>/<host>/.insteadOf and .pushInsteadOf for https://<host>/,\n"
-            "      git@<host>: and ssh://git@<host>/ (file://<root>/ and <root>/ for a\n"
-            "      local upstream), for each upstream the run's repositories are on;\n"
+            "      git@<host>: and ssh://git@<host>/ (and file://<root>/ and <root>/ for\n"
+            "      a local upstream), for each upstream the run's repositories are on;\n"
             "    credential.<gateway>.helper: first emptied (no other helper answers\n"
             "      for the gateway), then a helper that prints the token.\n"
             "When CMD ends, however it ends (refgate run forwards SIGINT, SIGTERM and\n"
@@ -398,7 +399,16 @@ static char *run_map_remote(size_t *up_index, const config_model *cfg, const cha
         const config_upstream *up = &cfg->upstreams[i];
 
         if (up->root != NULL) {
-            if (!is_local || (rest = run_under(path, up->root)) == NULL)
+            /* A local upstream also stands for its host name's https and
+             * ssh URLs, so a clone of a forge's repository can push to a
+             * local copy of it. */
+            if (is_local)
+                rest = run_under(path, up->root);
+            else
+                rest = strcmp(is_http ? authority : hostname, up->host) == 0
+                           ? run_under(path, "")
+                           : NULL;
+            if (rest == NULL)
                 continue;
         } else {
             if (is_local || run_split_upstream(&u, up) < 0)
@@ -574,6 +584,15 @@ static int run_git_env(run_env *e, const config_model *cfg, const unsigned char 
             snprintf(from, sizeof(from), "file://%s/", up->root);
             rc = run_env_rewrite(e, gw, up->host, from);
             snprintf(from, sizeof(from), "%s/", up->root);
+            if (rc == 0)
+                rc = run_env_rewrite(e, gw, up->host, from);
+            snprintf(from, sizeof(from), "https://%s/", up->host);
+            if (rc == 0)
+                rc = run_env_rewrite(e, gw, up->host, from);
+            snprintf(from, sizeof(from), "git@%s:", up->host);
+            if (rc == 0)
+                rc = run_env_rewrite(e, gw, up->host, from);
+            snprintf(from, sizeof(from), "ssh://git@%s/", up->host);
             if (rc == 0)
                 rc = run_env_rewrite(e, gw, up->host, from);
             continue;

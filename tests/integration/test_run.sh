@@ -12,6 +12,11 @@ if ! "$REFGATE_RUN" -q -d "$T/probe" -- true >"$T/check" 2>&1; then
 fi
 make_upstream app
 write_config "$STANDARD_RULES"
+# The same directory again under a forge's host name: a clone whose remote
+# is https://git.acme.test/acme/app.git pushes to it through the gateway.
+jq --arg root "file://$T/upstream" '.upstreams += [{"host": "git.acme.test", "url": $root}]' \
+  "$T/refgate.json" >"$T/refgate.json.new"
+mv "$T/refgate.json.new" "$T/refgate.json"
 start_gateway
 
 # A working clone straight from the upstream, with a feature branch and a
@@ -138,6 +143,55 @@ test_a_directory_whose_remotes_are_on_no_upstream_is_refused() {
   assert_contains "$T/run.out" 'is on an upstream of'
   assert_contains "$T/run.out" 'https://example.com/acme/app.git'
   assert_contains "$T/run.out" '--repo HOST/PATH'
+}
+
+test_a_clone_of_a_forge_url_pushes_to_the_local_upstream_named_like_the_forge() {
+  # The issue's end-to-end case: the clone's remote is https://<configured
+  # host>/acme/app.git and that host is a local upstream. The agent pushes a
+  # feature branch (lands), main (rejected), then tries to go around the
+  # gateway (fails); afterwards its token is refused and the audit shows it.
+  clone app "$T/fw"
+  git -C "$T/fw" remote set-url origin https://git.acme.test/acme/app.git
+  git -C "$T/fw" switch -q -c feature/forge
+  commit "$T/fw" forge.c
+  git -C "$T/fw" switch -q main
+  commit "$T/fw" forge-main.c
+  local before; before=$(upstream_ref app refs/heads/main)
+  cat >"$T/agent.sh" <<AGENT
+echo "\$REFGATE_RUN_TOKEN" >.token
+git push origin feature/forge || exit 10
+git push origin main && exit 11
+GIT_CONFIG_COUNT=0 git push file://$T/upstream/acme/app.git main:refs/heads/around1 && exit 12
+GIT_CONFIG_COUNT=0 git push origin main:refs/heads/around2 && exit 13
+git -c url.file://$T/upstream/.pushInsteadOf=https://git.acme.test/ push origin main:refs/heads/around3 && exit 14
+exit 0
+AGENT
+  # The run sees a private /tmp: the script goes in by argv.
+  rg_run "$T/fw" -- sh -c "$(cat "$T/agent.sh")"
+  [ "$RUN_RC" -eq 0 ] || { cat "$T/run.out"; fail "status $RUN_RC"; }
+  assert_contains "$T/run.out" 'token for git.acme.test/acme/app through'
+  assert_contains "$T/run.out" "To $GW/git.acme.test/acme/app.git"
+  assert_contains "$T/run.out" ' * [new branch]      feature/forge -> feature/forge'
+  assert_contains "$T/run.out" ' ! [remote rejected] main -> main (policy: main is protected)'
+  [ "$(upstream_ref app refs/heads/feature/forge)" = "$(git -C "$T/fw" rev-parse feature/forge)" ] ||
+    fail "feature/forge did not land"
+  [ "$(upstream_ref app refs/heads/main)" = "$before" ] || fail "main moved"
+  local r; for r in around1 around2 around3; do
+    [ -z "$(upstream_ref app "refs/heads/$r")" ] || fail "$r went around the gateway"
+  done
+  local fork tok; fork=$(fork_of); tok=$(cat "$fork/.token")
+  use_token "$tok"
+  git -C "$T/fw" remote set-url origin "$GW/git.acme.test/acme/app.git"
+  git -C "$T/fw" switch -q feature/forge
+  commit "$T/fw" forge2.c
+  ! git -C "$T/fw" push origin feature/forge >"$T/out" 2>&1 || fail "the run's token still pushes"
+  assert_contains "$T/out" 'revoked'
+  local run; run=$(sed -n 's/^refgate run: run \([^,]*\),.*/\1/p' "$T/run.out")
+  [ -n "$run" ] || { cat "$T/run.out"; fail "no run name printed"; }
+  audit_rows | jq -r --arg run "$run" 'select(.run == $run) | "\(.repo) \(.ref) \(.decision)"' >"$T/rows"
+  assert_contains "$T/rows" 'git.acme.test/acme/app refs/heads/feature/forge allow'
+  assert_contains "$T/rows" 'git.acme.test/acme/app refs/heads/main deny'
+  "$REFGATE" audit verify --config "$T/refgate.json" >/dev/null 2>&1 || fail "audit verify"
 }
 
 test_https_and_ssh_remotes_on_an_http_upstream_map_and_are_rewritten() {
