@@ -405,9 +405,8 @@ static char *run_map_remote(size_t *up_index, const config_model *cfg, const cha
             if (is_local)
                 rest = run_under(path, up->root);
             else
-                rest = strcmp(is_http ? authority : hostname, up->host) == 0
-                           ? run_under(path, "")
-                           : NULL;
+                rest = strcmp(is_http ? authority : hostname, up->host) == 0 ? run_under(path, "")
+                                                                             : NULL;
             if (rest == NULL)
                 continue;
         } else {
