@@ -27,7 +27,8 @@ static const char *const claude_hosts[] = {"api.anthropic.com:443", "console.ant
                                            NULL};
 static const char *const claude_env[] = {"ANTHROPIC_*",         "CLAUDE_CODE_*",
                                          "DISABLE_TELEMETRY",   "DISABLE_ERROR_REPORTING",
-                                         "DISABLE_AUTOUPDATER", NULL};
+                                         "DISABLE_AUTOUPDATER", "NODE_EXTRA_CA_CERTS",
+                                         NULL};
 /* Transcripts, prompt history and snapshots of every other project: the
  * run needs none of them and they may hold what another repository's
  * sandbox must not see. */

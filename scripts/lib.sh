@@ -31,6 +31,23 @@ install_packages() {
   "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "${missing[@]}"
 }
 
+# The real agent the end-to-end test runs under `refgate run`
+# (tests/integration/test_run_agents.sh), pinned, from the npm registry.
+# Not fatal: without it (no npm, no registry) that test says so and skips.
+CLAUDE_CODE_VERSION=2.1.197
+install_agents() {
+  if command -v claude >/dev/null && claude --version 2>/dev/null | grep -q "^$CLAUDE_CODE_VERSION "; then
+    return 0
+  fi
+  command -v npm >/dev/null || { echo "==> no npm: the Claude Code test will skip"; return 0; }
+  local sudo=()
+  [ "$(id -u)" -eq 0 ] || sudo=(sudo)
+  echo "==> installing @anthropic-ai/claude-code@$CLAUDE_CODE_VERSION (npm, global)"
+  "${sudo[@]}" npm install -g --no-fund --no-audit --loglevel=error \
+    "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" ||
+    echo "==> could not install Claude Code: its test will skip"
+}
+
 # build DIR [cmake options...]
 build() {
   local dir=$1; shift
