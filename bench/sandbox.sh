@@ -106,6 +106,26 @@ fi
 jq -r '.results[] | "   raw: \(.command): mean \(.mean*1000|.*1000|round/1000) ms, min \(.min*1000|.*1000|round/1000) ms, max \(.max*1000|.*1000|round/1000) ms"' \
     "$work/wrap.json"
 
+# The same comparison as an unprivileged user (nobody), where refgate-run
+# needs no id-mapped mounts (as root it maps the command to nobody with
+# them, which bwrap does not do).
+if [[ -n $bw_i && $(id -u) == 0 ]] && command -v setpriv >/dev/null; then
+    mkdir -p "$work/nobody/dir"
+    chmod 0777 "$work/nobody" "$work/nobody/dir"
+    chmod o+x "$work"
+    if setpriv --reuid=65534 --regid=65534 --clear-groups \
+        hyperfine -N --style none --warmup 20 --runs "$runs" --export-json "$work/nobody/wrap.json" \
+        "$run -q -d $work/nobody/dir -- /bin/true" "$bw_all" >/dev/null 2>&1; then
+        rg_s=$(jq '.results[0].median' "$work/nobody/wrap.json")
+        bw_s=$(jq '.results[1].median' "$work/nobody/wrap.json")
+        echo "   as nobody: refgate-run (all layers) median $(ms "$rg_s"), bwrap median $(ms "$bw_s")"
+        printf '   as nobody: refgate-run (all layers) / bwrap --unshare-all: %s (target: < 1)\n' \
+            "$(ratio "$rg_s" "$bw_s")"
+    else
+        echo "   (as nobody: refgate-run or bwrap cannot run unprivileged here)"
+    fi
+fi
+
 # --- 2. fork: XFS reflink against ext4 copy ------------------------------------------------
 if [[ ${BENCH_SKIP_FORK:-0} == 1 ]]; then
     exit 0

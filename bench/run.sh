@@ -1,0 +1,64 @@
+#!/usr/bin/env bash
+# What `refgate run` adds to refgate-run: the run token minted and revoked
+# over the gateway's control socket, the remotes read, the profile
+# decided. `refgate run -- /bin/true` in a small clone against
+# `refgate-run -- /bin/true` in the same clone (both fork it, with every
+# layer), and `refgate-run -d` (no fork) for what the fork costs; hyperfine
+# medians and the differences. The sandbox's own start-up against bwrap is
+# bench/sandbox.sh's part 1.
+#
+#   bench/run.sh [RUNS]     (default 100)
+#
+# Needs a built tree: REFGATE (default build/cli/refgate) and REFGATE_RUN
+# (default: refgate-run next to it), hyperfine and jq.
+set -euo pipefail
+runs=${1:-100}
+src=$(cd "$(dirname "$0")/.." && pwd)
+REFGATE=${REFGATE:-$src/build/cli/refgate}
+REFGATE_RUN=${REFGATE_RUN:-$(dirname "$(dirname "$REFGATE")")/sandbox/refgate-run}
+for b in "$REFGATE" "$REFGATE_RUN"; do
+    [[ -x $b ]] || { echo "bench/run.sh: build first: $b not found" >&2; exit 2; }
+done
+for tool in hyperfine jq git; do
+    command -v "$tool" >/dev/null || { echo "bench/run.sh: needs $tool" >&2; exit 2; }
+done
+export REFGATE_RUN
+
+T=$(mktemp -d "${TMPDIR:-/tmp}/refgate-bench-run.XXXXXX")
+GW_PID=
+trap '[[ -n $GW_PID ]] && kill "$GW_PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
+export HOME=$T/home GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
+export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@b GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@b
+mkdir -p "$HOME" "$T/up/acme"
+git config --global init.defaultBranch main
+
+# A small repository (200 files) and its clone, the directory runs start in.
+git init -q "$T/seed"
+for i in $(seq 1 200); do echo "line $i" >"$T/seed/f$i.c"; done
+git -C "$T/seed" add . && git -C "$T/seed" commit -q -m seed
+git clone -q --bare "$T/seed" "$T/up/acme/app.git"
+git clone -q "file://$T/up/acme/app.git" "$T/w"
+cat >"$T/refgate.json" <<JSON
+{"listen": "127.0.0.1:0", "state_dir": "state",
+ "upstreams": [{"host": "local", "url": "file://$T/up"}],
+ "rules": [{"name": "all", "effect": "allow"}]}
+JSON
+"$REFGATE" serve --config "$T/refgate.json" 2>"$T/gateway.log" &
+GW_PID=$!
+for _ in $(seq 1 200); do [[ -s $T/state/url ]] && break; sleep 0.05; done
+[[ -s $T/state/url ]] || { cat "$T/gateway.log" >&2; exit 1; }
+mkdir -p "$T/nofork"
+
+echo "== refgate run against refgate-run ($runs runs each, hyperfine -N; forks are removed with --rm)"
+cd "$T/w"
+hyperfine -N --style none --warmup 5 --runs "$runs" --export-json "$T/run.json" \
+    "$REFGATE_RUN -q -d $T/nofork -- /bin/true" \
+    "$REFGATE_RUN -q --rm -- /bin/true" \
+    "$REFGATE run --config $T/refgate.json --profile none -- /bin/true" >/dev/null 2>&1
+med() { jq ".results[$1].median" "$T/run.json"; }
+ms() { awk -v s="$1" 'BEGIN { printf "%.2f ms", s * 1000 }'; }
+d=$(med 0) f=$(med 1) r=$(med 2)
+echo "   refgate-run -d (no fork)                 median $(ms "$d")"
+echo "   refgate-run (fork of 200 files, --rm)    median $(ms "$f")   fork: +$(ms "$(awk -v a="$f" -v b="$d" 'BEGIN{print a-b}')")"
+echo "   refgate run (fork, token mint + revoke)  median $(ms "$r")   refgate run: +$(ms "$(awk -v a="$r" -v b="$f" 'BEGIN{print a-b}')")"
+echo "   (refgate run keeps its forks: $(find "$T" -maxdepth 1 -name 'w.*' | wc -l) made; the gateway's audit log holds a mint and a revoke per run)"
