@@ -133,8 +133,9 @@ typedef struct run_state {
     int tmp_inside; /* TMPDIR is a tmpfs inside the run's own /tmp: nothing on disk */
     char **reads, **writes;
     char **env;
-    sandbox_home_inode *inodes;
+    sandbox_home_inode *inodes; /* everything in secret directories: built lazily */
     size_t ninodes;
+    int inodes_state; /* 0 not built, 1 built, -1 could not be built */
     sandbox_mount_plan mounts;
     int root_mapped;              /* a root caller runs as SANDBOX_NS_ROOT_UID outside */
     int bpf[2];                   /* the seccomp filter, compiled by the runner meanwhile */
@@ -889,11 +890,47 @@ static int run_proxy_env(run_state *s)
     return 0;
 }
 
+/*
+ * Whether the copy must refuse this entry, a secret reached another way.
+ * A directory (the source, or a mount point inside it, which is skipped
+ * anyway) is compared with the home directory and the secrets themselves: a
+ * stat each. Only a file with more than one link can be a hard link of a
+ * secret, and only then is everything in the secret directories indexed
+ * (once): walking them (a whole passwd home when $HOME is elsewhere, browser
+ * profiles) cost more than the fork itself, and most trees hold no such file.
+ * When the index cannot be built, the file is refused (fail closed).
+ */
 static int run_refuse_inode(void *ctx, const struct stat *st)
 {
-    const run_state *s = ctx;
+    run_state *s = ctx;
+    rg_error err = RG_ERROR_INIT;
+    struct stat top;
+    int truncated = 0;
+    size_t i;
 
-    return sandbox_home_inode_find(s->inodes, s->ninodes, st->st_dev, st->st_ino);
+    if (!S_ISREG(st->st_mode)) {
+        if (stat(s->home.path, &top) == 0 && top.st_dev == st->st_dev && top.st_ino == st->st_ino)
+            return 1;
+        for (i = 0; i < s->home.nsecrets; i++)
+            if (stat(s->home.secrets[i], &top) == 0 && top.st_dev == st->st_dev &&
+                top.st_ino == st->st_ino)
+                return 1;
+        return 0;
+    }
+    if (s->inodes_state == 0) {
+        s->inodes_state = sandbox_home_secret_inodes(&s->inodes, &s->ninodes, &truncated, &s->home,
+                                                     RUN_SECRET_INODES_MAX, &err) < 0
+                              ? -1
+                              : 1;
+        if (s->inodes_state < 0)
+            say("%s", err.msg);
+        else if (truncated)
+            say("warning: more than %d entries in secret directories; hard links to the "
+                "rest are not recognised",
+                RUN_SECRET_INODES_MAX);
+    }
+    return s->inodes_state < 0 ||
+           sandbox_home_inode_find(s->inodes, s->ninodes, st->st_dev, st->st_ino);
 }
 
 static void run_human_bytes(char *out, size_t len, unsigned long long b)
@@ -923,23 +960,11 @@ static int run_make_fork(run_state *s)
     const sandbox_tree_stats *b = &s->fork.base_stats, *f = &s->fork.fork_stats;
     rg_error err = RG_ERROR_INIT;
     unsigned long cloned, copied;
-    int truncated = 0, rc, why;
+    int rc, why;
     char size[32];
 
-    if (!s->o.force) {
-        rc = sandbox_home_secret_inodes(&s->inodes, &s->ninodes, &truncated, &s->home,
-                                        RUN_SECRET_INODES_MAX, &err);
-        if (rc < 0) {
-            say("%s", err.msg);
-            return rc;
-        }
-        if (truncated)
-            say("warning: more than %d entries in secret directories; hard links to the "
-                "rest are not recognised",
-                RUN_SECRET_INODES_MAX);
+    if (!s->o.force)
         to.refuse = run_refuse_inode;
-        to.ctx = s;
-    }
     /* Under a user namespace a root caller's command is nobody outside and
      * owns the fork through an id-mapped mount: files must be root's. */
     to.keep_owner = geteuid() == 0 && !(s->o.ns & SANDBOX_NS_USER);
