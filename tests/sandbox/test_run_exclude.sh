@@ -100,6 +100,18 @@ if ln "$HOME/.ssh/id_ed25519" "$PROJ/node_modules/lib/key" 2>/dev/null; then
     rm -f "$PROJ/node_modules/lib/key"
 fi
 
+# Any mount inside an excluded directory refuses it: the view would carry it.
+if [ "$(id -u)" = 0 ] && mkdir -p "$PROJ/node_modules/mnt" &&
+    mount -t tmpfs -o size=1m tmpfs "$PROJ/node_modules/mnt" 2>/dev/null; then
+    CLEANUPS+=("umount '$PROJ/node_modules/mnt' 2>/dev/null")
+    out=$(cd "$PROJ" && "$RUN" -q --rm --exclude node_modules -- true 2>&1)
+    st=$?
+    umount "$PROJ/node_modules/mnt"
+    equals "a mount inside an excluded directory refuses the run" "$st" 125
+    contains "the refusal names the mount" "$out" "another mount inside an excluded directory"
+    rmdir "$PROJ/node_modules/mnt"
+fi
+
 if user_setup; then
     OUTPUT=$(cd "$U/proj" && as_user "$RUN" -q --rm --exclude node_modules -- sh -c \
         'cat node_modules/lib/index.js; echo x >node_modules/lib/index.js' 2>&1)
