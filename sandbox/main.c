@@ -109,8 +109,10 @@ static const struct {
 
 typedef struct run_opts {
     const char *dir; /* -d */
-    const char **reads, **writes, **envs, **hides, **excludes;
-    size_t nreads, nwrites, nenvs, nhides, nexcludes;
+    const char **reads, **writes, **envs, **hides;
+    size_t nreads, nwrites, nenvs, nhides;
+    const char **excludes; /* --exclude */
+    size_t nexcludes;
     int exclude_ignored;  /* --exclude-ignored */
     unsigned ns;          /* SANDBOX_NS_*: the namespaces to create */
     unsigned debug_no_ns; /* --debug-ns-unavailable */
@@ -130,10 +132,9 @@ typedef struct run_state {
     sandbox_landlock_plan plan;
     sandbox_landlock *ll;
     sandbox_fork fork;
-    sandbox_exclude excl; /* what the fork leaves out (exclude.h) */
-    char *workdir;        /* canonical: the fork or -d */
-    char *tmpdir;         /* the private TMPDIR, once created */
-    int tmp_inside;       /* TMPDIR is a tmpfs inside the run's own /tmp: nothing on disk */
+    char *workdir;  /* canonical: the fork or -d */
+    char *tmpdir;   /* the private TMPDIR, once created */
+    int tmp_inside; /* TMPDIR is a tmpfs inside the run's own /tmp: nothing on disk */
     char **reads, **writes;
     char **env;
     sandbox_home_inode *inodes;
@@ -147,6 +148,8 @@ typedef struct run_state {
     unsigned long mounts_skipped; /* entries on other mounts left out of the fork */
     int neutralised;              /* things neutralised in the fork's .git */
     char neutralised_what[RUN_BLOCKED_ITEM_MAX];
+
+    sandbox_exclude excl; /* what the fork leaves out (exclude.h) */
 } run_state;
 
 /* ------------------------------------------------------------------------ */
