@@ -19,6 +19,7 @@
 #define DIFF_EXIT_SAME    0
 #define DIFF_EXIT_CHANGED 1
 #define DIFF_EXIT_ERROR   2
+#define DIFF_EXCLUDED_MAX ((size_t)8 << 20)
 
 static void diff_usage(FILE *f)
 {
@@ -50,7 +51,9 @@ static void diff_usage(FILE *f)
                "FORK and BASE are read as plain directories: git never runs in them and the\n"
                "fork's .git (config, hooks, anything) is never read. .git is left out at every\n"
                "level; paths the base's .gitignore files (and .git/info/exclude) ignore are\n"
-               "left out of both sides, unless the base's index tracks them. Symlinks are\n"
+               "left out of both sides, unless the base's index tracks them. Paths refgate-run\n"
+               "--exclude left out of the fork (recorded in .<name of FORK>.excluded beside\n"
+               "it) are left out of both sides and never applied. Symlinks are\n"
                "shown as links and never followed; binary files as git binary patches.\n"
                "\n"
                "Exit status: 0 no changes (--apply: all applied), 1 changes (--apply: some\n"
@@ -196,6 +199,23 @@ static void diff_put_skipped(const rgit_dirdiff *d, FILE *f, unsigned long long 
     }
 }
 
+/* Say which paths the fork left out (on stderr: the patch stays clean). */
+static void diff_put_excluded(const rg_buf *excluded)
+{
+    size_t off, n = 0;
+
+    for (off = 0; off < excluded->len; off += strlen(excluded->data + off) + 1) {
+        if (n++ == 0)
+            fputs("refgate diff: left out (excluded from the fork by refgate-run; never shown "
+                  "or applied):",
+                  stderr);
+        fputc(' ', stderr);
+        diff_put_path(stderr, excluded->data + off);
+    }
+    if (n > 0)
+        fputc('\n', stderr);
+}
+
 int cli_diff(int argc, char **argv)
 {
     const char *fork = NULL, *base = NULL, *original = NULL, *want_digest = NULL, *size_arg = NULL;
@@ -204,6 +224,7 @@ int cli_diff(int argc, char **argv)
     bool unreviewed = false;
     rg_buf base_buf = RG_BUF_INIT(DIFF_PATH_MAX), orig_buf = RG_BUF_INIT(DIFF_PATH_MAX);
     rg_buf stat = RG_BUF_INIT(DIFF_STAT_MAX);
+    rg_buf excluded = RG_BUF_INIT(DIFF_EXCLUDED_MAX);
     rg_error err = RG_ERROR_INIT;
     rgit_dirdiff *d = NULL;
     bool want_stat = false, want_apply = false, dashdash = false;
@@ -300,6 +321,13 @@ int cli_diff(int argc, char **argv)
         if (rgit_dirdiff_check_run(fork, &live) < 0)
             fprintf(stderr, "refgate diff: warning: %s\n", live.msg);
     }
+    /* What refgate-run left out of the fork (--exclude) is left out here
+     * too: a placeholder stands there, so it must never read as deleted. */
+    if (rgit_dirdiff_default_excluded(&excluded, fork, &err) < 0)
+        goto done;
+    opts.excluded = excluded.data;
+    opts.excluded_len = excluded.len;
+    diff_put_excluded(&excluded);
     if (rgit_dirdiff_new(&d, base, fork, &opts, &err) < 0)
         goto done;
     if (want_apply) {
@@ -352,5 +380,6 @@ done:
     rg_buf_free(&base_buf);
     rg_buf_free(&orig_buf);
     rg_buf_free(&stat);
+    rg_buf_free(&excluded);
     return status;
 }

@@ -737,6 +737,8 @@ typedef struct dd_walk {
     rg_buf query; /* the ignore question being asked */
     unsigned int max_depth;
     unsigned long long max_size; /* larger files are skipped, not read */
+    const char **excluded;       /* sorted; left out of both sides */
+    size_t nexcluded;
     rg_error *err;
 } dd_walk;
 
@@ -1165,6 +1167,19 @@ done:
     return rc;
 }
 
+static int dd_str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* Whether `rel` is a path refgate-run left out of the fork. Nothing below
+ * one is reached: the walk stops at it. */
+static bool dd_excluded(const dd_walk *w, const char *rel)
+{
+    return w->nexcluded > 0 &&
+           bsearch(&rel, w->excluded, w->nexcluded, sizeof(*w->excluded), dd_str_cmp) != NULL;
+}
+
 /* Look at one name present on one side or both (e[s] NULL where absent). */
 static int dd_walk_entry(dd_walk *w, int dirfd[2], const dd_name *e[2], rg_buf *rel,
                          unsigned int depth, dd_tvec t[2])
@@ -1172,6 +1187,11 @@ static int dd_walk_entry(dd_walk *w, int dirfd[2], const dd_name *e[2], rg_buf *
     const char *name = e[0] ? e[0]->name : e[1]->name;
     int kind[2] = {DD_NONE, DD_NONE}, rc, s;
     bool hidden[2] = {false, false}, asked[2] = {false, false}, isdir[2];
+
+    /* Excluded: a placeholder on both sides, the original's content
+     * elsewhere; whatever is there, it is neither shown nor applied. */
+    if (dd_excluded(w, rel->data))
+        return 0;
 
     for (s = 0; s < 2; s++)
         if (e[s] != NULL && (rc = dd_kind(&kind[s], dirfd[s], e[s])) < 0)
@@ -1286,6 +1306,30 @@ done:
 /* Building the diff                                                        */
 /* ------------------------------------------------------------------------ */
 
+/* Pointers to the NUL-terminated paths of `list`, sorted for bsearch. */
+static int dd_excluded_list(const char ***out, size_t *n, const char *list, size_t len)
+{
+    const char **v;
+    size_t off, k = 0;
+
+    for (off = 0; off < len; off += strnlen(list + off, len - off) + 1)
+        k++;
+    v = calloc(k ? k : 1, sizeof(*v));
+    if (v == NULL)
+        return -ENOMEM;
+    k = 0;
+    /* An unterminated last path is left out rather than read past. */
+    for (off = 0; off < len; off += strlen(list + off) + 1)
+        if (strnlen(list + off, len - off) < len - off && list[off] != '\0')
+            v[k++] = list + off;
+        else
+            break;
+    qsort(v, k, sizeof(*v), dd_str_cmp);
+    *out = v;
+    *n = k;
+    return 0;
+}
+
 static int dd_open_root(int *out, const char *path, const char *what, rg_error *err)
 {
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -1342,6 +1386,13 @@ int rgit_dirdiff_new(rgit_dirdiff **out, const char *base, const char *fork,
     w.err = err;
     w.max_depth = opts && opts->max_depth ? opts->max_depth : DD_DEFAULT_DEPTH;
     w.max_size = opts && opts->max_file_size ? opts->max_file_size : RGIT_DIRDIFF_MAX_FILE_SIZE;
+    if (opts && opts->excluded_len > 0) {
+        rc = dd_excluded_list(&w.excluded, &w.nexcluded, opts->excluded, opts->excluded_len);
+        if (rc < 0) {
+            rc = rg_error_set(err, rc, "out of memory");
+            goto done;
+        }
+    }
     rc = rg_buf_append(&rel, "", 0);
     if (rc == 0)
         rc = dd_walk_dir(&w, d->rootfd, &rel, 0, id, have);
@@ -1379,6 +1430,7 @@ done:
     git_tree_free(tree[1]);
     dd_scratch_free(&w.sc);
     rg_buf_free(&w.query);
+    free(w.excluded);
     rg_buf_free(&rel);
     rgit_dirdiff_free(d);
     return rc;
@@ -2010,6 +2062,60 @@ int rgit_dirdiff_default_original(rg_buf *out, const char *fork, rg_error *err)
     if (rc < 0)
         return rg_error_set(err, rc, "%s: path too long", fork);
     return 0;
+}
+
+/* The record is at most SANDBOX_EXCLUDE_MAX (1024) paths of PATH_MAX. */
+#define DD_EXCLUDED_MAX (1024 * 4096 + 4096)
+
+int rgit_dirdiff_default_excluded(rg_buf *out, const char *fork, rg_error *err)
+{
+    static const char head[] = "# refgate-run: ";
+    rg_buf path = RG_BUF_INIT(DD_PATH_MAX), body = RG_BUF_INIT(DD_EXCLUDED_MAX);
+    size_t n = dd_trimmed_len(fork), slash = n;
+    const char *nl;
+    char chunk[65536];
+    ssize_t got;
+    int fd = -1, rc;
+
+    while (slash > 0 && fork[slash - 1] != '/')
+        slash--;
+    rc = rg_buf_append(&path, fork, slash);
+    if (rc == 0)
+        rc = rg_buf_printf(&path, ".%.*s.excluded", (int)(n - slash), fork + slash);
+    if (rc < 0) {
+        rc = rg_error_set(err, rc, "%s: path too long", fork);
+        goto done;
+    }
+    fd = open(path.data, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    if (fd < 0) {
+        rc = errno == ENOENT ? 0 : rg_error_set(err, -errno, "%s: %s", path.data, strerror(errno));
+        goto done;
+    }
+    /* Bounded: DD_EXCLUDED_MAX bytes. */
+    while ((got = read(fd, chunk, sizeof(chunk))) > 0)
+        if ((rc = rg_buf_append(&body, chunk, (size_t)got)) < 0) {
+            rc = rg_error_set(err, RG_E_TAMPER, "%s: larger than a record can be", path.data);
+            goto done;
+        }
+    if (got < 0) {
+        rc = rg_error_set(err, -errno, "%s: %s", path.data, strerror(errno));
+        goto done;
+    }
+    nl = body.data ? memchr(body.data, '\n', body.len) : NULL;
+    if (nl == NULL || strncmp(body.data, head, sizeof(head) - 1) != 0) {
+        rc = rg_error_set(err, RG_E_TAMPER, "%s: not a refgate-run record", path.data);
+        goto done;
+    }
+    nl++;
+    rc = rg_buf_append(out, nl, body.len - (size_t)(nl - body.data));
+    if (rc < 0)
+        rc = rg_error_set(err, rc, "%s: too large", path.data);
+done:
+    if (fd >= 0)
+        close(fd);
+    rg_buf_free(&path);
+    rg_buf_free(&body);
+    return rc;
 }
 
 int rgit_dirdiff_check_run(const char *fork, rg_error *err)

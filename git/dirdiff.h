@@ -54,11 +54,17 @@ typedef struct rgit_dirdiff_opts {
     unsigned int max_depth;
     /* Larger files are skipped, not read; 0: RGIT_DIRDIFF_MAX_FILE_SIZE. */
     unsigned long long max_file_size;
+    /* Paths left out of both sides, with everything below them: `excluded`
+     * holds `excluded_len` bytes of NUL-terminated relative paths (what
+     * refgate-run excluded from the fork; rgit_dirdiff_default_excluded).
+     * Not copied: it must outlive rgit_dirdiff_new only. */
+    const char *excluded;
+    size_t excluded_len;
 } rgit_dirdiff_opts;
 
 #define RGIT_DIRDIFF_OPTS_INIT                                                                     \
     {                                                                                              \
-        NULL, 0, 0                                                                                 \
+        NULL, 0, 0, NULL, 0                                                                        \
     }
 
 #define RGIT_DIRDIFF_MAX_FILE_SIZE (64ULL << 20)
@@ -179,5 +185,13 @@ int rgit_dirdiff_default_original(rg_buf *out, const char *fork, rg_error *err);
  * (a fork made before the marker existed, or not by refgate-run).
  */
 int rgit_dirdiff_check_run(const char *fork, rg_error *err);
+
+/*
+ * What refgate-run left out of FORK (--exclude): the NUL-terminated paths
+ * recorded in `<dirname FORK>/.<basename FORK>.excluded`, appended to `out`
+ * (nothing when there is no record). The record lies outside the fork, where
+ * the run could not write. RG_E_TAMPER for a record that is not one.
+ */
+int rgit_dirdiff_default_excluded(rg_buf *out, const char *fork, rg_error *err);
 
 #endif

@@ -3,6 +3,8 @@
  */
 #include "sandbox/fork.h"
 
+#include "sandbox/exclude.h"
+
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -133,6 +135,7 @@ int sandbox_fork_create(sandbox_fork *out, const char *src, const sandbox_tree_o
                         rg_error *err)
 {
     sandbox_fork f = SANDBOX_FORK_INIT;
+    sandbox_tree_opts second;
     struct timespec t0, t1;
     rg_error ignored = RG_ERROR_INIT;
     int rc;
@@ -152,8 +155,12 @@ int sandbox_fork_create(sandbox_fork *out, const char *src, const sandbox_tree_o
         goto done;
     }
     rc = fork_copy(&f.base_stats, f.src, f.base, opts, err);
+    /* What the first copy left out is a placeholder in the base already:
+     * the second copies the placeholders and is not asked again. */
+    second = *opts;
+    second.exclude = NULL;
     if (rc == 0)
-        rc = fork_copy(&f.fork_stats, f.base, f.path, opts, err);
+        rc = fork_copy(&f.fork_stats, f.base, f.path, &second, err);
     if (rc < 0) {
         sandbox_fork_remove(&f, &ignored);
         goto done;
@@ -171,6 +178,7 @@ done:
 
 int sandbox_fork_remove(const sandbox_fork *f, rg_error *err)
 {
+    char *record;
     int rc = 0, rc2 = 0;
 
     if (f->path != NULL)
@@ -178,6 +186,10 @@ int sandbox_fork_remove(const sandbox_fork *f, rg_error *err)
     if (f->base != NULL)
         rc2 = sandbox_tree_remove(f->base, rc < 0 ? NULL : err);
     /* The marker goes last, so nothing is applied from a half-removed fork. */
+    if (f->path != NULL && sandbox_exclude_record_path(&record, f->path, NULL) == 0) {
+        (void)unlink(record);
+        free(record);
+    }
     if (f->lock != NULL)
         (void)unlink(f->lock);
     return rc < 0 ? rc : rc2;

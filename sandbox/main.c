@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "sandbox/env.h"
+#include "sandbox/exclude.h"
 #include "sandbox/fork.h"
 #include "sandbox/gitconf.h"
 #include "sandbox/home.h"
@@ -110,6 +111,9 @@ typedef struct run_opts {
     const char *dir; /* -d */
     const char **reads, **writes, **envs, **hides;
     size_t nreads, nwrites, nenvs, nhides;
+    const char **excludes; /* --exclude */
+    size_t nexcludes;
+    int exclude_ignored;  /* --exclude-ignored */
     unsigned ns;          /* SANDBOX_NS_*: the namespaces to create */
     unsigned debug_no_ns; /* --debug-ns-unavailable */
     int rm, keep_tmp, force, no_scope, no_truncate, allow_unconfined;
@@ -145,6 +149,8 @@ typedef struct run_state {
     unsigned long mounts_skipped; /* entries on other mounts left out of the fork */
     int neutralised;              /* things neutralised in the fork's .git */
     char neutralised_what[RUN_BLOCKED_ITEM_MAX];
+
+    sandbox_exclude excl; /* what the fork leaves out (exclude.h) */
 } run_state;
 
 /* ------------------------------------------------------------------------ */
@@ -206,6 +212,14 @@ static const char help_text[] =
     "  -w, --write PATH     also let CMD write PATH (repeatable)\n"
     "  -e, --env NAME       pass NAME from this environment (repeatable)\n"
     "  -e, --env NAME=VAL   set NAME for CMD\n"
+    "      --exclude PATTERN\n"
+    "                       leave what matches PATTERN out of the fork (repeatable):\n"
+    "                       not copied; inside, the original is shown read-only\n"
+    "                       over an empty placeholder (see Exclusions below)\n"
+    "      --exclude-ignored\n"
+    "                       also leave out the directories git ignores whose name\n"
+    "                       says they hold fetched dependencies: node_modules,\n"
+    "                       bower_components, jspm_packages, .pnpm-store, vendor\n"
     "      --rm             remove the fork and its base after CMD exits\n"
     "      --keep-tmp       keep CMD's private TMPDIR (removed by default)\n"
     "      --unshare=LIST   the namespaces to create, comma-separated: user, mount,\n"
@@ -243,6 +257,26 @@ static const char help_text[] =
     "  -v, --verbose        also print every rule and environment decision\n"
     "  -h, --help           print this text\n"
     "      --version        print the version\n"
+    "\n"
+    "Exclusions (--exclude, --exclude-ignored; need the mount namespace):\n"
+    "  Where the filesystem cannot reflink, a fork costs a copy of everything;\n"
+    "  a big dependency directory is most of it. An excluded directory or file\n"
+    "  is not copied: the base and the fork get an empty placeholder and, inside\n"
+    "  the run, the original is bound read-only over it (a build that only reads\n"
+    "  node_modules works; one that writes there fails with EROFS, never finds\n"
+    "  it empty). The view is the original as it is now, not a snapshot, so\n"
+    "  nothing is excluded unless asked. PATTERN is relative to DIR, .gitignore\n"
+    "  style: `node_modules` matches at any depth, `a/b` or `/b` only there, a\n"
+    "  trailing / only directories, `**` any number of directories\n"
+    "  (`**/__pycache__`). .git is never excluded. Excluded entries are still\n"
+    "  walked: one that is, holds or links a secret refuses the run as a copy\n"
+    "  would, and so does a mount inside one. At most 1024 entries. They are\n"
+    "  recorded in .DIR.N.excluded beside the fork (outside it, so CMD cannot\n"
+    "  change it): `refgate diff` leaves them out of both sides, so it never\n"
+    "  shows or applies a change there. Not excluded by --exclude-ignored:\n"
+    "  build outputs (target, build, dist: their tools write there) and\n"
+    "  virtualenvs (pip writes there); name them with --exclude if reading is\n"
+    "  enough.\n"
     "\n"
     "Namespaces (default: all; fail closed):\n"
     "  user   CMD holds no capability outside. Run as root, CMD is uid/gid 65534\n"
@@ -372,6 +406,8 @@ enum {
     OPT_NO_PTY,
     OPT_NET,
     OPT_GATEWAY,
+    OPT_EXCLUDE,
+    OPT_EXCLUDE_IGNORED,
 };
 
 static int run_push(const char ***list, size_t *n, const char *v)
@@ -466,6 +502,8 @@ static int run_parse(run_opts *o, int argc, char **argv)
         {"no-pty", no_argument, NULL, OPT_NO_PTY},
         {"net", required_argument, NULL, OPT_NET},
         {"gateway", required_argument, NULL, OPT_GATEWAY},
+        {"exclude", required_argument, NULL, OPT_EXCLUDE},
+        {"exclude-ignored", no_argument, NULL, OPT_EXCLUDE_IGNORED},
         {"debug-ns-unavailable", required_argument, NULL, OPT_DEBUG_NS},
         {NULL, 0, NULL, 0},
     };
@@ -559,6 +597,12 @@ static int run_parse(run_opts *o, int argc, char **argv)
         case OPT_HIDE:
             rc = run_push(&o->hides, &o->nhides, optarg);
             break;
+        case OPT_EXCLUDE:
+            rc = run_push(&o->excludes, &o->nexcludes, optarg);
+            break;
+        case OPT_EXCLUDE_IGNORED:
+            o->exclude_ignored = 1;
+            break;
         case OPT_DEBUG_ABI:
             errno = 0;
             v = strtol(optarg, &end, 10);
@@ -587,6 +631,14 @@ static int run_parse(run_opts *o, int argc, char **argv)
     o->argv = argv + optind;
     if (!o->check && o->argv[0] == NULL) {
         say("no command given; usage: refgate-run [options] -- CMD [ARGS...]");
+        return -EINVAL;
+    }
+    /* Without the mount namespace an excluded directory would be an empty
+     * placeholder inside: refused rather than silently empty. */
+    if ((o->nexcludes > 0 || o->exclude_ignored) &&
+        (o->dir != NULL || !(o->ns & SANDBOX_NS_MOUNT))) {
+        say("--exclude and --exclude-ignored need a fork (no -d) and the mount namespace (drop "
+            "--share=mount): an excluded directory is shown read-only from the original");
         return -EINVAL;
     }
     if (o->dir != NULL && o->rm) {
@@ -890,6 +942,31 @@ static int run_proxy_env(run_state *s)
     return 0;
 }
 
+/* --exclude patterns checked and --exclude-ignored asked of git, before
+ * anything is created. */
+static int run_plan_exclude(run_state *s)
+{
+    rg_error err = RG_ERROR_INIT;
+    size_t i, n;
+    int rc = 0;
+
+    for (i = 0; rc == 0 && i < s->o.nexcludes; i++)
+        rc = sandbox_exclude_add_pattern(&s->excl, s->o.excludes[i], &err);
+    if (rc == 0 && s->o.exclude_ignored) {
+        rc = sandbox_exclude_add_ignored(&n, &s->excl, s->workdir, &err);
+        if (rc == -ENOENT) {
+            note("--exclude-ignored: %s: %s; nothing excluded by it", s->workdir, err.msg);
+            rc = 0;
+        } else if (rc == 0) {
+            verbose("--exclude-ignored: %zu ignored dependency director%s", n,
+                    n == 1 ? "y" : "ies");
+        }
+    }
+    if (rc < 0)
+        say("%s", err.msg);
+    return rc;
+}
+
 /*
  * Whether the copy must refuse this entry, a secret reached another way.
  * A directory (the source, or a mount point inside it, which is skipped
@@ -970,12 +1047,21 @@ static int run_make_fork(run_state *s)
     to.keep_owner = geteuid() == 0 && !(s->o.ns & SANDBOX_NS_USER);
     to.mounted = run_said_mount;
     to.ctx = s;
+    if (s->excl.npatterns + s->excl.npaths > 0) {
+        to.exclude = sandbox_exclude_tree_cb;
+        to.exclude_ctx = &s->excl;
+    }
     rc = sandbox_fork_create(&s->fork, s->workdir, &to, &err);
     if (rc < 0) {
         say("%s%s", err.msg,
             rc == RG_E_DENIED ? "; refusing to copy a secret into the fork (--force copies it)"
+            : rc == -E2BIG    ? "; exclude their parent directory instead"
                               : "");
         return rc;
+    }
+    if (sandbox_exclude_record(&s->excl, s->fork.path, &err) < 0) {
+        say("%s", err.msg);
+        return -EIO;
     }
     free(s->workdir);
     s->workdir = strdup(s->fork.path);
@@ -1006,6 +1092,14 @@ static int run_make_fork(run_state *s)
              b->hardlinks);
     if (b->skipped > 0)
         note("note: %lu sockets or device nodes were not copied", b->skipped);
+    if (b->excluded > 0) {
+        run_human_bytes(size, sizeof(size), b->excluded_bytes);
+        note("excluded (not copied, shown read-only from %s inside): %lu entr%s, %lu files, %s%s%s",
+             s->fork.src, b->excluded, b->excluded == 1 ? "y" : "ies", b->excluded_files, size,
+             b->excluded == 1 ? ": " : "", b->excluded == 1 ? s->excl.excluded[0] : "");
+        for (size_t i = 0; b->excluded > 1 && i < s->excl.nexcluded; i++)
+            verbose("excluded: %s", s->excl.excluded[i]);
+    }
     return 0;
 }
 
@@ -1198,6 +1292,8 @@ static int run_plan_mounts(run_state *s)
                  : sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->tmpdir, s->tmpdir, rw, &err);
     if (rc == 0)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->workdir, s->workdir, rw, &err);
+    if (rc == 0 && s->fork.src != NULL)
+        rc = sandbox_exclude_plan_mounts(p, &s->excl, s->fork.src, s->workdir, idmap, &err);
     for (i = 0; rc == 0 && i < s->o.nwrites; i++)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->writes[i], s->writes[i], rw, &err);
     for (i = 0; rc == 0 && i < s->o.nreads; i++)
@@ -1471,6 +1567,8 @@ static void run_free(run_state *s)
     free(s->o.writes);
     free(s->o.envs);
     free(s->o.hides);
+    free(s->o.excludes);
+    sandbox_exclude_free(&s->excl);
     sandbox_mount_plan_free(&s->mounts);
     sandbox_net_relay_free(s->relay);
     if (s->netsock[0] >= 0)
@@ -1593,7 +1691,7 @@ int main(int argc, char **argv)
     }
     /* Every refusal comes before anything is created. */
     if (run_plan(&s) < 0 || run_check_ns(&s) < 0 || run_plan_net(&s) < 0 ||
-        run_resolve_paths(&s) < 0)
+        run_resolve_paths(&s) < 0 || run_plan_exclude(&s) < 0)
         goto done;
     run_report_plan(&s);
     if (run_make_tmpdir(&s) < 0 || run_build_env(&s) < 0 || run_proxy_env(&s) < 0)

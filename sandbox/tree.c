@@ -243,6 +243,108 @@ static int tree_refused(tree_ctx *c, const struct stat *st)
     return c->opts->refuse != NULL && c->opts->refuse(c->opts->ctx, st);
 }
 
+/*
+ * Walk an excluded directory `fd` (consumed) without copying it: count its
+ * files and bytes, refuse a secret linked or mounted inside, and refuse any
+ * other mount inside (the run would see it through the view).
+ */
+static int tree_scan_dir(tree_ctx *c, int fd, int depth)
+{
+    struct dirent *de;
+    struct stat st;
+    unsigned long long mnt;
+    size_t saved;
+    DIR *d;
+    int rc = 0, sub;
+
+    d = fdopendir(fd);
+    if (d == NULL) {
+        rc = tree_fail(c, -errno, "reading");
+        close(fd);
+        return rc;
+    }
+    while (rc == 0) {
+        errno = 0;
+        de = readdir(d);
+        if (de == NULL) {
+            if (errno != 0)
+                rc = tree_fail(c, -errno, "reading");
+            break;
+        }
+        if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+            continue;
+        saved = tree_path_push(c, de->d_name);
+        if ((rc = tree_statat(&st, &mnt, dirfd(d), de->d_name, 0)) < 0) {
+            rc = tree_fail(c, rc, "stat");
+        } else if ((S_ISDIR(st.st_mode) || (S_ISREG(st.st_mode) && st.st_nlink > 1)) &&
+                   tree_refused(c, &st)) {
+            rc = tree_fail(c, RG_E_DENIED, "secret mounted or linked in an excluded directory at");
+        } else if (tree_other_mount(c, &st, mnt)) {
+            rc = tree_fail(c, RG_E_DENIED,
+                           "another mount inside an excluded directory (it would be visible "
+                           "in the run) at");
+        } else if (S_ISREG(st.st_mode)) {
+            c->stats->excluded_files++;
+            c->stats->excluded_bytes += (unsigned long long)st.st_size;
+        } else if (S_ISDIR(st.st_mode)) {
+            if (depth >= TREE_DEPTH_MAX) {
+                rc = tree_fail(c, -ELOOP, "more than 200 levels deep at");
+            } else {
+                sub = openat(dirfd(d), de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+                rc = sub < 0 ? tree_fail(c, -errno, "opening") : tree_scan_dir(c, sub, depth + 1);
+            }
+        }
+        tree_path_pop(c, saved);
+    }
+    closedir(d);
+    return rc;
+}
+
+/*
+ * Leave `name` (a directory or regular file, `st`) out of the copy: an
+ * empty placeholder with its metadata in `ddir`, after scanning it.
+ */
+static int tree_exclude(tree_ctx *c, int sdir, int ddir, const char *name, const struct stat *st,
+                        int depth)
+{
+    int fd, rc;
+
+    if (S_ISDIR(st->st_mode)) {
+        fd = openat(sdir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        rc = fd < 0 ? tree_fail(c, -errno, "opening") : tree_scan_dir(c, fd, depth + 1);
+        if (rc < 0)
+            return rc;
+        if (mkdirat(ddir, name, 0700) < 0)
+            return tree_fail(c, -errno, "creating");
+        fd = openat(ddir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    } else {
+        if (st->st_nlink > 1 && tree_refused(c, st))
+            return tree_fail(c, RG_E_DENIED, "hard link to a secret at");
+        c->stats->excluded_files++;
+        c->stats->excluded_bytes += (unsigned long long)st->st_size;
+        fd = openat(ddir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    }
+    if (fd < 0)
+        return tree_fail(c, -errno, "creating");
+    rc = tree_meta_fd(fd, st, c->opts->keep_owner);
+    close(fd);
+    if (rc < 0)
+        return tree_fail(c, rc, "setting metadata of");
+    c->stats->excluded++;
+    return 0;
+}
+
+/* Whether opts->exclude leaves this entry out: 1 yes, 0 no, or an error. */
+static int tree_excluded(tree_ctx *c, const struct stat *st)
+{
+    int rc;
+
+    if (c->opts->exclude == NULL || !(S_ISDIR(st->st_mode) || S_ISREG(st->st_mode)))
+        return 0;
+    rc = c->opts->exclude(c->opts->exclude_ctx, c->path, st);
+    return rc < 0 ? tree_fail(c, rc, "excluding") : rc;
+}
+
 /* Copy the entries of `sfd` (consumed) into `dfd` (not consumed). */
 static int tree_copy_dir(tree_ctx *c, int sfd, int dfd, int depth)
 {
@@ -279,6 +381,9 @@ static int tree_copy_dir(tree_ctx *c, int sfd, int dfd, int depth)
             c->stats->mounts++;
             if (c->opts->mounted != NULL)
                 c->opts->mounted(c->opts->ctx, c->path);
+        } else if ((rc = tree_excluded(c, &st)) != 0) {
+            if (rc > 0)
+                rc = tree_exclude(c, dirfd(d), dfd, de->d_name, &st, depth);
         } else if (S_ISDIR(st.st_mode)) {
             if (depth >= TREE_DEPTH_MAX) {
                 rc = tree_fail(c, -ELOOP, "more than 200 levels deep at");

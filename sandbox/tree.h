@@ -40,7 +40,10 @@ typedef struct sandbox_tree_stats {
     unsigned long mounts;    /* entries on another mount, skipped */
     unsigned long hardlinks; /* names of files with more than one link */
     unsigned long long bytes;
-    int clone_errno; /* why FICLONE was refused (0: never refused) */
+    unsigned long excluded;            /* entries left out (opts->exclude) */
+    unsigned long excluded_files;      /* regular files in or at them */
+    unsigned long long excluded_bytes; /* ... and their size */
+    int clone_errno;                   /* why FICLONE was refused (0: never refused) */
 } sandbox_tree_stats;
 
 typedef struct sandbox_tree_opts {
@@ -56,11 +59,22 @@ typedef struct sandbox_tree_opts {
     /* When set, told each entry skipped for being on another mount (its
      * path relative to the top), so the caller can say so. */
     void (*mounted)(void *ctx, const char *path);
+    /*
+     * When set, asked for every directory and regular file (its path
+     * relative to the top, after the refuse and mount checks): 1 leaves it
+     * out, an empty placeholder (directory or file, same mode, owner and
+     * times) standing in for it; 0 copies it; negative aborts the copy. What
+     * is left out is still walked (stat only) with `refuse`, and a mount
+     * inside it refuses the copy: the caller shows the original inside the
+     * run, so it must hold no secret either.
+     */
+    int (*exclude)(void *ctx, const char *path, const struct stat *st);
+    void *exclude_ctx;
 } sandbox_tree_opts;
 
 #define SANDBOX_TREE_OPTS_INIT                                                                     \
     {                                                                                              \
-        1, 0, NULL, NULL, NULL                                                                     \
+        1, 0, NULL, NULL, NULL, NULL, NULL                                                         \
     }
 
 /*

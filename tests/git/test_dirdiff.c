@@ -1005,3 +1005,97 @@ Test(dirdiff, the_digest_changes_with_any_change_to_the_fork)
     rgit_dirdiff_free(d);
     cr_assert_str_neq(d1, d3, "a mode change changes the digest");
 }
+
+/* ---------------------------------------------------------------------------
+ * Paths refgate-run excluded from the fork
+ * ------------------------------------------------------------------------- */
+
+/* Write refgate-run's record for the fork: the comment line, then `n`
+ * NUL-terminated paths. */
+static void put_excluded_record(const char *const *paths, size_t n)
+{
+    char path[700], data[1024];
+    size_t len, i;
+
+    len = (size_t)snprintf(data, sizeof(data), "# refgate-run: paths left out\n");
+    for (i = 0; i < n; i++) {
+        memcpy(data + len, paths[i], strlen(paths[i]) + 1);
+        len += strlen(paths[i]) + 1;
+    }
+    snprintf(path, sizeof(path), "%s/.app.1.excluded", root);
+    cr_assert_eq(rg_fs_write_atomic(path, data, len, 0600, NULL), 0);
+}
+
+Test(dirdiff, excluded_paths_are_left_out_of_both_sides_and_never_applied)
+{
+    static const char *const excl[] = {"web/node_modules", "assets"};
+    rgit_dirdiff_opts opts = RGIT_DIRDIFF_OPTS_INIT;
+    rg_buf list = RG_BUF_INIT(1 << 20);
+    rg_error err = RG_ERROR_INIT;
+    outcomes o = {{0}};
+    char path[700];
+    rgit_dirdiff *d = NULL;
+    size_t refused;
+
+    make_project();
+    /* The original holds the excluded content; base and fork hold the
+     * empty placeholders refgate-run leaves there. */
+    test_run("cp -a '%s' '%s'", base, other);
+    put(other, "web/node_modules/lib/index.js", "dependency\n");
+    put(other, "assets/big.bin", "tracked, but excluded\n");
+    test_run("mkdir -p '%s/web/node_modules' '%s/assets'", base, base);
+    put(base, "web/page.html", "<p>page</p>\n");
+    put(other, "web/page.html", "<p>page</p>\n");
+    fork_base();
+    put(fork_dir, "web/page.html", "<p>changed</p>\n");
+    /* A stray file in a placeholder (the run could not write there, but the
+     * fork lives on after it) is not shown either. */
+    put(fork_dir, "assets/planted", "never applied\n");
+    put_excluded_record(excl, 2);
+
+    cr_assert_eq(rgit_dirdiff_default_excluded(&list, fork_dir, &err), 0, "%s", err.msg);
+    cr_assert_eq(list.len, strlen(excl[0]) + 1 + strlen(excl[1]) + 1);
+    opts.excluded = list.data;
+    opts.excluded_len = list.len;
+    cr_assert_eq(rgit_dirdiff_new(&d, base, fork_dir, &opts, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_dirdiff_count(d), 1, "%s", patch_of(d));
+    change_at(d, "web/page.html", RGIT_DIRDIFF_MODIFIED);
+
+    cr_assert_eq(rgit_dirdiff_apply(&refused, d, other, record, &o, &err), 0, "%s", err.msg);
+    cr_assert_eq(refused, 0, "%s", o.text);
+    path_in(path, sizeof(path), other, "web/node_modules/lib/index.js");
+    cr_assert(exists(path), "the original's excluded directory is untouched");
+    path_in(path, sizeof(path), other, "assets/big.bin");
+    cr_assert(exists(path));
+    path_in(path, sizeof(path), other, "assets/planted");
+    cr_assert_not(exists(path));
+    rgit_dirdiff_free(d);
+
+    /* Without the record the placeholders read as the fork's truth: the
+     * diff of the original against the fork would delete the content. */
+    d = diff_of(other, fork_dir);
+    change_at(d, "web/node_modules/lib/index.js", RGIT_DIRDIFF_DELETED);
+    rgit_dirdiff_free(d);
+    rg_buf_free(&list);
+}
+
+Test(dirdiff, the_excluded_record_is_read_beside_the_fork_and_checked)
+{
+    rg_buf list = RG_BUF_INIT(1 << 20);
+    rg_error err = RG_ERROR_INIT;
+    char path[700];
+
+    make_project();
+    fork_base();
+    cr_assert_eq(rgit_dirdiff_default_excluded(&list, fork_dir, &err), 0, "no record: nothing");
+    cr_assert_eq(list.len, 0);
+    snprintf(path, sizeof(path), "%s/.app.1.excluded", root);
+    cr_assert_eq(rg_fs_write_atomic(path, "node_modules\0", 13, 0600, NULL), 0);
+    cr_assert_eq(rgit_dirdiff_default_excluded(&list, fork_dir, &err), RG_E_TAMPER,
+                 "a file without the header is not a record");
+    unlink(path);
+    cr_assert_eq(symlink("/etc/passwd", path), 0);
+    cr_assert_lt(rgit_dirdiff_default_excluded(&list, fork_dir, &err), 0,
+                 "a symlink is not followed");
+    rg_buf_free(&list);
+}
