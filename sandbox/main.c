@@ -44,6 +44,7 @@
 #include "sandbox/landlock.h"
 #include "sandbox/mount.h"
 #include "sandbox/net.h"
+#include "sandbox/notify.h"
 #include "sandbox/ns.h"
 #include "sandbox/privs.h"
 #include "sandbox/proc.h"
@@ -142,6 +143,10 @@ typedef struct run_state {
     int netsock[2];               /* the listening sockets' way out: [0] runner, [1] child */
     sandbox_net_relay *relay;     /* in the runner, once the child sets up */
     unsigned long mounts_skipped; /* entries on other mounts left out of the fork */
+    int notify;                   /* seccomp denials go to the supervisor (notify.h) */
+    int notifysock[2];            /* the listener's way out: [0] runner, [1] child */
+    sandbox_notify *sup;          /* in the runner, once the child sets up */
+    char notify_off[256];         /* why seccomp denials are not counted */
     int neutralised;              /* things neutralised in the fork's .git */
     char neutralised_what[RUN_BLOCKED_ITEM_MAX];
 } run_state;
@@ -1148,6 +1153,28 @@ static char *run_read_mountinfo(void)
  * The mount namespace's layout (see mount.h): planned here, in the runner,
  * where the paths are resolved and refusals can still be made cleanly.
  */
+/*
+ * The seccomp supervisor, when this kernel can give the command a listener;
+ * else the plain filter (the same denials), and the summary says why they
+ * are not counted.
+ */
+static int run_plan_notify(run_state *s)
+{
+    rg_error why = RG_ERROR_INIT;
+
+    if (sandbox_seccomp_notify_probe(&why) < 0) {
+        snprintf(s->notify_off, sizeof(s->notify_off), "seccomp denials not counted: %s", why.msg);
+        verbose("%s", s->notify_off);
+        return 0;
+    }
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s->notifysock) < 0) {
+        say("socketpair: %s", strerror(errno));
+        return -errno;
+    }
+    s->notify = 1;
+    return 0;
+}
+
 static int run_plan_mounts(run_state *s)
 {
     /* A root caller's command is nobody outside: what it is given, root's
@@ -1264,7 +1291,18 @@ static void run_started(void *ctx)
             say("%s", err.msg);
         s->netsock[0] = -1;
     }
-    sandbox_seccomp_export(s->bpf[1], &err);
+    /* The supervisor next: without it, the command's passing of the
+     * listener fails, and with it the run. */
+    if (s->notify) {
+        close(s->notifysock[1]);
+        s->notifysock[1] = -1;
+        if (sandbox_notify_start(&s->sup, s->notifysock[0], &err) < 0)
+            say("%s", err.msg);
+        s->notifysock[0] = -1;
+        sandbox_seccomp_export_notify(s->bpf[1], &err);
+    } else {
+        sandbox_seccomp_export(s->bpf[1], &err);
+    }
     close(s->bpf[1]);
     s->bpf[1] = -1;
 }
@@ -1279,6 +1317,10 @@ static int run_setup(void *ctx, rg_error *err)
     /* Only the runner writes the filter: the command reads it to the end. */
     close(s->bpf[1]);
     s->bpf[1] = -1;
+    /* Only the runner receives the listener. */
+    if (s->notifysock[0] >= 0)
+        close(s->notifysock[0]);
+    s->notifysock[0] = -1;
 
     /* A root caller's child becomes nobody, the one id mapped (it keeps the
      * namespace's capabilities for the setup; the command loses them at
@@ -1323,7 +1365,8 @@ static int run_confine(void *ctx, rg_error *err)
         rc = sandbox_landlock_enforce(s->ll, err);
     /* Last: the filter denies calls the steps above make. */
     if (rc == 0)
-        rc = sandbox_seccomp_load(s->bpf[0], err);
+        rc = s->notify ? sandbox_notify_install(s->bpf[0], s->notifysock[1], err)
+                       : sandbox_seccomp_load(s->bpf[0], err);
     return rc;
 }
 
@@ -1375,21 +1418,27 @@ static void run_neutralise_git(run_state *s)
 
 /*
  * After the command, when anything was denied: one line saying what, from
- * the runner's own accounting (the relay's refusals, mounts left out of the
- * fork, the fork's .git neutralised). Landlock's and seccomp's denials are
- * not counted here: the kernel tells them only to its audit log, which
- * refgate-run does not read (an audit netlink socket needs CAP_AUDIT_READ);
- * the summary says so rather than looking complete.
+ * the runner's own accounting (the seccomp supervisor's count, the relay's
+ * refusals, mounts left out of the fork, the fork's .git neutralised).
+ * Landlock's denials are not counted here: the kernel tells them only to
+ * its audit log, which refgate-run does not read (an audit netlink socket
+ * needs CAP_AUDIT_READ); the summary says so rather than looking complete.
  */
 static void run_summarise(run_state *s)
 {
+    sandbox_notify_tally tally;
     sandbox_net_blocked nb;
-    char net[RUN_BLOCKED_ITEM_MAX];
-    rg_buf b = RG_BUF_INIT(4 * RUN_BLOCKED_ITEM_MAX);
+    char net[RUN_BLOCKED_ITEM_MAX], calls[RUN_BLOCKED_ITEM_MAX], ll[256];
+    rg_buf b = RG_BUF_INIT(5 * RUN_BLOCKED_ITEM_MAX);
 
+    sandbox_notify_tally_get(&tally, s->sup);
+    sandbox_notify_tally_format(calls, sizeof(calls), &tally);
+    if (tally.total > 0 && rg_buf_printf(&b, "%lu system call%s denied by seccomp: %s", tally.total,
+                                         tally.total == 1 ? "" : "s", calls) < 0)
+        goto done;
     sandbox_net_relay_blocked(&nb, s->relay);
     sandbox_net_blocked_format(net, sizeof(net), &nb);
-    if (net[0] && rg_buf_printf(&b, "%s", net) < 0)
+    if (net[0] && rg_buf_printf(&b, "%s%s", b.len ? ", " : "", net) < 0)
         goto done;
     if (s->mounts_skipped > 0 &&
         rg_buf_printf(&b, "%s%lu entr%s on other mounts left out of the fork", b.len ? ", " : "",
@@ -1399,10 +1448,10 @@ static void run_summarise(run_state *s)
         rg_buf_printf(&b, "%s%d thing%s in the fork's .git neutralised (%s)", b.len ? ", " : "",
                       s->neutralised, s->neutralised == 1 ? "" : "s", s->neutralised_what) < 0)
         goto done;
+    sandbox_notify_landlock_why(ll, sizeof(ll));
     if (b.len > 0)
-        say("blocked during the run: %s (Landlock and seccomp denials not available: the kernel "
-            "logs them only to its audit log, which refgate-run does not read)",
-            b.data);
+        say("blocked during the run: %s (%s%s%s)", b.data, ll, s->notify ? "" : "; ",
+            s->notify ? "" : s->notify_off);
 done:
     rg_buf_free(&b);
 }
@@ -1448,6 +1497,11 @@ static void run_free(run_state *s)
     free(s->o.hides);
     sandbox_mount_plan_free(&s->mounts);
     sandbox_net_relay_free(s->relay);
+    sandbox_notify_free(s->sup);
+    if (s->notifysock[0] >= 0)
+        close(s->notifysock[0]);
+    if (s->notifysock[1] >= 0)
+        close(s->notifysock[1]);
     if (s->netsock[0] >= 0)
         close(s->netsock[0]);
     if (s->netsock[1] >= 0)
@@ -1549,6 +1603,7 @@ int main(int argc, char **argv)
     memset(&s, 0, sizeof(s));
     s.bpf[0] = s.bpf[1] = -1;
     s.netsock[0] = s.netsock[1] = -1;
+    s.notifysock[0] = s.notifysock[1] = -1;
     run_guard_stdio();
     rc = run_parse(&s.o, argc, argv);
     if (rc != 0) {
@@ -1601,6 +1656,8 @@ int main(int argc, char **argv)
             goto done;
         }
     }
+    if (run_plan_notify(&s) < 0)
+        goto done;
     po.argv = s.o.argv;
     po.envp = s.env;
     po.cwd = s.workdir;

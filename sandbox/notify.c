@@ -56,9 +56,17 @@ void sandbox_notify_tally_add(sandbox_notify_tally *t, const char *name, pid_t p
     c->n++;
 }
 
+/* Whether items i and i + 1 had the same first caller. */
+static int notify_same_caller(const sandbox_notify_tally *t, size_t i)
+{
+    return i + 1 < t->n && t->c[i].pid == t->c[i + 1].pid &&
+           strcmp(t->c[i].comm, t->c[i + 1].comm) == 0;
+}
+
 void sandbox_notify_tally_format(char *out, size_t outsz, const sandbox_notify_tally *t)
 {
     size_t len = 0, i;
+    char times[32], by[64];
     int n;
 
     if (outsz == 0)
@@ -66,20 +74,48 @@ void sandbox_notify_tally_format(char *out, size_t outsz, const sandbox_notify_t
     out[0] = '\0';
     for (i = 0; i < t->n && len < outsz; i++) {
         const sandbox_notify_count *c = &t->c[i];
-        char times[32] = "";
 
+        times[0] = by[0] = '\0';
         if (c->n > 1)
             snprintf(times, sizeof(times), " x%lu", c->n);
-        if (c->comm[0])
-            n = snprintf(out + len, outsz - len, "%s%s%s (first: %s, pid %ld)", i ? ", " : "",
-                         c->name, times, c->comm, (long)c->pid);
-        else
-            n = snprintf(out + len, outsz - len, "%s%s%s (first: pid %ld)", i ? ", " : "", c->name,
-                         times, (long)c->pid);
+        /* The caller once, after the last of a run of calls it made first. */
+        if (!notify_same_caller(t, i))
+            snprintf(by, sizeof(by), " (by %s%spid %ld)", c->comm, c->comm[0] ? ", " : "",
+                     (long)c->pid);
+        n = snprintf(out + len, outsz - len, "%s%s%s%s", i ? ", " : "", c->name, times, by);
         if (n < 0)
             break;
         len += (size_t)n;
     }
+}
+
+void sandbox_notify_landlock_why(char *out, size_t outsz)
+{
+    char cmdline[4096];
+    ssize_t n = -1;
+    int fd;
+
+    /* /proc/PID/loginuid exists only in a kernel built with audit. */
+    if (access("/proc/self/loginuid", F_OK) < 0) {
+        snprintf(out, outsz,
+                 "Landlock denials not counted: this kernel has no audit, so they "
+                 "are recorded nowhere");
+        return;
+    }
+    fd = open("/proc/cmdline", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) {
+        n = read(fd, cmdline, sizeof(cmdline) - 1);
+        close(fd);
+    }
+    cmdline[n > 0 ? n : 0] = '\0';
+    if (strncmp(cmdline, "audit=0", 7) == 0 || strstr(cmdline, " audit=0") != NULL)
+        snprintf(out, outsz,
+                 "Landlock denials not counted: audit is off (audit=0), so they are "
+                 "recorded nowhere");
+    else
+        snprintf(out, outsz,
+                 "Landlock denials not counted: the kernel logs them only to its "
+                 "audit log, which refgate-run does not read");
 }
 
 /* ------------------------------------------------------------------------ */

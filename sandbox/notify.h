@@ -42,9 +42,19 @@ typedef struct sandbox_notify_tally {
 void sandbox_notify_tally_add(sandbox_notify_tally *t, const char *name, pid_t pid,
                               const char *comm);
 
-/* "keyctl x3 (first: keyutil, pid 812), ptrace (first: strace, pid 813)",
- * cut to fit; "" when nothing was counted. */
+/* "keyctl x3, ptrace (by keyutil, pid 812), bpf (by strace, pid 813)":
+ * each call's count, and the first caller of a run of calls with the same
+ * first caller after the last of them; cut to fit; "" when nothing was
+ * counted. */
 void sandbox_notify_tally_format(char *out, size_t outsz, const sandbox_notify_tally *t);
+
+/*
+ * Why Landlock's denials are not in the summary, for it: the kernel
+ * reports them only to its audit log (Linux 6.15 and later, with audit
+ * on), which refgate-run does not read; or, when this kernel has no audit
+ * or it is off at boot, they are recorded nowhere.
+ */
+void sandbox_notify_landlock_why(char *out, size_t outsz);
 
 typedef struct sandbox_notify sandbox_notify;
 

@@ -112,10 +112,13 @@ int sandbox_seccomp_family_allowed(int family)
 }
 
 /* The action of a rule that denies with `e`: that errno, or, with a
- * supervisor, a notification it answers with that errno. */
+ * supervisor, a notification it answers with that errno. ENOSYS stays a
+ * plain errno: it is no denial but a way to make libc fall back to a call
+ * the filter can read (glibc tries clone3 at every thread and posix_spawn),
+ * so counting it would be noise, and a round trip per process started. */
 static uint32_t seccomp_act(int notify, int e)
 {
-    return notify ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO((uint32_t)e);
+    return notify && e != ENOSYS ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO((uint32_t)e);
 }
 
 static int seccomp_add(scmp_filter_ctx ctx, int notify, const sandbox_seccomp_rule *r)

@@ -78,7 +78,9 @@ int sandbox_seccomp_load(int fd, rg_error *err);
  * sent to the supervisor (SCMP_ACT_NOTIFY) instead of failing at once. The
  * supervisor counts it and answers with the errno sandbox_seccomp_decide
  * gives, the one the plain filter returns; it never lets a call through.
- * Calls the filter allows cost what they cost before.
+ * Calls the filter allows cost what they cost before. The ENOSYS rules
+ * (clone3, openat2) stay plain errnos: they make libc fall back, they deny
+ * nothing, and glibc makes them at every thread and spawn.
  *
  * sandbox_seccomp_notify_probe says whether this process's children can
  * get a listener (0), or why not: a kernel older than 5.0, or refgate-run

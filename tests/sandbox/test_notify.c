@@ -25,7 +25,12 @@ Test(notify, counts_by_name_and_keeps_the_first_caller)
     cr_assert_eq(t.c[0].pid, 10);
     cr_assert_str_eq(t.c[0].comm, "keyutil");
     sandbox_notify_tally_format(out, sizeof(out), &t);
-    cr_assert_str_eq(out, "keyctl x3 (first: keyutil, pid 10), ptrace (first: strace, pid 11)");
+    cr_assert_str_eq(out, "keyctl x3 (by keyutil, pid 10), ptrace (by strace, pid 11)");
+    sandbox_notify_tally_add(&t, "bpf", 11, "strace");
+    sandbox_notify_tally_add(&t, "mount", 14, "");
+    sandbox_notify_tally_format(out, sizeof(out), &t);
+    cr_assert_str_eq(out, "keyctl x3 (by keyutil, pid 10), ptrace, bpf (by strace, pid 11), "
+                          "mount (by pid 14)");
 }
 
 Test(notify, nothing_counted_is_an_empty_line_and_a_short_buffer_is_cut)
@@ -40,7 +45,7 @@ Test(notify, nothing_counted_is_an_empty_line_and_a_short_buffer_is_cut)
     sandbox_notify_tally_add(&t, "ptrace", 11, "a-long-name");
     sandbox_notify_tally_format(out, sizeof(out), &t);
     cr_assert_eq(strlen(out), sizeof(out) - 1);
-    cr_assert(strncmp(out, "keyctl (first: ", 15) == 0, "%s", out);
+    cr_assert(strncmp(out, "keyctl (by pid ", 15) == 0, "%s", out);
 }
 
 Test(notify, names_past_the_bound_are_counted_in_the_total_only)
