@@ -297,6 +297,34 @@ Test(seccomp, supervised_raw_packet_and_mptcp_sockets_fail_as_before_and_are_cou
     cr_assert_eq(t.total, 5, "TCP and UDP are not denied");
 }
 
+/* Under a filter that has a supervisor already (a container's, say), a
+ * second listener is refused: the probe says so, and the runner exports
+ * the plain filter instead of a run that would fail. */
+Test(seccomp, the_probe_refuses_under_a_filter_with_a_listener)
+{
+    rg_error err = RG_ERROR_INIT;
+    int pfd[2], status, fd;
+    pid_t pid;
+
+    cr_assert_eq(pipe(pfd), 0);
+    cr_assert_eq(sandbox_seccomp_export_notify(pfd[1], &err), 0, "%s", err.msg);
+    close(pfd[1]);
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        if (sandbox_seccomp_load_listener(&fd, pfd[0], &err) < 0)
+            _exit(2);
+        if (sandbox_seccomp_notify_probe(&err) == 0)
+            _exit(3);
+        _exit(strstr(err.msg, "already has a supervisor") != NULL ? 0 : 4);
+    }
+    close(pfd[0]);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status), "the child was killed by signal %d", WTERMSIG(status));
+    cr_assert_eq(WEXITSTATUS(status), 0, "2: no listener, 3: probe passed, 4: wrong reason (%d)",
+                 WEXITSTATUS(status));
+}
+
 /* The supervisor's answer for a call is the plain filter's. */
 Test(seccomp, decide_gives_the_plain_filters_errno)
 {
