@@ -37,6 +37,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "sandbox/dirgit.h"
 #include "sandbox/env.h"
 #include "sandbox/fork.h"
 #include "sandbox/gitconf.h"
@@ -129,9 +130,10 @@ typedef struct run_state {
     sandbox_landlock_plan plan;
     sandbox_landlock *ll;
     sandbox_fork fork;
-    char *workdir;  /* canonical: the fork or -d */
-    char *tmpdir;   /* the private TMPDIR, once created */
-    int tmp_inside; /* TMPDIR is a tmpfs inside the run's own /tmp: nothing on disk */
+    sandbox_dirgit dirgit; /* -d: DIR/.git, bound read-only */
+    char *workdir;         /* canonical: the fork or -d */
+    char *tmpdir;          /* the private TMPDIR, once created */
+    int tmp_inside;        /* TMPDIR is a tmpfs inside the run's own /tmp: nothing on disk */
     char **reads, **writes;
     char **env;
     sandbox_home_inode *inodes;
@@ -723,6 +725,14 @@ static int run_resolve_paths(run_state *s)
             say("-d %s: not a directory", s->workdir);
             rc = -ENOTDIR;
         }
+        if (rc == 0) {
+            rg_error err = RG_ERROR_INIT;
+
+            rc = sandbox_dirgit_plan(&s->dirgit, s->workdir, (s->o.ns & SANDBOX_NS_MOUNT) != 0,
+                                     &err);
+            if (rc < 0)
+                say("%s", err.msg);
+        }
         return rc;
     }
     if (realpath(".", cwd) == NULL) {
@@ -1200,6 +1210,10 @@ static int run_plan_mounts(run_state *s)
                  : sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->tmpdir, s->tmpdir, rw, &err);
     if (rc == 0)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->workdir, s->workdir, rw, &err);
+    /* -d DIR's .git: read-only, and a mount point nothing can replace (dirgit.h). */
+    if (rc == 0 && s->dirgit.existed)
+        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->dirgit.git, s->dirgit.git, idmap,
+                                    &err);
     for (i = 0; rc == 0 && i < s->o.nwrites; i++)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->writes[i], s->writes[i], rw, &err);
     for (i = 0; rc == 0 && i < s->o.nreads; i++)
@@ -1445,8 +1459,9 @@ static void run_summarise(run_state *s)
                       s->mounts_skipped, s->mounts_skipped == 1 ? "y" : "ies") < 0)
         goto done;
     if (s->neutralised > 0 &&
-        rg_buf_printf(&b, "%s%d thing%s in the fork's .git neutralised (%s)", b.len ? ", " : "",
-                      s->neutralised, s->neutralised == 1 ? "" : "s", s->neutralised_what) < 0)
+        rg_buf_printf(&b, "%s%d thing%s in the %s's .git neutralised (%s)", b.len ? ", " : "",
+                      s->neutralised, s->neutralised == 1 ? "" : "s",
+                      s->o.dir ? "directory" : "fork", s->neutralised_what) < 0)
         goto done;
     sandbox_notify_landlock_why(ll, sizeof(ll));
     if (b.len > 0)
@@ -1468,6 +1483,12 @@ static void run_cleanup(run_state *s, int started)
     }
     if (s->fork.path != NULL && !s->o.rm)
         run_neutralise_git(s);
+    if (started && s->o.dir != NULL) {
+        if (sandbox_dirgit_after(&s->neutralised, &s->dirgit, &err) < 0)
+            say("WARNING: %s; do not run git in %s before checking it", err.msg, s->workdir);
+        snprintf(s->neutralised_what, sizeof(s->neutralised_what),
+                 ".git (created by the run): moved to .git.refgate-disabled");
+    }
     if (started)
         run_summarise(s);
     if (s->fork.path == NULL)
@@ -1516,6 +1537,7 @@ static void run_free(run_state *s)
     sandbox_env_free(s->env);
     sandbox_landlock_free(s->ll);
     sandbox_fork_free(&s->fork);
+    sandbox_dirgit_free(&s->dirgit);
     sandbox_home_free(&s->home);
 }
 
