@@ -41,6 +41,7 @@
 #include "sandbox/env.h"
 #include "sandbox/fork.h"
 #include "sandbox/gitconf.h"
+#include "sandbox/guard.h"
 #include "sandbox/home.h"
 #include "sandbox/landlock.h"
 #include "sandbox/mount.h"
@@ -131,6 +132,7 @@ typedef struct run_state {
     sandbox_landlock *ll;
     sandbox_fork fork;
     sandbox_dirgit dirgit; /* -d: DIR/.git, bound read-only */
+    sandbox_guard *guard;  /* hardens the fork if the runner dies (guard.h) */
     char *workdir;         /* canonical: the fork or -d */
     char *tmpdir;          /* the private TMPDIR, once created */
     int tmp_inside;        /* TMPDIR is a tmpfs inside the run's own /tmp: nothing on disk */
@@ -999,6 +1001,18 @@ static int run_make_fork(run_state *s)
     return 0;
 }
 
+/* The fork's guardian (guard.h), before any thread: refused without one. */
+static int run_guard(run_state *s)
+{
+    rg_error err = RG_ERROR_INIT;
+    int rc;
+
+    rc = sandbox_guard_start(&s->guard, s->fork.path, s->fork.base, s->fork.lock_fd, &err);
+    if (rc < 0)
+        say("refusing to run: %s", err.msg);
+    return rc;
+}
+
 /* In the sandbox's first process, after the mounts: the Landlock ruleset. */
 static int run_build_rules(run_state *s, rg_error *err)
 {
@@ -1279,6 +1293,9 @@ static int run_map(void *ctx, pid_t child, rg_error *err)
 {
     const run_state *s = ctx;
 
+    /* Before the child may start the command. */
+    if (sandbox_guard_watch(s->guard, child, err) < 0)
+        return err->code;
     if (!(s->o.ns & SANDBOX_NS_USER))
         return 0;
     if (s->root_mapped)
@@ -1496,6 +1513,8 @@ static void run_cleanup(run_state *s, int started)
     if (s->o.rm) {
         if (sandbox_fork_remove(&s->fork, &err) < 0)
             say("warning: %s", err.msg);
+        sandbox_guard_free(s->guard);
+        s->guard = NULL;
     } else {
         note("the fork stays at %s; `refgate diff %s` shows what the run changed", s->fork.path,
              s->fork.path);
@@ -1536,6 +1555,8 @@ static void run_free(run_state *s)
     free(s->inodes);
     sandbox_env_free(s->env);
     sandbox_landlock_free(s->ll);
+    /* The fork is hardened (or removed): its guardian is not needed. */
+    sandbox_guard_free(s->guard);
     sandbox_fork_free(&s->fork);
     sandbox_dirgit_free(&s->dirgit);
     sandbox_home_free(&s->home);
@@ -1650,7 +1671,7 @@ int main(int argc, char **argv)
     run_report_plan(&s);
     if (run_make_tmpdir(&s) < 0 || run_build_env(&s) < 0 || run_proxy_env(&s) < 0)
         goto done;
-    if (s.o.dir == NULL && run_make_fork(&s) < 0)
+    if (s.o.dir == NULL && (run_make_fork(&s) < 0 || run_guard(&s) < 0))
         goto done;
     if (run_plan_mounts(&s) < 0)
         goto done;
@@ -1713,6 +1734,9 @@ int main(int argc, char **argv)
         goto done;
     }
     started = 1;
+    /* Without namespaces there was no map step to tell the guardian. */
+    if (sandbox_guard_watch(s.guard, pid, &err) < 0)
+        say("warning: %s", err.msg);
     rc = sandbox_proc_wait(&status, pid, &err);
     if (rc < 0) {
         say("%s", err.msg);
