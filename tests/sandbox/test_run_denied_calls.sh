@@ -55,6 +55,8 @@ lacks "a run denied nothing prints no summary" "$OUTPUT" "blocked during the run
 sandbox --share=pid -- perl -e "$CALLS"
 check_denied "--share=pid"
 
+contains "--help names the supervisor" "$("$RUN" --help)" "goes to a supervisor in"
+
 if user_setup; then
     OUTPUT=$(cd "$U/proj" && as_user "$RUN" -q --rm -- perl -e "$CALLS" 2>&1)
     check_denied unprivileged

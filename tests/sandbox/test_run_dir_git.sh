@@ -81,6 +81,8 @@ contains "... naming the way out" "$OUTPUT" "needs the mount namespace (drop --s
 OUTPUT=$("$RUN" -q --share=user,mount -d "$E" -- true 2>&1)
 equals "without a .git, -d runs without the mount namespace" "$?" 0
 
+contains "--help states the -d rule" "$("$RUN" --help)" "With -d (no fork): DIR/.git"
+
 if user_setup; then
     chmod 777 "$T"
     rm -f "$PWNED"

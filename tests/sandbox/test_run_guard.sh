@@ -78,6 +78,8 @@ contains "a normal run: the runner neutralised the fork itself" "$OUTPUT" \
 equals "a normal run: no guardian is left" "$(pgrep -f "$TAG" || true)" ""
 rm -rf "$PROJ.1" "$T/.proj.1.base" "$T/.proj.1.run"
 
+contains "--help names the guardian" "$("$RUN" --help)" "A guardian (a process of"
+
 if user_setup; then
     chmod 777 "$T"
     # as_user, spelt out: a shell function cannot be exec'd.
