@@ -131,11 +131,9 @@ typedef struct run_state {
     sandbox_landlock_plan plan;
     sandbox_landlock *ll;
     sandbox_fork fork;
-    sandbox_dirgit dirgit; /* -d: DIR/.git, bound read-only */
-    sandbox_guard *guard;  /* hardens the fork if the runner dies (guard.h) */
-    char *workdir;         /* canonical: the fork or -d */
-    char *tmpdir;          /* the private TMPDIR, once created */
-    int tmp_inside;        /* TMPDIR is a tmpfs inside the run's own /tmp: nothing on disk */
+    char *workdir;  /* canonical: the fork or -d */
+    char *tmpdir;   /* the private TMPDIR, once created */
+    int tmp_inside; /* TMPDIR is a tmpfs inside the run's own /tmp: nothing on disk */
     char **reads, **writes;
     char **env;
     sandbox_home_inode *inodes;
@@ -151,6 +149,8 @@ typedef struct run_state {
     int notifysock[2];            /* the listener's way out: [0] runner, [1] child */
     sandbox_notify *sup;          /* in the runner, once the child sets up */
     char notify_off[256];         /* why seccomp denials are not counted */
+    sandbox_guard *guard;         /* hardens the fork if the runner dies (guard.h) */
+    sandbox_dirgit dirgit;        /* -d: DIR/.git, bound read-only (dirgit.h) */
     int neutralised;              /* things neutralised in the fork's .git */
     char neutralised_what[RUN_BLOCKED_ITEM_MAX];
 } run_state;
