@@ -1643,6 +1643,15 @@ static int run_check(run_state *s)
             rc = -EPERM;
         }
     }
+    {
+        rg_error serr = RG_ERROR_INIT;
+
+        if (sandbox_seccomp_notify_probe(&serr) == 0)
+            printf("seccomp: denials answered and counted by refgate-run's supervisor\n");
+        else
+            printf("seccomp: denials not counted (the plain filter denies the same): %s\n",
+                   serr.msg);
+    }
     printf("home: %s\n", s->home.path);
     for (i = 0; i < s->home.nsecrets; i++)
         if (lstat(s->home.secrets[i], &st) == 0)

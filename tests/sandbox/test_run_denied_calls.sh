@@ -55,6 +55,8 @@ lacks "a run denied nothing prints no summary" "$OUTPUT" "blocked during the run
 sandbox --share=pid -- perl -e "$CALLS"
 check_denied "--share=pid"
 
+contains "--check says the denials are counted" "$("$RUN" --check)" \
+    "seccomp: denials answered and counted by refgate-run's supervisor"
 contains "--help names the supervisor" "$("$RUN" --help)" "goes to a supervisor in"
 
 if user_setup; then
