@@ -587,7 +587,7 @@ done:
 }
 
 /* Rename dirfd/name to the first free "<name><suffix>[.N]". */
-static int gc_move_aside(int dirfd, const char *name, const char *suffix)
+int sandbox_gitconf_move_aside(int dirfd, const char *name, const char *suffix)
 {
     char to[512];
     unsigned i;
@@ -629,7 +629,7 @@ static int gc_write_config(int gitfd, const char *text, const struct stat *was)
     int fd, rc = 0;
 
     if (unlinkat(gitfd, tmp, 0) < 0 && errno != ENOENT)
-        (void)gc_move_aside(gitfd, tmp, ".old");
+        (void)sandbox_gitconf_move_aside(gitfd, tmp, ".old");
     fd = openat(gitfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
         return -errno;
@@ -694,7 +694,7 @@ static int gc_config(gc_run *r, int gitfd, int basegit, const char *where)
     /* The run may have put anything at that name (a directory, a link):
      * it goes aside itself rather than block this. */
     if (unlinkat(gitfd, "config.refgate-run-orig", 0) < 0 && errno != ENOENT)
-        (void)gc_move_aside(gitfd, "config.refgate-run-orig", ".old");
+        (void)sandbox_gitconf_move_aside(gitfd, "config.refgate-run-orig", ".old");
     if (renameat(gitfd, "config", gitfd, "config.refgate-run-orig") < 0) {
         rc = rg_error_set(r->err, -errno, "%s/config: %s", where, strerror(errno));
         goto done;
@@ -749,7 +749,7 @@ static int gc_hooks(gc_run *r, int gitfd, const char *where)
     } else {
         gc_told(r, where, "hooks (not a directory)");
     }
-    rc = gc_move_aside(gitfd, "hooks", ".refgate-disabled");
+    rc = sandbox_gitconf_move_aside(gitfd, "hooks", ".refgate-disabled");
     if (rc < 0)
         return rg_error_set(r->err, rc, "%s/hooks: moving aside: %s", where, strerror(-rc));
     return 0;
@@ -853,7 +853,7 @@ static int gc_gitdir(gc_run *r, int gitfd, int basegit, const char *where, unsig
             continue;
         snprintf(what, sizeof(what), "%s", redirect[i]);
         gc_told(r, where, what);
-        rc = gc_move_aside(gitfd, redirect[i], ".refgate-disabled");
+        rc = sandbox_gitconf_move_aside(gitfd, redirect[i], ".refgate-disabled");
         if (rc < 0)
             rg_error_set(r->err, rc, "%s/%s: moving aside: %s", where, redirect[i], strerror(-rc));
     }
@@ -893,7 +893,7 @@ static int gc_nested(gc_run *r, int dirfd, int basedir, const char *rel)
              : S_ISREG(st.st_mode) ? "a new gitfile"
                                    : "odd");
     gc_told(r, "", what);
-    rc = gc_move_aside(dirfd, ".git", ".refgate-disabled");
+    rc = sandbox_gitconf_move_aside(dirfd, ".git", ".refgate-disabled");
     if (rc < 0)
         rg_error_set(r->err, rc, "%s: moving aside: %s", where, strerror(-rc));
     return rc;
@@ -976,7 +976,7 @@ int sandbox_gitconf_neutralise(int *out, const char *fork, const char *base,
         if (S_ISREG(st.st_mode) && gc_same_file(forkfd, basefd, ".git"))
             goto done;
         gc_told(&r, "", S_ISLNK(st.st_mode) ? ".git (a symlink)" : ".git (not a directory)");
-        rc = gc_move_aside(forkfd, ".git", ".refgate-disabled");
+        rc = sandbox_gitconf_move_aside(forkfd, ".git", ".refgate-disabled");
         if (rc < 0)
             rg_error_set(err, rc, ".git: moving aside: %s", strerror(-rc));
         goto done;
@@ -994,7 +994,7 @@ int sandbox_gitconf_neutralise(int *out, const char *fork, const char *base,
          * for git at all until the user looks at it. */
         close(gitfd);
         gitfd = -1;
-        if (gc_move_aside(forkfd, ".git", ".refgate-disabled") == 0)
+        if (sandbox_gitconf_move_aside(forkfd, ".git", ".refgate-disabled") == 0)
             gc_told(&r, "", ".git (could not be neutralised: moved to .git.refgate-disabled)");
         goto done;
     }

@@ -63,4 +63,10 @@ int sandbox_gitconf_filter(char **out, const char *config, size_t len, const cha
 int sandbox_gitconf_neutralise(int *out, const char *fork, const char *base,
                                sandbox_gitconf_tell_fn tell, void *ctx, rg_error *err);
 
+/*
+ * Rename dirfd/name to name+suffix (name+suffix.1, .2... when taken; never
+ * replacing anything). 0 or a negative errno.
+ */
+int sandbox_gitconf_move_aside(int dirfd, const char *name, const char *suffix);
+
 #endif

@@ -37,14 +37,17 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "sandbox/dirgit.h"
 #include "sandbox/env.h"
 #include "sandbox/exclude.h"
 #include "sandbox/fork.h"
 #include "sandbox/gitconf.h"
+#include "sandbox/guard.h"
 #include "sandbox/home.h"
 #include "sandbox/landlock.h"
 #include "sandbox/mount.h"
 #include "sandbox/net.h"
+#include "sandbox/notify.h"
 #include "sandbox/ns.h"
 #include "sandbox/privs.h"
 #include "sandbox/proc.h"
@@ -147,6 +150,12 @@ typedef struct run_state {
     int netsock[2];               /* the listening sockets' way out: [0] runner, [1] child */
     sandbox_net_relay *relay;     /* in the runner, once the child sets up */
     unsigned long mounts_skipped; /* entries on other mounts left out of the fork */
+    int notify;                   /* seccomp denials go to the supervisor (notify.h) */
+    int notifysock[2];            /* the listener's way out: [0] runner, [1] child */
+    sandbox_notify *sup;          /* in the runner, once the child sets up */
+    char notify_off[256];         /* why seccomp denials are not counted */
+    sandbox_guard *guard;         /* hardens the fork if the runner dies (guard.h) */
+    sandbox_dirgit dirgit;        /* -d: DIR/.git, bound read-only (dirgit.h) */
     int neutralised;              /* things neutralised in the fork's .git */
     char neutralised_what[RUN_BLOCKED_ITEM_MAX];
 
@@ -206,8 +215,26 @@ static const char help_text[] =
     "fork never shares an inode with anything). Sockets and device nodes are\n"
     "skipped. `refgate diff DIR.N` shows what the run changed.\n"
     "\n"
+    "The fork's .git after the run: what CMD planted there would run outside the\n"
+    "sandbox at your first git command in the fork, so when CMD has exited its\n"
+    ".git/config keeps only an allow-list of keys that run nothing (the rest,\n"
+    "core.fsmonitor, hooksPath, aliases, filters, include..., removed; the file\n"
+    "kept as .git/config.refgate-run-orig), hooks move to .git/hooks.refgate-\n"
+    "disabled, a changed gitfile, commondir or config.worktree moves aside, and\n"
+    "the same for .git/modules/*; stderr names each. A guardian (a process of\n"
+    "its own session, outside the sandbox) does the same if refgate-run is\n"
+    "killed (SIGKILL included): it waits for the run's last process, then\n"
+    "hardens the fork; after a normal run it just exits.\n"
+    "With -d (no fork): DIR/.git, a directory or a gitfile, is bound read-only\n"
+    "inside (git log, diff and status work, commits fail; .git cannot be moved or\n"
+    "replaced), which needs the mount namespace: a -d DIR holding a .git is\n"
+    "refused with --share=mount, and so is one whose .git is a symlink. A .git\n"
+    "the run creates in DIR is moved to DIR/.git.refgate-disabled after it.\n"
+    "Repositories below DIR are not covered: use a fork.\n"
+    "\n"
     "Options:\n"
-    "  -d, --dir DIR        run in DIR itself, no fork; DIR is writable\n"
+    "  -d, --dir DIR        run in DIR itself, no fork; DIR is writable but its\n"
+    "                       .git is read-only (see above)\n"
     "  -r, --read PATH      also let CMD read PATH (repeatable)\n"
     "  -w, --write PATH     also let CMD write PATH (repeatable)\n"
     "  -e, --env NAME       pass NAME from this environment (repeatable)\n"
@@ -339,7 +366,15 @@ static const char help_text[] =
     "    open_by_handle_at, module and kexec calls, the mount API, unshare,\n"
     "    setns and clone with namespace flags fail (EPERM; clone3: ENOSYS);\n"
     "    ioctl TIOCSTI and TIOCLINUX fail; sockets other than unix, IPv4, IPv6\n"
-    "    and route netlink fail (EAFNOSUPPORT).\n"
+    "    and route netlink fail (EAFNOSUPPORT). Each denial but clone3's and\n"
+    "    openat2's ENOSYS (libc's cue to fall back) goes to a supervisor in\n"
+    "    refgate-run, outside the sandbox, which answers with that errno (it never\n"
+    "    lets a call through) and counts it for the end-of-run summary (\"blocked\n"
+    "    during the run: 3 system calls denied by seccomp: keyctl x2, ptrace (by\n"
+    "    sh, pid 812)\"); CMD never holds its descriptor. Where the kernel cannot\n"
+    "    give one, the plain filter denies the same and the summary says the\n"
+    "    count is off. Landlock's denials are not counted: the kernel reports\n"
+    "    them only to its audit log, which refgate-run does not read.\n"
     "  Without Landlock, or when the kernel's ABI cannot express the above,\n"
     "    refgate-run refuses and says why. ABI 1 lacks REFER: renames across\n"
     "    directories fail with EXDEV even in the fork (run anyway). ABI < 3 cannot\n"
@@ -771,6 +806,14 @@ static int run_resolve_paths(run_state *s)
             say("-d %s: not a directory", s->workdir);
             rc = -ENOTDIR;
         }
+        if (rc == 0) {
+            rg_error err = RG_ERROR_INIT;
+
+            rc = sandbox_dirgit_plan(&s->dirgit, s->workdir, (s->o.ns & SANDBOX_NS_MOUNT) != 0,
+                                     &err);
+            if (rc < 0)
+                say("%s", err.msg);
+        }
         return rc;
     }
     if (realpath(".", cwd) == NULL) {
@@ -1103,6 +1146,18 @@ static int run_make_fork(run_state *s)
     return 0;
 }
 
+/* The fork's guardian (guard.h), before any thread: refused without one. */
+static int run_guard(run_state *s)
+{
+    rg_error err = RG_ERROR_INIT;
+    int rc;
+
+    rc = sandbox_guard_start(&s->guard, s->fork.path, s->fork.base, s->fork.lock_fd, &err);
+    if (rc < 0)
+        say("refusing to run: %s", err.msg);
+    return rc;
+}
+
 /* In the sandbox's first process, after the mounts: the Landlock ruleset. */
 static int run_build_rules(run_state *s, rg_error *err)
 {
@@ -1267,6 +1322,28 @@ static char *run_read_mountinfo(void)
  * The mount namespace's layout (see mount.h): planned here, in the runner,
  * where the paths are resolved and refusals can still be made cleanly.
  */
+/*
+ * The seccomp supervisor, when this kernel can give the command a listener;
+ * else the plain filter (the same denials), and the summary says why they
+ * are not counted.
+ */
+static int run_plan_notify(run_state *s)
+{
+    rg_error why = RG_ERROR_INIT;
+
+    if (sandbox_seccomp_notify_probe(&why) < 0) {
+        snprintf(s->notify_off, sizeof(s->notify_off), "seccomp denials not counted: %s", why.msg);
+        verbose("%s", s->notify_off);
+        return 0;
+    }
+    if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s->notifysock) < 0) {
+        say("socketpair: %s", strerror(errno));
+        return -errno;
+    }
+    s->notify = 1;
+    return 0;
+}
+
 static int run_plan_mounts(run_state *s)
 {
     /* A root caller's command is nobody outside: what it is given, root's
@@ -1294,6 +1371,10 @@ static int run_plan_mounts(run_state *s)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->workdir, s->workdir, rw, &err);
     if (rc == 0 && s->fork.src != NULL)
         rc = sandbox_exclude_plan_mounts(p, &s->excl, s->fork.src, s->workdir, idmap, &err);
+    /* -d DIR's .git: read-only, and a mount point nothing can replace (dirgit.h). */
+    if (rc == 0 && s->dirgit.existed)
+        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->dirgit.git, s->dirgit.git, idmap,
+                                    &err);
     for (i = 0; rc == 0 && i < s->o.nwrites; i++)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->writes[i], s->writes[i], rw, &err);
     for (i = 0; rc == 0 && i < s->o.nreads; i++)
@@ -1359,6 +1440,9 @@ static int run_map(void *ctx, pid_t child, rg_error *err)
 {
     const run_state *s = ctx;
 
+    /* Before the child may start the command. */
+    if (sandbox_guard_watch(s->guard, child, err) < 0)
+        return err->code;
     if (!(s->o.ns & SANDBOX_NS_USER))
         return 0;
     if (s->root_mapped)
@@ -1385,7 +1469,18 @@ static void run_started(void *ctx)
             say("%s", err.msg);
         s->netsock[0] = -1;
     }
-    sandbox_seccomp_export(s->bpf[1], &err);
+    /* The supervisor next: without it, the command's passing of the
+     * listener fails, and with it the run. */
+    if (s->notify) {
+        close(s->notifysock[1]);
+        s->notifysock[1] = -1;
+        if (sandbox_notify_start(&s->sup, s->notifysock[0], &err) < 0)
+            say("%s", err.msg);
+        s->notifysock[0] = -1;
+        sandbox_seccomp_export_notify(s->bpf[1], &err);
+    } else {
+        sandbox_seccomp_export(s->bpf[1], &err);
+    }
     close(s->bpf[1]);
     s->bpf[1] = -1;
 }
@@ -1400,6 +1495,10 @@ static int run_setup(void *ctx, rg_error *err)
     /* Only the runner writes the filter: the command reads it to the end. */
     close(s->bpf[1]);
     s->bpf[1] = -1;
+    /* Only the runner receives the listener. */
+    if (s->notifysock[0] >= 0)
+        close(s->notifysock[0]);
+    s->notifysock[0] = -1;
 
     /* A root caller's child becomes nobody, the one id mapped (it keeps the
      * namespace's capabilities for the setup; the command loses them at
@@ -1444,7 +1543,8 @@ static int run_confine(void *ctx, rg_error *err)
         rc = sandbox_landlock_enforce(s->ll, err);
     /* Last: the filter denies calls the steps above make. */
     if (rc == 0)
-        rc = sandbox_seccomp_load(s->bpf[0], err);
+        rc = s->notify ? sandbox_notify_install(s->bpf[0], s->notifysock[1], err)
+                       : sandbox_seccomp_load(s->bpf[0], err);
     return rc;
 }
 
@@ -1496,34 +1596,41 @@ static void run_neutralise_git(run_state *s)
 
 /*
  * After the command, when anything was denied: one line saying what, from
- * the runner's own accounting (the relay's refusals, mounts left out of the
- * fork, the fork's .git neutralised). Landlock's and seccomp's denials are
- * not counted here: the kernel tells them only to its audit log, which
- * refgate-run does not read (an audit netlink socket needs CAP_AUDIT_READ);
- * the summary says so rather than looking complete.
+ * the runner's own accounting (the seccomp supervisor's count, the relay's
+ * refusals, mounts left out of the fork, the fork's .git neutralised).
+ * Landlock's denials are not counted here: the kernel tells them only to
+ * its audit log, which refgate-run does not read (an audit netlink socket
+ * needs CAP_AUDIT_READ); the summary says so rather than looking complete.
  */
 static void run_summarise(run_state *s)
 {
+    sandbox_notify_tally tally;
     sandbox_net_blocked nb;
-    char net[RUN_BLOCKED_ITEM_MAX];
-    rg_buf b = RG_BUF_INIT(4 * RUN_BLOCKED_ITEM_MAX);
+    char net[RUN_BLOCKED_ITEM_MAX], calls[RUN_BLOCKED_ITEM_MAX], ll[256];
+    rg_buf b = RG_BUF_INIT(5 * RUN_BLOCKED_ITEM_MAX);
 
+    sandbox_notify_tally_get(&tally, s->sup);
+    sandbox_notify_tally_format(calls, sizeof(calls), &tally);
+    if (tally.total > 0 && rg_buf_printf(&b, "%lu system call%s denied by seccomp: %s", tally.total,
+                                         tally.total == 1 ? "" : "s", calls) < 0)
+        goto done;
     sandbox_net_relay_blocked(&nb, s->relay);
     sandbox_net_blocked_format(net, sizeof(net), &nb);
-    if (net[0] && rg_buf_printf(&b, "%s", net) < 0)
+    if (net[0] && rg_buf_printf(&b, "%s%s", b.len ? ", " : "", net) < 0)
         goto done;
     if (s->mounts_skipped > 0 &&
         rg_buf_printf(&b, "%s%lu entr%s on other mounts left out of the fork", b.len ? ", " : "",
                       s->mounts_skipped, s->mounts_skipped == 1 ? "y" : "ies") < 0)
         goto done;
     if (s->neutralised > 0 &&
-        rg_buf_printf(&b, "%s%d thing%s in the fork's .git neutralised (%s)", b.len ? ", " : "",
-                      s->neutralised, s->neutralised == 1 ? "" : "s", s->neutralised_what) < 0)
+        rg_buf_printf(&b, "%s%d thing%s in the %s's .git neutralised (%s)", b.len ? ", " : "",
+                      s->neutralised, s->neutralised == 1 ? "" : "s",
+                      s->o.dir ? "directory" : "fork", s->neutralised_what) < 0)
         goto done;
+    sandbox_notify_landlock_why(ll, sizeof(ll));
     if (b.len > 0)
-        say("blocked during the run: %s (Landlock and seccomp denials not available: the kernel "
-            "logs them only to its audit log, which refgate-run does not read)",
-            b.data);
+        say("blocked during the run: %s (%s%s%s)", b.data, ll, s->notify ? "" : "; ",
+            s->notify ? "" : s->notify_off);
 done:
     rg_buf_free(&b);
 }
@@ -1540,6 +1647,12 @@ static void run_cleanup(run_state *s, int started)
     }
     if (s->fork.path != NULL && !s->o.rm)
         run_neutralise_git(s);
+    if (started && s->o.dir != NULL) {
+        if (sandbox_dirgit_after(&s->neutralised, &s->dirgit, &err) < 0)
+            say("WARNING: %s; do not run git in %s before checking it", err.msg, s->workdir);
+        snprintf(s->neutralised_what, sizeof(s->neutralised_what),
+                 ".git (created by the run): moved to .git.refgate-disabled");
+    }
     if (started)
         run_summarise(s);
     if (s->fork.path == NULL)
@@ -1547,6 +1660,8 @@ static void run_cleanup(run_state *s, int started)
     if (s->o.rm) {
         if (sandbox_fork_remove(&s->fork, &err) < 0)
             say("warning: %s", err.msg);
+        sandbox_guard_free(s->guard);
+        s->guard = NULL;
     } else {
         note("the fork stays at %s; `refgate diff %s` shows what the run changed", s->fork.path,
              s->fork.path);
@@ -1571,6 +1686,11 @@ static void run_free(run_state *s)
     sandbox_exclude_free(&s->excl);
     sandbox_mount_plan_free(&s->mounts);
     sandbox_net_relay_free(s->relay);
+    sandbox_notify_free(s->sup);
+    if (s->notifysock[0] >= 0)
+        close(s->notifysock[0]);
+    if (s->notifysock[1] >= 0)
+        close(s->notifysock[1]);
     if (s->netsock[0] >= 0)
         close(s->netsock[0]);
     if (s->netsock[1] >= 0)
@@ -1584,7 +1704,10 @@ static void run_free(run_state *s)
     free(s->inodes);
     sandbox_env_free(s->env);
     sandbox_landlock_free(s->ll);
+    /* The fork is hardened (or removed): its guardian is not needed. */
+    sandbox_guard_free(s->guard);
     sandbox_fork_free(&s->fork);
+    sandbox_dirgit_free(&s->dirgit);
     sandbox_home_free(&s->home);
 }
 
@@ -1643,6 +1766,15 @@ static int run_check(run_state *s)
             rc = -EPERM;
         }
     }
+    {
+        rg_error serr = RG_ERROR_INIT;
+
+        if (sandbox_seccomp_notify_probe(&serr) == 0)
+            printf("seccomp: denials answered and counted by refgate-run's supervisor\n");
+        else
+            printf("seccomp: denials not counted (the plain filter denies the same): %s\n",
+                   serr.msg);
+    }
     printf("home: %s\n", s->home.path);
     for (i = 0; i < s->home.nsecrets; i++)
         if (lstat(s->home.secrets[i], &st) == 0)
@@ -1672,6 +1804,7 @@ int main(int argc, char **argv)
     memset(&s, 0, sizeof(s));
     s.bpf[0] = s.bpf[1] = -1;
     s.netsock[0] = s.netsock[1] = -1;
+    s.notifysock[0] = s.notifysock[1] = -1;
     run_guard_stdio();
     rc = run_parse(&s.o, argc, argv);
     if (rc != 0) {
@@ -1696,7 +1829,7 @@ int main(int argc, char **argv)
     run_report_plan(&s);
     if (run_make_tmpdir(&s) < 0 || run_build_env(&s) < 0 || run_proxy_env(&s) < 0)
         goto done;
-    if (s.o.dir == NULL && run_make_fork(&s) < 0)
+    if (s.o.dir == NULL && (run_make_fork(&s) < 0 || run_guard(&s) < 0))
         goto done;
     if (run_plan_mounts(&s) < 0)
         goto done;
@@ -1724,6 +1857,8 @@ int main(int argc, char **argv)
             goto done;
         }
     }
+    if (run_plan_notify(&s) < 0)
+        goto done;
     po.argv = s.o.argv;
     po.envp = s.env;
     po.cwd = s.workdir;
@@ -1757,6 +1892,9 @@ int main(int argc, char **argv)
         goto done;
     }
     started = 1;
+    /* Without namespaces there was no map step to tell the guardian. */
+    if (sandbox_guard_watch(s.guard, pid, &err) < 0)
+        say("warning: %s", err.msg);
     rc = sandbox_proc_wait(&status, pid, &err);
     if (rc < 0) {
         say("%s", err.msg);

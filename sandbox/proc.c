@@ -5,6 +5,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -276,6 +277,16 @@ static void __attribute__((noreturn)) proc_init(int wfd, int sfd, const sandbox_
     }
     if (opts->setup != NULL && opts->setup(opts->ctx, &e) < 0)
         proc_child_fail(wfd, SANDBOX_PROC_EXIT_FAILED, &e);
+    /* Taking the run's ids (a root caller's become nobody's) cleared the
+     * parent-death signal: set it again, then make sure the runner did not
+     * die meanwhile (its end of the status pipe closed: POLLERR here). */
+    {
+        struct pollfd p = {sfd, POLLOUT, 0};
+
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 || poll(&p, 1, 0) < 0 ||
+            (p.revents & (POLLERR | POLLHUP)))
+            _exit(SANDBOX_PROC_EXIT_FAILED);
+    }
     if (opts->pty) {
         /* Output goes to the caller's terminal: stdout, else stderr, else stdin. */
         out = isatty(1) ? 1 : isatty(2) ? 2 : 0;

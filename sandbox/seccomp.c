@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #ifndef CLONE_NEWCGROUP
@@ -110,7 +111,17 @@ int sandbox_seccomp_family_allowed(int family)
     return family == AF_UNIX || family == AF_INET || family == AF_INET6;
 }
 
-static int seccomp_add(scmp_filter_ctx ctx, const sandbox_seccomp_rule *r)
+/* The action of a rule that denies with `e`: that errno, or, with a
+ * supervisor, a notification it answers with that errno. ENOSYS stays a
+ * plain errno: it is no denial but a way to make libc fall back to a call
+ * the filter can read (glibc tries clone3 at every thread and posix_spawn),
+ * so counting it would be noise, and a round trip per process started. */
+static uint32_t seccomp_act(int notify, int e)
+{
+    return notify && e != ENOSYS ? SCMP_ACT_NOTIFY : SCMP_ACT_ERRNO((uint32_t)e);
+}
+
+static int seccomp_add(scmp_filter_ctx ctx, int notify, const sandbox_seccomp_rule *r)
 {
     int nr = r->nr ? r->nr : seccomp_syscall_resolve_name(r->name);
     struct scmp_arg_cmp cmp, both[2];
@@ -121,12 +132,12 @@ static int seccomp_add(scmp_filter_ctx ctx, const sandbox_seccomp_rule *r)
         return 0;
     switch (r->match) {
     case SANDBOX_SECCOMP_ALWAYS:
-        return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(r->err), nr, 0);
+        return seccomp_rule_add(ctx, seccomp_act(notify, r->err), nr, 0);
     case SANDBOX_SECCOMP_ARG_EQ:
         /* ioctl's request is an int: compare the low 32 bits only, or a
          * request with garbage in the high half would slip through. */
         cmp = (struct scmp_arg_cmp)SCMP_CMP(r->arg, SCMP_CMP_MASKED_EQ, 0xffffffffULL, r->value);
-        return seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(r->err), nr, 1, &cmp);
+        return seccomp_rule_add_array(ctx, seccomp_act(notify, r->err), nr, 1, &cmp);
     case SANDBOX_SECCOMP_CREATE: {
         static const unsigned long long creating[] = {O_CREAT, __O_TMPFILE};
         unsigned long long bit;
@@ -141,7 +152,7 @@ static int seccomp_add(scmp_filter_ctx ctx, const sandbox_seccomp_rule *r)
                 both[0] = (struct scmp_arg_cmp)SCMP_CMP(r->arg, SCMP_CMP_MASKED_EQ, creating[i],
                                                         creating[i]);
                 both[1] = (struct scmp_arg_cmp)SCMP_CMP(r->arg + 1, SCMP_CMP_MASKED_EQ, bit, bit);
-                rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(r->err), nr, 2, both);
+                rc = seccomp_rule_add_array(ctx, seccomp_act(notify, r->err), nr, 2, both);
             }
         }
         return rc;
@@ -155,7 +166,7 @@ static int seccomp_add(scmp_filter_ctx ctx, const sandbox_seccomp_rule *r)
             if (!(r->value & bit))
                 continue;
             cmp = (struct scmp_arg_cmp)SCMP_CMP(r->arg, SCMP_CMP_MASKED_EQ, bit, bit);
-            rc = seccomp_rule_add_array(ctx, SCMP_ACT_ERRNO(r->err), nr, 1, &cmp);
+            rc = seccomp_rule_add_array(ctx, seccomp_act(notify, r->err), nr, 1, &cmp);
         }
         return rc;
     }
@@ -164,7 +175,7 @@ static int seccomp_add(scmp_filter_ctx ctx, const sandbox_seccomp_rule *r)
 }
 
 /* socket() and socketpair(): only the allowed families, and route netlink. */
-static int seccomp_add_families(scmp_filter_ctx ctx)
+static int seccomp_add_families(scmp_filter_ctx ctx, int notify)
 {
     const int calls[] = {SCMP_SYS(socket), SCMP_SYS(socketpair)};
     size_t i;
@@ -176,20 +187,20 @@ static int seccomp_add_families(scmp_filter_ctx ctx)
         for (family = 0; rc == 0 && family < AF_NETLINK; family++) {
             if (sandbox_seccomp_family_allowed(family))
                 continue;
-            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), calls[i], 1,
+            rc = seccomp_rule_add(ctx, seccomp_act(notify, EAFNOSUPPORT), calls[i], 1,
                                   SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)family));
         }
         if (rc == 0)
-            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), calls[i], 1,
+            rc = seccomp_rule_add(ctx, seccomp_act(notify, EAFNOSUPPORT), calls[i], 1,
                                   SCMP_A0(SCMP_CMP_GT, AF_NETLINK));
     }
     /* Netlink: the routing table only (glibc's getaddrinfo reads it). */
     if (rc == 0)
         rc =
-            seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socket), 2,
+            seccomp_rule_add(ctx, seccomp_act(notify, EAFNOSUPPORT), SCMP_SYS(socket), 2,
                              SCMP_A0(SCMP_CMP_EQ, AF_NETLINK), SCMP_A2(SCMP_CMP_NE, NETLINK_ROUTE));
     if (rc == 0)
-        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAFNOSUPPORT), SCMP_SYS(socketpair), 1,
+        rc = seccomp_rule_add(ctx, seccomp_act(notify, EAFNOSUPPORT), SCMP_SYS(socketpair), 1,
                               SCMP_A0(SCMP_CMP_EQ, AF_NETLINK));
     /* IPv4 and IPv6: TCP and UDP only. A raw or packet socket forges any
      * traffic (and is kernel surface), MPTCP opens subflows on other paths
@@ -198,15 +209,15 @@ static int seccomp_add_families(scmp_filter_ctx ctx)
     for (i = 0; rc == 0 && i < 2; i++) {
         const int fam = i == 0 ? AF_INET : AF_INET6;
 
-        rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
+        rc = seccomp_rule_add(ctx, seccomp_act(notify, EPERM), SCMP_SYS(socket), 2,
                               SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam),
                               SCMP_A1(SCMP_CMP_MASKED_EQ, SECCOMP_SOCK_TYPE_MASK, SOCK_RAW));
         if (rc == 0)
-            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(socket), 2,
+            rc = seccomp_rule_add(ctx, seccomp_act(notify, EPERM), SCMP_SYS(socket), 2,
                                   SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam),
                                   SCMP_A1(SCMP_CMP_MASKED_EQ, SECCOMP_SOCK_TYPE_MASK, SOCK_PACKET));
         if (rc == 0)
-            rc = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPROTONOSUPPORT), SCMP_SYS(socket), 2,
+            rc = seccomp_rule_add(ctx, seccomp_act(notify, EPROTONOSUPPORT), SCMP_SYS(socket), 2,
                                   SCMP_A0(SCMP_CMP_EQ, (scmp_datum_t)fam),
                                   SCMP_A2(SCMP_CMP_EQ, SECCOMP_IPPROTO_MPTCP));
     }
@@ -214,7 +225,7 @@ static int seccomp_add_families(scmp_filter_ctx ctx)
 }
 
 /* The filter, built; NULL with `err` set on failure. */
-static scmp_filter_ctx seccomp_build(rg_error *err)
+static scmp_filter_ctx seccomp_build(int notify, rg_error *err)
 {
     scmp_filter_ctx ctx;
     size_t i;
@@ -228,13 +239,13 @@ static scmp_filter_ctx seccomp_build(rg_error *err)
     /* Another architecture's calls (i386 int 0x80, x32) would skip the table. */
     rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS);
     for (i = 0; rc == 0 && sandbox_seccomp_rules[i].name != NULL; i++) {
-        rc = seccomp_add(ctx, &sandbox_seccomp_rules[i]);
+        rc = seccomp_add(ctx, notify, &sandbox_seccomp_rules[i]);
         if (rc < 0)
             rg_error_set(err, rc, "seccomp: cannot add the rule for %s: %s",
                          sandbox_seccomp_rules[i].name, strerror(-rc));
     }
     if (rc == 0) {
-        rc = seccomp_add_families(ctx);
+        rc = seccomp_add_families(ctx, notify);
         if (rc < 0)
             rg_error_set(err, rc, "seccomp: cannot add the socket rules: %s", strerror(-rc));
     }
@@ -247,7 +258,7 @@ static scmp_filter_ctx seccomp_build(rg_error *err)
 
 int sandbox_seccomp_install(rg_error *err)
 {
-    scmp_filter_ctx ctx = seccomp_build(err);
+    scmp_filter_ctx ctx = seccomp_build(0, err);
     int rc;
 
     if (ctx == NULL)
@@ -259,9 +270,9 @@ int sandbox_seccomp_install(rg_error *err)
     return rc;
 }
 
-int sandbox_seccomp_export(int fd, rg_error *err)
+static int seccomp_export(int fd, int notify, rg_error *err)
 {
-    scmp_filter_ctx ctx = seccomp_build(err);
+    scmp_filter_ctx ctx = seccomp_build(notify, err);
     int rc;
 
     if (ctx == NULL)
@@ -273,13 +284,25 @@ int sandbox_seccomp_export(int fd, rg_error *err)
     return rc;
 }
 
-int sandbox_seccomp_load(int fd, rg_error *err)
+int sandbox_seccomp_export(int fd, rg_error *err)
+{
+    return seccomp_export(fd, 0, err);
+}
+
+int sandbox_seccomp_export_notify(int fd, rg_error *err)
+{
+    return seccomp_export(fd, 1, err);
+}
+
+/* Load the program read from `fd`; with `listener`, ask the kernel for the
+ * notification descriptor and store it there. */
+static int seccomp_load_fd(int *listener, int fd, rg_error *err)
 {
     struct sock_filter *buf;
     struct sock_fprog prog;
     size_t got = 0;
     ssize_t n;
-    int rc = 0;
+    int rc = 0, lfd;
 
     buf = malloc(SANDBOX_SECCOMP_BPF_MAX);
     if (buf == NULL)
@@ -304,10 +327,130 @@ int sandbox_seccomp_load(int fd, rg_error *err)
     }
     prog.len = (unsigned short)(got / sizeof(*buf));
     prog.filter = buf;
-    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0 ||
-        syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) < 0)
-        rc = rg_error_set(err, -errno, "seccomp: cannot load the filter: %s", strerror(errno));
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0) {
+        rc = rg_error_set(err, -errno, "seccomp: no_new_privs: %s", strerror(errno));
+        goto done;
+    }
+    lfd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER,
+                       listener ? SECCOMP_FILTER_FLAG_NEW_LISTENER : 0, &prog);
+    if (lfd < 0)
+        rc = rg_error_set(err, -errno, "seccomp: cannot load the filter%s: %s",
+                          listener ? " with a listener" : "", strerror(errno));
+    else if (listener)
+        *listener = lfd;
 done:
     free(buf);
     return rc;
+}
+
+int sandbox_seccomp_load(int fd, rg_error *err)
+{
+    return seccomp_load_fd(NULL, fd, err);
+}
+
+int sandbox_seccomp_load_listener(int *out, int fd, rg_error *err)
+{
+    *out = -1;
+    return seccomp_load_fd(out, fd, err);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The supervisor's side                                                     */
+/* ------------------------------------------------------------------------ */
+
+int sandbox_seccomp_notify_probe(rg_error *why)
+{
+    struct seccomp_notif_sizes sizes;
+    struct sock_filter allow = BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+    struct sock_fprog prog = {1, &allow};
+    int status, fd;
+    pid_t pid;
+
+    if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) < 0)
+        return rg_error_set(why, -errno, "this kernel has no seccomp user notification (%s)",
+                            strerror(errno));
+    /* Under no filter at all, nothing stands in the way of a listener. */
+    if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) == 0)
+        return 0;
+    /* Under someone else's filters (a container's), a listener is refused
+     * when one of them has one already (EBUSY): try in a throwaway child. */
+    pid = fork();
+    if (pid < 0)
+        return rg_error_set(why, -errno, "fork: %s", strerror(errno));
+    if (pid == 0) {
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+            _exit(1);
+        fd = (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                          &prog);
+        _exit(fd < 0 ? 1 : 0);
+    }
+    while (waitpid(pid, &status, 0) < 0)
+        if (errno != EINTR)
+            return rg_error_set(why, -errno, "waitpid: %s", strerror(errno));
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return rg_error_set(why, -EBUSY,
+                            "refgate-run itself runs under a seccomp filter that already has a "
+                            "supervisor");
+    return 0;
+}
+
+/* Whether a rule's argument test matches `args`, as the filter does. */
+static int seccomp_rule_matches(const sandbox_seccomp_rule *r, const unsigned long long *args)
+{
+    switch (r->match) {
+    case SANDBOX_SECCOMP_ALWAYS:
+        return 1;
+    case SANDBOX_SECCOMP_ARG_EQ:
+        return (args[r->arg] & 0xffffffffULL) == r->value;
+    case SANDBOX_SECCOMP_ARG_BITS:
+        return (args[r->arg] & r->value) != 0;
+    case SANDBOX_SECCOMP_CREATE:
+        return (args[r->arg] & (O_CREAT | __O_TMPFILE)) != 0 && (args[r->arg + 1] & r->value) != 0;
+    }
+    return 0;
+}
+
+/* socket() and socketpair(), as seccomp_add_families writes them. */
+static int seccomp_socket_errno(int is_pair, const unsigned long long *args)
+{
+    unsigned long long family = args[0];
+
+    if (family < AF_NETLINK && !sandbox_seccomp_family_allowed((int)family))
+        return EAFNOSUPPORT;
+    if (family > AF_NETLINK)
+        return EAFNOSUPPORT;
+    if (family == AF_NETLINK)
+        return is_pair || args[2] != NETLINK_ROUTE ? EAFNOSUPPORT : 0;
+    if (is_pair || (family != AF_INET && family != AF_INET6))
+        return 0;
+    if ((args[1] & SECCOMP_SOCK_TYPE_MASK) == SOCK_RAW ||
+        (args[1] & SECCOMP_SOCK_TYPE_MASK) == SOCK_PACKET)
+        return EPERM;
+    return args[2] == SECCOMP_IPPROTO_MPTCP ? EPROTONOSUPPORT : 0;
+}
+
+int sandbox_seccomp_decide(const char **out_name, int nr, const unsigned long long args[6])
+{
+    const sandbox_seccomp_rule *r;
+    char *name;
+    int e = 0;
+
+    *out_name = NULL;
+    if (nr == SCMP_SYS(socket) || nr == SCMP_SYS(socketpair)) {
+        e = seccomp_socket_errno(nr == SCMP_SYS(socketpair), args);
+        if (e != 0)
+            *out_name = nr == SCMP_SYS(socket) ? "socket" : "socketpair";
+        return e;
+    }
+    name = seccomp_syscall_resolve_num_arch(SCMP_ARCH_NATIVE, nr);
+    for (r = sandbox_seccomp_rules; e == 0 && r->name != NULL; r++) {
+        if (r->nr ? r->nr != nr : name == NULL || strcmp(r->name, name) != 0)
+            continue;
+        if (seccomp_rule_matches(r, args)) {
+            *out_name = r->name;
+            e = r->err;
+        }
+    }
+    free(name);
+    return e;
 }

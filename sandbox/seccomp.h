@@ -73,4 +73,34 @@ int sandbox_seccomp_install(rg_error *err);
 int sandbox_seccomp_export(int fd, rg_error *err);
 int sandbox_seccomp_load(int fd, rg_error *err);
 
+/*
+ * With a supervisor (notify.h): the same filter, but each call it denies is
+ * sent to the supervisor (SCMP_ACT_NOTIFY) instead of failing at once. The
+ * supervisor counts it and answers with the errno sandbox_seccomp_decide
+ * gives, the one the plain filter returns; it never lets a call through.
+ * Calls the filter allows cost what they cost before. The ENOSYS rules
+ * (clone3, openat2) stay plain errnos: they make libc fall back, they deny
+ * nothing, and glibc makes them at every thread and spawn.
+ *
+ * sandbox_seccomp_notify_probe says whether this process's children can
+ * get a listener (0), or why not: a kernel older than 5.0, or refgate-run
+ * itself under a filter that has a listener already. The runner then
+ * exports the plain filter.
+ *
+ * sandbox_seccomp_load_listener loads the program read from `fd` as
+ * sandbox_seccomp_load does and stores the listener (close-on-exec) in
+ * *out; a kernel that refuses the listener fails it.
+ */
+int sandbox_seccomp_export_notify(int fd, rg_error *err);
+int sandbox_seccomp_notify_probe(rg_error *why);
+int sandbox_seccomp_load_listener(int *out, int fd, rg_error *err);
+
+/*
+ * The errno the deny-list answers system call `nr` (of this architecture)
+ * with arguments `args`, with the rule's name (the call's, "socket" for
+ * the socket families) in *out_name; 0 and NULL when the filter allows it.
+ * No I/O: it reads the table and libseccomp's names of the calls.
+ */
+int sandbox_seccomp_decide(const char **out_name, int nr, const unsigned long long args[6]);
+
 #endif

@@ -89,14 +89,48 @@ done
 kill -TERM "$pid"
 wait "$pid"
 equals "SIGTERM to refgate-run ends the command and refgate-run with SIGTERM" "$?" 143
-sleep 0.2
+# The kernel kills what is left of the run as the runner goes: wait for
+# that (bounded, 10 s) rather than for a fixed time.
 sid=$(cat "$W/pid2")
-left=$(ps -e -o pid=,sid=,stat= | awk -v sid="$sid" '$2 == sid && $3 !~ /^Z/')
+for _ in $(seq 200); do
+    left=$(ps -e -o pid=,sid=,stat= | awk -v sid="$sid" '$2 == sid && $3 !~ /^Z/')
+    [ -z "$left" ] && break
+    sleep 0.05
+done
 equals "nothing of the command's session is left" "$left" ""
 
 # Job control: SIGTSTP (Ctrl-Z) stops the command as well as refgate-run
 # (the kernel would discard SIGTSTP for the command's orphaned group), and
-# SIGCONT resumes both.
+# SIGCONT resumes both. The checks wait on the processes' state, not on
+# time: a loaded machine only makes them take longer.
+
+# proc_state PID: the state letter in /proc/PID/stat (after "(comm) ").
+proc_state() {
+    sed -n 's/^.*) \(.\).*$/\1/p' "/proc/$1/stat" 2>/dev/null
+}
+
+# wait_state PID LETTER: poll (bounded, 10 s) until PID is in state LETTER.
+wait_state() {
+    local i
+    for i in $(seq 200); do
+        [ "$(proc_state "$1")" = "$2" ] && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
+# child_of PID: PID's first child (bounded, 10 s), for the command below
+# refgate-run and the pid namespace's init.
+child_of() {
+    local i c
+    for i in $(seq 200); do
+        c=$(pgrep -P "$1" | head -1)
+        [ -n "$c" ] && echo "$c" && return 0
+        sleep 0.05
+    done
+    return 1
+}
+
 rm -f "$W/cnt"
 "${DEFAULT[@]}" "$RUN" -q -d "$W" -- sh -c 'i=0; while :; do i=$((i+1)); echo $i >cnt; sleep 0.05; done' \
     2>/dev/null &
@@ -106,16 +140,35 @@ for _ in $(seq 100); do
     [ -s "$W/cnt" ] && break
     sleep 0.05
 done
+# The command: refgate-run's child, or that child's child when the child
+# is the pid namespace's init.
+cmd=$(child_of "$pid")
+if [ -n "$cmd" ] && [ "$(cat "/proc/$cmd/comm" 2>/dev/null)" != sh ]; then
+    cmd=$(child_of "$cmd")
+fi
 kill -TSTP "$pid"
-sleep 0.3
+if wait_state "$pid" T; then ok "SIGTSTP stops refgate-run"; else
+    not_ok "SIGTSTP stops refgate-run"
+    echo "  state: $(proc_state "$pid")"
+fi
+if [ -n "$cmd" ] && wait_state "$cmd" T; then ok "SIGTSTP stops the command's process"; else
+    not_ok "SIGTSTP stops the command's process"
+    echo "  command pid ${cmd:-none}, state: $(proc_state "${cmd:-0}")"
+fi
+# Both stopped: whatever the command had in flight (one echo) lands within
+# a moment; after that the counter stands still.
+sleep 0.2
 a=$(cat "$W/cnt")
 sleep 0.4
 b=$(cat "$W/cnt")
 equals "SIGTSTP stops the command" "$b" "$a"
-contains "SIGTSTP stops refgate-run" "$(ps -o stat= -p "$pid")" "T"
 kill -CONT "$pid"
-sleep 0.4
-c=$(cat "$W/cnt")
+c=$b
+for _ in $(seq 200); do
+    c=$(cat "$W/cnt")
+    [ "$c" -gt "$b" ] && break
+    sleep 0.05
+done
 if [ "$c" -gt "$b" ]; then ok "SIGCONT resumes the command"; else not_ok "SIGCONT resumes the command"; fi
 kill -TERM "$pid"
 wait "$pid"

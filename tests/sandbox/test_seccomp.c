@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sandbox/notify.h"
 #include "sandbox/seccomp.h"
 
 static int seccomp_denies(const char *name)
@@ -224,6 +225,157 @@ Test(seccomp, exported_by_the_runner_and_loaded_by_the_command_it_is_the_same_fi
     cr_assert(WIFEXITED(status), "the child was killed by signal %d", WTERMSIG(status));
     cr_assert_neq(WEXITSTATUS(status), 255, "the exported filter could not be loaded");
     cr_assert_eq(WEXITSTATUS(status), 0, "failed checks (bit mask): %#x", WEXITSTATUS(status));
+}
+
+/* The count of `name` in `t`, 0 when absent. */
+static unsigned long seccomp_counted(const sandbox_notify_tally *t, const char *name)
+{
+    size_t i;
+
+    for (i = 0; i < t->n; i++)
+        if (strcmp(t->c[i].name, name) == 0)
+            return t->c[i].n;
+    return 0;
+}
+
+/* Under the notifying filter and its supervisor, checks `which` (0: the
+ * calls, 1: the sockets) give the same errnos as the plain filter, and
+ * the supervisor counts them by name. */
+static void seccomp_supervised(int which, sandbox_notify_tally *out)
+{
+    rg_error err = RG_ERROR_INIT;
+    sandbox_notify *n = NULL;
+    int pfd[2], sv[2], status;
+    pid_t pid;
+
+    cr_assert_eq(sandbox_seccomp_notify_probe(&err), 0, "%s", err.msg);
+    cr_assert_eq(pipe(pfd), 0);
+    cr_assert_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+    cr_assert_eq(sandbox_seccomp_export_notify(pfd[1], &err), 0, "%s", err.msg);
+    close(pfd[1]);
+    cr_assert_eq(sandbox_notify_start(&n, sv[0], &err), 0, "%s", err.msg);
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        if (sandbox_notify_install(pfd[0], sv[1], &err) < 0)
+            _exit(255);
+        _exit(which == 0 ? seccomp_child_checks() : seccomp_child_socket_checks());
+    }
+    close(pfd[0]);
+    close(sv[1]);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status), "the child was killed by signal %d", WTERMSIG(status));
+    cr_assert_neq(WEXITSTATUS(status), 255, "the notifying filter could not be installed");
+    cr_assert_eq(WEXITSTATUS(status), 0, "failed checks (bit mask): %#x", WEXITSTATUS(status));
+    sandbox_notify_tally_get(out, n);
+    sandbox_notify_free(n);
+}
+
+Test(seccomp, supervised_the_listed_calls_fail_as_before_and_are_counted)
+{
+    sandbox_notify_tally t;
+
+    seccomp_supervised(0, &t);
+    cr_assert_eq(seccomp_counted(&t, "keyctl"), 1);
+    cr_assert_eq(seccomp_counted(&t, "clone3"), 0, "a libc fallback, not sent to the supervisor");
+    cr_assert_eq(seccomp_counted(&t, "unshare"), 1);
+    cr_assert_eq(seccomp_counted(&t, "ptrace"), 1);
+    cr_assert_eq(seccomp_counted(&t, "ioctl"), 1, "TIOCSTI");
+    cr_assert_eq(seccomp_counted(&t, "clone"), 1, "clone with CLONE_NEWNS, not the plain fork");
+    cr_assert_eq(seccomp_counted(&t, "socket"), 2, "AF_PACKET and netlink audit");
+    cr_assert_eq(seccomp_counted(&t, "openat2"), 0, "a libc fallback, not sent to the supervisor");
+    cr_assert_geq(seccomp_counted(&t, "fchmod"), 1);
+    cr_assert_eq(t.c[0].pid > 0, 1);
+}
+
+Test(seccomp, supervised_raw_packet_and_mptcp_sockets_fail_as_before_and_are_counted)
+{
+    sandbox_notify_tally t;
+
+    seccomp_supervised(1, &t);
+    cr_assert_eq(seccomp_counted(&t, "socket"), 5);
+    cr_assert_eq(t.total, 5, "TCP and UDP are not denied");
+}
+
+/* Under a filter that has a supervisor already (a container's, say), a
+ * second listener is refused: the probe says so, and the runner exports
+ * the plain filter instead of a run that would fail. */
+Test(seccomp, the_probe_refuses_under_a_filter_with_a_listener)
+{
+    rg_error err = RG_ERROR_INIT;
+    int pfd[2], status, fd;
+    pid_t pid;
+
+    cr_assert_eq(pipe(pfd), 0);
+    cr_assert_eq(sandbox_seccomp_export_notify(pfd[1], &err), 0, "%s", err.msg);
+    close(pfd[1]);
+    pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        if (sandbox_seccomp_load_listener(&fd, pfd[0], &err) < 0)
+            _exit(2);
+        if (sandbox_seccomp_notify_probe(&err) == 0)
+            _exit(3);
+        _exit(strstr(err.msg, "already has a supervisor") != NULL ? 0 : 4);
+    }
+    close(pfd[0]);
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_assert(WIFEXITED(status), "the child was killed by signal %d", WTERMSIG(status));
+    cr_assert_eq(WEXITSTATUS(status), 0, "2: no listener, 3: probe passed, 4: wrong reason (%d)",
+                 WEXITSTATUS(status));
+}
+
+/* The supervisor's answer for a call is the plain filter's. */
+Test(seccomp, decide_gives_the_plain_filters_errno)
+{
+    const unsigned long long none[6] = {0};
+    unsigned long long a[6] = {0};
+    const char *name;
+
+    cr_assert_eq(sandbox_seccomp_decide(&name, SYS_keyctl, none), EPERM);
+    cr_assert_str_eq(name, "keyctl");
+    cr_assert_eq(sandbox_seccomp_decide(&name, SYS_clone3, none), ENOSYS);
+    cr_assert_eq(sandbox_seccomp_decide(&name, SYS_getpid, none), 0);
+    cr_assert_null(name);
+    a[1] = TIOCSTI;
+    cr_assert_eq(sandbox_seccomp_decide(&name, SYS_ioctl, a), EPERM);
+    a[1] = TIOCSTI | 0x100000000ULL; /* garbage in the high half: still TIOCSTI */
+    cr_assert_eq(sandbox_seccomp_decide(&name, SYS_ioctl, a), EPERM);
+    a[1] = TCGETS;
+    cr_assert_eq(sandbox_seccomp_decide(&name, SYS_ioctl, a), 0);
+    a[0] = CLONE_NEWUSER | SIGCHLD;
+    cr_assert_eq(sandbox_seccomp_decide(&name, SYS_clone, a), EPERM);
+    a[0] = SIGCHLD;
+    cr_assert_eq(sandbox_seccomp_decide(&name, SYS_clone, a), 0);
+    memset(a, 0, sizeof(a));
+    a[1] = O_CREAT | O_WRONLY;
+    a[2] = 04755;
+    cr_assert_eq(sandbox_seccomp_decide(&name, SYS_openat, a), 0,
+                 "openat's flags are its third argument");
+    a[2] = O_CREAT | O_WRONLY;
+    a[3] = 04755;
+    cr_assert_eq(sandbox_seccomp_decide(&name, SYS_openat, a), EPERM);
+    a[3] = 0755;
+    cr_assert_eq(sandbox_seccomp_decide(&name, SYS_openat, a), 0);
+    memset(a, 0, sizeof(a));
+    a[0] = AF_PACKET;
+    cr_assert_eq(sandbox_seccomp_decide(&name, SYS_socket, a), EAFNOSUPPORT);
+    cr_assert_str_eq(name, "socket");
+    a[0] = AF_NETLINK;
+    a[2] = NETLINK_ROUTE;
+    cr_assert_eq(sandbox_seccomp_decide(&name, SYS_socket, a), 0);
+    cr_assert_eq(sandbox_seccomp_decide(&name, SYS_socketpair, a), EAFNOSUPPORT);
+    a[0] = AF_INET;
+    a[1] = SOCK_RAW | SOCK_CLOEXEC;
+    a[2] = 0;
+    cr_assert_eq(sandbox_seccomp_decide(&name, SYS_socket, a), EPERM);
+    a[1] = SOCK_STREAM;
+    a[2] = 262;
+    cr_assert_eq(sandbox_seccomp_decide(&name, SYS_socket, a), EPROTONOSUPPORT);
+    a[2] = 0;
+    cr_assert_eq(sandbox_seccomp_decide(&name, SYS_socket, a), 0);
+    a[0] = AF_UNIX;
+    cr_assert_eq(sandbox_seccomp_decide(&name, SYS_socketpair, a), 0);
 }
 
 Test(seccomp, a_missing_or_short_program_is_refused)
