@@ -45,9 +45,11 @@
 #include "sandbox/mount.h"
 #include "sandbox/net.h"
 #include "sandbox/ns.h"
+#include "sandbox/place.h"
 #include "sandbox/privs.h"
 #include "sandbox/proc.h"
 #include "sandbox/seccomp.h"
+#include "sandbox/worktree.h"
 #include "util/buf.h"
 
 #define RUN_VERSION "0.1.0"
@@ -108,10 +110,12 @@ static const struct {
 
 typedef struct run_opts {
     const char *dir; /* -d */
-    const char **reads, **writes, **envs, **hides;
-    size_t nreads, nwrites, nenvs, nhides;
-    unsigned ns;          /* SANDBOX_NS_*: the namespaces to create */
-    unsigned debug_no_ns; /* --debug-ns-unavailable */
+    const char **reads, **writes, **envs, **hides, **binds, **robinds;
+    size_t nreads, nwrites, nenvs, nhides, nbinds, nrobinds;
+    int cont;              /* --continue */
+    const char *cont_fork; /* its FORK, or NULL */
+    unsigned ns;           /* SANDBOX_NS_*: the namespaces to create */
+    unsigned debug_no_ns;  /* --debug-ns-unavailable */
     int rm, keep_tmp, force, no_scope, no_truncate, allow_unconfined;
     int quiet, verbose, check, no_pty;
     int debug_abi;       /* -1 unless --debug-landlock-abi */
@@ -128,7 +132,12 @@ typedef struct run_state {
     sandbox_landlock_plan plan;
     sandbox_landlock *ll;
     sandbox_fork fork;
-    char *workdir;  /* canonical: the fork or -d */
+    char *workdir; /* canonical: the fork or -d */
+    char *shown;   /* where the workdir is inside: with the mount namespace, the forked DIR */
+    char *cwd;     /* the command's working directory inside: shown, or below it */
+    sandbox_place place;
+    sandbox_worktree wt; /* the forked work tree's gitfile repository, if any */
+    sandbox_bind *binds;
     char *tmpdir;   /* the private TMPDIR, once created */
     int tmp_inside; /* TMPDIR is a tmpfs inside the run's own /tmp: nothing on disk */
     char **reads, **writes;
@@ -371,7 +380,17 @@ enum {
     OPT_NO_PTY,
     OPT_NET,
     OPT_GATEWAY,
+    OPT_BIND,
+    OPT_RO_BIND,
+    OPT_CONTINUE,
 };
+
+static int run_is_dir(const char *path)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
 
 static int run_push(const char ***list, size_t *n, const char *v)
 {
@@ -465,6 +484,9 @@ static int run_parse(run_opts *o, int argc, char **argv)
         {"no-pty", no_argument, NULL, OPT_NO_PTY},
         {"net", required_argument, NULL, OPT_NET},
         {"gateway", required_argument, NULL, OPT_GATEWAY},
+        {"bind", required_argument, NULL, OPT_BIND},
+        {"ro-bind", required_argument, NULL, OPT_RO_BIND},
+        {"continue", optional_argument, NULL, OPT_CONTINUE},
         {"debug-ns-unavailable", required_argument, NULL, OPT_DEBUG_NS},
         {NULL, 0, NULL, 0},
     };
@@ -558,6 +580,20 @@ static int run_parse(run_opts *o, int argc, char **argv)
         case OPT_HIDE:
             rc = run_push(&o->hides, &o->nhides, optarg);
             break;
+        case OPT_BIND:
+            rc = run_push(&o->binds, &o->nbinds, optarg);
+            break;
+        case OPT_RO_BIND:
+            rc = run_push(&o->robinds, &o->nrobinds, optarg);
+            break;
+        case OPT_CONTINUE:
+            o->cont = 1;
+            o->cont_fork = optarg;
+            /* `--continue FORK`: the next argument, when it is a directory. */
+            if (optarg == NULL && optind < argc && argv[optind][0] != '-' &&
+                run_is_dir(argv[optind]))
+                o->cont_fork = argv[optind++];
+            break;
         case OPT_DEBUG_ABI:
             errno = 0;
             v = strtol(optarg, &end, 10);
@@ -583,6 +619,10 @@ static int run_parse(run_opts *o, int argc, char **argv)
         say("--hide needs the mount namespace (drop --share=mount)");
         return -EINVAL;
     }
+    if (o->nbinds + o->nrobinds > 0 && !(o->ns & SANDBOX_NS_MOUNT)) {
+        say("--bind and --ro-bind need the mount namespace (drop --share=mount)");
+        return -EINVAL;
+    }
     o->argv = argv + optind;
     if (!o->check && o->argv[0] == NULL) {
         say("no command given; usage: refgate-run [options] -- CMD [ARGS...]");
@@ -590,6 +630,10 @@ static int run_parse(run_opts *o, int argc, char **argv)
     }
     if (o->dir != NULL && o->rm) {
         say("--rm removes a fork; with -d there is none");
+        return -EINVAL;
+    }
+    if (o->dir != NULL && o->cont) {
+        say("--continue runs in a fork; with -d there is none");
         return -EINVAL;
     }
     return 0;
@@ -693,6 +737,81 @@ static int run_grant_path(run_state *s, char **out, const char *arg, const char 
     return *out ? 0 : -ENOMEM;
 }
 
+/* --bind and --ro-bind, resolved (place.h), refused like -w when they expose a secret. */
+static int run_resolve_binds(run_state *s)
+{
+    rg_error err = RG_ERROR_INIT;
+    const char *exposed;
+    size_t i, n = s->o.nbinds + s->o.nrobinds;
+    int rc = 0;
+
+    s->binds = calloc(n + 1, sizeof(*s->binds));
+    if (s->binds == NULL)
+        return -ENOMEM;
+    for (i = 0; rc == 0 && i < n; i++) {
+        int ro = i >= s->o.nbinds;
+
+        rc = sandbox_place_bind_resolve(&s->binds[i],
+                                        ro ? s->o.robinds[i - s->o.nbinds] : s->o.binds[i], ro,
+                                        &s->home, s->o.force, &exposed, &err);
+        if (rc < 0)
+            say("%s", err.msg);
+        else if (exposed != NULL)
+            say("warning: %s %s exposes %s (--force)", ro ? "--ro-bind" : "--bind", s->binds[i].src,
+                exposed);
+        else
+            verbose("%s %s at %s", ro ? "--ro-bind" : "--bind", s->binds[i].src, s->binds[i].dst);
+    }
+    return rc;
+}
+
+/*
+ * What is forked (the work tree's top), or which fork is continued, and
+ * where the command starts (place.h); a linked worktree's object store is
+ * granted read-only, as with -r.
+ */
+static int run_place_paths(run_state *s, const char *cwd)
+{
+    rg_error err = RG_ERROR_INIT;
+    size_t i;
+    int rc;
+
+    rc = sandbox_place_find(&s->place, cwd, s->o.cont_fork, s->o.cont, &err);
+    if (rc < 0) {
+        say("%s", err.msg);
+        return rc;
+    }
+    if (s->place.implicit)
+        note("%s is a fork: continuing it (as --continue does), not forking it again",
+             s->place.top);
+    if (s->place.is_fork)
+        return 0;
+    /* A dotfiles repository around the home directory: fork only the cwd, as it is. */
+    if (strcmp(s->place.top, cwd) != 0 && sandbox_home_conflict(&s->home, s->place.top) != NULL &&
+        sandbox_home_conflict(&s->home, cwd) == NULL) {
+        note("the work tree around %s starts at %s, which holds secrets: forking %s only", cwd,
+             s->place.top, cwd);
+        free(s->place.top);
+        free(s->place.sub);
+        s->place.top = strdup(cwd);
+        s->place.sub = strdup("");
+        if (s->place.top == NULL || s->place.sub == NULL)
+            return -ENOMEM;
+    } else if (s->place.sub[0] != '\0') {
+        note("forking the work tree's top %s; the command starts in %s", s->place.top,
+             s->place.sub);
+    }
+    rc = sandbox_worktree_find(&s->wt, s->place.top, &err);
+    if (rc <= 0) {
+        if (rc < 0)
+            say("%s", err.msg);
+        return rc;
+    }
+    for (i = 0; s->reads[i] != NULL; i++)
+        ;
+    return run_grant_path(s, &s->reads[i], s->wt.objects, "the worktree's object store");
+}
+
 static int run_resolve_paths(run_state *s)
 {
     char cwd[PATH_MAX];
@@ -700,7 +819,8 @@ static int run_resolve_paths(run_state *s)
     size_t i;
     int rc = 0;
 
-    s->reads = calloc(s->o.nreads + 1, sizeof(char *));
+    /* One more read: a linked worktree's object store (run_place_paths). */
+    s->reads = calloc(s->o.nreads + 2, sizeof(char *));
     s->writes = calloc(s->o.nwrites + 1, sizeof(char *));
     if (s->reads == NULL || s->writes == NULL)
         return -ENOMEM;
@@ -708,6 +828,8 @@ static int run_resolve_paths(run_state *s)
         rc = run_grant_path(s, &s->reads[i], s->o.reads[i], "-r");
     for (i = 0; rc == 0 && i < s->o.nwrites; i++)
         rc = run_grant_path(s, &s->writes[i], s->o.writes[i], "-w");
+    if (rc == 0)
+        rc = run_resolve_binds(s);
     if (rc < 0)
         return rc;
     if (s->o.dir != NULL) {
@@ -724,21 +846,24 @@ static int run_resolve_paths(run_state *s)
         say("the working directory: %s", strerror(errno));
         return -errno;
     }
-    secret = sandbox_home_conflict(&s->home, cwd);
+    rc = run_place_paths(s, cwd);
+    if (rc < 0)
+        return rc;
+    secret = sandbox_home_conflict(&s->home, s->place.top);
     if (secret != NULL) {
         if (!s->o.force) {
-            say("refusing to fork %s: it is, contains or lies inside %s, and the fork would "
+            say("refusing to %s %s: it is, contains or lies inside %s, and the fork would "
                 "copy that where the command can read it; --force forks anyway",
-                cwd, secret);
+                s->place.is_fork ? "run in" : "fork", s->place.top, secret);
             return RG_E_DENIED;
         }
-        say("warning: the fork of %s copies %s (--force)", cwd, secret);
+        say("warning: the fork of %s copies %s (--force)", s->place.top, secret);
     }
-    if (strcmp(cwd, "/") == 0) {
+    if (strcmp(s->place.top, "/") == 0) {
         say("refusing to fork /: a fork lives beside its directory");
         return -EINVAL;
     }
-    s->workdir = strdup(cwd); /* replaced by the fork's path once made */
+    s->workdir = strdup(s->place.top); /* replaced by the fork's path once made */
     return s->workdir ? 0 : -ENOMEM;
 }
 
@@ -917,6 +1042,70 @@ static void run_said_mount(void *ctx, const char *path)
         path);
 }
 
+/*
+ * Where the command works inside (place.h): with the mount namespace the
+ * fork is shown at the directory it was forked from (when that still
+ * exists), else at its own path; -d DIR at DIR. The command starts in the
+ * subdirectory it was started in.
+ */
+static int run_place_fork(run_state *s)
+{
+    struct stat st;
+
+    if (s->o.dir == NULL && (s->o.ns & SANDBOX_NS_MOUNT) && s->fork.src != NULL &&
+        stat(s->fork.src, &st) == 0 && S_ISDIR(st.st_mode))
+        s->shown = strdup(s->fork.src);
+    else
+        s->shown = strdup(s->workdir);
+    if (s->shown == NULL)
+        return -ENOMEM;
+    if (s->o.dir == NULL && (s->o.ns & SANDBOX_NS_MOUNT) && strcmp(s->shown, s->workdir) == 0)
+        note("%s no longer exists: the fork is shown at its own path", s->fork.src);
+    if (asprintf(&s->cwd, "%s%s%s", s->shown, s->place.sub && s->place.sub[0] ? "/" : "",
+                 s->place.sub ? s->place.sub : "") < 0) {
+        s->cwd = NULL;
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* --continue: the existing fork, its marker taken (refused while its run lives). */
+static int run_open_fork(run_state *s)
+{
+    rg_error err = RG_ERROR_INIT;
+    int rc;
+
+    rc = sandbox_fork_open(&s->fork, s->place.top, &err);
+    if (rc < 0) {
+        say("%s", err.msg);
+        return rc;
+    }
+    free(s->workdir);
+    s->workdir = strdup(s->fork.path);
+    if (s->workdir == NULL)
+        return -ENOMEM;
+    say("fork: %s (base %s), continued", s->fork.path, s->fork.base);
+    return 0;
+}
+
+/* A linked worktree's fork and base get a .git of their own (worktree.h). */
+static int run_fork_worktree(run_state *s)
+{
+    rg_error err = RG_ERROR_INIT;
+    int rc;
+
+    rc = sandbox_worktree_standalone(s->fork.base, &s->wt, &err);
+    if (rc == 0)
+        rc = sandbox_worktree_standalone(s->fork.path, &s->wt, &err);
+    if (rc < 0)
+        say("%s", err.msg);
+    else
+        note("%s is a linked worktree (or a submodule) of %s: the fork's .git is a repository of "
+             "its own, reading %s as an alternate object store",
+             s->place.top, s->wt.common, s->wt.objects);
+    return rc;
+}
+
 static int run_make_fork(run_state *s)
 {
     sandbox_tree_opts to = SANDBOX_TREE_OPTS_INIT;
@@ -926,6 +1115,8 @@ static int run_make_fork(run_state *s)
     int truncated = 0, rc, why;
     char size[32];
 
+    if (s->place.is_fork)
+        return run_open_fork(s);
     if (!s->o.force) {
         rc = sandbox_home_secret_inodes(&s->inodes, &s->ninodes, &truncated, &s->home,
                                         RUN_SECRET_INODES_MAX, &err);
@@ -981,7 +1172,7 @@ static int run_make_fork(run_state *s)
              b->hardlinks);
     if (b->skipped > 0)
         note("note: %lu sockets or device nodes were not copied", b->skipped);
-    return 0;
+    return s->wt.common != NULL ? run_fork_worktree(s) : 0;
 }
 
 /* In the sandbox's first process, after the mounts: the Landlock ruleset. */
@@ -1019,12 +1210,16 @@ static int run_build_rules(run_state *s, rg_error *err)
         rc = sandbox_landlock_allow(s->ll, buf, SANDBOX_LANDLOCK_READ | SANDBOX_LANDLOCK_OPTIONAL,
                                     err);
     }
-    for (i = 0; rc == 0 && i < s->o.nreads; i++)
+    for (i = 0; rc == 0 && s->reads[i] != NULL; i++)
         rc = sandbox_landlock_allow(s->ll, s->reads[i], SANDBOX_LANDLOCK_READ, err);
+    for (i = 0; rc == 0 && s->binds[i].dst != NULL; i++)
+        rc = sandbox_landlock_allow(s->ll, s->binds[i].dst,
+                                    s->binds[i].ro ? SANDBOX_LANDLOCK_READ : SANDBOX_LANDLOCK_WRITE,
+                                    err);
     for (i = 0; rc == 0 && i < s->o.nwrites; i++)
         rc = sandbox_landlock_allow(s->ll, s->writes[i], SANDBOX_LANDLOCK_WRITE, err);
     if (rc == 0)
-        rc = sandbox_landlock_allow(s->ll, s->workdir, SANDBOX_LANDLOCK_WRITE, err);
+        rc = sandbox_landlock_allow(s->ll, s->shown, SANDBOX_LANDLOCK_WRITE, err);
     if (rc == 0)
         rc = sandbox_landlock_allow(s->ll, s->tmpdir, SANDBOX_LANDLOCK_WRITE, err);
     /* The private /tmp is the run's own: tools that ignore TMPDIR work. */
@@ -1171,12 +1366,16 @@ static int run_plan_mounts(run_state *s)
                  ? sandbox_mount_plan_add(p, SANDBOX_MOUNT_TMPFS, NULL, s->tmpdir,
                                           SANDBOX_MOUNT_PRIVATE, &err)
                  : sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->tmpdir, s->tmpdir, rw, &err);
+    /* The fork over the directory it was forked from (run_place_fork). */
     if (rc == 0)
-        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->workdir, s->workdir, rw, &err);
+        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->workdir, s->shown, rw, &err);
     for (i = 0; rc == 0 && i < s->o.nwrites; i++)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->writes[i], s->writes[i], rw, &err);
-    for (i = 0; rc == 0 && i < s->o.nreads; i++)
+    for (i = 0; rc == 0 && s->reads[i] != NULL; i++)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->reads[i], s->reads[i], idmap, &err);
+    for (i = 0; rc == 0 && s->binds[i].dst != NULL; i++)
+        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->binds[i].src, s->binds[i].dst,
+                                    s->binds[i].ro ? idmap : rw, &err);
     /* The home directory: a tmpfs with only the toolchain paths in it. */
     if (rc == 0)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_TMPFS, NULL, s->home.path, 0, &err);
@@ -1427,7 +1626,14 @@ static void run_cleanup(run_state *s, int started)
         if (sandbox_fork_remove(&s->fork, &err) < 0)
             say("warning: %s", err.msg);
     } else {
-        note("the fork stays at %s; `refgate diff %s` shows what the run changed", s->fork.path,
+        char rg[PATH_MAX], self[PATH_MAX];
+
+        /* By absolute paths: refgate may not be on PATH (a build tree, /opt). */
+        sandbox_place_sibling(rg, sizeof(rg), "refgate", "../cli");
+        sandbox_place_sibling(self, sizeof(self), "refgate-run", ".");
+        note("the fork stays at %s; `%s diff %s` shows what the run changed; "
+             "`%s --continue %s -- CMD` runs in it again",
+             s->fork.path, rg[0] ? rg : "refgate", s->fork.path, self[0] ? self : "refgate-run",
              s->fork.path);
     }
 }
@@ -1456,6 +1662,15 @@ static void run_free(run_state *s)
         close(s->bpf[0]);
     if (s->bpf[1] >= 0)
         close(s->bpf[1]);
+    for (i = 0; s->binds && s->binds[i].dst; i++)
+        sandbox_place_bind_free(&s->binds[i]);
+    free(s->binds);
+    free(s->o.binds);
+    free(s->o.robinds);
+    sandbox_place_free(&s->place);
+    sandbox_worktree_free(&s->wt);
+    free(s->shown);
+    free(s->cwd);
     free(s->workdir);
     free(s->tmpdir);
     free(s->inodes);
@@ -1573,7 +1788,7 @@ int main(int argc, char **argv)
     run_report_plan(&s);
     if (run_make_tmpdir(&s) < 0 || run_build_env(&s) < 0 || run_proxy_env(&s) < 0)
         goto done;
-    if (s.o.dir == NULL && run_make_fork(&s) < 0)
+    if ((s.o.dir == NULL && run_make_fork(&s) < 0) || run_place_fork(&s) < 0)
         goto done;
     if (run_plan_mounts(&s) < 0)
         goto done;
@@ -1584,7 +1799,7 @@ int main(int argc, char **argv)
         if (s.plan.enforce)
             note("confined by namespaces (%s), Landlock ABI %d and seccomp: writes only to %s, "
                  "TMPDIR%s; home %s hidden%s",
-                 names, s.plan.abi, s.workdir, s.o.nwrites ? " and the -w paths" : "", s.home.path,
+                 names, s.plan.abi, s.shown, s.o.nwrites ? " and the -w paths" : "", s.home.path,
                  s.root_mapped ? "; runs as nobody outside" : "");
     }
     if (s.o.net_mode == SANDBOX_NET_HOST) {
@@ -1603,7 +1818,7 @@ int main(int argc, char **argv)
     }
     po.argv = s.o.argv;
     po.envp = s.env;
-    po.cwd = s.workdir;
+    po.cwd = s.cwd;
     po.confine = run_confine;
     po.ctx = &s;
     po.clone_flags = sandbox_ns_clone_flags(s.o.ns);
@@ -1641,8 +1856,8 @@ int main(int argc, char **argv)
         started = 0;
     }
 done:
-    /* A fork the command never ran in is of no use: remove it. */
-    if (!started && s.fork.path != NULL)
+    /* A fork the command never ran in is of no use: remove it (not one continued). */
+    if (!started && s.fork.path != NULL && !s.fork.continued)
         s.o.rm = 1;
     run_cleanup(&s, started);
     run_free(&s);
