@@ -167,6 +167,22 @@ test_continue_runs_a_second_command_in_the_same_fork_and_diff_shows_both() {
   assert_contains "$T/run.out" 'not a fork made by refgate-run'
 }
 
+test_a_linked_worktree_pushes_from_a_fork_of_its_own() {
+  git -C "$T/w" worktree add -q -b feature/wt "$T/wt"
+  commit "$T/wt" wt.c
+  local head; head=$(git -C "$T/wt" rev-parse HEAD)
+  rg_run "$T/wt" -- sh -c 'git -c user.name=t -c user.email=t@t commit -q --allow-empty -m in-run && git push -q origin feature/wt'
+  [ "$RUN_RC" -eq 0 ] || { cat "$T/run.out"; fail "status $RUN_RC"; }
+  # The remotes are the main repository's (its config is the common one).
+  assert_contains "$T/run.out" 'token for local/acme/app through'
+  local fork; fork=$(fork_of)
+  case "$fork" in "$T/wt."[0-9]*) ;; *) cat "$T/run.out"; fail "fork $fork is not one of $T/wt";; esac
+  [ "$(upstream_ref app refs/heads/feature/wt)" = "$(git -C "$fork" rev-parse HEAD)" ] ||
+    fail "the fork's commit did not land"
+  [ "$(git -C "$T/wt" rev-parse HEAD)" = "$head" ] || fail "the linked worktree's branch moved"
+  git -C "$T/w" worktree remove --force "$T/wt"
+}
+
 test_a_directory_whose_remotes_are_on_no_upstream_is_refused() {
   git init -q "$T/elsewhere"
   git -C "$T/elsewhere" remote add origin https://example.com/acme/app.git
