@@ -3,6 +3,7 @@
  */
 #include "sandbox/place.h"
 
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,44 @@ static int place_enclosing_fork(char *buf, size_t cap, const char *cwd)
     return 0;
 }
 
+/*
+ * A submodule's top (its .git a gitfile into <super>/.git/modules/...)
+ * becomes its superproject's, in place: a fork of the submodule alone
+ * would be made inside the superproject's work tree (untracked files
+ * there), while a fork of the superproject holds the submodule with its
+ * repository (.git/modules). Bounded: PLACE_DEPTH_MAX nesting levels.
+ */
+static void place_superproject(char *top, size_t cap)
+{
+    char probe[PATH_MAX + 8], line[PATH_MAX + 16], joined[2 * PATH_MAX + 2], real[PATH_MAX];
+    unsigned depth;
+    ssize_t n;
+    char *mod;
+    int fd;
+
+    for (depth = 0; depth < PLACE_DEPTH_MAX; depth++) {
+        snprintf(probe, sizeof(probe), "%s/.git", top);
+        fd = open(probe, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0)
+            return;
+        n = read(fd, line, sizeof(line) - 1);
+        close(fd);
+        if (n <= 8 || strncmp(line, "gitdir: ", 8) != 0)
+            return;
+        line[n] = '\0';
+        line[strcspn(line, "\r\n")] = '\0';
+        snprintf(joined, sizeof(joined), "%s%s%s", line[8] == '/' ? "" : top,
+                 line[8] == '/' ? "" : "/", line + 8);
+        if (realpath(joined, real) == NULL || (mod = strstr(real, "/.git/modules/")) == NULL)
+            return;
+        *mod = '\0';
+        /* Only a superproject around the submodule, not a repository elsewhere. */
+        if (strcmp(real, top) == 0 || sandbox_place_below(top, real) == NULL || strlen(real) >= cap)
+            return;
+        memcpy(top, real, strlen(real) + 1);
+    }
+}
+
 /* The top of the work tree around `cwd` (see place.h), into buf. */
 static void place_worktree_top(char *buf, size_t cap, const char *cwd)
 {
@@ -69,8 +108,10 @@ static void place_worktree_top(char *buf, size_t cap, const char *cwd)
     /* Bounded: PLACE_DEPTH_MAX levels. Like git, no mount is crossed. */
     for (depth = 0; depth < PLACE_DEPTH_MAX; depth++) {
         snprintf(probe, sizeof(probe), "%s/.git", strcmp(buf, "/") ? buf : "");
-        if (lstat(probe, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode)))
+        if (lstat(probe, &st) == 0 && (S_ISDIR(st.st_mode) || S_ISREG(st.st_mode))) {
+            place_superproject(buf, cap);
             return;
+        }
         if (strcmp(buf, "/") == 0)
             break;
         place_up(buf);

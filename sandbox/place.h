@@ -40,7 +40,8 @@ typedef struct sandbox_place {
  * a fork fails with -EINVAL and says so. Without `continuing`, a `cwd`
  * inside a fork is that fork (`implicit` is set); else top is the nearest
  * directory from `cwd` up that holds a `.git` (a directory or a gitfile),
- * not crossing a mount, or `cwd` itself outside any work tree.
+ * not crossing a mount (a submodule's: its superproject's), or `cwd`
+ * itself outside any work tree.
  */
 int sandbox_place_find(sandbox_place *out, const char *cwd, const char *fork, int continuing,
                        rg_error *err);

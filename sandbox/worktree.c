@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +17,9 @@
 
 /* A gitfile or commondir file is one line; more is not one. */
 #define WT_LINK_MAX (PATH_MAX + 16)
+
+/* A git config larger than this is not edited (git's own are a few KiB). */
+#define WT_CONFIG_MAX (1024 * 1024)
 
 /* The staging name of the new .git, beside the gitfile it replaces. */
 #define WT_STAGING ".git.refgate-run-new"
@@ -165,6 +169,52 @@ static int wt_copy_dir(int dfd, const char *name, const char *from, int optional
     return rc;
 }
 
+/*
+ * Drop core.worktree from the copied config `dfd`/config: a submodule's
+ * names its work tree relative to .git/modules/<name>, which from the
+ * fork's own .git leads elsewhere (the fork is its work tree). A key line
+ * is `worktree` then spaces or '=', in any case; other sections have no
+ * such key in git's own config. The config is small; read whole, bounded.
+ */
+static int wt_drop_worktree_key(int dfd, rg_error *err)
+{
+    char *buf = malloc(WT_CONFIG_MAX + 1), *line, *next, *p;
+    size_t len = 0, w = 0;
+    ssize_t n;
+    int fd, rc = 0;
+
+    fd = openat(dfd, "config", O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 || buf == NULL) {
+        rc = rg_error_set(err, fd < 0 ? -errno : -ENOMEM, "config: %s",
+                          fd < 0 ? strerror(errno) : "out of memory");
+        goto done;
+    }
+    /* Bounded: WT_CONFIG_MAX bytes; a larger config is left as it is. */
+    while (len < WT_CONFIG_MAX && (n = read(fd, buf + len, WT_CONFIG_MAX - len)) > 0)
+        len += (size_t)n;
+    buf[len] = '\0';
+    if (len == WT_CONFIG_MAX || strlen(buf) != len)
+        goto done;
+    for (line = buf; *line; line = next) {
+        next = strchrnul(line, '\n');
+        next += *next == '\n';
+        for (p = line; *p == ' ' || *p == '\t'; p++)
+            ;
+        if (strncasecmp(p, "worktree", 8) == 0 && strspn(p + 8, " \t") + p + 8 < next &&
+            p[8 + strspn(p + 8, " \t")] == '=')
+            continue;
+        memmove(buf + w, line, (size_t)(next - line));
+        w += (size_t)(next - line);
+    }
+    if (w != len && (ftruncate(fd, 0) < 0 || pwrite(fd, buf, w, 0) != (ssize_t)w))
+        rc = rg_error_set(err, -errno, "config: %s", strerror(errno));
+done:
+    if (fd >= 0)
+        close(fd);
+    free(buf);
+    return rc;
+}
+
 int sandbox_worktree_standalone(const char *dir, const sandbox_worktree *wt, rg_error *err)
 {
     char from[PATH_MAX + 32], alt[PATH_MAX + 2];
@@ -192,6 +242,8 @@ int sandbox_worktree_standalone(const char *dir, const sandbox_worktree *wt, rg_
         rc = parts[i].dir ? wt_copy_dir(gfd, parts[i].name, from, parts[i].optional, err)
                           : wt_copy_file(gfd, parts[i].name, from, parts[i].optional, err);
     }
+    if (rc == 0)
+        rc = wt_drop_worktree_key(gfd, err);
     /* The objects: the fork's own (empty) store, the original's as an alternate. */
     if (rc == 0 && (mkdirat(gfd, "objects", 0755) < 0 || mkdirat(gfd, "objects/info", 0755) < 0 ||
                     mkdirat(gfd, "objects/pack", 0755) < 0))

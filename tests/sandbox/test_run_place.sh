@@ -84,6 +84,24 @@ equals "the linked worktree is clean" "$(git -C "$T/wt" status --porcelain)" ""
 equals "the fork reads the main repository's objects as an alternate" \
     "$(cat "$W/.git/objects/info/alternates")" "$(cd "$PROJ/.git/objects" && pwd -P)"
 
+# A submodule: its superproject is forked (with the submodule's repository
+# in .git/modules), never the submodule alone inside the superproject.
+git init -q "$T/subsrc"
+echo s >"$T/subsrc/s"
+git -C "$T/subsrc" add s && git -C "$T/subsrc" -c user.name=t -c user.email=t@t commit -qm sub-init
+git -C "$PROJ" -c protocol.file.allow=always submodule add -q "$T/subsrc" mod 2>/dev/null
+git -C "$PROJ" -c user.name=t -c user.email=t@t commit -qm with-mod
+OUTPUT=$(cd "$PROJ/mod" && "$RUN" -q -- sh -c 'pwd; echo in-sub >>s &&
+git -c user.name=t -c user.email=t@t commit -qam sub-edit && git log --format=%s -1' 2>"$T/err")
+S=$(fork_path <"$T/err")
+case "$S" in "$PROJ."[0-9]*) ok "in a submodule, the superproject is forked" ;;
+*) not_ok "in a submodule, the superproject is forked (fork: $S)" ;; esac
+contains "the command starts in the submodule" "$OUTPUT" "$PROJ/mod"
+contains "git commits in the submodule inside" "$OUTPUT" "sub-edit"
+absent "no fork is made inside the superproject" "$PROJ/mod.1"
+equals "the original submodule's history is unchanged" \
+    "$(git -C "$PROJ/mod" log --format=%s -1)" sub-init
+
 # The main repository in the home directory (a tmpfs inside): its object
 # store is bound read-only, so the alternate resolves.
 git init -q "$HOME/repo"
