@@ -70,7 +70,8 @@ absent "nothing is created inside the user's repository" "$PROJ/src/.src.1.base"
 git -C "$PROJ" worktree add -q -b side "$T/wt"
 main_head=$(git -C "$PROJ" rev-parse side)
 OUTPUT=$(cd "$T/wt/src" && "$RUN" -q -- sh -c 'pwd; echo wt >>main.c && git add -A &&
-git -c user.name=t -c user.email=t@t commit -qm in-fork && git log --format=%s -1' 2>"$T/err")
+git -c user.name=t -c user.email=t@t commit -qm in-fork && git log --format=%s -1 &&
+git config core.fsmonitor "touch /tmp/pwned"' 2>"$T/err")
 STATUS=$?
 W=$(fork_path <"$T/err")
 equals "git commits in a linked worktree's fork" "$STATUS" 0
@@ -81,6 +82,8 @@ equals "the fork's history has the run's commit (git outside, after the run)" \
     "$(git -C "$W" log --format=%s -1)" in-fork
 equals "the main repository's branch did not move" "$(git -C "$PROJ" rev-parse side)" "$main_head"
 equals "the linked worktree is clean" "$(git -C "$T/wt" status --porcelain)" ""
+contains "the fork's own .git is neutralised after the run" "$(cat "$T/err")" "config core.fsmonitor"
+equals "... its config has no fsmonitor left" "$(git -C "$W" config core.fsmonitor)" ""
 equals "the fork reads the main repository's objects as an alternate" \
     "$(cat "$W/.git/objects/info/alternates")" "$(cd "$PROJ/.git/objects" && pwd -P)"
 
@@ -159,6 +162,14 @@ if user_setup; then
     contains "unprivileged: --bind works" "$OUTPUT" "user-conf"
     equals "unprivileged: the write lands in the fork" "$(cat "$U/proj.1/written" 2>&1)" here
     absent "unprivileged: the original gets nothing" "$U/proj/written"
+    as_user git -C "$U/proj" worktree add -q -b uside "$U/wt"
+    ubefore=$(as_user git -C "$U/proj" rev-parse uside)
+    OUTPUT=$(cd "$U/wt" && as_user "$RUN" -q -- sh -c 'git -c user.name=u -c user.email=u@u \
+        commit -q --allow-empty -m user-fork && git log --format=%s -1' 2>&1)
+    contains "unprivileged: git commits in a linked worktree's fork" "$OUTPUT" user-fork
+    check "unprivileged: the branch is there to compare" test -n "$ubefore"
+    equals "unprivileged: the main repository's branch did not move" \
+        "$(as_user git -C "$U/proj" rev-parse uside)" "$ubefore"
 fi
 
 finish
