@@ -809,7 +809,7 @@ static int run_place_paths(run_state *s, const char *cwd)
     size_t i;
     int rc;
 
-    rc = sandbox_place_find(&s->place, cwd, s->o.cont_fork, s->o.cont, &err);
+    rc = sandbox_place_find(&s->place, cwd, s->o.cont_fork, s->o.cont, &s->home, &err);
     if (rc < 0) {
         say("%s", err.msg);
         return rc;
@@ -819,21 +819,11 @@ static int run_place_paths(run_state *s, const char *cwd)
              s->place.top);
     if (s->place.is_fork)
         return 0;
-    /* A dotfiles repository around the home directory: fork only the cwd, as it is. */
-    if (strcmp(s->place.top, cwd) != 0 && sandbox_home_conflict(&s->home, s->place.top) != NULL &&
-        sandbox_home_conflict(&s->home, cwd) == NULL) {
-        note("the work tree around %s starts at %s, which holds secrets: forking %s only", cwd,
-             s->place.top, cwd);
-        free(s->place.top);
-        free(s->place.sub);
-        s->place.top = strdup(cwd);
-        s->place.sub = strdup("");
-        if (s->place.top == NULL || s->place.sub == NULL)
-            return -ENOMEM;
-    } else if (s->place.sub[0] != '\0') {
+    if (s->place.narrowed)
+        note("the work tree around %s starts where secrets are: forking %s only", cwd, cwd);
+    else if (s->place.sub[0] != '\0')
         note("forking the work tree's top %s; the command starts in %s", s->place.top,
              s->place.sub);
-    }
     rc = sandbox_worktree_find(&s->wt, s->place.top, &err);
     if (rc <= 0) {
         if (rc < 0)

@@ -122,7 +122,7 @@ static void place_worktree_top(char *buf, size_t cap, const char *cwd)
 }
 
 int sandbox_place_find(sandbox_place *out, const char *cwd, const char *fork, int continuing,
-                       rg_error *err)
+                       const sandbox_home *h, rg_error *err)
 {
     char buf[PATH_MAX];
     const char *sub;
@@ -148,6 +148,12 @@ int sandbox_place_find(sandbox_place *out, const char *cwd, const char *fork, in
                             cwd);
     } else {
         place_worktree_top(buf, sizeof(buf), cwd);
+        /* A dotfiles repository around the home directory: the cwd, as it is. */
+        if (h != NULL && strcmp(buf, cwd) != 0 && sandbox_home_conflict(h, buf) != NULL &&
+            sandbox_home_conflict(h, cwd) == NULL) {
+            snprintf(buf, sizeof(buf), "%s", cwd);
+            out->narrowed = 1;
+        }
     }
     sub = sandbox_place_below(cwd, buf);
     out->top = strdup(buf);

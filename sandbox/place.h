@@ -26,11 +26,12 @@ typedef struct sandbox_place {
     char *sub;    /* the working directory below top: "" or "a/b" */
     int is_fork;  /* top is an existing fork: continue it, fork nothing */
     int implicit; /* ...found from the working directory, without --continue */
+    int narrowed; /* the work tree's top holds a secret (a dotfiles home): cwd only */
 } sandbox_place;
 
 #define SANDBOX_PLACE_INIT                                                                         \
     {                                                                                              \
-        NULL, NULL, 0, 0                                                                           \
+        NULL, NULL, 0, 0, 0                                                                        \
     }
 
 /*
@@ -41,10 +42,12 @@ typedef struct sandbox_place {
  * inside a fork is that fork (`implicit` is set); else top is the nearest
  * directory from `cwd` up that holds a `.git` (a directory or a gitfile),
  * not crossing a mount (a submodule's: its superproject's), or `cwd`
- * itself outside any work tree.
+ * itself outside any work tree. A top that is, contains or lies inside a
+ * secret of `h` (may be NULL), when `cwd` is not (a dotfiles repository
+ * around the home directory), gives way to `cwd` (`narrowed` is set).
  */
 int sandbox_place_find(sandbox_place *out, const char *cwd, const char *fork, int continuing,
-                       rg_error *err);
+                       const sandbox_home *h, rg_error *err);
 
 void sandbox_place_free(sandbox_place *p);
 

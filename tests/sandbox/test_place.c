@@ -125,7 +125,7 @@ Test(place, a_subdirectory_forks_the_work_trees_top, .init = place_setup, .fini 
     mk("proj/src/deep");
     mk("plain");
     mk("plain/sub");
-    cr_assert_eq(sandbox_place_find(&p, at("proj/src/deep"), NULL, 0, NULL), 0);
+    cr_assert_eq(sandbox_place_find(&p, at("proj/src/deep"), NULL, 0, NULL, NULL), 0);
     cr_assert_str_eq(p.top, at("proj"));
     cr_assert_str_eq(p.sub, "src/deep");
     cr_assert(!p.is_fork);
@@ -134,17 +134,40 @@ Test(place, a_subdirectory_forks_the_work_trees_top, .init = place_setup, .fini 
     mk("wt");
     mk("wt/a");
     fclose(fopen(at("wt/.git"), "w"));
-    cr_assert_eq(sandbox_place_find(&p, at("wt/a"), NULL, 0, NULL), 0);
+    cr_assert_eq(sandbox_place_find(&p, at("wt/a"), NULL, 0, NULL, NULL), 0);
     cr_assert_str_eq(p.top, at("wt"));
     cr_assert_str_eq(p.sub, "a");
     sandbox_place_free(&p);
     /* Outside a work tree: the directory itself (nothing above has .git). */
     if (access("/tmp/.git", F_OK) != 0 && access("/.git", F_OK) != 0) {
-        cr_assert_eq(sandbox_place_find(&p, at("plain/sub"), NULL, 0, NULL), 0);
+        cr_assert_eq(sandbox_place_find(&p, at("plain/sub"), NULL, 0, NULL, NULL), 0);
         cr_assert_str_eq(p.top, at("plain/sub"));
         cr_assert_str_eq(p.sub, "");
         sandbox_place_free(&p);
     }
+}
+
+Test(place, a_top_that_holds_secrets_gives_way_to_the_cwd, .init = place_setup,
+     .fini = place_teardown)
+{
+    sandbox_home h = SANDBOX_HOME_INIT;
+    sandbox_place p = SANDBOX_PLACE_INIT;
+
+    /* A dotfiles repository: the home directory is a work tree. */
+    mk("home");
+    mk("home/.git");
+    mk("home/.ssh");
+    mk("home/proj");
+    cr_assert_eq(sandbox_home_init(&h, at("home"), NULL, 0, NULL), 0);
+    cr_assert_eq(sandbox_place_find(&p, at("home/proj"), NULL, 0, &h, NULL), 0);
+    cr_assert_str_eq(p.top, at("home/proj"));
+    cr_assert_str_eq(p.sub, "");
+    cr_assert(p.narrowed);
+    sandbox_place_free(&p);
+    cr_assert_eq(sandbox_place_find(&p, at("home/proj"), NULL, 0, NULL, NULL), 0);
+    cr_assert_str_eq(p.top, at("home"), "without a home to check, the top");
+    sandbox_place_free(&p);
+    sandbox_home_free(&h);
 }
 
 Test(place, a_fork_around_the_cwd_is_continued_never_nested, .init = place_setup,
@@ -158,25 +181,25 @@ Test(place, a_fork_around_the_cwd_is_continued_never_nested, .init = place_setup
     mk("proj.2/src");
     mk(".proj.2.base");
     mk("other.1");
-    cr_assert_eq(sandbox_place_find(&p, at("proj.2/src"), NULL, 0, NULL), 0);
+    cr_assert_eq(sandbox_place_find(&p, at("proj.2/src"), NULL, 0, NULL, NULL), 0);
     cr_assert_str_eq(p.top, at("proj.2"));
     cr_assert_str_eq(p.sub, "src");
     cr_assert(p.is_fork && p.implicit);
     sandbox_place_free(&p);
-    cr_assert_eq(sandbox_place_find(&p, at("proj.2/src"), NULL, 1, NULL), 0);
+    cr_assert_eq(sandbox_place_find(&p, at("proj.2/src"), NULL, 1, NULL, NULL), 0);
     cr_assert(p.is_fork && !p.implicit, "--continue without FORK: the fork around");
     sandbox_place_free(&p);
     /* Named from elsewhere: the command starts at the fork's top. */
-    cr_assert_eq(sandbox_place_find(&p, at("other.1"), at("proj.2"), 1, NULL), 0);
+    cr_assert_eq(sandbox_place_find(&p, at("other.1"), at("proj.2"), 1, NULL, NULL), 0);
     cr_assert_str_eq(p.top, at("proj.2"));
     cr_assert_str_eq(p.sub, "");
     sandbox_place_free(&p);
     /* other.1 has no base: not a fork. */
-    cr_assert_eq(sandbox_place_find(&p, at(""), at("other.1"), 1, &err), -EINVAL);
+    cr_assert_eq(sandbox_place_find(&p, at(""), at("other.1"), 1, NULL, &err), -EINVAL);
     cr_assert(strstr(err.msg, "not a fork") != NULL, "%s", err.msg);
-    cr_assert_eq(sandbox_place_find(&p, at("other.1"), NULL, 1, &err), -EINVAL);
+    cr_assert_eq(sandbox_place_find(&p, at("other.1"), NULL, 1, NULL, &err), -EINVAL);
     cr_assert(strstr(err.msg, "--continue DIR.N") != NULL, "%s", err.msg);
-    cr_assert_eq(sandbox_place_find(&p, at(""), at("missing.1"), 1, &err), -ENOENT);
+    cr_assert_eq(sandbox_place_find(&p, at(""), at("missing.1"), 1, NULL, &err), -ENOENT);
 }
 
 Test(place, a_bind_is_refused_for_a_secret_and_kept_under_the_home, .init = place_setup,
