@@ -5,6 +5,8 @@
 
 #include <errno.h>
 #include <git2.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -50,6 +52,42 @@ static int runplace_fork_around(char *out, size_t cap, const char *path)
     return 0;
 }
 
+/*
+ * A submodule's top becomes its superproject's, as refgate-run decides
+ * (sandbox/place.c): its .git is a gitfile into <super>/.git/modules/.
+ * Bounded: RUNPLACE_DEPTH_MAX nesting levels.
+ */
+static void runplace_superproject(char *top, size_t cap)
+{
+    char probe[PATH_MAX + 8], line[PATH_MAX + 16], joined[2 * PATH_MAX + 2], real[PATH_MAX];
+    unsigned depth;
+    size_t n;
+    char *mod;
+    FILE *f;
+
+    for (depth = 0; depth < RUNPLACE_DEPTH_MAX; depth++) {
+        snprintf(probe, sizeof(probe), "%s/.git", top);
+        f = fopen(probe, "re");
+        if (f == NULL)
+            return;
+        n = fread(line, 1, sizeof(line) - 1, f);
+        fclose(f);
+        line[n] = '\0';
+        line[strcspn(line, "\r\n")] = '\0';
+        if (strncmp(line, "gitdir: ", 8) != 0)
+            return;
+        snprintf(joined, sizeof(joined), "%s%s%s", line[8] == '/' ? "" : top,
+                 line[8] == '/' ? "" : "/", line + 8);
+        if (realpath(joined, real) == NULL || (mod = strstr(real, "/.git/modules/")) == NULL)
+            return;
+        *mod = '\0';
+        n = strlen(real);
+        if (n >= cap || strncmp(top, real, n) != 0 || top[n] != '/')
+            return;
+        memcpy(top, real, n + 1);
+    }
+}
+
 /* The work tree's top and the config with the remotes of the repository at `path`. */
 static void runplace_repo(cli_runplace *out, const char *path)
 {
@@ -66,6 +104,7 @@ static void runplace_repo(cli_runplace *out, const char *path)
         n = strlen(out->top);
         while (n > 1 && out->top[n - 1] == '/')
             out->top[--n] = '\0';
+        runplace_superproject(out->top, sizeof(out->top));
     }
     if (common != NULL)
         snprintf(out->config, sizeof(out->config), "%s%sconfig", common,

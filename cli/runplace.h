@@ -1,7 +1,8 @@
 /*
  * Where `refgate run` works, as refgate-run will decide it (sandbox/place.h):
  * the directory that is forked (the top of the git work tree around the
- * current directory, whose forks are <top>.N), or the fork a run continues
+ * current directory, whose forks are <top>.N; a submodule's is its
+ * superproject's), or the fork a run continues
  * (--continue FORK, or the fork the current directory is in: refgate-run
  * never nests a fork in a fork), and the git config whose remotes name the
  * run's repositories (a linked worktree's is its common directory's). So

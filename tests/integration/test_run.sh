@@ -183,6 +183,22 @@ test_a_linked_worktree_pushes_from_a_fork_of_its_own() {
   git -C "$T/w" worktree remove --force "$T/wt"
 }
 
+test_from_a_submodule_the_superproject_is_forked() {
+  git init -q "$T/modsrc"
+  commit "$T/modsrc" m.c
+  git -C "$T/w" -c protocol.file.allow=always submodule add -q "$T/modsrc" mod 2>/dev/null
+  git -C "$T/w" commit -q -m with-mod
+  rg_run "$T/w/mod" --repo local/acme/app -- sh -c 'pwd; echo in-mod >>m.c'
+  [ "$RUN_RC" -eq 0 ] || { cat "$T/run.out"; fail "status $RUN_RC"; }
+  local fork; fork=$(fork_of)
+  case "$fork" in "$T/w."[0-9]*) ;; *) cat "$T/run.out"; fail "fork $fork is not one of $T/w";; esac
+  grep -qx "$T/w/mod" "$T/run.out" || { cat "$T/run.out"; fail "the command did not start in mod"; }
+  assert_contains "$fork/mod/m.c" 'in-mod'
+  [ ! -e "$T/w/mod.1" ] || fail "a fork was made inside the superproject"
+  git -C "$T/w" reset -q --hard HEAD~1
+  rm -rf "$T/w/mod" "$T/w/.git/modules"
+}
+
 test_a_directory_whose_remotes_are_on_no_upstream_is_refused() {
   git init -q "$T/elsewhere"
   git -C "$T/elsewhere" remote add origin https://example.com/acme/app.git
