@@ -54,6 +54,7 @@ static const cli_profile claude = {
     .config_env = "CLAUDE_CONFIG_DIR",
     .config_dir = ".claude",
     .config_file = ".claude.json",
+    .config_file_new = "{}\n",
     .config_skip = claude_skip,
 };
 
@@ -66,6 +67,7 @@ static const cli_profile codex = {
     .config_env = "CODEX_HOME",
     .config_dir = ".codex",
     .config_file = NULL,
+    .config_file_new = NULL,
     .config_skip = codex_skip,
 };
 
@@ -176,11 +178,11 @@ static int copy_charge(copy_budget *b, long long bytes, rg_error *err)
 }
 
 /*
- * Copy the regular file `name` of directory fd `sfd` to `dfd`, keeping the
- * owner's permission bits; through a symbolic link when `follow`.
+ * Copy the regular file `name` of directory fd `sfd` to `dname` in `dfd`,
+ * keeping the owner's permission bits; through a symbolic link when `follow`.
  */
-static int copy_file(int sfd, int dfd, const char *name, const char *shown, int follow,
-                     rg_error *err)
+static int copy_file(int sfd, const char *name, int dfd, const char *dname, const char *shown,
+                     int follow, rg_error *err)
 {
     char buf[65536];
     struct stat st;
@@ -199,7 +201,7 @@ static int copy_file(int sfd, int dfd, const char *name, const char *shown, int 
         goto done;
     }
     outfd =
-        openat(dfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0700);
+        openat(dfd, dname, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, st.st_mode & 0700);
     if (outfd < 0) {
         rc = rg_error_set(err, -errno, "copying %s: %s", shown, strerror(errno));
         goto done;
@@ -265,13 +267,13 @@ static int copy_dir(int sfd, int dfd, const char *shown, const char *const *skip
         if ((rc = copy_charge(b, S_ISREG(st.st_mode) ? st.st_size : 0, err)) < 0)
             break;
         if (S_ISREG(st.st_mode)) {
-            rc = copy_file(sfd, dfd, d->d_name, sub, 0, err);
+            rc = copy_file(sfd, d->d_name, dfd, d->d_name, sub, 0, err);
         } else if (S_ISLNK(st.st_mode) && fstatat(sfd, d->d_name, &target, 0) == 0 &&
                    S_ISREG(target.st_mode)) {
             /* A settings file kept elsewhere (a dotfiles checkout) and linked
              * in: its target is not in the run, so copy what it says. */
             if ((rc = copy_charge(b, target.st_size, err)) == 0)
-                rc = copy_file(sfd, dfd, d->d_name, sub, 1, err);
+                rc = copy_file(sfd, d->d_name, dfd, d->d_name, sub, 1, err);
         } else if (S_ISLNK(st.st_mode)) {
             n = readlinkat(sfd, d->d_name, link, sizeof(link) - 1);
             if (n < 0)
@@ -303,39 +305,40 @@ int cli_profile_copy_config(const char *dest, const cli_profile *p, const char *
                             const char *src_file, rg_error *err)
 {
     copy_budget b = {0, 0};
-    int sfd = -1, dfd = -1, rc = 0;
+    int sfd = -1, dfd = -1, cfd = -1, rc = 0;
     struct stat st;
-    const char *base;
 
     dfd = open(dest, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dfd < 0) {
+    if (dfd < 0 || mkdirat(dfd, CLI_PROFILE_COPY_DIR, 0700) < 0 ||
+        (cfd = openat(dfd, CLI_PROFILE_COPY_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) <
+            0) {
         rc = rg_error_set(err, -errno, "%s: %s", dest, strerror(errno));
         goto done;
     }
     sfd = open(src_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (sfd >= 0)
-        rc = copy_dir(sfd, dfd, src_dir, p->config_skip, 0, &b, err);
+        rc = copy_dir(sfd, cfd, src_dir, p->config_skip, 0, &b, err);
     else if (errno != ENOENT)
         rc = rg_error_set(err, -errno, "%s: %s", src_dir, strerror(errno));
-    if (rc == 0 && src_file != NULL && stat(src_file, &st) == 0 && S_ISREG(st.st_mode)) {
-        char dir[PATH_MAX];
-        int pfd;
+    if (rc < 0 || src_file == NULL)
+        goto done;
+    if (stat(src_file, &st) == 0 && S_ISREG(st.st_mode)) {
+        if ((rc = copy_charge(&b, st.st_size, err)) == 0)
+            rc = copy_file(AT_FDCWD, src_file, dfd, CLI_PROFILE_COPY_FILE, src_file, 1, err);
+    } else {
+        int fd = openat(dfd, CLI_PROFILE_COPY_FILE, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        const char *init = p->config_file_new ? p->config_file_new : "";
 
-        base = strrchr(src_file, '/');
-        snprintf(dir, sizeof(dir), "%.*s", base ? (int)(base - src_file) : 1,
-                 base ? src_file : ".");
-        base = base ? base + 1 : src_file;
-        pfd = open(dir[0] ? dir : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (pfd < 0)
-            rc = rg_error_set(err, -errno, "%s: %s", dir, strerror(errno));
-        else if ((rc = copy_charge(&b, st.st_size, err)) == 0)
-            rc = copy_file(pfd, dfd, base, src_file, 1, err);
-        if (pfd >= 0)
-            close(pfd);
+        if (fd < 0 || write(fd, init, strlen(init)) != (ssize_t)strlen(init))
+            rc = rg_error_set(err, -EIO, "%s/%s: %s", dest, CLI_PROFILE_COPY_FILE, strerror(errno));
+        if (fd >= 0)
+            close(fd);
     }
 done:
     if (sfd >= 0)
         close(sfd);
+    if (cfd >= 0)
+        close(cfd);
     if (dfd >= 0)
         close(dfd);
     return rc;

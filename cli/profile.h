@@ -5,9 +5,10 @@
  * A profile names the API hosts it must reach (given to refgate-run's
  * allow-list proxy), the environment variables it must keep (its API key:
  * refgate run says at start that the run holds them, by name), and its
- * configuration directory, of which the run gets a writable copy of its
- * own (pointed at by the variable the agent reads for it), so nothing the
- * agent writes there reaches the real one.
+ * configuration (a directory, and a file beside it), of which the run gets
+ * a writable copy of its own, bound by refgate-run at the real paths
+ * (~/.claude and ~/.claude.json, ~/.codex), so the agent finds it where it
+ * always does and nothing it writes there reaches the real one.
  *
  * The table is data (profile.c): adding an agent is adding a row. A profile
  * is chosen by the command's basename or by `--profile NAME`; `--profile
@@ -28,7 +29,8 @@ typedef struct cli_profile {
     const char *base_url_env;       /* names another API URL; its host is allowed too */
     const char *config_env;         /* the variable the agent finds its config by */
     const char *config_dir;         /* relative to HOME: copied for the run */
-    const char *config_file;        /* relative to HOME: copied into the copy; may be NULL */
+    const char *config_file;        /* relative to HOME: copied too; may be NULL */
+    const char *config_file_new;    /* config_file's content when there is none yet */
     const char *const *config_skip; /* entries of config_dir not copied */
 } cli_profile;
 
@@ -54,14 +56,18 @@ int cli_profile_url_host(char *out, size_t cap, const char *url);
 /*
  * Copy the agent's configuration into `dest` (an existing, empty, private
  * directory): the directory `src_dir` without the entries the profile
- * skips, and, when `src_file` is not NULL, that file as
- * dest/<its basename>. Missing sources are not an error (a first run has
- * none). Regular files, directories and symbolic links only: a link to a
+ * skips as dest/CLI_PROFILE_COPY_DIR, and, when `src_file` is not NULL,
+ * that file as dest/CLI_PROFILE_COPY_FILE (config_file_new when it does
+ * not exist, so the agent has a file to write: the run's home is not
+ * writable). A missing directory is copied as an empty one (a first run
+ * has none). Regular files, directories and symbolic links only: a link to a
  * regular file is copied as that file (its target is not in the run), any
  * other link as a link;
  * at most CLI_PROFILE_COPY_ENTRIES entries, CLI_PROFILE_COPY_BYTES bytes
  * and CLI_PROFILE_COPY_DEPTH levels, past which it fails with -EFBIG.
  */
+#define CLI_PROFILE_COPY_DIR     "dir"
+#define CLI_PROFILE_COPY_FILE    "file"
 #define CLI_PROFILE_COPY_ENTRIES 20000
 #define CLI_PROFILE_COPY_BYTES   (512L * 1024 * 1024)
 #define CLI_PROFILE_COPY_DEPTH   32

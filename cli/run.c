@@ -19,6 +19,7 @@
  */
 #include "cli/cli.h"
 #include "cli/profile.h"
+#include "cli/runplace.h"
 #include "config/config.h"
 #include "tokens/token.h"
 #include "util/buf.h"
@@ -70,10 +71,12 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: refgate run [--config FILE] [--repo HOST/PATH]... [--ttl DURATION]\n"
             "                   [--run NAME] [--gateway-url URL] [--profile NAME]\n"
-            "                   [--] CMD [ARGS...]\n"
+            "                   [--continue [FORK]] [--] CMD [ARGS...]\n"
             "\n"
-            "Run CMD (an agent) under refgate-run in a fork of the current directory, with a\n"
-            "run token for its repositories and its git pushes going through the gateway.\n"
+            "Run CMD (an agent) under refgate-run in a fork of the current directory's work\n"
+            "tree (its top, shown inside at its own path; CMD starts in the subdirectory\n"
+            "you are in), with a run token for its repositories and its git pushes going\n"
+            "through the gateway.\n"
             "\n"
             "  --config FILE     the gateway's configuration (default: $REFGATE_CONFIG,\n"
             "                    else " DEFAULT_CONFIG "); only read, for the control\n"
@@ -84,8 +87,7 @@ static void usage(FILE *f)
             "                    configured upstream: https://HOST/PATH, git@HOST:PATH and\n"
             "                    ssh://git@HOST/PATH for an http(s) upstream on HOST or a\n"
             "                    local upstream whose host is HOST, or a file:// URL or\n"
-            "                    path under a local upstream's directory;\n"
-            "                    run it from the top of the work tree (what is forked)\n"
+            "                    path under a local upstream's directory\n"
             "  --ttl DURATION    the token's lifetime (default 2h; at most the gateway's\n"
             "                    control.max_ttl): it bounds the token should refgate run\n"
             "                    itself be killed before it can revoke it\n"
@@ -94,6 +96,11 @@ static void usage(FILE *f)
             "                    config's control.url, else what the gateway tells)\n"
             "  --profile NAME    the agent profile: claude, codex, or none (default: the\n"
             "                    one named like CMD's basename, else none); see below\n"
+            "  --continue [FORK] run in the fork FORK of an earlier run (the next argument\n"
+            "                    when it is a directory; default: the fork the current\n"
+            "                    directory is in), with the repositories of its remotes;\n"
+            "                    run from inside a fork, refgate run continues it anyway\n"
+            "                    (refgate-run never forks a fork)\n"
             "\n"
             "How: the running gateway mints the token over its control socket\n"
             "(control.socket, default <state_dir>/control.sock; the gateway checks who you\n"
@@ -111,7 +118,8 @@ static void usage(FILE *f)
             "      for the gateway), then a helper that prints the token.\n"
             "When CMD ends, however it ends (refgate run forwards SIGINT, SIGTERM and\n"
             "SIGHUP sent to it, and waits), the token is revoked, and the fork's path is\n"
-            "printed with the refgate diff command that reviews it.\n"
+            "printed with the refgate diff command that reviews it and the refgate run\n"
+            "--continue command that runs in it again (refgate by its absolute path).\n"
             "\n"
             "Agent profiles give an agent what it needs to reach its model's API; the run\n"
             "says at start which of them it holds (names, never values):\n"
@@ -120,25 +128,29 @@ static void usage(FILE *f)
             "          DISABLE_ERROR_REPORTING, DISABLE_AUTOUPDATER, NODE_EXTRA_CA_CERTS (a\n"
             "          CA for a TLS-inspecting proxy); config: a copy of\n"
             "          ~/.claude (without projects, history.jsonl, shell-snapshots, todos,\n"
-            "          file-history, session-env, statsig, ide, debug) and ~/.claude.json,\n"
-            "          found through CLAUDE_CONFIG_DIR\n"
+            "          file-history, session-env, statsig, ide, debug) and of\n"
+            "          ~/.claude.json ({} when there is none), at those paths\n"
             "  codex   hosts api.openai.com:443, chatgpt.com:443, auth.openai.com:443;\n"
             "          env OPENAI_*, CODEX_*; config: a copy of ~/.codex (without sessions,\n"
-            "          archived_sessions, history.jsonl, log), found through CODEX_HOME\n"
+            "          archived_sessions, history.jsonl, log), at that path\n"
             "The hosts (and ANTHROPIC_BASE_URL's or OPENAI_BASE_URL's when it is https)\n"
             "go to refgate-run's allow-list (--net allow=..., beside the gateway); the\n"
             "variables set in your environment pass with -e NAME; the copy (of\n"
-            "$CLAUDE_CONFIG_DIR or $CODEX_HOME when set) is made in\n"
-            "$XDG_STATE_HOME/refgate/runs/ (default ~/.local/state), is the run's to write\n"
-            "(-w) and is removed when the run ends: nothing reaches your own.\n"
+            "$CLAUDE_CONFIG_DIR or $CODEX_HOME when set, which then pass too) is made in\n"
+            "$XDG_STATE_HOME/refgate/runs/ (default ~/.local/state), shown by refgate-run\n"
+            "at the real paths (--bind: where the agent looks, and where the paths it\n"
+            "records still mean the same), is the run's to write and is removed when the\n"
+            "run ends: nothing reaches your own. (A $CLAUDE_CONFIG_DIR or $CODEX_HOME\n"
+            "outside the home directory that does not exist is pointed at the copy.)\n"
             "Git LFS: the rewrite sends git-lfs's API to the gateway, which forwards no\n"
             "LFS objects and answers 501 in LFS's error format (git-lfs prints why).\n"
             "\n"
             "Exit status: CMD's (CMD killed by a signal: the same signal); 1 the run could\n"
             "not be set up; 2 usage, or no gateway running.\n"
             "\n"
-            "Example:\n"
-            "  cd ~/src/app && refgate run -- claude\n",
+            "Examples:\n"
+            "  cd ~/src/app && refgate run -- claude\n"
+            "  refgate run --continue ~/src/app.1 -- claude\n",
             TOKENS_REPOS_MAX);
 }
 
@@ -426,39 +438,25 @@ static char *run_map_remote(size_t *up_index, const config_model *cfg, const cha
 }
 
 /*
- * The remotes of the repository around the current directory, mapped
- * (into repos/nrepos, deduplicated; used[] marks their upstreams). The
- * repository's config is read as a file: nothing in it is run.
+ * The remotes in the git config `path` (the repository's, runplace.h),
+ * mapped (into repos/nrepos, deduplicated; used[] marks their upstreams).
+ * The config is read as a file: nothing in it is run.
  */
 static int run_infer_repos(char **repos, size_t *nrepos, unsigned char *used,
-                           const config_model *cfg)
+                           const config_model *cfg, const char *path)
 {
-    git_buf gitdir = {0};
     git_config *gc = NULL;
     git_config_iterator *it = NULL;
     git_config_entry *e;
-    char path[PATH_MAX], seen[2048] = "";
+    char seen[2048] = "";
     size_t seen_len = 0, count = 0, up = 0, j;
     int rc = -1;
 
-    if (git_repository_discover(&gitdir, ".", 0, NULL) < 0) {
+    if (path[0] == '\0') {
         fprintf(stderr, "refgate run: the current directory is not in a git repository; name the "
                         "repositories with --repo HOST/PATH\n");
         goto done;
     }
-    /* refgate-run forks the current directory: from a subdirectory the
-     * fork would hold no .git, and git inside would find the original's. */
-    if (strlen(gitdir.ptr) > 6 && !strcmp(gitdir.ptr + strlen(gitdir.ptr) - 6, "/.git/") &&
-        getcwd(path, sizeof(path)) != NULL &&
-        (strncmp(gitdir.ptr, path, strlen(path)) != 0 ||
-         strcmp(gitdir.ptr + strlen(path), "/.git/") != 0)) {
-        fprintf(stderr,
-                "refgate run: run it from the top of the repository (%.*s), which is what the "
-                "sandbox forks\n",
-                (int)(strlen(gitdir.ptr) - 6), gitdir.ptr);
-        goto done;
-    }
-    snprintf(path, sizeof(path), "%sconfig", gitdir.ptr);
     /* A plain iterator filtered here: libgit2's regex glob leaks pcre2's match data. */
     if (git_config_open_ondisk(&gc, path) < 0 || git_config_iterator_new(&it, gc) < 0) {
         fprintf(stderr, "refgate run: cannot read %s: %s\n", path,
@@ -494,9 +492,9 @@ static int run_infer_repos(char **repos, size_t *nrepos, unsigned char *used,
     }
     if (*nrepos == 0) {
         fprintf(stderr,
-                "refgate run: no remote of %s is on an upstream of %s (remotes: %s; "
+                "refgate run: no remote in %s is on an upstream of %s (remotes: %s; "
                 "upstreams:",
-                gitdir.ptr, cfg->path, seen_len ? seen : "none");
+                path, cfg->path, seen_len ? seen : "none");
         for (j = 0; j < cfg->nupstreams; j++)
             fprintf(stderr, " %s=%s", cfg->upstreams[j].host, cfg->upstreams[j].url);
         fprintf(stderr, "); name the repositories with --repo HOST/PATH\n");
@@ -506,7 +504,6 @@ static int run_infer_repos(char **repos, size_t *nrepos, unsigned char *used,
 done:
     git_config_iterator_free(it);
     git_config_free(gc);
-    git_buf_dispose(&gitdir);
     return rc;
 }
 
@@ -817,9 +814,11 @@ static size_t run_list_forks(unsigned *ns, size_t cap, const char *cwd)
 
 /* What a profile adds to a run: the per-run copy of its config, the allow-list. */
 typedef struct run_profile_state {
-    char dir[PATH_MAX];         /* the copy; "" when none was made */
-    char setenv[PATH_MAX + 64]; /* CONFIG_ENV=dir, for -e */
-    char allow[4096];           /* allow=HOST:PORT,... for --net */
+    char dir[PATH_MAX];               /* the copy; "" when none was made */
+    char setenv[PATH_MAX + 64];       /* CONFIG_ENV=..., for -e, when needed */
+    char bind_dir[2 * PATH_MAX + 8];  /* COPY/dir:REAL, for --bind */
+    char bind_file[2 * PATH_MAX + 8]; /* COPY/file:REAL, for --bind */
+    char allow[4096];                 /* allow=HOST:PORT,... for --net */
 } run_profile_state;
 
 static const char *run_home(void)
@@ -851,7 +850,7 @@ static int run_profile_args(run_profile_state *ps, const char **args, size_t *na
     size_t i, held = 0, len;
     int rc = -1;
 
-    ps->dir[0] = '\0';
+    ps->dir[0] = ps->setenv[0] = '\0';
     fprintf(stderr, "refgate run: profile %s: the run holds", p->name);
     for (i = 0; environ[i]; i++) {
         char *name;
@@ -926,19 +925,48 @@ static int run_profile_args(run_profile_state *ps, const char **args, size_t *na
         fprintf(stderr, "refgate run: profile %s: copying its config: %s\n", p->name, err.msg);
         goto done;
     }
-    snprintf(ps->setenv, sizeof(ps->setenv), "%s=%s", p->config_env, ps->dir);
-    if (*nargs + 6 > cap)
+    if (*nargs + 8 > cap)
         goto done;
-    args[(*nargs)++] = "-e";
-    args[(*nargs)++] = ps->setenv;
-    args[(*nargs)++] = "-w";
-    args[(*nargs)++] = ps->dir;
+    /* The copy at the real paths, where the agent looks and where paths it
+     * recorded (projects by their directory) still mean the same. A real
+     * path refgate-run cannot make a mount point for (outside the home
+     * directory, not existing) gets the variable pointed at the copy. */
+    len = strlen(home);
+    if (access(src_dir, F_OK) == 0 || (!strncmp(src_dir, home, len) && src_dir[len] == '/')) {
+        snprintf(ps->bind_dir, sizeof(ps->bind_dir), "%s/%s:%s", ps->dir, CLI_PROFILE_COPY_DIR,
+                 src_dir);
+        args[(*nargs)++] = "--bind";
+        args[(*nargs)++] = ps->bind_dir;
+        /* The agent found its config through its variable: it still must. */
+        if (v != NULL && v[0] == '/')
+            snprintf(ps->setenv, sizeof(ps->setenv), "%s=%s", p->config_env, src_dir);
+    } else {
+        snprintf(ps->setenv, sizeof(ps->setenv), "%s=%s/%s", p->config_env, ps->dir,
+                 CLI_PROFILE_COPY_DIR);
+        snprintf(ps->bind_dir, sizeof(ps->bind_dir), "%s/%s", ps->dir, CLI_PROFILE_COPY_DIR);
+        args[(*nargs)++] = "-w";
+        args[(*nargs)++] = ps->bind_dir;
+    }
+    if (src_file[0] && p->config_file) {
+        snprintf(ps->bind_file, sizeof(ps->bind_file), "%s/%s:%s", ps->dir, CLI_PROFILE_COPY_FILE,
+                 src_file);
+        args[(*nargs)++] = "--bind";
+        args[(*nargs)++] = ps->bind_file;
+    }
+    if (ps->setenv[0]) {
+        args[(*nargs)++] = "-e";
+        args[(*nargs)++] = ps->setenv;
+    }
     args[(*nargs)++] = "--net";
     args[(*nargs)++] = ps->allow;
     fprintf(stderr,
-            "refgate run: profile %s: reaches %s besides the gateway; its config is a copy of %s "
-            "at %s (%s), removed when the run ends\n",
-            p->name, ps->allow + 6, src_dir, ps->dir, p->config_env);
+            "refgate run: profile %s: reaches %s besides the gateway; its config is a copy of "
+            "%s%s%s%s (made in %s, removed when the run ends)\n",
+            p->name, ps->allow + 6, src_dir, src_file[0] && p->config_file ? " and " : "",
+            src_file[0] && p->config_file ? src_file : "",
+            ps->setenv[0] && strstr(ps->setenv, ps->dir) ? ", found through the variable"
+                                                         : ", shown at the same paths",
+            ps->dir);
     rc = 0;
 done:
     return rc;
@@ -977,7 +1005,8 @@ static int run_revoke(const char *sock, const char *token)
 static int run_with_token(int *wst, long *fork_n, const config_model *cfg,
                           const unsigned char *used, const char *const *repos, size_t nrepos,
                           const char *token, const json_t *ans, const char *gw_arg,
-                          const char *runner, const char *cwd, char **cmd, const cli_profile *prof)
+                          const char *runner, const cli_runplace *pl, char **cmd,
+                          const cli_profile *prof)
 {
     extern char **environ;
     const char *value, **args = NULL;
@@ -1039,12 +1068,16 @@ static int run_with_token(int *wst, long *fork_n, const config_model *cfg,
     /* The run's only network: the gateway, at the URL its git uses. */
     args[nargs++] = "--gateway";
     args[nargs++] = gw;
+    if (pl->fork[0] != '\0') {
+        args[nargs++] = "--continue";
+        args[nargs++] = pl->fork;
+    }
     args[nargs++] = "--";
     for (i = 0; i < ncmd; i++)
         args[nargs++] = cmd[i];
     args[nargs] = NULL;
 
-    nbefore = run_list_forks(before, FORKS_MAX, cwd);
+    nbefore = pl->fork[0] ? 0 : run_list_forks(before, FORKS_MAX, pl->top);
     if (run_pending_signal) {
         /* As if the command had been killed by it before it started. */
         *wst = run_pending_signal;
@@ -1070,7 +1103,7 @@ static int run_with_token(int *wst, long *fork_n, const config_model *cfg,
         ;
     run_child_pid = 0;
     status = WIFEXITED(*wst) ? WEXITSTATUS(*wst) : 128 + WTERMSIG(*wst);
-    nafter = run_list_forks(after, FORKS_MAX, cwd);
+    nafter = pl->fork[0] ? 0 : run_list_forks(after, FORKS_MAX, pl->top);
     for (i = 0; i < nafter; i++) {
         for (j = 0; j < nbefore && before[j] != after[i]; j++)
             ;
@@ -1106,6 +1139,10 @@ int cli_run(int argc, char **argv)
     const cli_profile *prof = NULL;
     const char *repo_args[TOKENS_REPOS_MAX];
     char *repos[TOKENS_REPOS_MAX] = {0}, *token = NULL, runner[PATH_MAX], cwd[PATH_MAX];
+    char self[PATH_MAX];
+    const char *cont_fork = NULL;
+    cli_runplace pl;
+    int cont = 0;
     size_t nrepo_args = 0, nrepos = 0, i;
     unsigned char used[256] = {0};
     config_model *cfg = NULL;
@@ -1126,6 +1163,18 @@ int cli_run(int argc, char **argv)
         if (cli_is_help(argv[argi])) {
             usage(stdout);
             return 0;
+        }
+        if (!strcmp(argv[argi], "--continue") || !strncmp(argv[argi], "--continue=", 11)) {
+            struct stat st;
+
+            cont = 1;
+            if (argv[argi][10] == '=')
+                cont_fork = argv[argi] + 11;
+            /* `--continue FORK`: the next argument, when it is a directory. */
+            else if (argi + 1 < argc && argv[argi + 1][0] != '-' &&
+                     stat(argv[argi + 1], &st) == 0 && S_ISDIR(st.st_mode))
+                cont_fork = argv[++argi];
+            continue;
         }
         if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate run")) != 0) {
             config_path = value;
@@ -1196,14 +1245,21 @@ int cli_run(int argc, char **argv)
         fprintf(stderr, "refgate run: cannot find the current directory: %s\n", strerror(errno));
         goto done;
     }
+    git_libgit2_init();
+    if (cli_runplace_find(&pl, cwd, cont, cont_fork, &err) < 0) {
+        fprintf(stderr, "refgate run: %s\n", err.msg);
+        status = EXIT_USAGE;
+        goto done;
+    }
+    if (pl.implicit)
+        fprintf(stderr, "refgate run: %s is a fork: the run continues it\n", pl.fork);
     if (run_find_runner(runner, sizeof(runner)) < 0) {
         fprintf(stderr, "refgate run: cannot find refgate-run beside refgate; set REFGATE_RUN\n");
         goto done;
     }
 
-    git_libgit2_init();
     if (nrepo_args == 0) {
-        if (run_infer_repos(repos, &nrepos, used, cfg) < 0) {
+        if (run_infer_repos(repos, &nrepos, used, cfg, pl.config) < 0) {
             status = EXIT_USAGE;
             goto done;
         }
@@ -1267,14 +1323,22 @@ int cli_run(int argc, char **argv)
         goto done;
     }
     status = run_with_token(&wst, &fork_n, cfg, used, (const char *const *)repos, nrepos, token,
-                            ans, gw_arg, runner, cwd, argv + cmd_at, prof);
+                            ans, gw_arg, runner, &pl, argv + cmd_at, prof);
     if (run_revoke(cfg->control.socket, token) == 0)
         fprintf(stderr, "refgate run: the run token is revoked\n");
     if (fork_n >= 0)
+        snprintf(pl.fork, sizeof(pl.fork), "%s.%ld", pl.top, fork_n);
+    if (pl.fork[0] != '\0') {
+        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+        /* By its absolute path: refgate may not be on PATH (a build tree, /opt). */
+        self[n > 0 ? n : 0] = '\0';
         fprintf(stderr,
-                "refgate run: the fork: %s.%ld\n"
-                "refgate run: review it with: refgate diff --stat %s.%ld\n",
-                cwd, fork_n, cwd, fork_n);
+                "refgate run: the fork: %s\n"
+                "refgate run: review it with: %s diff --stat %s\n"
+                "refgate run: run in it again with: %s run --continue %s -- CMD\n",
+                pl.fork, self[0] ? self : "refgate", pl.fork, self[0] ? self : "refgate", pl.fork);
+    }
     if (WIFSIGNALED(wst)) {
         /* End the way the command ended, as a shell expects. */
         json_decref(ans);

@@ -176,6 +176,76 @@ done:
     return 0;
 }
 
+int sandbox_fork_parse(char **out_src, unsigned *out_n, const char *path)
+{
+    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.'), *p;
+    unsigned long v = 0;
+
+    *out_src = NULL;
+    if (path[0] != '/' || slash == NULL || dot == NULL || dot < slash || dot == slash + 1 ||
+        dot[1] < '1' || dot[1] > '9')
+        return -EINVAL;
+    /* Bounded: at most the digits of SANDBOX_FORK_MAX are read. */
+    for (p = dot + 1; *p >= '0' && *p <= '9' && v <= SANDBOX_FORK_MAX; p++)
+        v = v * 10 + (unsigned long)(*p - '0');
+    if (*p != '\0' || v > SANDBOX_FORK_MAX)
+        return -EINVAL;
+    *out_src = strndup(path, (size_t)(dot - path));
+    if (*out_src == NULL)
+        return -ENOMEM;
+    *out_n = (unsigned)v;
+    return 0;
+}
+
+int sandbox_fork_is_fork(const char *path)
+{
+    char *src = NULL, *fork = NULL, *base = NULL;
+    struct stat st;
+    unsigned n;
+    int yes = 0;
+
+    if (sandbox_fork_parse(&src, &n, path) == 0 &&
+        sandbox_fork_paths(&fork, &base, src, n, NULL) == 0)
+        yes = strcmp(fork, path) == 0 && lstat(base, &st) == 0 && S_ISDIR(st.st_mode);
+    free(src);
+    free(fork);
+    free(base);
+    return yes;
+}
+
+int sandbox_fork_open(sandbox_fork *out, const char *path, rg_error *err)
+{
+    sandbox_fork f = SANDBOX_FORK_INIT;
+    struct stat st;
+    int rc;
+
+    if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || !sandbox_fork_is_fork(path)) {
+        rc = rg_error_set(err, -EINVAL,
+                          "%s is not a fork made by refgate-run (a directory <dir>.<N> with "
+                          ".<dir>.<N>.base beside it)",
+                          path);
+        goto done;
+    }
+    rc = sandbox_fork_parse(&f.src, &f.n, path);
+    if (rc == 0)
+        rc = sandbox_fork_paths(&f.path, &f.base, f.src, f.n, err);
+    if (rc < 0) {
+        rc = rg_error_set(err, rc, "out of memory");
+        goto done;
+    }
+    rc = fork_lock(&f, err);
+    if (rc == -EBUSY)
+        rg_error_wrap(err, "refusing to continue %s: its run is still alive", path);
+    f.continued = 1;
+done:
+    if (rc < 0) {
+        sandbox_fork_free(&f);
+        return rc;
+    }
+    *out = f;
+    return 0;
+}
+
 int sandbox_fork_remove(const sandbox_fork *f, rg_error *err)
 {
     char *record;

@@ -38,11 +38,12 @@ typedef struct sandbox_fork {
     sandbox_tree_stats base_stats; /* src -> base */
     sandbox_tree_stats fork_stats; /* base -> fork */
     double seconds;                /* both copies */
+    int continued;                 /* an existing fork, opened by sandbox_fork_open */
 } sandbox_fork;
 
 #define SANDBOX_FORK_INIT                                                                          \
     {                                                                                              \
-        NULL, NULL, NULL, NULL, -1, 0, {0}, {0}, 0                                                 \
+        NULL, NULL, NULL, NULL, -1, 0, {0}, {0}, 0, 0                                              \
     }
 
 /*
@@ -61,6 +62,31 @@ int sandbox_fork_paths(char **out_fork, char **out_base, const char *src, unsign
  */
 int sandbox_fork_create(sandbox_fork *out, const char *src, const sandbox_tree_opts *opts,
                         rg_error *err);
+
+/*
+ * The inverse of sandbox_fork_paths, on names only: canonical `path`
+ * "/a/b.3" -> *out_src "/a/b" (malloc'd), *out_n 3. -EINVAL when the name
+ * does not end in ".<N>" with 1 <= N <= SANDBOX_FORK_MAX (no sign, no
+ * leading zero) or nothing is left before it.
+ */
+int sandbox_fork_parse(char **out_src, unsigned *out_n, const char *path);
+
+/*
+ * Whether canonical `path` is a fork: its name parses and its base
+ * `.<dir>.<N>.base` is a directory beside it (what the fork step made;
+ * a directory merely named like a fork has none). 1 yes, 0 no.
+ */
+int sandbox_fork_is_fork(const char *path);
+
+/*
+ * Open the existing fork at canonical `path` to run in it again
+ * (refgate-run --continue): recognised as above, and its marker taken
+ * like a new fork's, so a fork whose run is still alive is refused
+ * (-EBUSY) and `refgate diff --apply` waits for this run too. `src` is the
+ * directory it was forked from (which may be gone by now); `continued` is
+ * set. Nothing is copied. Free with sandbox_fork_free().
+ */
+int sandbox_fork_open(sandbox_fork *out, const char *path, rg_error *err);
 
 /* Remove the fork, its base and its marker (for --rm). */
 int sandbox_fork_remove(const sandbox_fork *f, rg_error *err);

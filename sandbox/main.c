@@ -49,9 +49,11 @@
 #include "sandbox/net.h"
 #include "sandbox/notify.h"
 #include "sandbox/ns.h"
+#include "sandbox/place.h"
 #include "sandbox/privs.h"
 #include "sandbox/proc.h"
 #include "sandbox/seccomp.h"
+#include "sandbox/worktree.h"
 #include "util/buf.h"
 
 #define RUN_VERSION "0.1.0"
@@ -112,13 +114,15 @@ static const struct {
 
 typedef struct run_opts {
     const char *dir; /* -d */
-    const char **reads, **writes, **envs, **hides;
-    size_t nreads, nwrites, nenvs, nhides;
+    const char **reads, **writes, **envs, **hides, **binds, **robinds;
+    size_t nreads, nwrites, nenvs, nhides, nbinds, nrobinds;
     const char **excludes; /* --exclude */
     size_t nexcludes;
-    int exclude_ignored;  /* --exclude-ignored */
-    unsigned ns;          /* SANDBOX_NS_*: the namespaces to create */
-    unsigned debug_no_ns; /* --debug-ns-unavailable */
+    int exclude_ignored;   /* --exclude-ignored */
+    int cont;              /* --continue */
+    const char *cont_fork; /* its FORK, or NULL */
+    unsigned ns;           /* SANDBOX_NS_*: the namespaces to create */
+    unsigned debug_no_ns;  /* --debug-ns-unavailable */
     int rm, keep_tmp, force, no_scope, no_truncate, allow_unconfined;
     int quiet, verbose, check, no_pty;
     int debug_abi;       /* -1 unless --debug-landlock-abi */
@@ -135,7 +139,12 @@ typedef struct run_state {
     sandbox_landlock_plan plan;
     sandbox_landlock *ll;
     sandbox_fork fork;
-    char *workdir;  /* canonical: the fork or -d */
+    char *workdir; /* canonical: the fork or -d */
+    char *shown;   /* where the workdir is inside: with the mount namespace, the forked DIR */
+    char *cwd;     /* the command's working directory inside: shown, or below it */
+    sandbox_place place;
+    sandbox_worktree wt; /* the forked work tree's gitfile repository, if any */
+    sandbox_bind *binds;
     char *tmpdir;   /* the private TMPDIR, once created */
     int tmp_inside; /* TMPDIR is a tmpfs inside the run's own /tmp: nothing on disk */
     char **reads, **writes;
@@ -204,16 +213,34 @@ static const char help_text[] =
     "write, with your secrets unreadable and a clean environment. refgate-run\n"
     "exits with CMD's status.\n"
     "\n"
-    "The fork: the working directory DIR is cloned to .DIR.N.base beside it (the\n"
-    "directory as it was) and that to DIR.N (N: the first free number), where CMD\n"
-    "runs; the path is printed on stderr. Everything is in it: .git, uncommitted\n"
-    "work, build output. Files are cloned with FICLONE on btrfs, XFS (reflink=1)\n"
-    "and bcachefs, so a fork takes no space until written, and copied with\n"
-    "copy_file_range elsewhere; stderr says which. Modes, times, symlinks (as\n"
+    "The fork: the working directory's git work tree DIR (its top: the nearest\n"
+    "directory up with a .git, not crossing a mount; outside a work tree the\n"
+    "working directory itself) is cloned to .DIR.N.base beside it (the directory\n"
+    "as it was) and that to DIR.N (N: the first free number); the path is printed\n"
+    "on stderr. With the mount namespace, DIR.N is bound over DIR inside the run:\n"
+    "CMD sees the fork at the project's own path (a virtualenv, a CMakeCache.txt\n"
+    "or a package name that records it keeps working; DIR itself is out of\n"
+    "reach) and starts in the subdirectory you started in; every write lands in\n"
+    "DIR.N. Without the mount namespace CMD runs at DIR.N's own path, as before.\n"
+    "Everything is in it: .git, uncommitted work, build output. A linked\n"
+    "worktree's (or a submodule's) .git is a gitfile into another repository: in\n"
+    "the fork it becomes a repository of its own (HEAD, index, config, refs\n"
+    "copied; the original's object store read-only as an alternate), so nothing\n"
+    "of the original repository is written. Files are cloned with FICLONE on\n"
+    "btrfs, XFS (reflink=1) and bcachefs, so a fork takes no space until\n"
+    "written, and copied with copy_file_range elsewhere; stderr says which.\n"
+    "Modes, times, symlinks (as\n"
     "links, never followed), FIFOs and empty directories are kept; owners too\n"
     "when run as root. Each hard-linked name becomes an independent file (the\n"
     "fork never shares an inode with anything). Sockets and device nodes are\n"
-    "skipped. `refgate diff DIR.N` shows what the run changed.\n"
+    "skipped. `refgate diff DIR.N` shows what the run changed (stderr names\n"
+    "refgate by its absolute path when it is beside refgate-run).\n"
+    "\n"
+    "Continuing: `refgate-run --continue DIR.N -- CMD` runs CMD in that fork\n"
+    "again (shown at DIR again), so a second command sees the first's edits and\n"
+    "`refgate diff` shows both. A fork is a DIR.N with .DIR.N.base beside it. Run\n"
+    "from inside a fork, refgate-run continues that fork and says so (it never\n"
+    "makes DIR.N.1). A fork whose run is still alive is refused.\n"
     "\n"
     "The fork's .git after the run: what CMD planted there would run outside the\n"
     "sandbox at your first git command in the fork, so when CMD has exited its\n"
@@ -247,6 +274,17 @@ static const char help_text[] =
     "                       also leave out the directories git ignores whose name\n"
     "                       says they hold fetched dependencies: node_modules,\n"
     "                       bower_components, jspm_packages, .pnpm-store, vendor\n"
+    "      --bind SRC:DST   show SRC (a file or a directory) at DST inside, writable\n"
+    "                       by CMD; repeatable; needs the mount namespace. DST\n"
+    "                       under the home directory is made in its tmpfs;\n"
+    "                       elsewhere it must exist and is covered. SRC that is,\n"
+    "                       contains or lies inside a secret is refused, as for -w\n"
+    "      --ro-bind SRC:DST\n"
+    "                       the same, read-only\n"
+    "      --continue [FORK]\n"
+    "                       run in the existing fork FORK (the next argument when\n"
+    "                       it is a directory; default: the fork the working\n"
+    "                       directory is in) instead of making a new one\n"
     "      --rm             remove the fork and its base after CMD exits\n"
     "      --keep-tmp       keep CMD's private TMPDIR (removed by default)\n"
     "      --unshare=LIST   the namespaces to create, comma-separated: user, mount,\n"
@@ -312,8 +350,9 @@ static const char help_text[] =
     "         TMPDIR, -r and -w paths are id-mapped mounts (root's files there\n"
     "         appear as its own); seccomp stops it making setuid files there.\n"
     "  mount  / is the host's tree bound read-only, nosuid, nodev, recursively\n"
-    "         (chmod, chown, xattrs, utimes outside fail: EROFS); the fork, TMPDIR\n"
-    "         and -w paths are bound writable; /tmp and /dev/shm are private\n"
+    "         (chmod, chown, xattrs, utimes outside fail: EROFS); the fork (over\n"
+    "         DIR), TMPDIR, -w and --bind paths are bound writable; /tmp and\n"
+    "         /dev/shm are private\n"
     "         tmpfs; /dev holds only null, zero, full, random, urandom, tty and\n"
     "         a new devpts (no other terminal exists inside); the home\n"
     "         directory is a tmpfs holding only the readable paths below (the\n"
@@ -330,8 +369,9 @@ static const char help_text[] =
     "  uts    host name changes stay inside.  net: only loopback (see --net).\n"
     "\n"
     "Confinement (Landlock, fail closed):\n"
-    "  Writable: the fork (or -d DIR), a private TMPDIR made for the run,\n"
-    "    /dev/null, /dev/zero, /dev/full, /dev/tty, /dev/ptmx, /dev/pts, -w paths.\n"
+    "  Writable: the fork (at DIR with the mount namespace; or -d DIR), a private\n"
+    "    TMPDIR made for the run, /dev/null, /dev/zero, /dev/full, /dev/tty,\n"
+    "    /dev/ptmx, /dev/pts, -w paths, --bind destinations.\n"
     "  Readable: everything outside the home directory ($HOME, else the passwd\n"
     "    entry; when $HOME is elsewhere, the passwd entry's home is hidden too)\n"
     "    except /dev, where only the devices above and /dev/random and\n"
@@ -416,6 +456,8 @@ static const char help_text[] =
     "Examples:\n"
     "  refgate-run -- claude                 # an agent in a fork of $PWD\n"
     "  refgate-run --rm -- make test         # throwaway fork\n"
+    "  refgate-run --continue ../app.1 -- make test   # again in that fork\n"
+    "  refgate-run --bind ~/cfg-copy:$HOME/.tool -- tool   # a copy at the real path\n"
     "  refgate-run -d /tmp/scratch -- sh     # no fork\n"
     "  refgate-run -w ~/.cache/go-build -e GOFLAGS -- go test ./...\n";
 
@@ -443,7 +485,17 @@ enum {
     OPT_GATEWAY,
     OPT_EXCLUDE,
     OPT_EXCLUDE_IGNORED,
+    OPT_BIND,
+    OPT_RO_BIND,
+    OPT_CONTINUE,
 };
+
+static int run_is_dir(const char *path)
+{
+    struct stat st;
+
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
 
 static int run_push(const char ***list, size_t *n, const char *v)
 {
@@ -539,6 +591,9 @@ static int run_parse(run_opts *o, int argc, char **argv)
         {"gateway", required_argument, NULL, OPT_GATEWAY},
         {"exclude", required_argument, NULL, OPT_EXCLUDE},
         {"exclude-ignored", no_argument, NULL, OPT_EXCLUDE_IGNORED},
+        {"bind", required_argument, NULL, OPT_BIND},
+        {"ro-bind", required_argument, NULL, OPT_RO_BIND},
+        {"continue", optional_argument, NULL, OPT_CONTINUE},
         {"debug-ns-unavailable", required_argument, NULL, OPT_DEBUG_NS},
         {NULL, 0, NULL, 0},
     };
@@ -638,6 +693,20 @@ static int run_parse(run_opts *o, int argc, char **argv)
         case OPT_EXCLUDE_IGNORED:
             o->exclude_ignored = 1;
             break;
+        case OPT_BIND:
+            rc = run_push(&o->binds, &o->nbinds, optarg);
+            break;
+        case OPT_RO_BIND:
+            rc = run_push(&o->robinds, &o->nrobinds, optarg);
+            break;
+        case OPT_CONTINUE:
+            o->cont = 1;
+            o->cont_fork = optarg;
+            /* `--continue FORK`: the next argument, when it is a directory. */
+            if (optarg == NULL && optind < argc && argv[optind][0] != '-' &&
+                run_is_dir(argv[optind]))
+                o->cont_fork = argv[optind++];
+            break;
         case OPT_DEBUG_ABI:
             errno = 0;
             v = strtol(optarg, &end, 10);
@@ -663,6 +732,10 @@ static int run_parse(run_opts *o, int argc, char **argv)
         say("--hide needs the mount namespace (drop --share=mount)");
         return -EINVAL;
     }
+    if (o->nbinds + o->nrobinds > 0 && !(o->ns & SANDBOX_NS_MOUNT)) {
+        say("--bind and --ro-bind need the mount namespace (drop --share=mount)");
+        return -EINVAL;
+    }
     o->argv = argv + optind;
     if (!o->check && o->argv[0] == NULL) {
         say("no command given; usage: refgate-run [options] -- CMD [ARGS...]");
@@ -678,6 +751,10 @@ static int run_parse(run_opts *o, int argc, char **argv)
     }
     if (o->dir != NULL && o->rm) {
         say("--rm removes a fork; with -d there is none");
+        return -EINVAL;
+    }
+    if (o->dir != NULL && o->cont) {
+        say("--continue runs in a fork; with -d there is none");
         return -EINVAL;
     }
     return 0;
@@ -781,6 +858,71 @@ static int run_grant_path(run_state *s, char **out, const char *arg, const char 
     return *out ? 0 : -ENOMEM;
 }
 
+/* --bind and --ro-bind, resolved (place.h), refused like -w when they expose a secret. */
+static int run_resolve_binds(run_state *s)
+{
+    rg_error err = RG_ERROR_INIT;
+    const char *exposed;
+    size_t i, n = s->o.nbinds + s->o.nrobinds;
+    int rc = 0;
+
+    s->binds = calloc(n + 1, sizeof(*s->binds));
+    if (s->binds == NULL)
+        return -ENOMEM;
+    for (i = 0; rc == 0 && i < n; i++) {
+        int ro = i >= s->o.nbinds;
+
+        rc = sandbox_place_bind_resolve(&s->binds[i],
+                                        ro ? s->o.robinds[i - s->o.nbinds] : s->o.binds[i], ro,
+                                        &s->home, s->o.force, &exposed, &err);
+        if (rc < 0)
+            say("%s", err.msg);
+        else if (exposed != NULL)
+            say("warning: %s %s exposes %s (--force)", ro ? "--ro-bind" : "--bind", s->binds[i].src,
+                exposed);
+        else
+            verbose("%s %s at %s", ro ? "--ro-bind" : "--bind", s->binds[i].src, s->binds[i].dst);
+    }
+    return rc;
+}
+
+/*
+ * What is forked (the work tree's top), or which fork is continued, and
+ * where the command starts (place.h); a linked worktree's object store is
+ * granted read-only, as with -r.
+ */
+static int run_place_paths(run_state *s, const char *cwd)
+{
+    rg_error err = RG_ERROR_INIT;
+    size_t i;
+    int rc;
+
+    rc = sandbox_place_find(&s->place, cwd, s->o.cont_fork, s->o.cont, &s->home, &err);
+    if (rc < 0) {
+        say("%s", err.msg);
+        return rc;
+    }
+    if (s->place.implicit)
+        note("%s is a fork: continuing it (as --continue does), not forking it again",
+             s->place.top);
+    if (s->place.is_fork)
+        return 0;
+    if (s->place.narrowed)
+        note("the work tree around %s starts where secrets are: forking %s only", cwd, cwd);
+    else if (s->place.sub[0] != '\0')
+        note("forking the work tree's top %s; the command starts in %s", s->place.top,
+             s->place.sub);
+    rc = sandbox_worktree_find(&s->wt, s->place.top, &err);
+    if (rc <= 0) {
+        if (rc < 0)
+            say("%s", err.msg);
+        return rc;
+    }
+    for (i = 0; s->reads[i] != NULL; i++)
+        ;
+    return run_grant_path(s, &s->reads[i], s->wt.objects, "the worktree's object store");
+}
+
 static int run_resolve_paths(run_state *s)
 {
     char cwd[PATH_MAX];
@@ -788,7 +930,8 @@ static int run_resolve_paths(run_state *s)
     size_t i;
     int rc = 0;
 
-    s->reads = calloc(s->o.nreads + 1, sizeof(char *));
+    /* One more read: a linked worktree's object store (run_place_paths). */
+    s->reads = calloc(s->o.nreads + 2, sizeof(char *));
     s->writes = calloc(s->o.nwrites + 1, sizeof(char *));
     if (s->reads == NULL || s->writes == NULL)
         return -ENOMEM;
@@ -796,6 +939,8 @@ static int run_resolve_paths(run_state *s)
         rc = run_grant_path(s, &s->reads[i], s->o.reads[i], "-r");
     for (i = 0; rc == 0 && i < s->o.nwrites; i++)
         rc = run_grant_path(s, &s->writes[i], s->o.writes[i], "-w");
+    if (rc == 0)
+        rc = run_resolve_binds(s);
     if (rc < 0)
         return rc;
     if (s->o.dir != NULL) {
@@ -820,21 +965,24 @@ static int run_resolve_paths(run_state *s)
         say("the working directory: %s", strerror(errno));
         return -errno;
     }
-    secret = sandbox_home_conflict(&s->home, cwd);
+    rc = run_place_paths(s, cwd);
+    if (rc < 0)
+        return rc;
+    secret = sandbox_home_conflict(&s->home, s->place.top);
     if (secret != NULL) {
         if (!s->o.force) {
-            say("refusing to fork %s: it is, contains or lies inside %s, and the fork would "
+            say("refusing to %s %s: it is, contains or lies inside %s, and the fork would "
                 "copy that where the command can read it; --force forks anyway",
-                cwd, secret);
+                s->place.is_fork ? "run in" : "fork", s->place.top, secret);
             return RG_E_DENIED;
         }
-        say("warning: the fork of %s copies %s (--force)", cwd, secret);
+        say("warning: the fork of %s copies %s (--force)", s->place.top, secret);
     }
-    if (strcmp(cwd, "/") == 0) {
+    if (strcmp(s->place.top, "/") == 0) {
         say("refusing to fork /: a fork lives beside its directory");
         return -EINVAL;
     }
-    s->workdir = strdup(cwd); /* replaced by the fork's path once made */
+    s->workdir = strdup(s->place.top); /* replaced by the fork's path once made */
     return s->workdir ? 0 : -ENOMEM;
 }
 
@@ -1074,6 +1222,70 @@ static void run_said_mount(void *ctx, const char *path)
         path);
 }
 
+/*
+ * Where the command works inside (place.h): with the mount namespace the
+ * fork is shown at the directory it was forked from (when that still
+ * exists), else at its own path; -d DIR at DIR. The command starts in the
+ * subdirectory it was started in.
+ */
+static int run_place_fork(run_state *s)
+{
+    struct stat st;
+
+    if (s->o.dir == NULL && (s->o.ns & SANDBOX_NS_MOUNT) && s->fork.src != NULL &&
+        stat(s->fork.src, &st) == 0 && S_ISDIR(st.st_mode))
+        s->shown = strdup(s->fork.src);
+    else
+        s->shown = strdup(s->workdir);
+    if (s->shown == NULL)
+        return -ENOMEM;
+    if (s->o.dir == NULL && (s->o.ns & SANDBOX_NS_MOUNT) && strcmp(s->shown, s->workdir) == 0)
+        note("%s no longer exists: the fork is shown at its own path", s->fork.src);
+    if (asprintf(&s->cwd, "%s%s%s", s->shown, s->place.sub && s->place.sub[0] ? "/" : "",
+                 s->place.sub ? s->place.sub : "") < 0) {
+        s->cwd = NULL;
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* --continue: the existing fork, its marker taken (refused while its run lives). */
+static int run_open_fork(run_state *s)
+{
+    rg_error err = RG_ERROR_INIT;
+    int rc;
+
+    rc = sandbox_fork_open(&s->fork, s->place.top, &err);
+    if (rc < 0) {
+        say("%s", err.msg);
+        return rc;
+    }
+    free(s->workdir);
+    s->workdir = strdup(s->fork.path);
+    if (s->workdir == NULL)
+        return -ENOMEM;
+    say("fork: %s (base %s), continued", s->fork.path, s->fork.base);
+    return 0;
+}
+
+/* A linked worktree's fork and base get a .git of their own (worktree.h). */
+static int run_fork_worktree(run_state *s)
+{
+    rg_error err = RG_ERROR_INIT;
+    int rc;
+
+    rc = sandbox_worktree_standalone(s->fork.base, &s->wt, &err);
+    if (rc == 0)
+        rc = sandbox_worktree_standalone(s->fork.path, &s->wt, &err);
+    if (rc < 0)
+        say("%s", err.msg);
+    else
+        note("%s is a linked worktree (or a submodule) of %s: the fork's .git is a repository of "
+             "its own, reading %s as an alternate object store",
+             s->place.top, s->wt.common, s->wt.objects);
+    return rc;
+}
+
 static int run_make_fork(run_state *s)
 {
     sandbox_tree_opts to = SANDBOX_TREE_OPTS_INIT;
@@ -1083,6 +1295,8 @@ static int run_make_fork(run_state *s)
     int rc, why;
     char size[32];
 
+    if (s->place.is_fork)
+        return run_open_fork(s);
     if (!s->o.force)
         to.refuse = run_refuse_inode;
     /* Under a user namespace a root caller's command is nobody outside and
@@ -1143,7 +1357,7 @@ static int run_make_fork(run_state *s)
         for (size_t i = 0; b->excluded > 1 && i < s->excl.nexcluded; i++)
             verbose("excluded: %s", s->excl.excluded[i]);
     }
-    return 0;
+    return s->wt.common != NULL ? run_fork_worktree(s) : 0;
 }
 
 /* The fork's guardian (guard.h), before any thread: refused without one. */
@@ -1193,12 +1407,16 @@ static int run_build_rules(run_state *s, rg_error *err)
         rc = sandbox_landlock_allow(s->ll, buf, SANDBOX_LANDLOCK_READ | SANDBOX_LANDLOCK_OPTIONAL,
                                     err);
     }
-    for (i = 0; rc == 0 && i < s->o.nreads; i++)
+    for (i = 0; rc == 0 && s->reads[i] != NULL; i++)
         rc = sandbox_landlock_allow(s->ll, s->reads[i], SANDBOX_LANDLOCK_READ, err);
+    for (i = 0; rc == 0 && s->binds[i].dst != NULL; i++)
+        rc = sandbox_landlock_allow(s->ll, s->binds[i].dst,
+                                    s->binds[i].ro ? SANDBOX_LANDLOCK_READ : SANDBOX_LANDLOCK_WRITE,
+                                    err);
     for (i = 0; rc == 0 && i < s->o.nwrites; i++)
         rc = sandbox_landlock_allow(s->ll, s->writes[i], SANDBOX_LANDLOCK_WRITE, err);
     if (rc == 0)
-        rc = sandbox_landlock_allow(s->ll, s->workdir, SANDBOX_LANDLOCK_WRITE, err);
+        rc = sandbox_landlock_allow(s->ll, s->shown, SANDBOX_LANDLOCK_WRITE, err);
     if (rc == 0)
         rc = sandbox_landlock_allow(s->ll, s->tmpdir, SANDBOX_LANDLOCK_WRITE, err);
     /* The private /tmp is the run's own: tools that ignore TMPDIR work. */
@@ -1367,18 +1585,22 @@ static int run_plan_mounts(run_state *s)
                  ? sandbox_mount_plan_add(p, SANDBOX_MOUNT_TMPFS, NULL, s->tmpdir,
                                           SANDBOX_MOUNT_PRIVATE, &err)
                  : sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->tmpdir, s->tmpdir, rw, &err);
+    /* The fork over the directory it was forked from (run_place_fork). */
     if (rc == 0)
-        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->workdir, s->workdir, rw, &err);
+        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->workdir, s->shown, rw, &err);
     if (rc == 0 && s->fork.src != NULL)
-        rc = sandbox_exclude_plan_mounts(p, &s->excl, s->fork.src, s->workdir, idmap, &err);
+        rc = sandbox_exclude_plan_mounts(p, &s->excl, s->fork.src, s->shown, idmap, &err);
     /* -d DIR's .git: read-only, and a mount point nothing can replace (dirgit.h). */
     if (rc == 0 && s->dirgit.existed)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->dirgit.git, s->dirgit.git, idmap,
                                     &err);
     for (i = 0; rc == 0 && i < s->o.nwrites; i++)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->writes[i], s->writes[i], rw, &err);
-    for (i = 0; rc == 0 && i < s->o.nreads; i++)
+    for (i = 0; rc == 0 && s->reads[i] != NULL; i++)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->reads[i], s->reads[i], idmap, &err);
+    for (i = 0; rc == 0 && s->binds[i].dst != NULL; i++)
+        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->binds[i].src, s->binds[i].dst,
+                                    s->binds[i].ro ? idmap : rw, &err);
     /* The home directory: a tmpfs with only the toolchain paths in it. */
     if (rc == 0)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_TMPFS, NULL, s->home.path, 0, &err);
@@ -1663,7 +1885,14 @@ static void run_cleanup(run_state *s, int started)
         sandbox_guard_free(s->guard);
         s->guard = NULL;
     } else {
-        note("the fork stays at %s; `refgate diff %s` shows what the run changed", s->fork.path,
+        char rg[PATH_MAX], self[PATH_MAX];
+
+        /* By absolute paths: refgate may not be on PATH (a build tree, /opt). */
+        sandbox_place_sibling(rg, sizeof(rg), "refgate", "../cli");
+        sandbox_place_sibling(self, sizeof(self), "refgate-run", ".");
+        note("the fork stays at %s; `%s diff %s` shows what the run changed; "
+             "`%s --continue %s -- CMD` runs in it again",
+             s->fork.path, rg[0] ? rg : "refgate", s->fork.path, self[0] ? self : "refgate-run",
              s->fork.path);
     }
 }
@@ -1699,6 +1928,15 @@ static void run_free(run_state *s)
         close(s->bpf[0]);
     if (s->bpf[1] >= 0)
         close(s->bpf[1]);
+    for (i = 0; s->binds && s->binds[i].dst; i++)
+        sandbox_place_bind_free(&s->binds[i]);
+    free(s->binds);
+    free(s->o.binds);
+    free(s->o.robinds);
+    sandbox_place_free(&s->place);
+    sandbox_worktree_free(&s->wt);
+    free(s->shown);
+    free(s->cwd);
     free(s->workdir);
     free(s->tmpdir);
     free(s->inodes);
@@ -1829,7 +2067,7 @@ int main(int argc, char **argv)
     run_report_plan(&s);
     if (run_make_tmpdir(&s) < 0 || run_build_env(&s) < 0 || run_proxy_env(&s) < 0)
         goto done;
-    if (s.o.dir == NULL && (run_make_fork(&s) < 0 || run_guard(&s) < 0))
+    if ((s.o.dir == NULL && (run_make_fork(&s) < 0 || run_guard(&s) < 0)) || run_place_fork(&s) < 0)
         goto done;
     if (run_plan_mounts(&s) < 0)
         goto done;
@@ -1840,7 +2078,7 @@ int main(int argc, char **argv)
         if (s.plan.enforce)
             note("confined by namespaces (%s), Landlock ABI %d and seccomp: writes only to %s, "
                  "TMPDIR%s; home %s hidden%s",
-                 names, s.plan.abi, s.workdir, s.o.nwrites ? " and the -w paths" : "", s.home.path,
+                 names, s.plan.abi, s.shown, s.o.nwrites ? " and the -w paths" : "", s.home.path,
                  s.root_mapped ? "; runs as nobody outside" : "");
     }
     if (s.o.net_mode == SANDBOX_NET_HOST) {
@@ -1861,7 +2099,7 @@ int main(int argc, char **argv)
         goto done;
     po.argv = s.o.argv;
     po.envp = s.env;
-    po.cwd = s.workdir;
+    po.cwd = s.cwd;
     po.confine = run_confine;
     po.ctx = &s;
     po.clone_flags = sandbox_ns_clone_flags(s.o.ns);
@@ -1902,8 +2140,8 @@ int main(int argc, char **argv)
         started = 0;
     }
 done:
-    /* A fork the command never ran in is of no use: remove it. */
-    if (!started && s.fork.path != NULL)
+    /* A fork the command never ran in is of no use: remove it (not one continued). */
+    if (!started && s.fork.path != NULL && !s.fork.continued)
         s.o.rm = 1;
     run_cleanup(&s, started);
     run_free(&s);

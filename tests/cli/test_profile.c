@@ -177,23 +177,24 @@ Test(profile, config_copy_skips_other_projects_and_copies_linked_files)
     snprintf(file, sizeof(file), "%s/home/.claude.json", tmpl);
     cr_assert_eq(cli_profile_copy_config(path, p, dir, file, &err), 0, "%s", err.msg);
 
-    snprintf(path, sizeof(path), "%s/copy/settings.json", tmpl);
+    snprintf(path, sizeof(path), "%s/copy/dir/settings.json", tmpl);
     cr_assert_eq(stat(path, &st), 0);
     cr_assert_eq(st.st_mode & 0777, 0600, "permission bits kept (owner's)");
-    snprintf(path, sizeof(path), "%s/copy/agents/a.md", tmpl);
+    snprintf(path, sizeof(path), "%s/copy/dir/agents/a.md", tmpl);
     cr_assert_eq(stat(path, &st), 0, "subdirectories are copied");
-    snprintf(path, sizeof(path), "%s/copy/.claude.json", tmpl);
-    cr_assert_eq(stat(path, &st), 0, "the config file lands inside the copy");
-    snprintf(path, sizeof(path), "%s/copy/link", tmpl);
+    snprintf(path, sizeof(path), "%s/copy/file", tmpl);
+    cr_assert_eq(stat(path, &st), 0, "the config file is copied beside the directory");
+    cr_assert_eq(st.st_size, 2, "... with its content");
+    snprintf(path, sizeof(path), "%s/copy/dir/link", tmpl);
     cr_assert_eq(lstat(path, &st), 0);
     cr_assert(S_ISLNK(st.st_mode), "a link to a directory stays a link");
-    snprintf(path, sizeof(path), "%s/copy/keys.json", tmpl);
+    snprintf(path, sizeof(path), "%s/copy/dir/keys.json", tmpl);
     cr_assert_eq(lstat(path, &st), 0);
     cr_assert(S_ISREG(st.st_mode),
               "a link to a file is copied as the file (its target is not in the run)");
-    snprintf(path, sizeof(path), "%s/copy/projects", tmpl);
+    snprintf(path, sizeof(path), "%s/copy/dir/projects", tmpl);
     cr_assert_neq(lstat(path, &st), 0, "other projects' transcripts are not copied");
-    snprintf(path, sizeof(path), "%s/copy/history.jsonl", tmpl);
+    snprintf(path, sizeof(path), "%s/copy/dir/history.jsonl", tmpl);
     cr_assert_neq(lstat(path, &st), 0, "the prompt history is not copied");
 
     /* No config yet (a first run): an empty copy, no error. */
@@ -202,5 +203,11 @@ Test(profile, config_copy_skips_other_projects_and_copies_linked_files)
     snprintf(dir, sizeof(dir), "%s/nothing/.claude", tmpl);
     snprintf(file, sizeof(file), "%s/nothing/.claude.json", tmpl);
     cr_assert_eq(cli_profile_copy_config(path, p, dir, file, &err), 0, "%s", err.msg);
+    snprintf(path, sizeof(path), "%s/copy2/dir", tmpl);
+    cr_assert_eq(stat(path, &st), 0, "an empty directory to bind");
+    cr_assert(S_ISDIR(st.st_mode));
+    snprintf(path, sizeof(path), "%s/copy2/file", tmpl);
+    cr_assert_eq(stat(path, &st), 0, "a new file the agent can write (the home is not writable)");
+    cr_assert_eq(st.st_size, 3, "holding {} and a newline: valid JSON");
     SH("rm -rf %s", tmpl);
 }

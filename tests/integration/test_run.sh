@@ -51,7 +51,8 @@ test_a_run_pushes_through_the_gateway_feature_lands_main_is_rejected() {
   [ "$(upstream_ref app refs/heads/main)" != "$(git -C "$T/w" rev-parse main)" ] || fail "main landed"
   local fork; fork=$(fork_of)
   [ -d "$fork" ] || { cat "$T/run.out"; fail "no fork named"; }
-  assert_contains "$T/run.out" "review it with: refgate diff --stat $fork"
+  assert_contains "$T/run.out" "review it with: $REFGATE diff --stat $fork"
+  assert_contains "$T/run.out" "run in it again with: $REFGATE run --continue $fork -- CMD"
   cp "$fork/.token" "$T/token-run1"
   # Nothing was written to any git config: the rewrite lived in the run's environment.
   ! grep -rqF "$GW" "$T/w/.git/config" "$fork/.git/config" "$HOME" || fail "the gateway URL was written to a config"
@@ -127,12 +128,80 @@ test_with_no_gateway_running_it_exits_2_and_says_how_to_start_one() {
   assert_contains "$T/out" "Start one with: refgate serve --config $T/nogw.json"
 }
 
-test_from_a_subdirectory_of_the_repository_it_says_to_run_from_the_top() {
+test_from_a_subdirectory_the_top_is_forked_and_the_command_starts_below() {
   mkdir -p "$T/w/sub"
-  rg_run "$T/w/sub" -- true
+  echo s >"$T/w/sub/s.txt"
+  rg_run "$T/w/sub" -- sh -c 'pwd; git rev-parse --show-toplevel; echo sub-edit >>s.txt'
+  [ "$RUN_RC" -eq 0 ] || { cat "$T/run.out"; fail "status $RUN_RC"; }
+  assert_contains "$T/run.out" 'token for local/acme/app through'
+  local fork; fork=$(fork_of)
+  case "$fork" in "$T/w."[0-9]*) ;; *) cat "$T/run.out"; fail "fork $fork is not one of $T/w";; esac
+  grep -qx "$T/w/sub" "$T/run.out" || { cat "$T/run.out"; fail "the command did not start in sub"; }
+  grep -qx "$T/w" "$T/run.out" || fail "git inside does not see the work tree's top at $T/w"
+  assert_contains "$fork/sub/s.txt" 'sub-edit'
+  assert_not_contains "$T/w/sub/s.txt" 'sub-edit'
+  [ ! -e "$T/w/sub.1" ] || fail "a fork of the subdirectory was made"
+  rm -rf "$T/w/sub"
+}
+
+test_continue_runs_a_second_command_in_the_same_fork_and_diff_shows_both() {
+  rg_run "$T/w" -- sh -c 'echo one >first.txt'
+  [ "$RUN_RC" -eq 0 ] || { cat "$T/run.out"; fail "status $RUN_RC"; }
+  local fork; fork=$(fork_of)
+  [ -d "$fork" ] || { cat "$T/run.out"; fail "no fork named"; }
+  rg_run "$T" --continue "$fork" -- sh -c 'pwd; cat first.txt; echo two >second.txt'
+  [ "$RUN_RC" -eq 0 ] || { cat "$T/run.out"; fail "status $RUN_RC"; }
+  # The repositories come from the fork's remotes; it is shown at the original path.
+  assert_contains "$T/run.out" 'token for local/acme/app through'
+  grep -qx "$T/w" "$T/run.out" || { cat "$T/run.out"; fail "not at the original path"; }
+  grep -qx one "$T/run.out" || fail "the second command did not see the first's file"
+  [ "$(fork_of)" = "$fork" ] || fail "the continued run names $(fork_of), not $fork"
+  # From inside the fork, without --continue: continued, never nested.
+  rg_run "$fork" -- sh -c 'echo three >third.txt'
+  [ "$RUN_RC" -eq 0 ] || { cat "$T/run.out"; fail "status $RUN_RC"; }
+  assert_contains "$T/run.out" "refgate run: $fork is a fork: the run continues it"
+  [ ! -e "$fork.1" ] || fail "a fork of the fork was made"
+  # Exit status 1: there are changes.
+  "$REFGATE" diff --stat "$fork" >"$T/diff.out" 2>&1 || [ $? -eq 1 ] || { cat "$T/diff.out"; fail "refgate diff"; }
+  assert_contains "$T/diff.out" 'first.txt'
+  assert_contains "$T/diff.out" 'second.txt'
+  assert_contains "$T/diff.out" 'third.txt'
+  # Not a fork: a usage error.
+  rg_run "$T" --continue "$T/w" -- true
   [ "$RUN_RC" -eq 2 ] || { cat "$T/run.out"; fail "status $RUN_RC, expected 2"; }
-  assert_contains "$T/run.out" "run it from the top of the repository ($T/w)"
-  rmdir "$T/w/sub"
+  assert_contains "$T/run.out" 'not a fork made by refgate-run'
+}
+
+test_a_linked_worktree_pushes_from_a_fork_of_its_own() {
+  git -C "$T/w" worktree add -q -b feature/wt "$T/wt"
+  commit "$T/wt" wt.c
+  local head; head=$(git -C "$T/wt" rev-parse HEAD)
+  rg_run "$T/wt" -- sh -c 'git -c user.name=t -c user.email=t@t commit -q --allow-empty -m in-run && git push -q origin feature/wt'
+  [ "$RUN_RC" -eq 0 ] || { cat "$T/run.out"; fail "status $RUN_RC"; }
+  # The remotes are the main repository's (its config is the common one).
+  assert_contains "$T/run.out" 'token for local/acme/app through'
+  local fork; fork=$(fork_of)
+  case "$fork" in "$T/wt."[0-9]*) ;; *) cat "$T/run.out"; fail "fork $fork is not one of $T/wt";; esac
+  [ "$(upstream_ref app refs/heads/feature/wt)" = "$(git -C "$fork" rev-parse HEAD)" ] ||
+    fail "the fork's commit did not land"
+  [ "$(git -C "$T/wt" rev-parse HEAD)" = "$head" ] || fail "the linked worktree's branch moved"
+  git -C "$T/w" worktree remove --force "$T/wt"
+}
+
+test_from_a_submodule_the_superproject_is_forked() {
+  git init -q "$T/modsrc"
+  commit "$T/modsrc" m.c
+  git -C "$T/w" -c protocol.file.allow=always submodule add -q "$T/modsrc" mod 2>/dev/null
+  git -C "$T/w" commit -q -m with-mod
+  rg_run "$T/w/mod" --repo local/acme/app -- sh -c 'pwd; echo in-mod >>m.c'
+  [ "$RUN_RC" -eq 0 ] || { cat "$T/run.out"; fail "status $RUN_RC"; }
+  local fork; fork=$(fork_of)
+  case "$fork" in "$T/w."[0-9]*) ;; *) cat "$T/run.out"; fail "fork $fork is not one of $T/w";; esac
+  grep -qx "$T/w/mod" "$T/run.out" || { cat "$T/run.out"; fail "the command did not start in mod"; }
+  assert_contains "$fork/mod/m.c" 'in-mod'
+  [ ! -e "$T/w/mod.1" ] || fail "a fork was made inside the superproject"
+  git -C "$T/w" reset -q --hard HEAD~1
+  rm -rf "$T/w/mod" "$T/w/.git/modules"
 }
 
 test_a_directory_whose_remotes_are_on_no_upstream_is_refused() {

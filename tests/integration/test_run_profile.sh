@@ -58,10 +58,11 @@ mkdir -p "$T/w/bin"
 cat >"$T/w/bin/claude" <<SH
 #!/bin/sh
 env | sort >env.dump
-ls -A "\$CLAUDE_CONFIG_DIR" >config.ls
-cat "\$CLAUDE_CONFIG_DIR/settings.json" "\$CLAUDE_CONFIG_DIR/.claude.json" >config.cat
-echo '{"theme": "light"}' >"\$CLAUDE_CONFIG_DIR/settings.json" && echo wrote >>config.cat
-ls "$HOME/.claude" >real.ls 2>&1 || echo "real config unreadable" >real.ls
+ls -A "\$HOME/.claude" >config.ls
+cat "\$HOME/.claude/settings.json" "\$HOME/.claude.json" >config.cat
+echo '{"theme": "light"}' >"\$HOME/.claude/settings.json" && echo wrote >>config.cat
+echo '{"userID": "changed"}' >"\$HOME/.claude.json" && echo wrote-json >>config.cat
+ls "$HOME/.local/state/refgate/runs" >real.ls 2>&1 || echo "the copy's own place unreadable" >real.ls
 if [ -n "$ADDR" ]; then
   curl -sS -o /dev/null -w '%{http_code}\n' --proxytunnel -x "\$HTTPS_PROXY" http://$ADDR:${HTTP_PORT:-0}/ >allowed.out 2>&1
 fi
@@ -70,7 +71,7 @@ curl -sS -o /dev/null -w '%{http_code}\n' --proxytunnel -x "\$HTTPS_PROXY" http:
 exit 0
 SH
 cp "$T/w/bin/claude" "$T/w/bin/codex"
-sed -i 's/CLAUDE_CONFIG_DIR/CODEX_HOME/g; s/settings.json/config.toml/; s| "\$CODEX_HOME/.claude.json"||' "$T/w/bin/codex"
+sed -i 's|/\.claude\.json|/.codex.json|g; s|/\.claude|/.codex|g; s/settings.json/config.toml/' "$T/w/bin/codex"
 cp "$T/w/bin/claude" "$T/w/bin/agent"
 chmod +x "$T/w/bin/"*
 git -C "$T/w" add bin && git -C "$T/w" commit -q -m agents
@@ -100,16 +101,19 @@ test_claude_by_name_holds_its_key_reaches_its_hosts_and_a_config_copy() {
   assert_contains "$FORK/env.dump" "CLAUDE_CODE_X=1"
   assert_contains "$FORK/env.dump" "HTTPS_PROXY=http://127.0.0.1:"
   assert_not_contains "$FORK/env.dump" "OPENAI_API_KEY"
-  local copy; copy=$(sed -n 's/^CLAUDE_CONFIG_DIR=//p' "$FORK/env.dump")
-  case "$copy" in "$HOME/.local/state/refgate/runs/claude."*) ;; *) fail "CLAUDE_CONFIG_DIR=$copy";; esac
+  # The copy is at the real paths: no variable points elsewhere.
+  assert_not_contains "$FORK/env.dump" 'CLAUDE_CONFIG_DIR'
+  assert_contains "$T/run.out" "its config is a copy of $HOME/.claude and $HOME/.claude.json, shown at the same paths"
   assert_contains "$FORK/config.cat" '{"theme": "dark"}'
   assert_contains "$FORK/config.cat" '{"userID": "u"}'
   assert_contains "$FORK/config.cat" 'wrote'
+  assert_contains "$FORK/config.cat" 'wrote-json'
   assert_not_contains "$FORK/config.ls" 'projects'
   assert_contains "$FORK/real.ls" 'unreadable'
   # The real config is unchanged, and the copy is gone with the run.
   assert_contains "$HOME/.claude/settings.json" '{"theme": "dark"}'
-  [ ! -e "$copy" ] || fail "the copy $copy outlived the run"
+  assert_contains "$HOME/.claude.json" '{"userID": "u"}'
+  [ -z "$(ls -A "$HOME/.local/state/refgate/runs")" ] || fail "the copy outlived the run"
   # The network: off-list hosts refused by the proxy, the listed one reached.
   assert_contains "$FORK/denied.out" '403'
   assert_contains "$FORK/otherport.out" '403'
@@ -126,7 +130,7 @@ test_codex_by_option_gets_codex_home_and_its_key_only() {
   assert_contains "$T/run.out" 'reaches api.openai.com:443,chatgpt.com:443,auth.openai.com:443 besides the gateway'
   assert_contains "$FORK/env.dump" 'OPENAI_API_KEY=sk-openai-SECRET'
   assert_not_contains "$FORK/env.dump" 'ANTHROPIC_API_KEY'
-  assert_contains "$FORK/env.dump" "CODEX_HOME=$HOME/.local/state/refgate/runs/codex."
+  assert_not_contains "$FORK/env.dump" "CODEX_HOME"
 }
 
 test_codex_by_name_copies_its_config_without_sessions() {
@@ -134,8 +138,30 @@ test_codex_by_name_copies_its_config_without_sessions() {
   [ "$RUN_RC" -eq 0 ] || { cat "$T/run.out"; fail "status $RUN_RC"; }
   assert_contains "$T/run.out" 'refgate run: profile codex: the run holds none of its variables'
   assert_contains "$FORK/config.cat" 'model = "o3"'
+  assert_contains "$FORK/config.cat" 'wrote'
   assert_not_contains "$FORK/config.ls" 'sessions'
   assert_contains "$HOME/.codex/config.toml" 'model = "o3"'
+}
+
+test_a_config_dir_named_by_its_variable_is_copied_and_shown_there() {
+  mkdir -p "$HOME/alt-claude"
+  echo '{"theme": "alt"}' >"$HOME/alt-claude/settings.json"
+  echo '{"userID": "alt"}' >"$HOME/alt-claude/.claude.json"
+  cat >"$T/w/bin/altclaude" <<'SH'
+#!/bin/sh
+env | sort >env.dump
+cat "$CLAUDE_CONFIG_DIR/settings.json" "$CLAUDE_CONFIG_DIR/.claude.json" >config.cat
+echo changed >"$CLAUDE_CONFIG_DIR/settings.json" && echo wrote >>config.cat
+SH
+  chmod +x "$T/w/bin/altclaude"
+  rg_run CLAUDE_CONFIG_DIR="$HOME/alt-claude" "$REFGATE" run --config "$T/refgate.json" \
+    --profile claude -- ./bin/altclaude
+  [ "$RUN_RC" -eq 0 ] || { cat "$T/run.out"; fail "status $RUN_RC"; }
+  assert_contains "$FORK/env.dump" "CLAUDE_CONFIG_DIR=$HOME/alt-claude"
+  assert_contains "$FORK/config.cat" '{"theme": "alt"}'
+  assert_contains "$FORK/config.cat" '{"userID": "alt"}'
+  assert_contains "$FORK/config.cat" 'wrote'
+  assert_contains "$HOME/alt-claude/settings.json" '{"theme": "alt"}'
 }
 
 test_profile_none_passes_no_key_and_no_proxy() {

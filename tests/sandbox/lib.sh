@@ -161,6 +161,11 @@ require_abi() {
     fi
 }
 
+# fork_path: the fork's path from refgate-run's stderr on stdin ("fork: X (base Y)").
+fork_path() {
+    sed -n 's/^refgate-run: fork: \(.*\) (base .*/\1/p' | head -1
+}
+
 # sandbox ARGS...: run refgate-run quietly in a throwaway fork of $PROJ,
 # stdout and stderr together in $OUTPUT, exit status in $STATUS.
 sandbox() {

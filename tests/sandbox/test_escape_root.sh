@@ -35,7 +35,7 @@ lacks "/etc/shadow's content does not leak" "$OUTPUT" "root:"
 contains "chmod 4755 of a root-owned program outside fails" "$OUTPUT" "changing permissions of"
 equals "the program outside keeps mode 755" "$(stat -c %a "$OUT/suid-me")" 755
 equals "the file outside keeps its owner" "$(stat -c %u:%g "$OUT/root-only")" "0:0"
-fork=$(cd "$PROJ" && "$RUN" -q -- sh -c 'echo x >made; pwd' 2>/dev/null)
+fork=$(cd "$PROJ" && "$RUN" -q -- sh -c 'echo x >made' 2>&1 | fork_path)
 equals "what the command makes in its fork is root's on disk" "$(stat -c %u:%g "$fork/made")" "0:0"
 
 finish

@@ -206,3 +206,73 @@ Test(fork, a_refused_copy_leaves_nothing_behind, .init = fork_setup, .fini = for
     snprintf(p, sizeof(p), "%s/.proj.1.base", top);
     cr_assert_eq(access(p, F_OK), -1, "no base is left");
 }
+
+typedef struct parse_case {
+    char path[32];
+    int rc;
+    char src[32];
+    unsigned n;
+} parse_case;
+
+ParameterizedTestParameters(fork, parse_is_the_inverse_of_paths_on_names)
+{
+    static parse_case cases[] = {
+        {"/a/b.1", 0, "/a/b", 1},    {"/a/b.12", 0, "/a/b", 12},     {"/a/b.1.2", 0, "/a/b.1", 2},
+        {"/top.3", 0, "/top", 3},    {"/a/b.9999", 0, "/a/b", 9999}, {"/a/b.10000", -EINVAL, "", 0},
+        {"/a/b.0", -EINVAL, "", 0},  {"/a/b.01", -EINVAL, "", 0},    {"/a/b.", -EINVAL, "", 0},
+        {"/a/b.1x", -EINVAL, "", 0}, {"/a/b", -EINVAL, "", 0},       {"/a.1/b", -EINVAL, "", 0},
+        {"/a/.1", -EINVAL, "", 0},   {"a/b.1", -EINVAL, "", 0},
+    };
+
+    return cr_make_param_array(parse_case, cases, sizeof(cases) / sizeof(cases[0]));
+}
+
+ParameterizedTest(parse_case *c, fork, parse_is_the_inverse_of_paths_on_names)
+{
+    char *src = NULL;
+    unsigned n = 0;
+
+    cr_assert_eq(sandbox_fork_parse(&src, &n, c->path), c->rc, "%s", c->path);
+    if (c->rc == 0) {
+        cr_assert_str_eq(src, c->src);
+        cr_assert_eq(n, c->n);
+    } else {
+        cr_assert_null(src);
+    }
+    free(src);
+}
+
+Test(fork, a_fork_is_recognised_by_its_base_and_opened_under_its_marker, .init = fork_setup,
+     .fini = fork_teardown)
+{
+    sandbox_tree_opts to = SANDBOX_TREE_OPTS_INIT;
+    sandbox_fork f = SANDBOX_FORK_INIT, g = SANDBOX_FORK_INIT, h = SANDBOX_FORK_INIT;
+    rg_error err = RG_ERROR_INIT;
+    char src[128], p[256];
+
+    snprintf(src, sizeof(src), "%s/proj", top);
+    mkdir(src, 0755);
+    put(src, "file", "hello\n");
+    cr_assert_eq(sandbox_fork_create(&f, src, &to, NULL), 0);
+    cr_assert(sandbox_fork_is_fork(f.path));
+    cr_assert(!sandbox_fork_is_fork(src), "the original is no fork");
+    snprintf(p, sizeof(p), "%s/plain.2", top);
+    mkdir(p, 0755);
+    cr_assert(!sandbox_fork_is_fork(p), "a name alone does not make a fork");
+    cr_assert_eq(sandbox_fork_open(&g, p, &err), -EINVAL);
+    cr_assert(strstr(err.msg, "not a fork") != NULL, "%s", err.msg);
+
+    /* The run that made it still holds the marker. */
+    cr_assert_eq(sandbox_fork_open(&g, f.path, &err), -EBUSY);
+    cr_assert(strstr(err.msg, "still alive") != NULL, "%s", err.msg);
+    sandbox_fork_free(&f);
+    snprintf(p, sizeof(p), "%s/proj.1", top);
+    cr_assert_eq(sandbox_fork_open(&g, p, &err), 0, "%s", err.msg);
+    cr_assert_str_eq(g.src, src);
+    cr_assert_str_eq(g.path, p);
+    cr_assert(g.continued);
+    cr_assert_eq(sandbox_fork_open(&h, p, &err), -EBUSY, "one run at a time");
+    snprintf(p, sizeof(p), "%s/proj.1/file", top);
+    cr_assert_str_eq(slurp(p), "hello\n", "opening copies nothing and keeps the files");
+    sandbox_fork_free(&g);
+}

@@ -26,7 +26,7 @@ fi
 
 first=$(cd "$PROJ" && "$RUN" -- sh -c 'pwd; echo changed >>README; echo new >new' 2>"$T/err1")
 err=$(cat "$T/err1")
-equals "the command runs in <dir>.1" "$first" "$PROJ.1"
+equals "the command runs at the directory's own path (the fork shown there)" "$first" "$PROJ"
 contains "the fork's path is printed on stderr" "$err" "fork: $PROJ.1 (base $T/.proj.1.base)"
 contains "stderr says how files were forked" "$err" "files"
 case "$err" in
@@ -68,18 +68,18 @@ absent "the base does not get the command's files" "$B/new"
 equals "the source is untouched" "$(tail -1 "$PROJ/README")" "uncommitted"
 
 # The base is not writable from inside the next fork's run either.
-second=$(cd "$PROJ" && "$RUN" -q -- sh -c "pwd; echo x >>'$B/README'" 2>"$T/err2")
-equals "the next fork is <dir>.2" "$second" "$PROJ.2"
+(cd "$PROJ" && "$RUN" -q -- sh -c "echo x >>'$B/README'" 2>"$T/err2")
+equals "the next fork is <dir>.2" "$(fork_path <"$T/err2")" "$PROJ.2"
 contains "another fork's base is not writable" "$(cat "$T/err2")" "Permission denied"
 equals "the base stays unchanged" "$(tail -1 "$B/README")" "uncommitted"
 
 # N is the first number for which neither name exists.
 mkdir "$PROJ.3" "$T/.proj.4.base"
-third=$(cd "$PROJ" && "$RUN" -q -- pwd 2>/dev/null)
+third=$(cd "$PROJ" && "$RUN" -q -- true 2>&1 | fork_path)
 equals "a taken fork or base name is skipped" "$third" "$PROJ.5"
 
 # --rm removes the fork and its base.
-out=$(cd "$PROJ" && "$RUN" -q --rm -- pwd 2>/dev/null)
+out=$(cd "$PROJ" && "$RUN" -q --rm -- true 2>&1 | fork_path)
 equals "--rm runs in a fork too" "$out" "$PROJ.6"
 absent "--rm removes the fork" "$PROJ.6"
 absent "--rm removes the base" "$T/.proj.6.base"
