@@ -78,7 +78,7 @@ git -C "$T/w" add bin && git -C "$T/w" commit -q -m agents
 
 rg_run() {
   set +e
-  (cd "$T/w" && env "$@") >"$T/run.out" 2>&1
+  (cd "$T/w" && env -u NODE_EXTRA_CA_CERTS "$@") >"$T/run.out" 2>&1
   RUN_RC=$?
   set -e
   ! grep -q 'Sanitizer' "$T/run.out" || { cat "$T/run.out"; fail "sanitizer report"; }
