@@ -3,6 +3,8 @@
  */
 #include "sandbox/exclude.h"
 
+#include "util/fs.h"
+
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <limits.h>
@@ -11,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -50,10 +53,30 @@ static int exclude_push(char ***list, size_t *n, const char *s, size_t len)
     return 0;
 }
 
+/* What is wrong with the segments of `p`: "" when every one names something
+ * (no "", "." or ".."; one trailing '/' allowed). */
+static const char *exclude_bad_segments(const char *p)
+{
+    const char *seg;
+    size_t n;
+
+    for (seg = p; *seg;) {
+        n = strcspn(seg, "/");
+        if (n == 0 && seg[0] == '/' && seg[1] != '\0')
+            return "an empty path segment";
+        if ((n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
+            return "'.' and '..' are not allowed; patterns are relative to the forked directory";
+        seg += n;
+        if (*seg == '/')
+            seg++;
+    }
+    return "";
+}
+
 int sandbox_exclude_add_pattern(sandbox_exclude *x, const char *pattern, rg_error *err)
 {
-    const char *p = pattern, *seg;
-    size_t len = strlen(pattern), n;
+    const char *p = pattern, *why;
+    size_t len = strlen(pattern);
 
     if (len == 0 || len >= PATH_MAX)
         return rg_error_set(err, -EINVAL, "--exclude '%s': empty or too long", pattern);
@@ -61,20 +84,8 @@ int sandbox_exclude_add_pattern(sandbox_exclude *x, const char *pattern, rg_erro
         p++;
     if (*p == '\0' || *p == '/')
         return rg_error_set(err, -EINVAL, "--exclude '%s': names nothing", pattern);
-    /* Every segment must name something: no "", "." or "..". */
-    for (seg = p; *seg;) {
-        n = strcspn(seg, "/");
-        if (n == 0 && seg[0] == '/' && seg[1] != '\0')
-            return rg_error_set(err, -EINVAL, "--exclude '%s': an empty path segment", pattern);
-        if ((n == 1 && seg[0] == '.') || (n == 2 && seg[0] == '.' && seg[1] == '.'))
-            return rg_error_set(err, -EINVAL,
-                                "--exclude '%s': '.' and '..' are not allowed; patterns are "
-                                "relative to the forked directory",
-                                pattern);
-        seg += n;
-        if (*seg == '/')
-            seg++;
-    }
+    if (*(why = exclude_bad_segments(p)) != '\0')
+        return rg_error_set(err, -EINVAL, "--exclude '%s': %s", pattern, why);
     if (exclude_push(&x->patterns, &x->npatterns, pattern, len) < 0)
         return rg_error_set(err, -ENOMEM, "out of memory");
     return 0;
@@ -376,6 +387,48 @@ int sandbox_exclude_record(const sandbox_exclude *x, const char *fork, rg_error 
     if (rc < 0)
         unlink(path);
 done:
+    free(path);
+    return rc;
+}
+
+int sandbox_exclude_load(sandbox_exclude *x, const char *fork, rg_error *err)
+{
+    static const char head[] = "# refgate-run: ";
+    rg_buf body = RG_BUF_INIT((size_t)SANDBOX_EXCLUDE_MAX * PATH_MAX + 4096);
+    const char *nl, *p, *end;
+    char *path = NULL;
+    struct stat st;
+    int rc;
+
+    rc = sandbox_exclude_record_path(&path, fork, err);
+    if (rc < 0)
+        return rc;
+    if (lstat(path, &st) < 0) {
+        rc = errno == ENOENT ? 0 : rg_error_set(err, -errno, "%s: %s", path, strerror(errno));
+        goto done;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        rc = rg_error_set(err, -EINVAL, "%s: not a regular file", path);
+        goto done;
+    }
+    rc = rg_fs_read_file(&body, path, err);
+    if (rc < 0)
+        goto done;
+    nl = memchr(body.data, '\n', body.len);
+    if (nl == NULL || strncmp(body.data, head, sizeof(head) - 1) != 0) {
+        rc = rg_error_set(err, -EINVAL, "%s: not a refgate-run record", path);
+        goto done;
+    }
+    end = body.data + body.len;
+    for (p = nl + 1; rc == 0 && p < end; p += strlen(p) + 1) {
+        if (memchr(p, '\0', (size_t)(end - p)) == NULL || *p == '\0' || *p == '/' ||
+            *exclude_bad_segments(p) != '\0' || x->nexcluded >= SANDBOX_EXCLUDE_MAX)
+            rc = rg_error_set(err, -EINVAL, "%s: not a refgate-run record", path);
+        else if (exclude_push(&x->excluded, &x->nexcluded, p, strlen(p)) < 0)
+            rc = rg_error_set(err, -ENOMEM, "out of memory");
+    }
+done:
+    rg_buf_free(&body);
     free(path);
     return rc;
 }

@@ -100,6 +100,14 @@ int sandbox_exclude_record_path(char **out, const char *fork, rg_error *err);
 int sandbox_exclude_record(const sandbox_exclude *x, const char *fork, rg_error *err);
 
 /*
+ * Read the record beside `fork` into x->excluded (a continued fork's
+ * exclusions); no record is nothing excluded. A record that is not a
+ * regular file, or holds an absolute path or a "." / ".." segment, is an
+ * error (-EINVAL).
+ */
+int sandbox_exclude_load(sandbox_exclude *x, const char *fork, rg_error *err);
+
+/*
  * Plan the read-only views: each excluded path of canonical directory
  * `src` bound over its placeholder in `fork`, with `flags` (IDMAP for a
  * root caller's run; never RW).

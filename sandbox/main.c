@@ -757,6 +757,11 @@ static int run_parse(run_opts *o, int argc, char **argv)
         say("--continue runs in a fork; with -d there is none");
         return -EINVAL;
     }
+    if (o->cont && (o->nexcludes > 0 || o->exclude_ignored)) {
+        say("--exclude and --exclude-ignored apply when a fork is made; a continued fork keeps "
+            "the exclusions it was made with");
+        return -EINVAL;
+    }
     return 0;
 }
 
@@ -1256,6 +1261,14 @@ static int run_open_fork(run_state *s)
     int rc;
 
     rc = sandbox_fork_open(&s->fork, s->place.top, &err);
+    /* Its exclusions again: the original shown read-only over each placeholder. */
+    if (rc == 0)
+        rc = sandbox_exclude_load(&s->excl, s->fork.path, &err);
+    if (rc == 0 && s->excl.nexcluded > 0 && !(s->o.ns & SANDBOX_NS_MOUNT))
+        rc = rg_error_set(&err, -EINVAL,
+                          "%s was made with exclusions, shown read-only from the original only "
+                          "with the mount namespace (drop --share=mount)",
+                          s->fork.path);
     if (rc < 0) {
         say("%s", err.msg);
         return rc;

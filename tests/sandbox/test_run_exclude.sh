@@ -76,6 +76,19 @@ else
     echo "# REFGATE unset: the diff checks are skipped"
 fi
 
+# A continued fork keeps its exclusions: the original shown over each
+# placeholder again, not an empty directory; new exclusions are refused.
+out=$("$RUN" -q --continue "$F" -- sh -c 'cat node_modules/lib/index.js; ls assets' 2>&1)
+equals "--continue of a fork made with exclusions runs" "$?" 0
+contains "--continue: an excluded directory shows the original again" "$out" "module-code"
+contains "--continue: and the tracked one" "$out" "logo.svg"
+out=$("$RUN" -q --continue "$F" --exclude assets -- true 2>&1)
+equals "--continue with --exclude is refused" "$?" 125
+contains "the refusal says why" "$out" "a continued fork keeps the exclusions it was made with"
+out=$("$RUN" -q --continue "$F" --share=user,mount -- true 2>&1)
+equals "--continue of a fork with exclusions without the mount namespace is refused" "$?" 125
+contains "that refusal says why" "$out" "only with the mount namespace"
+
 # --rm removes the record with the fork.
 (cd "$PROJ" && "$RUN" -q --rm --exclude node_modules -- true) 2>/dev/null
 absent "--rm leaves no record" "$T/.proj.2.excluded"
