@@ -60,6 +60,8 @@
 #define REMOTES_MAX 256
 /* Forks (DIR.N) remembered before the run, to tell which one it made. */
 #define FORKS_MAX 4096
+/* --exclude PATTERN and --exclude-ignored passed on to refgate-run, at most. */
+#define RUN_FORK_OPTS_MAX 64
 
 /* What git needs to reach the gateway: see run_git_env. */
 #define CREDENTIAL_HELPER                                                                          \
@@ -71,7 +73,8 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: refgate run [--config FILE] [--repo HOST/PATH]... [--ttl DURATION]\n"
             "                   [--run NAME] [--gateway-url URL] [--profile NAME]\n"
-            "                   [--continue [FORK]] [--] CMD [ARGS...]\n"
+            "                   [--continue [FORK]] [--exclude PATTERN]... [--exclude-ignored]\n"
+            "                   [--] CMD [ARGS...]\n"
             "\n"
             "Run CMD (an agent) under refgate-run in a fork of the current directory's work\n"
             "tree (its top, shown inside at its own path; CMD starts in the subdirectory\n"
@@ -101,6 +104,10 @@ static void usage(FILE *f)
             "                    directory is in), with the repositories of its remotes;\n"
             "                    run from inside a fork, refgate run continues it anyway\n"
             "                    (refgate-run never forks a fork)\n"
+            "  --exclude PATTERN, --exclude-ignored\n"
+            "                    leave big directories out of a new fork, shown read-only\n"
+            "                    from the original inside (refgate-run's options: see\n"
+            "                    refgate-run --help)\n"
             "\n"
             "How: the running gateway mints the token over its control socket\n"
             "(control.socket, default <state_dir>/control.sock; the gateway checks who you\n"
@@ -1006,7 +1013,7 @@ static int run_with_token(int *wst, long *fork_n, const config_model *cfg,
                           const unsigned char *used, const char *const *repos, size_t nrepos,
                           const char *token, const json_t *ans, const char *gw_arg,
                           const char *runner, const cli_runplace *pl, char **cmd,
-                          const cli_profile *prof)
+                          const cli_profile *prof, const char *const *fork_opts)
 {
     extern char **environ;
     const char *value, **args = NULL;
@@ -1053,7 +1060,7 @@ static int run_with_token(int *wst, long *fork_n, const config_model *cfg,
     /* runner, 2 + 2 + 4 per git setting, 2 per hidden path, 2 per profile
      * variable (at most every variable) and 6 for its copy and hosts, "--",
      * CMD, NULL. */
-    cap = 4 * genv.n + 64 + 12 * cfg->nupstreams + 2 * nenv;
+    cap = 4 * genv.n + 64 + 12 * cfg->nupstreams + 2 * nenv + RUN_FORK_OPTS_MAX;
     args = calloc(cap + ncmd, sizeof(*args));
     owned = calloc(4 * genv.n + 4 + nenv, sizeof(*owned));
     if (args == NULL || owned == NULL)
@@ -1072,6 +1079,8 @@ static int run_with_token(int *wst, long *fork_n, const config_model *cfg,
         args[nargs++] = "--continue";
         args[nargs++] = pl->fork;
     }
+    for (i = 0; fork_opts[i] != NULL; i++)
+        args[nargs++] = fork_opts[i];
     args[nargs++] = "--";
     for (i = 0; i < ncmd; i++)
         args[nargs++] = cmd[i];
@@ -1140,7 +1149,8 @@ int cli_run(int argc, char **argv)
     const char *repo_args[TOKENS_REPOS_MAX];
     char *repos[TOKENS_REPOS_MAX] = {0}, *token = NULL, runner[PATH_MAX], cwd[PATH_MAX];
     char self[PATH_MAX];
-    const char *cont_fork = NULL;
+    const char *cont_fork = NULL, *fork_opts[RUN_FORK_OPTS_MAX + 1] = {0};
+    size_t nfork_opts = 0;
     cli_runplace pl;
     int cont = 0;
     size_t nrepo_args = 0, nrepos = 0, i;
@@ -1176,7 +1186,24 @@ int cli_run(int argc, char **argv)
                 cont_fork = argv[++argi];
             continue;
         }
-        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate run")) != 0) {
+        if (!strcmp(argv[argi], "--exclude-ignored")) {
+            if (nfork_opts + 1 > RUN_FORK_OPTS_MAX) {
+                fprintf(stderr, "refgate run: too many --exclude options\n");
+                return EXIT_USAGE;
+            }
+            fork_opts[nfork_opts++] = argv[argi];
+            continue;
+        }
+        if ((m = cli_opt_value(&value, argc, argv, &argi, "--exclude", "refgate run")) != 0) {
+            if (m > 0 && nfork_opts + 2 > RUN_FORK_OPTS_MAX) {
+                fprintf(stderr, "refgate run: too many --exclude options\n");
+                return EXIT_USAGE;
+            }
+            if (m > 0) {
+                fork_opts[nfork_opts++] = "--exclude";
+                fork_opts[nfork_opts++] = value;
+            }
+        } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate run")) != 0) {
             config_path = value;
         } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--repo", "refgate run")) != 0) {
             if (m > 0 && nrepo_args == TOKENS_REPOS_MAX) {
@@ -1323,7 +1350,7 @@ int cli_run(int argc, char **argv)
         goto done;
     }
     status = run_with_token(&wst, &fork_n, cfg, used, (const char *const *)repos, nrepos, token,
-                            ans, gw_arg, runner, &pl, argv + cmd_at, prof);
+                            ans, gw_arg, runner, &pl, argv + cmd_at, prof, fork_opts);
     if (run_revoke(cfg->control.socket, token) == 0)
         fprintf(stderr, "refgate run: the run token is revoked\n");
     if (fork_n >= 0)

@@ -172,6 +172,22 @@ test_continue_runs_a_second_command_in_the_same_fork_and_diff_shows_both() {
   assert_contains "$T/run.out" 'not a fork made by refgate-run'
 }
 
+test_exclude_options_reach_refgate_run() {
+  mkdir -p "$T/w/node_modules/dep"
+  echo dep-code >"$T/w/node_modules/dep/index.js"
+  echo node_modules/ >>"$T/w/.git/info/exclude"
+  rg_run "$T/w" --exclude-ignored -- sh -c 'cat node_modules/dep/index.js; echo x >node_modules/dep/index.js'
+  [ "$RUN_RC" -ne 0 ] || { cat "$T/run.out"; fail "a write into the excluded directory succeeded"; }
+  assert_contains "$T/run.out" 'dep-code'
+  assert_contains "$T/run.out" 'Read-only file system'
+  local fork; fork=$(fork_of)
+  [ -z "$(ls -A "$fork/node_modules")" ] || fail "node_modules was copied into the fork"
+  rg_run "$T/w" --exclude node_modules -- true
+  [ "$RUN_RC" -eq 0 ] || { cat "$T/run.out"; fail "status $RUN_RC"; }
+  assert_contains "$T/run.out" 'excluded (not copied'
+  rm -rf "$T/w/node_modules"
+}
+
 test_a_linked_worktree_pushes_from_a_fork_of_its_own() {
   git -C "$T/w" worktree add -q -b feature/wt "$T/wt"
   commit "$T/wt" wt.c
