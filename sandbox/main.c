@@ -37,6 +37,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "sandbox/caches.h"
 #include "sandbox/env.h"
 #include "sandbox/fork.h"
 #include "sandbox/gitconf.h"
@@ -48,6 +49,7 @@
 #include "sandbox/privs.h"
 #include "sandbox/proc.h"
 #include "sandbox/seccomp.h"
+#include "sandbox/toolconf.h"
 #include "util/buf.h"
 
 #define RUN_VERSION "0.1.0"
@@ -114,10 +116,12 @@ typedef struct run_opts {
     unsigned debug_no_ns; /* --debug-ns-unavailable */
     int rm, keep_tmp, force, no_scope, no_truncate, allow_unconfined;
     int quiet, verbose, check, no_pty;
-    int debug_abi;       /* -1 unless --debug-landlock-abi */
-    const char *net;     /* --net as given, or NULL */
-    const char *gateway; /* --gateway, or gateway=ADDR of --net */
-    const char *allow;   /* allow=LIST of --net */
+    int no_caches, mkdir;  /* --no-caches, --mkdir */
+    const char *cache_dir; /* --cache-dir, or NULL: the default */
+    int debug_abi;         /* -1 unless --debug-landlock-abi */
+    const char *net;       /* --net as given, or NULL */
+    const char *gateway;   /* --gateway, or gateway=ADDR of --net */
+    const char *allow;     /* allow=LIST of --net */
     sandbox_net_mode net_mode;
     char **argv; /* the command */
 } run_opts;
@@ -144,6 +148,8 @@ typedef struct run_state {
     unsigned long mounts_skipped; /* entries on other mounts left out of the fork */
     int neutralised;              /* things neutralised in the fork's .git */
     char neutralised_what[RUN_BLOCKED_ITEM_MAX];
+    sandbox_caches caches; /* writable tool caches (caches.h) */
+    sandbox_toolconf conf; /* toolchain configs given (toolconf.h) */
 } run_state;
 
 /* ------------------------------------------------------------------------ */
@@ -371,6 +377,9 @@ enum {
     OPT_NO_PTY,
     OPT_NET,
     OPT_GATEWAY,
+    OPT_NO_CACHES,
+    OPT_CACHE_DIR,
+    OPT_MKDIR,
 };
 
 static int run_push(const char ***list, size_t *n, const char *v)
@@ -465,6 +474,9 @@ static int run_parse(run_opts *o, int argc, char **argv)
         {"no-pty", no_argument, NULL, OPT_NO_PTY},
         {"net", required_argument, NULL, OPT_NET},
         {"gateway", required_argument, NULL, OPT_GATEWAY},
+        {"no-caches", no_argument, NULL, OPT_NO_CACHES},
+        {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
+        {"mkdir", no_argument, NULL, OPT_MKDIR},
         {"debug-ns-unavailable", required_argument, NULL, OPT_DEBUG_NS},
         {NULL, 0, NULL, 0},
     };
@@ -557,6 +569,15 @@ static int run_parse(run_opts *o, int argc, char **argv)
             break;
         case OPT_HIDE:
             rc = run_push(&o->hides, &o->nhides, optarg);
+            break;
+        case OPT_NO_CACHES:
+            o->no_caches = 1;
+            break;
+        case OPT_CACHE_DIR:
+            o->cache_dir = optarg;
+            break;
+        case OPT_MKDIR:
+            o->mkdir = 1;
             break;
         case OPT_DEBUG_ABI:
             errno = 0;
@@ -669,12 +690,53 @@ static void run_report_plan(const run_state *s)
         say("degraded: %s", s->plan.degraded[i]);
 }
 
+static int run_grant_path(run_state *s, char **out, const char *arg, const char *opt);
+
+/*
+ * A -w path that does not exist: refused, saying how to create it, unless
+ * --mkdir asks refgate-run to (`mkdir -p`, 0700 for what it creates). Not a
+ * prompt: an agent's runner has no one to answer it, and a typo should not
+ * make directories unasked.
+ */
+static int run_grant_missing(run_state *s, char **out, const char *arg)
+{
+    rg_error err = RG_ERROR_INIT;
+    char abs[PATH_MAX];
+
+    if (!s->o.mkdir) {
+        say("-w %s: no such file or directory; create it first (mkdir -p %s) or add --mkdir", arg,
+            arg);
+        return -ENOENT;
+    }
+    if (arg[0] != '/' && getcwd(abs, sizeof(abs)) != NULL) {
+        size_t l = strlen(abs);
+
+        snprintf(abs + l, sizeof(abs) - l, "/%s", arg);
+    } else {
+        snprintf(abs, sizeof(abs), "%s", arg);
+    }
+    /* Refuse before creating: a secret's path must not appear by -w. */
+    if (sandbox_home_conflict(&s->home, abs) != NULL && !s->o.force) {
+        say("refusing --mkdir -w %s: it lies inside %s, which must stay unreadable", arg,
+            sandbox_home_conflict(&s->home, abs));
+        return RG_E_DENIED;
+    }
+    if (sandbox_caches_mkdirs(abs, &err) < 0) {
+        say("-w %s: %s", arg, err.msg);
+        return -EIO;
+    }
+    note("created %s (--mkdir)", abs);
+    return run_grant_path(s, out, abs, "-w");
+}
+
 /* Canonicalise a -r/-w/-d path and refuse one that would expose a secret. */
 static int run_grant_path(run_state *s, char **out, const char *arg, const char *opt)
 {
     char buf[PATH_MAX];
     const char *secret;
 
+    if (realpath(arg, buf) == NULL && errno == ENOENT && strcmp(opt, "-w") == 0)
+        return run_grant_missing(s, out, arg);
     if (realpath(arg, buf) == NULL) {
         say("%s %s: %s", opt, arg, strerror(errno));
         return -errno;
@@ -807,6 +869,38 @@ static int run_make_tmpdir(run_state *s)
     return -ENOENT;
 }
 
+/* The variables not passed, by name (never a value): one line, or one per
+ * variable with the reason under -v. The shell's own bookkeeping is not
+ * worth a word. */
+static void run_report_env(const run_state *s)
+{
+    rg_buf b = RG_BUF_INIT(16384);
+    char name[256];
+    size_t i, len;
+    int full = 0;
+
+    for (i = 0; environ[i]; i++) {
+        len = strcspn(environ[i], "=");
+        if (environ[i][len] != '=' || len >= sizeof(name))
+            continue;
+        snprintf(name, sizeof(name), "%.*s", (int)len, environ[i]);
+        /* Passed: on the allow-list, or named with --env. */
+        if (sandbox_env_get(s->env, name) != NULL || !strcmp(name, "_") || !strcmp(name, "PWD") ||
+            !strcmp(name, "OLDPWD") || !strcmp(name, "SHLVL"))
+            continue;
+        if (run_verbose)
+            say("env: %s dropped: %s", name,
+                sandbox_env_verdict_str(sandbox_env_check(environ[i])));
+        else if (!full && rg_buf_printf(&b, "%s%s", b.len ? ", " : "", name) < 0)
+            full = 1;
+    }
+    if (full)
+        note("env: not passed: too many variables to list (-v lists them)");
+    else if (b.len > 0)
+        note("env: not passed: %s (-e NAME passes one; -v says why)", b.data);
+    rg_buf_free(&b);
+}
+
 static int run_build_env(run_state *s)
 {
     sandbox_env_opts eo = SANDBOX_ENV_OPTS_INIT;
@@ -823,14 +917,7 @@ static int run_build_env(run_state *s)
         say("%s", err.msg);
         return rc;
     }
-    for (i = 0; run_verbose && environ[i]; i++) {
-        sandbox_env_verdict v;
-
-        len = strcspn(environ[i], "=");
-        v = sandbox_env_classify(environ[i], len);
-        if (v != SANDBOX_ENV_PASS)
-            say("env: %.*s dropped: %s", (int)len, environ[i], sandbox_env_verdict_str(v));
-    }
+    run_report_env(s);
     for (i = 0; i < s->o.nenvs; i++) {
         const char *a = s->o.envs[i];
         sandbox_env_verdict v;
@@ -887,6 +974,68 @@ static int run_proxy_env(run_state *s)
     }
     s->env[n] = NULL;
     return 0;
+}
+
+/*
+ * Toolchains: refgate's own writable caches (unless --no-caches), the
+ * toolchain configs that hold no credential, and what they imply for the
+ * environment; a git config that signs is worth a warning, since signing
+ * cannot work inside.
+ */
+static int run_tools(run_state *s)
+{
+    const int mounted = (s->o.ns & SANDBOX_NS_MOUNT) != 0;
+    rg_error err = RG_ERROR_INIT;
+    rg_buf b = RG_BUF_INIT(2048);
+    char *root = NULL, *copies = NULL;
+    size_t i;
+    int rc = 0;
+
+    if (s->o.cache_dir != NULL)
+        rc = (root = strdup(s->o.cache_dir)) ? 0 : -ENOMEM;
+    else
+        rc = sandbox_caches_default_root(&root, s->home.path, environ, &err);
+    /* Filtered copies live beside the caches: refgate's, the caller's only. */
+    if (rc == 0)
+        rc = asprintf(&copies, "%s/conf", root) < 0 ? -ENOMEM : 0;
+    if (rc == 0 && !s->o.no_caches)
+        rc = sandbox_caches_prepare(&s->caches, root, s->home.path,
+                                    sandbox_env_get(s->env, "CARGO_HOME"), &err);
+    if (rc == 0)
+        rc = sandbox_toolconf_scan(&s->conf, s->home.path, copies, &err);
+    if (rc == 0)
+        rc = sandbox_caches_env(&s->caches, &s->env, mounted, &err);
+    if (rc == 0)
+        rc = sandbox_toolconf_env(&s->conf, &s->env, mounted, &err);
+    if (rc < 0) {
+        say("refusing to run: %s", rc == -ENOMEM ? "out of memory" : err.msg);
+        goto done;
+    }
+    if (s->caches.n > 0)
+        verbose("tool caches: refgate's own, writable, in %s", s->caches.root);
+    for (i = 0; i < s->conf.n; i++) {
+        const sandbox_toolconf_file *f = &s->conf.v[i];
+
+        if (f->action == SANDBOX_TOOLCONF_FILTERED)
+            rg_buf_printf(&b, "%s~/%s given without its auth settings (%s)", b.len ? "; " : "",
+                          f->rel, f->dropped);
+        else if (f->action == SANDBOX_TOOLCONF_HIDDEN)
+            rg_buf_printf(&b, "%s~/%s hidden (%s%s)", b.len ? "; " : "", f->rel,
+                          strchr(f->dropped, ' ') ? "" : "it sets ", f->dropped);
+    }
+    if (b.len > 0)
+        note("toolchain configs: %s", b.data);
+    if (s->conf.gpgsign)
+        say("warning: your git config sets %s: signing fails inside (keys and agents are "
+            "hidden); `git -c commit.gpgsign=false -c tag.gpgsign=false ...` there",
+            s->conf.gpgsign == SANDBOX_TOOLCONF_GPG_COMMIT ? "commit.gpgsign"
+            : s->conf.gpgsign == SANDBOX_TOOLCONF_GPG_TAG  ? "tag.gpgsign"
+                                                           : "commit.gpgsign and tag.gpgsign");
+done:
+    rg_buf_free(&b);
+    free(copies);
+    free(root);
+    return rc;
 }
 
 static int run_refuse_inode(void *ctx, const struct stat *st)
@@ -1019,6 +1168,10 @@ static int run_build_rules(run_state *s, rg_error *err)
         rc = sandbox_landlock_allow(s->ll, buf, SANDBOX_LANDLOCK_READ | SANDBOX_LANDLOCK_OPTIONAL,
                                     err);
     }
+    if (rc == 0)
+        rc = sandbox_caches_allow(&s->caches, s->ll, (s->o.ns & SANDBOX_NS_MOUNT) != 0, err);
+    if (rc == 0)
+        rc = sandbox_toolconf_allow(&s->conf, s->ll, (s->o.ns & SANDBOX_NS_MOUNT) != 0, err);
     for (i = 0; rc == 0 && i < s->o.nreads; i++)
         rc = sandbox_landlock_allow(s->ll, s->reads[i], SANDBOX_LANDLOCK_READ, err);
     for (i = 0; rc == 0 && i < s->o.nwrites; i++)
@@ -1180,6 +1333,11 @@ static int run_plan_mounts(run_state *s)
     /* The home directory: a tmpfs with only the toolchain paths in it. */
     if (rc == 0)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_TMPFS, NULL, s->home.path, 0, &err);
+    /* Before the toolchain paths: the first entry for a path wins. */
+    if (rc == 0)
+        rc = sandbox_caches_mount(&s->caches, p, idmap, &err);
+    if (rc == 0)
+        rc = sandbox_toolconf_mount(&s->conf, p, idmap, &err);
     for (i = 0; rc == 0 && sandbox_home_readable_names[i]; i++) {
         snprintf(path, sizeof(path), "%s/%s", s->home.path, sandbox_home_readable_names[i]);
         if (realpath(path, buf) == NULL || sandbox_home_conflict(&s->home, buf) != NULL)
@@ -1460,6 +1618,8 @@ static void run_free(run_state *s)
     free(s->tmpdir);
     free(s->inodes);
     sandbox_env_free(s->env);
+    sandbox_caches_free(&s->caches);
+    sandbox_toolconf_free(&s->conf);
     sandbox_landlock_free(s->ll);
     sandbox_fork_free(&s->fork);
     sandbox_home_free(&s->home);
@@ -1571,7 +1731,8 @@ int main(int argc, char **argv)
         run_resolve_paths(&s) < 0)
         goto done;
     run_report_plan(&s);
-    if (run_make_tmpdir(&s) < 0 || run_build_env(&s) < 0 || run_proxy_env(&s) < 0)
+    if (run_make_tmpdir(&s) < 0 || run_build_env(&s) < 0 || run_proxy_env(&s) < 0 ||
+        run_tools(&s) < 0)
         goto done;
     if (s.o.dir == NULL && run_make_fork(&s) < 0)
         goto done;
@@ -1583,8 +1744,9 @@ int main(int argc, char **argv)
         sandbox_ns_names(names, sizeof(names), s.o.ns);
         if (s.plan.enforce)
             note("confined by namespaces (%s), Landlock ABI %d and seccomp: writes only to %s, "
-                 "TMPDIR%s; home %s hidden%s",
-                 names, s.plan.abi, s.workdir, s.o.nwrites ? " and the -w paths" : "", s.home.path,
+                 "TMPDIR%s%s; home %s hidden%s",
+                 names, s.plan.abi, s.workdir, s.o.nwrites ? ", the -w paths" : "",
+                 s.caches.n ? ", tool caches" : "", s.home.path,
                  s.root_mapped ? "; runs as nobody outside" : "");
     }
     if (s.o.net_mode == SANDBOX_NET_HOST) {

@@ -34,12 +34,27 @@ ParameterizedTestParameters(env, classify_names_by_the_allow_and_deny_lists)
         {"SHELL", SANDBOX_ENV_PASS},
         {"SSL_CERT_FILE", SANDBOX_ENV_PASS},
         {"SSL_CERT_DIR", SANDBOX_ENV_PASS},
+        /* Everyday tool choices. */
+        {"EDITOR", SANDBOX_ENV_PASS},
+        {"VISUAL", SANDBOX_ENV_PASS},
+        {"GIT_EDITOR", SANDBOX_ENV_PASS},
+        {"PAGER", SANDBOX_ENV_PASS},
+        {"CC", SANDBOX_ENV_PASS},
+        {"CFLAGS", SANDBOX_ENV_PASS},
+        {"MAKEFLAGS", SANDBOX_ENV_PASS},
+        {"GOFLAGS", SANDBOX_ENV_PASS},
+        {"CARGO_HOME", SANDBOX_ENV_PASS},
+        {"RUSTUP_TOOLCHAIN", SANDBOX_ENV_PASS},
+        {"VIRTUAL_ENV", SANDBOX_ENV_PASS},
+        {"CI", SANDBOX_ENV_PASS},
+        {"HTTPS_PROXY", SANDBOX_ENV_PASS},
+        {"no_proxy", SANDBOX_ENV_PASS},
         /* Unlisted: dropped, but not for a reason worth a word. */
         {"FOO", SANDBOX_ENV_UNLISTED},
         {"PATHX", SANDBOX_ENV_UNLISTED},
         {"XPATH", SANDBOX_ENV_UNLISTED},
         {"LC", SANDBOX_ENV_UNLISTED},
-        {"EDITOR", SANDBOX_ENV_UNLISTED},
+        {"CCC", SANDBOX_ENV_UNLISTED},
         {"SSH_AUTH_SOCK", SANDBOX_ENV_UNLISTED},
         {"", SANDBOX_ENV_UNLISTED},
         /* Startup hooks, including where an allow pattern would match. */
@@ -61,6 +76,7 @@ ParameterizedTestParameters(env, classify_names_by_the_allow_and_deny_lists)
         {"GIT_CONFIG_VALUE_0", SANDBOX_ENV_HOOK},
         {"GIT_CONFIG_PARAMETERS", SANDBOX_ENV_HOOK},
         {"GIT_CONFIG", SANDBOX_ENV_HOOK},
+        {"PYTHONPATH", SANDBOX_ENV_HOOK},
         /* Credentials, in any case, even under an allowed prefix. */
         {"MY_API_TOKEN", SANDBOX_ENV_CREDENTIAL},
         {"GITHUB_TOKEN", SANDBOX_ENV_CREDENTIAL},
@@ -97,6 +113,19 @@ Test(env, classify_reads_only_the_name_before_the_value)
     const char *entry = "PATH=/usr/bin:MY_TOKEN";
 
     cr_assert_eq(sandbox_env_classify(entry, 4), SANDBOX_ENV_PASS);
+}
+
+Test(env, a_proxy_with_credentials_in_its_url_does_not_pass)
+{
+    cr_assert_eq(sandbox_env_check("HTTPS_PROXY=http://proxy.corp:3128"), SANDBOX_ENV_PASS);
+    cr_assert_eq(sandbox_env_check("NO_PROXY=localhost,.corp,user@x"), SANDBOX_ENV_CREDENTIAL);
+    cr_assert_eq(sandbox_env_check("no_proxy=localhost,.corp"), SANDBOX_ENV_PASS);
+    cr_assert_eq(sandbox_env_check("https_proxy=http://me:pw@proxy:3128"), SANDBOX_ENV_CREDENTIAL);
+    cr_assert_eq(sandbox_env_check("HTTP_PROXY=http://token@proxy:3128/"), SANDBOX_ENV_CREDENTIAL);
+    cr_assert_eq(sandbox_env_check("ALL_PROXY=me:pw@proxy:1080"), SANDBOX_ENV_CREDENTIAL);
+    /* An @ in a path is not userinfo; other variables are not looked into. */
+    cr_assert_eq(sandbox_env_check("HTTP_PROXY=http://proxy:3128/a@b"), SANDBOX_ENV_PASS);
+    cr_assert_eq(sandbox_env_check("EDITOR=vim://x:y@z"), SANDBOX_ENV_PASS);
 }
 
 static const char *const outer_src[] = {

@@ -1,0 +1,233 @@
+/*
+ * Writable tool caches of refgate's own; see caches.h. The table below is
+ * the list --help prints: a tool's cache is named after the tool, lives at
+ * the path the tool uses by default and is named by the variable it reads.
+ */
+#include "sandbox/caches.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "sandbox/env.h"
+#include "sandbox/home.h"
+#include "sandbox/landlock.h"
+#include "sandbox/mount.h"
+
+const sandbox_cache_tool sandbox_cache_tools[] = {
+    {"go-build", ".cache/go-build", "GOCACHE"},  {"go-mod", "go/pkg/mod", "GOMODCACHE"},
+    {"npm", ".npm", "npm_config_cache"},         {"pip", ".cache/pip", "PIP_CACHE_DIR"},
+    {"uv", ".cache/uv", "UV_CACHE_DIR"},         {"yarn", ".cache/yarn", "YARN_CACHE_FOLDER"},
+    {"cargo-registry", ".cargo/registry", NULL}, {"cargo-git", ".cargo/git", NULL},
+    {"maven", ".m2/repository", NULL},           {"gradle", ".gradle/caches", NULL},
+    {"gem", ".local/share/gem", NULL},           {NULL, NULL, NULL},
+};
+
+static const char *caches_getenv(char *const *envp, const char *name)
+{
+    size_t len = strlen(name), i;
+
+    for (i = 0; envp && envp[i]; i++)
+        if (strncmp(envp[i], name, len) == 0 && envp[i][len] == '=')
+            return envp[i] + len + 1;
+    return NULL;
+}
+
+int sandbox_caches_default_root(char **out, const char *home, char *const *envp, rg_error *err)
+{
+    const char *xdg = caches_getenv(envp, "XDG_CACHE_HOME");
+    int n;
+
+    /* The XDG spec: a relative XDG_CACHE_HOME is invalid and ignored. */
+    if (xdg != NULL && xdg[0] == '/')
+        n = asprintf(out, "%s/refgate/caches", xdg);
+    else
+        n = asprintf(out, "%s/.cache/refgate/caches", home);
+    if (n < 0) {
+        *out = NULL;
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    }
+    return 0;
+}
+
+int sandbox_caches_mkdirs(const char *path, rg_error *err)
+{
+    char buf[PATH_MAX];
+    size_t i, len = strlen(path);
+
+    if (path[0] != '/' || len >= sizeof(buf))
+        return rg_error_set(err, -EINVAL, "cache directory %s: not an absolute path", path);
+    memcpy(buf, path, len + 1);
+    for (i = 1; i <= len; i++) {
+        if (buf[i] != '/' && buf[i] != '\0')
+            continue;
+        buf[i] = '\0';
+        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+            return rg_error_set(err, -errno, "cannot create the cache directory %s: %s", buf,
+                                strerror(errno));
+        buf[i] = i < len ? '/' : '\0';
+    }
+    return 0;
+}
+
+/* A cache directory must be the caller's alone: see sandbox_caches_prepare. */
+static int caches_check(int fd, const char *path, rg_error *err)
+{
+    struct stat st;
+
+    if (fstat(fd, &st) < 0)
+        return rg_error_set(err, -errno, "%s: %s", path, strerror(errno));
+    if (st.st_uid != geteuid() || (st.st_mode & 022) != 0)
+        return rg_error_set(
+            err, RG_E_DENIED,
+            "refusing the cache directory %s: it is %s, so another user could "
+            "poison what runs read from it (chmod 700 it, --cache-dir elsewhere, "
+            "or --no-caches)",
+            path, st.st_uid != geteuid() ? "owned by someone else" : "writable by group or others");
+    return 0;
+}
+
+static int caches_add(sandbox_caches *c, const sandbox_cache_tool *t, const char *home,
+                      const char *cargo_home, rg_error *err)
+{
+    sandbox_cache *e = &c->v[c->n];
+    const char *base = home, *rel = t->rel;
+
+    /* CARGO_HOME moves cargo's caches; one outside the home directory is
+     * left as the host has it (the read-only tree), see --help. */
+    if (strncmp(t->rel, ".cargo/", 7) == 0 && cargo_home != NULL) {
+        if (sandbox_home_relate(cargo_home, home) != SANDBOX_HOME_INSIDE)
+            return 0;
+        base = cargo_home;
+        rel = t->rel + 7;
+    }
+    e->name = t->name;
+    e->env = t->env;
+    if (asprintf(&e->src, "%s/%s", c->root, t->name) < 0) {
+        e->src = NULL;
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    }
+    if (asprintf(&e->dst, "%s/%s", base, rel) < 0) {
+        e->dst = NULL;
+        free(e->src);
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    }
+    c->n++;
+    return 0;
+}
+
+int sandbox_caches_prepare(sandbox_caches *out, const char *root, const char *home,
+                           const char *cargo_home, rg_error *err)
+{
+    sandbox_caches c = SANDBOX_CACHES_INIT;
+    char buf[PATH_MAX];
+    size_t i, ntools = 0;
+    int rc, rootfd = -1, fd;
+
+    rc = sandbox_caches_mkdirs(root, err);
+    if (rc < 0)
+        goto done;
+    if (realpath(root, buf) == NULL) {
+        rc = rg_error_set(err, -errno, "%s: %s", root, strerror(errno));
+        goto done;
+    }
+    c.root = strdup(buf);
+    while (sandbox_cache_tools[ntools].name)
+        ntools++;
+    c.v = calloc(ntools, sizeof(*c.v));
+    if (c.root == NULL || c.v == NULL) {
+        rc = rg_error_set(err, -ENOMEM, "out of memory");
+        goto done;
+    }
+    rootfd = open(c.root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (rootfd < 0) {
+        rc = rg_error_set(err, -errno, "%s: %s", c.root, strerror(errno));
+        goto done;
+    }
+    rc = caches_check(rootfd, c.root, err);
+    for (i = 0; rc == 0 && i < ntools; i++) {
+        const sandbox_cache_tool *t = &sandbox_cache_tools[i];
+
+        if (mkdirat(rootfd, t->name, 0700) < 0 && errno != EEXIST) {
+            rc = rg_error_set(err, -errno, "cannot create the cache directory %s/%s: %s", c.root,
+                              t->name, strerror(errno));
+            break;
+        }
+        /* O_NOFOLLOW: a symlink planted here would point the bind elsewhere. */
+        fd = openat(rootfd, t->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        if (fd < 0) {
+            rc = rg_error_set(err, -errno, "the cache directory %s/%s: %s", c.root, t->name,
+                              errno == ELOOP ? "a symlink, refused" : strerror(errno));
+            break;
+        }
+        rc = caches_check(fd, t->name, err);
+        close(fd);
+        if (rc == 0)
+            rc = caches_add(&c, t, home, cargo_home, err);
+    }
+done:
+    if (rootfd >= 0)
+        close(rootfd);
+    if (rc < 0)
+        sandbox_caches_free(&c);
+    else
+        *out = c;
+    return rc;
+}
+
+void sandbox_caches_free(sandbox_caches *c)
+{
+    size_t i;
+
+    if (c == NULL)
+        return;
+    for (i = 0; i < c->n; i++) {
+        free(c->v[i].src);
+        free(c->v[i].dst);
+    }
+    free(c->v);
+    free(c->root);
+    memset(c, 0, sizeof(*c));
+}
+
+int sandbox_caches_mount(const sandbox_caches *c, struct sandbox_mount_plan *p, unsigned flags,
+                         rg_error *err)
+{
+    size_t i;
+    int rc = 0;
+
+    for (i = 0; rc == 0 && i < c->n; i++)
+        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, c->v[i].src, c->v[i].dst,
+                                    flags | SANDBOX_MOUNT_RW, err);
+    return rc;
+}
+
+int sandbox_caches_allow(const sandbox_caches *c, struct sandbox_landlock *ll, int mounted,
+                         rg_error *err)
+{
+    size_t i;
+    int rc = 0;
+
+    /* Without the mount namespace a tool without a variable would still
+     * look at the user's cache (read-only): nothing to grant for it. */
+    for (i = 0; rc == 0 && i < c->n; i++)
+        if (mounted || c->v[i].env != NULL)
+            rc = sandbox_landlock_allow(ll, mounted ? c->v[i].dst : c->v[i].src,
+                                        SANDBOX_LANDLOCK_WRITE, err);
+    return rc;
+}
+
+int sandbox_caches_env(const sandbox_caches *c, char ***env, int mounted, rg_error *err)
+{
+    size_t i;
+    int rc = 0;
+
+    for (i = 0; rc == 0 && i < c->n; i++)
+        if (c->v[i].env != NULL)
+            rc = sandbox_env_setdefault(env, c->v[i].env, mounted ? c->v[i].dst : c->v[i].src, err);
+    return rc;
+}

@@ -1,0 +1,99 @@
+/*
+ * Writable tool caches for a run. A toolchain that cannot write its cache
+ * fails (go: "failed to initialize build cache") or runs cold every time,
+ * but the user's own caches must not be writable: a run could plant a
+ * poisoned module or build result there that the user's next build, outside
+ * the sandbox, would use. So each run gets caches of refgate's own,
+ * persistent and per user ($XDG_CACHE_HOME/refgate/caches/<tool>, each
+ * directory 0700 and owned by the caller), which stay warm from one run to
+ * the next and are never the user's.
+ *
+ * With the mount namespace a cache is bound where the tool looks by default
+ * ($HOME/.cache/go-build, $HOME/.npm, ...), so tools that take no variable
+ * (cargo, maven, gradle, gem) find it too; the variable a tool does read
+ * (GOCACHE, npm_config_cache, ...) is also set to that place, so a setting
+ * in the user's own configuration does not send it back to the real cache.
+ * Without the mount namespace only the tools with such a variable get one.
+ */
+#ifndef RG_SANDBOX_CACHES_H
+#define RG_SANDBOX_CACHES_H
+
+#include <stddef.h>
+
+#include "util/error.h"
+
+/* One tool's cache: its name, where it lives, where the tool looks. */
+typedef struct sandbox_cache {
+    const char *name; /* static: "go-build" */
+    const char *env;  /* static: the variable naming it ("GOCACHE"), or NULL */
+    char *src;        /* refgate's directory for it on the host */
+    char *dst;        /* the tool's usual path, under the home directory */
+} sandbox_cache;
+
+typedef struct sandbox_caches {
+    char *root; /* canonical: the directory holding one directory per tool */
+    sandbox_cache *v;
+    size_t n;
+} sandbox_caches;
+
+#define SANDBOX_CACHES_INIT                                                                        \
+    {                                                                                              \
+        NULL, NULL, 0                                                                              \
+    }
+
+/* The tools, for --help and tests: name, path under the home directory,
+ * variable or NULL. NULL-terminated on name. */
+typedef struct sandbox_cache_tool {
+    const char *name;
+    const char *rel;
+    const char *env;
+} sandbox_cache_tool;
+
+extern const sandbox_cache_tool sandbox_cache_tools[];
+
+/*
+ * The default root for `home` (canonical) and `envp`:
+ * $XDG_CACHE_HOME/refgate/caches when XDG_CACHE_HOME is absolute, else
+ * <home>/.cache/refgate/caches. malloc'd into *out.
+ */
+int sandbox_caches_default_root(char **out, const char *home, char *const *envp, rg_error *err);
+
+/*
+ * Make (mode 0700) or check the root and one directory per tool in it, and
+ * fill *out. Every directory must be a directory (not a symlink) owned by
+ * the effective uid and not writable by group or others, or the run is
+ * refused: a cache someone else can write is a cache someone else can
+ * poison. `home` is the home directory the tools' paths are under;
+ * `cargo_home` ($CARGO_HOME, or NULL) moves cargo's two caches under it
+ * when it lies in the home directory. Free with sandbox_caches_free().
+ */
+int sandbox_caches_prepare(sandbox_caches *out, const char *root, const char *home,
+                           const char *cargo_home, rg_error *err);
+
+void sandbox_caches_free(sandbox_caches *c);
+
+/* `mkdir -p path`, mode 0700 for the directories it creates. */
+int sandbox_caches_mkdirs(const char *path, rg_error *err);
+
+struct sandbox_mount_plan;
+struct sandbox_landlock;
+
+/*
+ * With the mount namespace: bind each cache at its tool's usual path, with
+ * `flags` (SANDBOX_MOUNT_RW, plus IDMAP for a root caller). Call before the
+ * read-only toolchain binds of the same paths are planned: the first entry
+ * for a destination is the one kept.
+ */
+int sandbox_caches_mount(const sandbox_caches *c, struct sandbox_mount_plan *p, unsigned flags,
+                         rg_error *err);
+
+/* Let the command write its caches: at the usual paths with the mount
+ * namespace (`mounted`), else refgate's directories themselves. */
+int sandbox_caches_allow(const sandbox_caches *c, struct sandbox_landlock *ll, int mounted,
+                         rg_error *err);
+
+/* Point each tool's variable at its cache (where the command sees it),
+ * unless the environment names it already (an --env wins). */
+int sandbox_caches_env(const sandbox_caches *c, char ***env, int mounted, rg_error *err);
+
+#endif
