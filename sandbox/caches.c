@@ -161,10 +161,13 @@ int sandbox_caches_prepare(sandbox_caches *out, const char *root, const char *ho
         fd = openat(rootfd, t->name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         if (fd < 0) {
             rc = rg_error_set(err, -errno, "the cache directory %s/%s: %s", c.root, t->name,
-                              errno == ELOOP ? "a symlink, refused" : strerror(errno));
+                              errno == ELOOP || errno == ENOTDIR
+                                  ? "a symlink or not a directory; refused (remove it)"
+                                  : strerror(errno));
             break;
         }
-        rc = caches_check(fd, t->name, err);
+        snprintf(buf, sizeof(buf), "%s/%s", c.root, t->name);
+        rc = caches_check(fd, buf, err);
         close(fd);
         if (rc == 0)
             rc = caches_add(&c, t, home, cargo_home, err);

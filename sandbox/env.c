@@ -40,12 +40,15 @@ static const env_rule env_allow[] = {
 };
 
 /*
- * Proxy settings pass, but only without credentials in them: a proxy URL
- * may carry `user:password@`, and then the whole variable stays out.
+ * Proxy and module-proxy settings pass, but only without credentials in
+ * them: a URL may carry `user:password@`, and then the whole variable stays
+ * out. GOPROXY=off (offline) and the GOPRIVATE family are everyday go
+ * settings.
  */
-static const env_rule env_proxies[] = {
+static const env_rule env_urls[] = {
     {"http_proxy", 0}, {"HTTP_PROXY", 0}, {"https_proxy", 0}, {"HTTPS_PROXY", 0}, {"no_proxy", 0},
     {"NO_PROXY", 0},   {"all_proxy", 0},  {"ALL_PROXY", 0},   {"ftp_proxy", 0},   {"FTP_PROXY", 0},
+    {"GOPROXY", 0},    {"GOPRIVATE", 0},  {"GONOPROXY", 0},   {"GONOSUMDB", 0},   {"GOSUMDB", 0},
 };
 
 /*
@@ -132,7 +135,7 @@ sandbox_env_verdict sandbox_env_classify(const char *name, size_t len)
     if (len >= 4 && env_contains_nocase(name + len - 4, 4, "_KEY"))
         return SANDBOX_ENV_CREDENTIAL;
     if (env_rule_match(env_allow, sizeof(env_allow) / sizeof(env_allow[0]), name, len) ||
-        env_rule_match(env_proxies, sizeof(env_proxies) / sizeof(env_proxies[0]), name, len))
+        env_rule_match(env_urls, sizeof(env_urls) / sizeof(env_urls[0]), name, len))
         return SANDBOX_ENV_PASS;
     return SANDBOX_ENV_UNLISTED;
 }
@@ -158,7 +161,7 @@ sandbox_env_verdict sandbox_env_check(const char *entry)
     sandbox_env_verdict v = sandbox_env_classify(entry, len);
 
     if (v == SANDBOX_ENV_PASS && entry[len] == '=' &&
-        env_rule_match(env_proxies, sizeof(env_proxies) / sizeof(env_proxies[0]), entry, len) &&
+        env_rule_match(env_urls, sizeof(env_urls) / sizeof(env_urls[0]), entry, len) &&
         env_has_userinfo(entry + len + 1))
         return SANDBOX_ENV_CREDENTIAL;
     return v;

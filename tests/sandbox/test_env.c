@@ -49,6 +49,7 @@ ParameterizedTestParameters(env, classify_names_by_the_allow_and_deny_lists)
         {"CI", SANDBOX_ENV_PASS},
         {"HTTPS_PROXY", SANDBOX_ENV_PASS},
         {"no_proxy", SANDBOX_ENV_PASS},
+        {"GOPROXY", SANDBOX_ENV_PASS},
         /* Unlisted: dropped, but not for a reason worth a word. */
         {"FOO", SANDBOX_ENV_UNLISTED},
         {"PATHX", SANDBOX_ENV_UNLISTED},
@@ -126,6 +127,8 @@ Test(env, a_proxy_with_credentials_in_its_url_does_not_pass)
     /* An @ in a path is not userinfo; other variables are not looked into. */
     cr_assert_eq(sandbox_env_check("HTTP_PROXY=http://proxy:3128/a@b"), SANDBOX_ENV_PASS);
     cr_assert_eq(sandbox_env_check("EDITOR=vim://x:y@z"), SANDBOX_ENV_PASS);
+    cr_assert_eq(sandbox_env_check("GOPROXY=https://u:pw@goproxy.corp"), SANDBOX_ENV_CREDENTIAL);
+    cr_assert_eq(sandbox_env_check("GOPROXY=off"), SANDBOX_ENV_PASS);
 }
 
 static const char *const outer_src[] = {
