@@ -54,7 +54,7 @@ int sandbox_caches_default_root(char **out, const char *home, char *const *envp,
     return 0;
 }
 
-int sandbox_caches_mkdirs(const char *path, rg_error *err)
+int sandbox_caches_mkdirs(const char *path, mode_t mode, rg_error *err)
 {
     char buf[PATH_MAX];
     size_t i, len = strlen(path);
@@ -66,7 +66,7 @@ int sandbox_caches_mkdirs(const char *path, rg_error *err)
         if (buf[i] != '/' && buf[i] != '\0')
             continue;
         buf[i] = '\0';
-        if (mkdir(buf, 0700) < 0 && errno != EEXIST)
+        if (mkdir(buf, mode) < 0 && errno != EEXIST)
             return rg_error_set(err, -errno, "cannot create the cache directory %s: %s", buf,
                                 strerror(errno));
         buf[i] = i < len ? '/' : '\0';
@@ -128,7 +128,7 @@ int sandbox_caches_prepare(sandbox_caches *out, const char *root, const char *ho
     size_t i, ntools = 0;
     int rc, rootfd = -1, fd;
 
-    rc = sandbox_caches_mkdirs(root, err);
+    rc = sandbox_caches_mkdirs(root, 0700, err);
     if (rc < 0)
         goto done;
     if (realpath(root, buf) == NULL) {

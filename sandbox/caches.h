@@ -19,6 +19,7 @@
 #define RG_SANDBOX_CACHES_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "util/error.h"
 
@@ -72,8 +73,8 @@ int sandbox_caches_prepare(sandbox_caches *out, const char *root, const char *ho
 
 void sandbox_caches_free(sandbox_caches *c);
 
-/* `mkdir -p path`, mode 0700 for the directories it creates. */
-int sandbox_caches_mkdirs(const char *path, rg_error *err);
+/* `mkdir -p path`, with `mode` (less the umask) for what it creates. */
+int sandbox_caches_mkdirs(const char *path, mode_t mode, rg_error *err);
 
 struct sandbox_mount_plan;
 struct sandbox_landlock;

@@ -694,7 +694,7 @@ static int run_grant_path(run_state *s, char **out, const char *arg, const char 
 
 /*
  * A -w path that does not exist: refused, saying how to create it, unless
- * --mkdir asks refgate-run to (`mkdir -p`, 0700 for what it creates). Not a
+ * --mkdir asks refgate-run to (`mkdir -p`, modes from the umask). Not a
  * prompt: an agent's runner has no one to answer it, and a typo should not
  * make directories unasked.
  */
@@ -721,7 +721,7 @@ static int run_grant_missing(run_state *s, char **out, const char *arg)
             sandbox_home_conflict(&s->home, abs));
         return RG_E_DENIED;
     }
-    if (sandbox_caches_mkdirs(abs, &err) < 0) {
+    if (sandbox_caches_mkdirs(abs, 0777, &err) < 0) {
         say("-w %s: %s", arg, err.msg);
         return -EIO;
     }

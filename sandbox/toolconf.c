@@ -306,7 +306,7 @@ static int toolconf_write_copy(char **out, const char *dir, const char *name, co
     ssize_t n;
     int fd;
 
-    if (sandbox_caches_mkdirs(dir, err) < 0)
+    if (sandbox_caches_mkdirs(dir, 0700, err) < 0)
         return -EIO;
     snprintf(path, sizeof(path), "%s/%s", dir, name);
     snprintf(tmp, sizeof(tmp), "%s/.%s.%ld", dir, name, (long)getpid());

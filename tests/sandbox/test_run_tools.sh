@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# What toolchains get by default: caches they can write that are refgate's
+# own (never the user's: a run must not poison them), the toolchain configs
+# that hold no credential (~/.npmrc without its auth lines; a pip.conf with
+# a password in its index URL and cargo's credentials.toml stay hidden), the
+# everyday variables (EDITOR, CC, GOFLAGS, proxies without credentials) with
+# the dropped names said in one line, a warning for a signing git config,
+# and -w of a missing path refused with how to create it, or made (--mkdir).
+. "$(dirname "$0")/lib.sh"
+require_abi 1
+
+# run_box ARGS...: refgate-run (not quiet) in a throwaway fork of $PROJ.
+run_box() {
+    OUTPUT=$(cd "$PROJ" && "$RUN" --rm "$@" 2>&1)
+    STATUS=$?
+}
+
+# --- caches ------------------------------------------------------------------
+CACHES=$HOME/.cache/refgate/caches
+mkdir -p "$HOME/.cache/go-build" "$HOME/.npm"
+echo "users-own" >"$HOME/.cache/go-build/marker"
+run_box -- sh -c 'echo POISON >~/.cache/go-build/poison && echo go-cache-writable
+echo x >~/.npm/x && echo npm-cache-writable; echo y >~/.cargo/registry/y && echo cargo-cache-writable
+cat ~/.cache/go-build/marker; echo "GOCACHE=$GOCACHE npm_config_cache=$npm_config_cache"'
+equals "caches: the command ran" "$STATUS" 0
+contains "caches: go's build cache is writable" "$OUTPUT" "go-cache-writable"
+contains "caches: npm's cache is writable" "$OUTPUT" "npm-cache-writable"
+contains "caches: cargo's registry cache is writable" "$OUTPUT" "cargo-cache-writable"
+contains "caches: GOCACHE names the cache where go looks by default" "$OUTPUT" \
+    "GOCACHE=$HOME/.cache/go-build "
+contains "caches: npm_config_cache too" "$OUTPUT" "npm_config_cache=$HOME/.npm"
+lacks "caches: the user's own cache is not the run's" "$OUTPUT" "users-own"
+absent "caches: nothing written into the user's own go cache" "$HOME/.cache/go-build/poison"
+absent "caches: nothing written into the user's own npm cache" "$HOME/.npm/x"
+equals "caches: the write landed in refgate's cache" "$(cat "$CACHES/go-build/poison")" POISON
+equals "caches: which is the caller's alone" "$(stat -c %a "$CACHES/go-build")" 700
+equals "caches: the root too" "$(stat -c %a "$CACHES")" 700
+
+run_box -- sh -c 'cat ~/.cache/go-build/poison'
+contains "caches: persistent from one run to the next" "$OUTPUT" "POISON"
+
+run_box --no-caches -- sh -c 'echo z >~/.cache/go-build/z && echo wrote; echo "GOCACHE=${GOCACHE-unset}"'
+lacks "--no-caches: no writable cache" "$OUTPUT" "wrote"
+contains "--no-caches: GOCACHE not set" "$OUTPUT" "GOCACHE=unset"
+absent "--no-caches: nothing written to the user's cache" "$HOME/.cache/go-build/z"
+
+run_box --cache-dir "$T/mycaches" -- sh -c 'echo w >~/.cache/pip/w && echo pip-cache-writable'
+contains "--cache-dir: the cache is writable" "$OUTPUT" "pip-cache-writable"
+equals "--cache-dir: and lives there" "$(cat "$T/mycaches/pip/w" 2>&1)" w
+
+chmod 777 "$CACHES/npm"
+run_box -- true
+equals "caches: one others can write refuses the run" "$STATUS" 125
+contains "caches: and says why" "$OUTPUT" "writable by group or others"
+chmod 700 "$CACHES/npm"
+
+# --- toolchain configs -------------------------------------------------------
+printf 'save-exact=true\n//registry.npmjs.org/:_authToken=SECRET-NPM-TOKEN\n_auth=SECRET-NPM-AUTH\n' \
+    >"$HOME/.npmrc"
+mkdir -p "$HOME/.config/pip" "$HOME/.cargo" "$HOME/.config/go"
+printf '[global]\nindex-url = https://me:SECRET-PIP@pypi.example/simple\n' >"$HOME/.config/pip/pip.conf"
+printf '[build]\njobs = 3\n' >"$HOME/.cargo/config.toml"
+printf '[registry]\ntoken = "SECRET-CARGO"\n' >"$HOME/.cargo/credentials.toml"
+printf 'GOFLAGS=-mod=mod\n' >"$HOME/.config/go/env"
+run_box -- sh -c 'cat ~/.npmrc; cat ~/.cargo/config.toml ~/.config/go/env
+cat ~/.config/pip/pip.conf; cat ~/.cargo/credentials.toml'
+equals "configs: the command ran" "$STATUS" 1
+contains "configs: ~/.npmrc is given" "$OUTPUT" "save-exact=true"
+lacks "configs: without its auth token" "$OUTPUT" "SECRET-NPM"
+contains "configs: and says which settings it left out (names)" "$OUTPUT" \
+    "~/.npmrc given without its auth settings (//registry.npmjs.org/:_authToken, _auth)"
+contains "configs: a clean cargo config.toml is readable" "$OUTPUT" "jobs = 3"
+contains "configs: go's env file is readable" "$OUTPUT" "GOFLAGS=-mod=mod"
+denied "configs: a pip.conf with a password in it stays hidden" "$OUTPUT" \
+    "$HOME/.config/pip/pip.conf"
+contains "configs: and the run says so (the key, not the value)" "$OUTPUT" \
+    "~/.config/pip/pip.conf hidden (it sets index-url)"
+denied "configs: cargo's credentials.toml stays hidden" "$OUTPUT" "$HOME/.cargo/credentials.toml"
+lacks "configs: no credential leaks anywhere" "$OUTPUT" "SECRET-"
+
+run_box -q -- true
+lacks "configs: -q keeps it quiet" "$OUTPUT" "toolchain configs"
+rm -f "$HOME/.npmrc" "$HOME/.config/pip/pip.conf"
+
+# --- environment -------------------------------------------------------------
+OUTPUT=$(cd "$PROJ" && EDITOR=ed CC=cc-x CFLAGS=-O1 GOFLAGS=-mod=mod CI=true \
+    https_proxy=http://proxy.example:3128 HTTP_PROXY=http://me:SECRET-PROXY@proxy.example:3128 \
+    RG_TEST_UNLISTED=1 "$RUN" --rm -- sh -c 'env | sort' 2>&1)
+for v in EDITOR=ed CC=cc-x CFLAGS=-O1 GOFLAGS=-mod=mod CI=true https_proxy=http://proxy.example:3128; do
+    contains "env: ${v%%=*} passes" "$OUTPUT" "$v"
+done
+lacks "env: a proxy with credentials does not pass" "$OUTPUT" "HTTP_PROXY=http"
+lacks "env: nor does its value show" "$OUTPUT" "SECRET-PROXY"
+contains "env: the dropped names are said in one line" "$OUTPUT" "env: not passed: "
+contains "env: naming the unlisted one" "$(echo "$OUTPUT" | grep 'not passed')" RG_TEST_UNLISTED
+contains "env: and the proxy with credentials" "$(echo "$OUTPUT" | grep 'not passed')" HTTP_PROXY
+OUTPUT=$(cd "$PROJ" && RG_TEST_UNLISTED=1 "$RUN" -q --rm -- true 2>&1)
+lacks "env: -q keeps it quiet" "$OUTPUT" "not passed"
+
+# --- git signing, -w of a missing path --------------------------------------
+printf '[commit]\n\tgpgsign = true\n' >>"$HOME/.gitconfig"
+run_box -q -- true
+contains "gpgsign: a signing git config is warned about (even with -q)" "$OUTPUT" \
+    "warning: your git config sets commit.gpgsign"
+sed -i '/\[commit\]/,$d' "$HOME/.gitconfig"
+
+run_box -w "$OUT/new/dir" -- true
+equals "-w missing: refused" "$STATUS" 125
+contains "-w missing: saying how to create it" "$OUTPUT" "mkdir -p $OUT/new/dir) or add --mkdir"
+absent "-w missing: nothing created" "$OUT/new"
+run_box --mkdir -w "$OUT/new/dir" -- sh -c "echo made >$OUT/new/dir/f"
+equals "--mkdir: the run ran" "$STATUS" 0
+equals "--mkdir: the directory was made and is writable" "$(cat "$OUT/new/dir/f" 2>&1)" made
+run_box --mkdir -w "$HOME/.ssh/new" -- true
+equals "--mkdir: never inside a secret" "$STATUS" 125
+absent "--mkdir: nothing made there" "$HOME/.ssh/new"
+
+# --- as an unprivileged user -------------------------------------------------
+if user_setup; then
+    OUTPUT=$(cd "$U/proj" && as_user "$RUN" -q --rm -- sh -c 'echo u >~/.cache/go-build/u && echo ok-u' 2>&1)
+    contains "unprivileged: the go cache is writable" "$OUTPUT" "ok-u"
+    equals "unprivileged: in refgate's cache, owned by the user" \
+        "$(stat -c '%U %a' "$U/home/.cache/refgate/caches/go-build" 2>&1)" "$RG_TEST_USER 700"
+    absent "unprivileged: the user's own go cache untouched" "$U/home/.cache/go-build/u"
+fi
+
+finish
