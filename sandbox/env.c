@@ -337,6 +337,51 @@ int sandbox_env_setdefault(char ***env, const char *name, const char *value, rg_
     return 0;
 }
 
+int sandbox_env_dropped(char **out, char *const *envp, char *const *built, size_t max)
+{
+    static const char *const shell[] = {"_", "PWD", "OLDPWD", "SHLVL"};
+    char *list = NULL, *grown;
+    size_t have = 0, i, j, len;
+
+    *out = NULL;
+    for (i = 0; envp && envp[i]; i++) {
+        if (strchr(envp[i], '=') == NULL)
+            continue;
+        len = env_name_len(envp[i]);
+        for (j = 0; built[j]; j++)
+            if (env_name_len(built[j]) == len && memcmp(built[j], envp[i], len) == 0)
+                break;
+        if (built[j] != NULL)
+            continue;
+        for (j = 0; j < sizeof(shell) / sizeof(shell[0]); j++)
+            if (strlen(shell[j]) == len && memcmp(shell[j], envp[i], len) == 0)
+                break;
+        if (j < sizeof(shell) / sizeof(shell[0]))
+            continue;
+        if (have + len + 6 > max) {
+            /* Room was kept for ", ..." when the list was growing. */
+            if (list != NULL)
+                memcpy(list + have, ", ...", 6);
+            break;
+        }
+        grown = realloc(list, have + len + 8);
+        if (grown == NULL) {
+            free(list);
+            return -ENOMEM;
+        }
+        list = grown;
+        if (have > 0) {
+            memcpy(list + have, ", ", 2);
+            have += 2;
+        }
+        memcpy(list + have, envp[i], len);
+        have += len;
+        list[have] = '\0';
+    }
+    *out = list;
+    return 0;
+}
+
 void sandbox_env_free(char **env)
 {
     size_t i;

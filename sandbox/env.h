@@ -62,6 +62,14 @@ int sandbox_env_build(char ***out, char *const *envp, const sandbox_env_opts *op
  */
 int sandbox_env_setdefault(char ***env, const char *name, const char *value, rg_error *err);
 
+/*
+ * The names (never the values) of the variables in `envp` that the built
+ * environment `built` does not have, ", "-separated, into *out (malloc'd,
+ * NULL when none); the shell's own bookkeeping (PWD, OLDPWD, SHLVL, _) is
+ * left out. At most `max` bytes: *out then ends with "...".
+ */
+int sandbox_env_dropped(char **out, char *const *envp, char *const *built, size_t max);
+
 /* Frees the array and its strings, wiping values first; accepts NULL. */
 void sandbox_env_free(char **env);
 

@@ -904,42 +904,11 @@ static int run_make_tmpdir(run_state *s)
     return -ENOENT;
 }
 
-/* The variables not passed, by name (never a value): one line, or one per
- * variable with the reason under -v. The shell's own bookkeeping is not
- * worth a word. */
-static void run_report_env(const run_state *s)
-{
-    rg_buf b = RG_BUF_INIT(16384);
-    char name[256];
-    size_t i, len;
-    int full = 0;
-
-    for (i = 0; environ[i]; i++) {
-        len = strcspn(environ[i], "=");
-        if (environ[i][len] != '=' || len >= sizeof(name))
-            continue;
-        snprintf(name, sizeof(name), "%.*s", (int)len, environ[i]);
-        /* Passed: on the allow-list, or named with --env. */
-        if (sandbox_env_get(s->env, name) != NULL || !strcmp(name, "_") || !strcmp(name, "PWD") ||
-            !strcmp(name, "OLDPWD") || !strcmp(name, "SHLVL"))
-            continue;
-        if (run_verbose)
-            say("env: %s dropped: %s", name,
-                sandbox_env_verdict_str(sandbox_env_check(environ[i])));
-        else if (!full && rg_buf_printf(&b, "%s%s", b.len ? ", " : "", name) < 0)
-            full = 1;
-    }
-    if (full)
-        note("env: not passed: too many variables to list (-v lists them)");
-    else if (b.len > 0)
-        note("env: not passed: %s (-e NAME passes one; -v says why)", b.data);
-    rg_buf_free(&b);
-}
-
 static int run_build_env(run_state *s)
 {
     sandbox_env_opts eo = SANDBOX_ENV_OPTS_INIT;
     rg_error err = RG_ERROR_INIT;
+    char *names = NULL;
     size_t i, len;
     int rc;
 
@@ -952,7 +921,16 @@ static int run_build_env(run_state *s)
         say("%s", err.msg);
         return rc;
     }
-    run_report_env(s);
+    for (i = 0; run_verbose && environ[i]; i++) {
+        len = strcspn(environ[i], "=");
+        if (sandbox_env_check(environ[i]) != SANDBOX_ENV_PASS)
+            say("env: %.*s dropped: %s", (int)len, environ[i],
+                sandbox_env_verdict_str(sandbox_env_check(environ[i])));
+    }
+    /* By name only, never a value. */
+    if (!run_verbose && sandbox_env_dropped(&names, environ, s->env, 4096) == 0 && names)
+        note("env: not passed: %s (-e NAME passes one; -v says why)", names);
+    free(names);
     for (i = 0; i < s->o.nenvs; i++) {
         const char *a = s->o.envs[i];
         sandbox_env_verdict v;
@@ -1021,9 +999,7 @@ static int run_tools(run_state *s)
 {
     const int mounted = (s->o.ns & SANDBOX_NS_MOUNT) != 0;
     rg_error err = RG_ERROR_INIT;
-    rg_buf b = RG_BUF_INIT(2048);
-    char *root = NULL, *copies = NULL;
-    size_t i;
+    char *root = NULL, *copies = NULL, *what = NULL;
     int rc = 0;
 
     if (s->o.cache_dir != NULL)
@@ -1048,18 +1024,8 @@ static int run_tools(run_state *s)
     }
     if (s->caches.n > 0)
         verbose("tool caches: refgate's own, writable, in %s", s->caches.root);
-    for (i = 0; i < s->conf.n; i++) {
-        const sandbox_toolconf_file *f = &s->conf.v[i];
-
-        if (f->action == SANDBOX_TOOLCONF_FILTERED)
-            rg_buf_printf(&b, "%s~/%s given without its auth settings (%s)", b.len ? "; " : "",
-                          f->rel, f->dropped);
-        else if (f->action == SANDBOX_TOOLCONF_HIDDEN)
-            rg_buf_printf(&b, "%s~/%s hidden (%s%s)", b.len ? "; " : "", f->rel,
-                          strchr(f->dropped, ' ') ? "" : "it sets ", f->dropped);
-    }
-    if (b.len > 0)
-        note("toolchain configs: %s", b.data);
+    if (sandbox_toolconf_describe(&what, &s->conf) == 0 && what != NULL)
+        note("toolchain configs: %s", what);
     if (s->conf.gpgsign)
         say("warning: your git config sets %s: signing fails inside (keys and agents are "
             "hidden); `git -c commit.gpgsign=false -c tag.gpgsign=false ...` there",
@@ -1067,7 +1033,7 @@ static int run_tools(run_state *s)
             : s->conf.gpgsign == SANDBOX_TOOLCONF_GPG_TAG  ? "tag.gpgsign"
                                                            : "commit.gpgsign and tag.gpgsign");
 done:
-    rg_buf_free(&b);
+    free(what);
     free(copies);
     free(root);
     return rc;

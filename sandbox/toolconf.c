@@ -408,6 +408,36 @@ int sandbox_toolconf_scan(sandbox_toolconf *out, const char *home, const char *c
     return rc;
 }
 
+int sandbox_toolconf_describe(char **out, const sandbox_toolconf *c)
+{
+    char *line = NULL, *grown;
+    const char *sep;
+    size_t i;
+    int n;
+
+    *out = NULL;
+    for (i = 0; i < c->n; i++) {
+        const sandbox_toolconf_file *f = &c->v[i];
+
+        if (f->action == SANDBOX_TOOLCONF_GIVE)
+            continue;
+        sep = line ? "; " : "";
+        if (f->action == SANDBOX_TOOLCONF_FILTERED)
+            n = asprintf(&grown, "%s%s~/%s given without its auth settings (%s)", line ? line : "",
+                         sep, f->rel, f->dropped);
+        else
+            /* `dropped` is a key's name, or a sentence when unreadable. */
+            n = asprintf(&grown, "%s%s~/%s hidden (%s%s)", line ? line : "", sep, f->rel,
+                         strchr(f->dropped, ' ') ? "" : "it sets ", f->dropped);
+        free(line);
+        if (n < 0)
+            return -ENOMEM;
+        line = grown;
+    }
+    *out = line;
+    return 0;
+}
+
 void sandbox_toolconf_free(sandbox_toolconf *c)
 {
     size_t i;

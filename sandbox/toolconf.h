@@ -61,6 +61,14 @@ int sandbox_toolconf_scan(sandbox_toolconf *out, const char *home, const char *c
 
 void sandbox_toolconf_free(sandbox_toolconf *c);
 
+/*
+ * One line for the user about what was filtered or hidden, naming files and
+ * setting names only ("~/.npmrc given without its auth settings (_auth);
+ * ~/.config/pip/pip.conf hidden (it sets index-url)"), into *out
+ * (malloc'd; NULL when everything was given as it is).
+ */
+int sandbox_toolconf_describe(char **out, const sandbox_toolconf *c);
+
 struct sandbox_mount_plan;
 struct sandbox_landlock;
 

@@ -249,3 +249,25 @@ Test(env, an_empty_environment_builds_an_empty_array)
     sandbox_env_free(env);
     sandbox_env_free(NULL);
 }
+
+Test(env, dropped_names_are_listed_without_values_or_shell_bookkeeping)
+{
+    char a[] = "PATH=/bin", b[] = "FOO=SECRET-VALUE", c[] = "PWD=/x", d[] = "MY_TOKEN=t",
+         e[] = "SHLVL=1", f[] = "NOEQUALS";
+    char *envp[] = {a, b, c, d, e, f, NULL};
+    char k0[] = "PATH=/bin";
+    char *built[] = {k0, NULL};
+    char *out = NULL;
+
+    cr_assert_eq(sandbox_env_dropped(&out, envp, built, 4096), 0);
+    cr_assert_str_eq(out, "FOO, MY_TOKEN");
+    free(out);
+    cr_assert_eq(sandbox_env_dropped(&out, envp, built, 10), 0);
+    cr_assert_str_eq(out, "FOO, ...");
+    free(out);
+    built[0] = NULL;
+    envp[1] = NULL;
+    cr_assert_eq(sandbox_env_dropped(&out, envp, built, 4096), 0);
+    cr_assert_str_eq(out, "PATH");
+    free(out);
+}
