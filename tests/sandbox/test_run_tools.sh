@@ -48,6 +48,13 @@ run_box --cache-dir "$T/mycaches" -- sh -c 'echo w >~/.cache/pip/w && echo pip-c
 contains "--cache-dir: the cache is writable" "$OUTPUT" "pip-cache-writable"
 equals "--cache-dir: and lives there" "$(cat "$T/mycaches/pip/w" 2>&1)" w
 
+# -w of a tool's usual path is a choice to write the user's own cache: it wins.
+run_box -w "$HOME/.cache/go-build" -- sh -c 'echo mine >~/.cache/go-build/w && echo "GOCACHE=$GOCACHE"'
+equals "-w of the real cache: written there, as asked" "$(cat "$HOME/.cache/go-build/w" 2>&1)" mine
+contains "-w of the real cache: GOCACHE names it" "$OUTPUT" "GOCACHE=$HOME/.cache/go-build"
+absent "-w of the real cache: refgate's got nothing" "$CACHES/go-build/w"
+rm -f "$HOME/.cache/go-build/w"
+
 chmod 777 "$CACHES/npm"
 run_box -- true
 equals "caches: one others can write refuses the run" "$STATUS" 125
