@@ -156,9 +156,11 @@ PYEOF
     if "${RUNNER[@]}" python3 -c 'import pytest' 2>/dev/null; then
         TESTER='python3 -m pytest -q -p no:cacheprovider test_add.py 2>&1 | tail -1 | sed "s/ in .*//"'
     fi
+    # A hard-coded /tmp path (unique: outside, /tmp is shared).
+    FIXED=/tmp/rg-toolchains-fixed.$(basename "$T")
     compare "python: multiprocessing, /dev/shm, /tmp, tests" "$P" "
 echo shm >/dev/shm/rg-test && cat /dev/shm/rg-test && rm /dev/shm/rg-test
-echo fixed-path >/tmp/x && cat /tmp/x && rm /tmp/x
+echo fixed-path >$FIXED && cat $FIXED && rm $FIXED
 $TESTER"
     contains "python: the tests passed" "$INSIDE" "OK"
     if have "pip install -e" sh -c 'python3 -c "import setuptools, venv" && python3 -m pip --version'; then
