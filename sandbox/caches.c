@@ -182,12 +182,94 @@ done:
     return rc;
 }
 
+/* go's default when GOPROXY is unset or empty. */
+#define CACHES_GOPROXY_DEFAULT "https://proxy.golang.org,direct"
+
+/* GOPROXY from go's own env file (`go env -w`), malloc'd, or NULL. */
+static char *caches_goenv_proxy(const char *home)
+{
+    char path[PATH_MAX], line[4096], *v = NULL;
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/.config/go/env", home);
+    f = fopen(path, "re");
+    if (f == NULL)
+        return NULL;
+    /* Bounded: the file's lines, 4 KiB each. */
+    while (fgets(line, sizeof(line), f) != NULL) {
+        line[strcspn(line, "\r\n")] = '\0';
+        if (strncmp(line, "GOPROXY=", 8) == 0) {
+            free(v);
+            v = strdup(line + 8);
+        }
+    }
+    fclose(f);
+    return v;
+}
+
+/* A URL list with a user or password in it (see env.c's check). */
+static int caches_has_userinfo(const char *v)
+{
+    const char *p, *q;
+
+    for (p = v; (p = strstr(p, "://")) != NULL; p += 3)
+        for (q = p + 3; *q && *q != '/' && *q != ',' && *q != '|'; q++)
+            if (*q == '@')
+                return 1;
+    return 0;
+}
+
+int sandbox_caches_seed_go(sandbox_caches *c, const struct sandbox_home *h, char *const *env,
+                           int mounted, rg_error *err)
+{
+    const char *gomod = sandbox_env_get(env, "GOMODCACHE"),
+               *gopath = sandbox_env_get(env, "GOPATH");
+    const char *proxy = sandbox_env_get(env, "GOPROXY");
+    char modcache[PATH_MAX], real[PATH_MAX], *fromfile = NULL;
+    struct stat st;
+    int rc = 0;
+
+    if (c->n == 0)
+        return 0;
+    if (gomod != NULL && gomod[0] == '/')
+        snprintf(modcache, sizeof(modcache), "%s/cache/download", gomod);
+    else if (gopath != NULL && gopath[0] == '/')
+        snprintf(modcache, sizeof(modcache), "%.*s/pkg/mod/cache/download",
+                 (int)strcspn(gopath, ":"), gopath);
+    else
+        snprintf(modcache, sizeof(modcache), "%s/go/pkg/mod/cache/download", h->path);
+    if (realpath(modcache, real) == NULL || stat(real, &st) < 0 || !S_ISDIR(st.st_mode) ||
+        sandbox_home_conflict(h, real) != NULL ||
+        sandbox_home_relate(real, c->root) != SANDBOX_HOME_UNRELATED)
+        return 0;
+    if (proxy == NULL || proxy[0] == '\0')
+        proxy = fromfile = caches_goenv_proxy(h->path);
+    if (proxy == NULL || proxy[0] == '\0')
+        proxy = CACHES_GOPROXY_DEFAULT;
+    if (strcmp(proxy, "off") == 0 || caches_has_userinfo(proxy))
+        goto done;
+    c->seed_src = strdup(real);
+    if (asprintf(&c->seed_dst, "%s/.cache/refgate-seed/go", h->path) < 0)
+        c->seed_dst = NULL;
+    if (c->seed_src == NULL || c->seed_dst == NULL ||
+        asprintf(&c->goproxy, "file://%s,%s", mounted ? c->seed_dst : c->seed_src, proxy) < 0) {
+        c->goproxy = NULL;
+        rc = rg_error_set(err, -ENOMEM, "out of memory");
+    }
+done:
+    free(fromfile);
+    return rc;
+}
+
 void sandbox_caches_free(sandbox_caches *c)
 {
     size_t i;
 
     if (c == NULL)
         return;
+    free(c->seed_src);
+    free(c->seed_dst);
+    free(c->goproxy);
     for (i = 0; i < c->n; i++) {
         free(c->v[i].src);
         free(c->v[i].dst);
@@ -206,6 +288,9 @@ int sandbox_caches_mount(const sandbox_caches *c, struct sandbox_mount_plan *p, 
     for (i = 0; rc == 0 && i < c->n; i++)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, c->v[i].src, c->v[i].dst,
                                     flags | SANDBOX_MOUNT_RW, err);
+    if (rc == 0 && c->seed_src != NULL)
+        rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, c->seed_src, c->seed_dst,
+                                    (flags & ~SANDBOX_MOUNT_RW) | SANDBOX_MOUNT_OPTIONAL, err);
     return rc;
 }
 
@@ -221,6 +306,9 @@ int sandbox_caches_allow(const sandbox_caches *c, struct sandbox_landlock *ll, i
         if (mounted || c->v[i].env != NULL)
             rc = sandbox_landlock_allow(ll, mounted ? c->v[i].dst : c->v[i].src,
                                         SANDBOX_LANDLOCK_WRITE, err);
+    if (rc == 0 && c->seed_src != NULL)
+        rc = sandbox_landlock_allow(ll, mounted ? c->seed_dst : c->seed_src, SANDBOX_LANDLOCK_READ,
+                                    err);
     return rc;
 }
 
@@ -232,5 +320,8 @@ int sandbox_caches_env(const sandbox_caches *c, char ***env, int mounted, rg_err
     for (i = 0; rc == 0 && i < c->n; i++)
         if (c->v[i].env != NULL)
             rc = sandbox_env_setdefault(env, c->v[i].env, mounted ? c->v[i].dst : c->v[i].src, err);
+    /* Replacing the user's GOPROXY, which it ends with. */
+    if (rc == 0 && c->goproxy != NULL)
+        rc = sandbox_env_put(env, "GOPROXY", c->goproxy, err);
     return rc;
 }

@@ -35,11 +35,14 @@ typedef struct sandbox_caches {
     char *root; /* canonical: the directory holding one directory per tool */
     sandbox_cache *v;
     size_t n;
+    /* Go's seed (sandbox_caches_seed_go): the user's module download cache,
+     * read-only at seed_dst, and the GOPROXY that reads it first. */
+    char *seed_src, *seed_dst, *goproxy;
 } sandbox_caches;
 
 #define SANDBOX_CACHES_INIT                                                                        \
     {                                                                                              \
-        NULL, NULL, 0                                                                              \
+        NULL, NULL, 0, NULL, NULL, NULL                                                            \
     }
 
 /* The tools, for --help and tests: name, path under the home directory,
@@ -72,6 +75,24 @@ int sandbox_caches_prepare(sandbox_caches *out, const char *root, const char *ho
                            const char *cargo_home, rg_error *err);
 
 void sandbox_caches_free(sandbox_caches *c);
+
+struct sandbox_home;
+
+/*
+ * Seed go's module cache from the user's, read-only: refgate's module
+ * cache starts empty, but a module the user has downloaded before is in
+ * their $GOMODCACHE/cache/download, which is laid out as a module proxy.
+ * So that directory is given read-only (at <home>/.cache/refgate-seed/go,
+ * with the mount namespace) and GOPROXY becomes "file://<it>,<GOPROXY>":
+ * go copies what it finds there into the run's own cache, offline, and
+ * asks the usual proxy for the rest. The user's GOPROXY is the one in
+ * `env` (the built environment), else the one in ~/.config/go/env, else
+ * go's default; none when it is "off" or holds a user:password@, or the
+ * download cache does not exist or is, holds or lies in a secret.
+ * `mounted`: with the mount namespace. Call after sandbox_caches_prepare.
+ */
+int sandbox_caches_seed_go(sandbox_caches *c, const struct sandbox_home *h, char *const *env,
+                           int mounted, rg_error *err);
 
 /* `mkdir -p path`, with `mode` (less the umask) for what it creates. */
 int sandbox_caches_mkdirs(const char *path, mode_t mode, rg_error *err);

@@ -382,6 +382,25 @@ int sandbox_env_dropped(char **out, char *const *envp, char *const *built, size_
     return 0;
 }
 
+int sandbox_env_put(char ***env, const char *name, const char *value, rg_error *err)
+{
+    size_t len = strlen(name), i;
+
+    for (i = 0; (*env)[i] != NULL; i++) {
+        if (strncmp((*env)[i], name, len) == 0 && (*env)[i][len] == '=') {
+            char *e = env_entry(name, value);
+
+            if (e == NULL)
+                return rg_error_set(err, -ENOMEM, "out of memory");
+            explicit_bzero((*env)[i], strlen((*env)[i]));
+            free((*env)[i]);
+            (*env)[i] = e;
+            return 0;
+        }
+    }
+    return sandbox_env_setdefault(env, name, value, err);
+}
+
 void sandbox_env_free(char **env)
 {
     size_t i;

@@ -62,6 +62,9 @@ int sandbox_env_build(char ***out, char *const *envp, const sandbox_env_opts *op
  */
 int sandbox_env_setdefault(char ***env, const char *name, const char *value, rg_error *err);
 
+/* Set NAME=VALUE in a built environment, replacing what it had. */
+int sandbox_env_put(char ***env, const char *name, const char *value, rg_error *err);
+
 /*
  * The names (never the values) of the variables in `envp` that the built
  * environment `built` does not have, ", "-separated, into *out (malloc'd,

@@ -343,9 +343,11 @@ static const char help_text[] =
     "    ~/.npm (npm_config_cache), ~/.cache/yarn (YARN_CACHE_FOLDER),\n"
     "    ~/.cache/pip (PIP_CACHE_DIR), ~/.cache/uv (UV_CACHE_DIR),\n"
     "    ~/.cargo/{registry,git} (under $CARGO_HOME when it is in the home),\n"
-    "    ~/.m2/repository, ~/.gradle/caches, ~/.local/share/gem. Not seeded from\n"
-    "    yours: the first run fills them. Without the mount namespace only the\n"
-    "    tools with a variable get one. --no-caches: none.\n"
+    "    ~/.m2/repository, ~/.gradle/caches, ~/.local/share/gem. The first run\n"
+    "    fills them; go's is seeded from yours, read-only: GOPROXY=file://<your\n"
+    "    GOMODCACHE/cache/download>,<your GOPROXY> (not when GOPROXY=off).\n"
+    "    Without the mount namespace only the tools with a variable get one.\n"
+    "    --no-caches: none.\n"
     "  Configs readable unless they hold a credential (a key naming a token,\n"
     "    password, secret or auth, or a URL with user:password@; then hidden):\n"
     "    ~/.config/pip/pip.conf, ~/.pip/pip.conf, ~/.cargo/config.toml,\n"
@@ -1012,6 +1014,8 @@ static int run_tools(run_state *s)
     if (rc == 0 && !s->o.no_caches)
         rc = sandbox_caches_prepare(&s->caches, root, s->home.path,
                                     sandbox_env_get(s->env, "CARGO_HOME"), &err);
+    if (rc == 0)
+        rc = sandbox_caches_seed_go(&s->caches, &s->home, s->env, mounted, &err);
     if (rc == 0)
         rc = sandbox_toolconf_scan(&s->conf, s->home.path, copies, &err);
     if (rc == 0)

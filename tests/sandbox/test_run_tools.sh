@@ -48,6 +48,36 @@ run_box --cache-dir "$T/mycaches" -- sh -c 'echo w >~/.cache/pip/w && echo pip-c
 contains "--cache-dir: the cache is writable" "$OUTPUT" "pip-cache-writable"
 equals "--cache-dir: and lives there" "$(cat "$T/mycaches/pip/w" 2>&1)" w
 
+# Go's module cache is seeded from the user's: a module downloaded before is
+# found offline (GOPROXY=file://<the user's download cache, read-only>,...).
+if command -v go >/dev/null && command -v python3 >/dev/null; then
+    FAKE=$T/goproxy/example.com/dep/@v
+    mkdir -p "$FAKE" "$PROJ/gomod"
+    printf 'module example.com/dep\n\ngo 1.18\n' >"$FAKE/v1.0.0.mod"
+    echo '{"Version":"v1.0.0","Time":"2020-01-01T00:00:00Z"}' >"$FAKE/v1.0.0.info"
+    echo v1.0.0 >"$FAKE/list"
+    python3 -c 'import sys, zipfile
+z = zipfile.ZipFile(sys.argv[1], "w")
+z.writestr("example.com/dep@v1.0.0/go.mod", "module example.com/dep\n\ngo 1.18\n")
+z.writestr("example.com/dep@v1.0.0/dep.go", "package dep\n\nfunc Seven() int { return 7 }\n")' "$FAKE/v1.0.0.zip"
+    printf 'module example.com/app\n\ngo 1.18\n\nrequire example.com/dep v1.0.0\n' >"$PROJ/gomod/go.mod"
+    printf 'package main\n\nimport (\n\t"fmt"\n\n\t"example.com/dep"\n)\n\nfunc main() { fmt.Println(dep.Seven()) }\n' \
+        >"$PROJ/gomod/main.go"
+    # The user's download cache gets the module, as a real `go get` would.
+    (cd "$PROJ/gomod" && GOPROXY=file://$T/goproxy GOSUMDB=off GOFLAGS=-mod=mod go mod download example.com/dep 2>&1)
+    rm -rf "$T/gocaches"
+    run_box -q --cache-dir "$T/gocaches" -e GOSUMDB=off -- sh -c 'cd gomod && GOFLAGS=-mod=mod go run . 2>&1; echo "GOPROXY=$GOPROXY"'
+    contains "go seed: a module in the user's cache builds offline" "$OUTPUT" "7"
+    contains "go seed: GOPROXY reads the user's download cache first" "$OUTPUT" \
+        "GOPROXY=file://$HOME/.cache/refgate-seed/go,https://proxy.golang.org,direct"
+    check "go seed: the module landed in refgate's cache" [ -d "$T/gocaches/go-mod/example.com/dep@v1.0.0" ]
+    run_box -q --cache-dir "$T/gocaches2" -e GOSUMDB=off -e GOPROXY=off -- sh -c 'cd gomod && GOFLAGS=-mod=mod go run . 2>&1'
+    contains "go seed: GOPROXY=off is respected (no seed)" "$OUTPUT" "module lookup disabled by GOPROXY=off"
+    chmod -R u+w "$HOME/go" && rm -rf "$HOME/go" "$PROJ/gomod"
+else
+    echo "ok - go seed # SKIP: needs go and python3"
+fi
+
 # -w of a tool's usual path is a choice to write the user's own cache: it wins.
 run_box -w "$HOME/.cache/go-build" -- sh -c 'echo mine >~/.cache/go-build/w && echo "GOCACHE=$GOCACHE"'
 equals "-w of the real cache: written there, as asked" "$(cat "$HOME/.cache/go-build/w" 2>&1)" mine
