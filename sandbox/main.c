@@ -1008,6 +1008,10 @@ static int run_tools(run_state *s)
         rc = (root = strdup(s->o.cache_dir)) ? 0 : -ENOMEM;
     else
         rc = sandbox_caches_default_root(&root, s->home.path, environ, &err);
+    /* Caches are writable inside: never in (or holding) a secret. */
+    if (rc == 0 && sandbox_home_conflict(&s->home, root) != NULL && !s->o.force)
+        rc = rg_error_set(&err, RG_E_DENIED, "--cache-dir %s is, holds or lies in %s", root,
+                          sandbox_home_conflict(&s->home, root));
     /* Filtered copies live beside the caches: refgate's, the caller's only. */
     if (rc == 0)
         rc = asprintf(&copies, "%s/conf", root) < 0 ? -ENOMEM : 0;

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "sandbox/caches.h"
+#include "sandbox/home.h"
 
 static char dir[] = "/tmp/rg-caches-XXXXXX";
 
@@ -124,4 +125,74 @@ Test(caches, a_cache_others_can_write_or_a_symlink_is_refused)
     err = (rg_error)RG_ERROR_INIT;
     cr_assert_lt(sandbox_caches_prepare(&c, root, "/home/u", NULL, &err), 0);
     cr_assert_not_null(strstr(err.msg, "symlink"), "%s", err.msg);
+}
+
+static void seed(sandbox_caches *c, const char *home, char *const *env, int mounted)
+{
+    sandbox_home h = SANDBOX_HOME_INIT;
+    rg_error err = RG_ERROR_INIT;
+    char root[128];
+
+    snprintf(root, sizeof(root), "%s/caches", dir);
+    cr_assert_eq(sandbox_home_init(&h, home, NULL, 0, &err), 0, "%s", err.msg);
+    cr_assert_eq(sandbox_caches_prepare(c, root, home, NULL, &err), 0, "%s", err.msg);
+    cr_assert_eq(sandbox_caches_seed_go(c, &h, env, mounted, &err), 0, "%s", err.msg);
+    sandbox_home_free(&h);
+}
+
+static void write_goenv(const char *home, const char *text)
+{
+    char path[256], cmd[300];
+    FILE *f;
+
+    snprintf(path, sizeof(path), "%s/.config/go", home);
+
+    snprintf(cmd, sizeof(cmd), "mkdir -p %s", path);
+    cr_assert_eq(system(cmd), 0);
+    strcat(path, "/env");
+    f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+Test(caches, go_is_seeded_from_the_users_download_cache_through_goproxy)
+{
+    sandbox_caches c = SANDBOX_CACHES_INIT;
+    char home[128], dl[256], want[512], off[] = "GOPROXY=off";
+    char *none[] = {NULL}, *envoff[] = {off, NULL};
+
+    snprintf(home, sizeof(home), "%s/home", dir);
+    snprintf(dl, sizeof(dl), "mkdir -p %s/go/pkg/mod/cache/download", home);
+    cr_assert_eq(system(strcat(strcpy(want, "mkdir -p "), home)), 0);
+    seed(&c, home, none, 1);
+    cr_assert_null(c.goproxy, "no download cache: no seed");
+    sandbox_caches_free(&c);
+
+    cr_assert_eq(system(dl), 0);
+    seed(&c, home, none, 1);
+    snprintf(want, sizeof(want), "file://%s/.cache/refgate-seed/go,https://proxy.golang.org,direct",
+             home);
+    cr_assert_str_eq(c.goproxy, want);
+    cr_assert_not_null(strstr(c.seed_src, "/go/pkg/mod/cache/download"));
+    sandbox_caches_free(&c);
+
+    seed(&c, home, none, 0);
+    cr_assert_not_null(strstr(c.goproxy, "/go/pkg/mod/cache/download,https://"),
+                       "without the mount namespace the seed is named where it is");
+    sandbox_caches_free(&c);
+
+    write_goenv(home, "GOFLAGS=-mod=mod\nGOPROXY=https://goproxy.corp.example\n");
+    seed(&c, home, none, 1);
+    cr_assert_not_null(strstr(c.goproxy, "/go,https://goproxy.corp.example"), "%s", c.goproxy);
+    sandbox_caches_free(&c);
+
+    seed(&c, home, envoff, 1);
+    cr_assert_null(c.goproxy, "GOPROXY=off in the environment: no seed");
+    sandbox_caches_free(&c);
+
+    write_goenv(home, "GOPROXY=https://me:pw@goproxy.corp.example\n");
+    seed(&c, home, none, 1);
+    cr_assert_null(c.goproxy, "a GOPROXY with credentials is never copied into the run");
+    sandbox_caches_free(&c);
 }

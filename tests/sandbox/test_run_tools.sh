@@ -85,6 +85,10 @@ contains "-w of the real cache: GOCACHE names it" "$OUTPUT" "GOCACHE=$HOME/.cach
 absent "-w of the real cache: refgate's got nothing" "$CACHES/go-build/w"
 rm -f "$HOME/.cache/go-build/w"
 
+run_box --cache-dir "$HOME/.ssh/caches" -- true
+equals "--cache-dir in a secret: refused" "$STATUS" 125
+absent "--cache-dir in a secret: nothing made there" "$HOME/.ssh/caches"
+
 chmod 777 "$CACHES/npm"
 run_box -- true
 equals "caches: one others can write refuses the run" "$STATUS" 125
