@@ -116,14 +116,15 @@ typedef struct run_opts {
     unsigned debug_no_ns; /* --debug-ns-unavailable */
     int rm, keep_tmp, force, no_scope, no_truncate, allow_unconfined;
     int quiet, verbose, check, no_pty;
-    int no_caches, mkdir;  /* --no-caches, --mkdir */
-    const char *cache_dir; /* --cache-dir, or NULL: the default */
-    int debug_abi;         /* -1 unless --debug-landlock-abi */
-    const char *net;       /* --net as given, or NULL */
-    const char *gateway;   /* --gateway, or gateway=ADDR of --net */
-    const char *allow;     /* allow=LIST of --net */
+    int debug_abi;       /* -1 unless --debug-landlock-abi */
+    const char *net;     /* --net as given, or NULL */
+    const char *gateway; /* --gateway, or gateway=ADDR of --net */
+    const char *allow;   /* allow=LIST of --net */
     sandbox_net_mode net_mode;
     char **argv; /* the command */
+
+    int no_caches, mkdir;  /* --no-caches, --mkdir */
+    const char *cache_dir; /* --cache-dir, or NULL: the default */
 } run_opts;
 
 typedef struct run_state {
@@ -729,6 +730,20 @@ static void run_report_plan(const run_state *s)
 
 static int run_grant_path(run_state *s, char **out, const char *arg, const char *opt);
 
+/* Whether a path has a "." or ".." component. */
+static int run_has_dot_component(const char *p)
+{
+    size_t n;
+
+    for (; *p; p += n) {
+        p += strspn(p, "/");
+        n = strcspn(p, "/");
+        if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+            return 1;
+    }
+    return 0;
+}
+
 /*
  * A -w path that does not exist: refused, saying how to create it, unless
  * --mkdir asks refgate-run to (`mkdir -p`, modes from the umask). Not a
@@ -738,19 +753,34 @@ static int run_grant_path(run_state *s, char **out, const char *arg, const char 
 static int run_grant_missing(run_state *s, char **out, const char *arg)
 {
     rg_error err = RG_ERROR_INIT;
-    char abs[PATH_MAX];
+    char abs[PATH_MAX], base[PATH_MAX], *cut;
 
     if (!s->o.mkdir) {
         say("-w %s: no such file or directory; create it first (mkdir -p %s) or add --mkdir", arg,
             arg);
         return -ENOENT;
     }
-    if (arg[0] != '/' && getcwd(abs, sizeof(abs)) != NULL) {
-        size_t l = strlen(abs);
-
-        snprintf(abs + l, sizeof(abs) - l, "/%s", arg);
-    } else {
+    if (run_has_dot_component(arg)) {
+        say("--mkdir -w %s: name it without . or .. components", arg);
+        return -EINVAL;
+    }
+    if (arg[0] != '/' && getcwd(base, sizeof(base)) != NULL)
+        snprintf(abs, sizeof(abs), "%s/%s", base, arg);
+    else
         snprintf(abs, sizeof(abs), "%s", arg);
+    /* Canonical, as far as it exists: a symlink on the way may lead into a
+     * secret, which the string compare below must see. Bounded: one step
+     * per component. */
+    snprintf(base, sizeof(base), "%s", abs);
+    while ((cut = strrchr(base, '/')) != NULL && cut != base) {
+        char real[PATH_MAX];
+
+        *cut = '\0';
+        if (realpath(base, real) != NULL) {
+            snprintf(base, sizeof(base), "%s%s", strcmp(real, "/") ? real : "", abs + (cut - base));
+            snprintf(abs, sizeof(abs), "%s", base);
+            break;
+        }
     }
     /* Refuse before creating: a secret's path must not appear by -w. */
     if (sandbox_home_conflict(&s->home, abs) != NULL && !s->o.force) {
@@ -1010,7 +1040,7 @@ static int run_tools(run_state *s)
         rc = sandbox_caches_default_root(&root, s->home.path, environ, &err);
     /* Caches are writable inside: never in (or holding) a secret. */
     if (rc == 0 && sandbox_home_conflict(&s->home, root) != NULL && !s->o.force)
-        rc = rg_error_set(&err, RG_E_DENIED, "--cache-dir %s is, holds or lies in %s", root,
+        rc = rg_error_set(&err, RG_E_DENIED, "the cache directory %s is, holds or lies in %s", root,
                           sandbox_home_conflict(&s->home, root));
     /* Filtered copies live beside the caches: refgate's, the caller's only. */
     if (rc == 0)

@@ -155,6 +155,15 @@ equals "--mkdir: the directory was made and is writable" "$(cat "$OUT/new/dir/f"
 run_box --mkdir -w "$HOME/.ssh/new" -- true
 equals "--mkdir: never inside a secret" "$STATUS" 125
 absent "--mkdir: nothing made there" "$HOME/.ssh/new"
+ln -s "$HOME/.ssh" "$HOME/docs/keys"
+run_box --mkdir -w "$HOME/docs/keys/new/x" -- true
+equals "--mkdir: nor through a symlink into one" "$STATUS" 125
+absent "--mkdir: nothing made there either" "$HOME/.ssh/new"
+rm "$HOME/docs/keys"
+run_box --mkdir -w "$OUT/.hidden/new" -- sh -c "echo ok >$OUT/.hidden/new/f"
+equals "--mkdir: a dot-directory is fine" "$(cat "$OUT/.hidden/new/f" 2>&1)" ok
+run_box --mkdir -w "$OUT/a/../b" -- true
+equals "--mkdir: a .. component is refused" "$STATUS" 125
 
 # --- as an unprivileged user -------------------------------------------------
 if user_setup; then
