@@ -18,11 +18,37 @@ typedef struct env_rule {
     int prefix; /* match names that start with `name` */
 } env_rule;
 
-/* What a command needs to find programs, speak the user's language and
- * verify TLS; nothing that configures a program's behaviour. */
+/*
+ * What a command needs to find programs, speak the user's language and
+ * verify TLS, and the everyday choices of editor, pager, compiler and
+ * toolchain that builds expect to find (they run inside the sandbox like
+ * everything else, so passing them grants nothing). Not the interpreters'
+ * startup hooks below: PYTHONPATH stays out (a sitecustomize.py on it runs
+ * in every python), a virtualenv is found through PATH and VIRTUAL_ENV.
+ */
 static const env_rule env_allow[] = {
-    {"PATH", 0}, {"HOME", 0}, {"USER", 0},   {"LOGNAME", 0}, {"LANG", 0},      {"LC_", 1},
-    {"TERM", 0}, {"TZ", 0},   {"TMPDIR", 0}, {"SHELL", 0},   {"SSL_CERT_", 1},
+    {"PATH", 0},        {"HOME", 0},        {"USER", 0},
+    {"LOGNAME", 0},     {"LANG", 0},        {"LC_", 1},
+    {"TERM", 0},        {"TZ", 0},          {"TMPDIR", 0},
+    {"SHELL", 0},       {"SSL_CERT_", 1},   {"EDITOR", 0},
+    {"VISUAL", 0},      {"GIT_EDITOR", 0},  {"PAGER", 0},
+    {"CC", 0},          {"CXX", 0},         {"CFLAGS", 0},
+    {"CXXFLAGS", 0},    {"CPPFLAGS", 0},    {"LDFLAGS", 0},
+    {"MAKEFLAGS", 0},   {"GOFLAGS", 0},     {"GOPATH", 0},
+    {"CARGO_HOME", 0},  {"RUSTUP_HOME", 0}, {"RUSTUP_TOOLCHAIN", 0},
+    {"VIRTUAL_ENV", 0}, {"CI", 0},
+};
+
+/*
+ * Proxy and module-proxy settings pass, but only without credentials in
+ * them: a URL may carry `user:password@`, and then the whole variable stays
+ * out. GOPROXY=off (offline) and the GOPRIVATE family are everyday go
+ * settings.
+ */
+static const env_rule env_urls[] = {
+    {"http_proxy", 0}, {"HTTP_PROXY", 0}, {"https_proxy", 0}, {"HTTPS_PROXY", 0}, {"no_proxy", 0},
+    {"NO_PROXY", 0},   {"all_proxy", 0},  {"ALL_PROXY", 0},   {"ftp_proxy", 0},   {"FTP_PROXY", 0},
+    {"GOPROXY", 0},    {"GOPRIVATE", 0},  {"GONOPROXY", 0},   {"GONOSUMDB", 0},   {"GOSUMDB", 0},
 };
 
 /*
@@ -108,9 +134,37 @@ sandbox_env_verdict sandbox_env_classify(const char *name, size_t len)
             return SANDBOX_ENV_CREDENTIAL;
     if (len >= 4 && env_contains_nocase(name + len - 4, 4, "_KEY"))
         return SANDBOX_ENV_CREDENTIAL;
-    if (env_rule_match(env_allow, sizeof(env_allow) / sizeof(env_allow[0]), name, len))
+    if (env_rule_match(env_allow, sizeof(env_allow) / sizeof(env_allow[0]), name, len) ||
+        env_rule_match(env_urls, sizeof(env_urls) / sizeof(env_urls[0]), name, len))
         return SANDBOX_ENV_PASS;
     return SANDBOX_ENV_UNLISTED;
+}
+
+/* Whether a URL (or a list of them) has a user or password in it. */
+static int env_has_userinfo(const char *v)
+{
+    const char *p, *q;
+
+    for (p = v; (p = strstr(p, "://")) != NULL; p += 3)
+        for (q = p + 3; *q && *q != '/' && *q != ',' && *q != ' '; q++)
+            if (*q == '@')
+                return 1;
+    /* A bare "user:pass@host:port" (curl accepts it) has no scheme. */
+    if (strstr(v, "://") == NULL && strchr(v, '@') != NULL)
+        return 1;
+    return 0;
+}
+
+sandbox_env_verdict sandbox_env_check(const char *entry)
+{
+    size_t len = strcspn(entry, "=");
+    sandbox_env_verdict v = sandbox_env_classify(entry, len);
+
+    if (v == SANDBOX_ENV_PASS && entry[len] == '=' &&
+        env_rule_match(env_urls, sizeof(env_urls) / sizeof(env_urls[0]), entry, len) &&
+        env_has_userinfo(entry + len + 1))
+        return SANDBOX_ENV_CREDENTIAL;
+    return v;
 }
 
 const char *sandbox_env_verdict_str(sandbox_env_verdict v)
@@ -228,7 +282,7 @@ int sandbox_env_build(char ***out, char *const *envp, const sandbox_env_opts *op
         /* The first of duplicate entries is the one getenv() sees. */
         if (env_list_find(&l, envp[i], len) >= 0)
             continue;
-        if (sandbox_env_classify(envp[i], len) != SANDBOX_ENV_PASS)
+        if (sandbox_env_check(envp[i]) != SANDBOX_ENV_PASS)
             continue;
         rc = env_list_set(&l, strdup(envp[i]));
     }
@@ -261,6 +315,90 @@ done:
     }
     *out = l.v;
     return 0;
+}
+
+int sandbox_env_setdefault(char ***env, const char *name, const char *value, rg_error *err)
+{
+    char **grown;
+    size_t n = 0;
+
+    if (sandbox_env_get(*env, name) != NULL)
+        return 0;
+    while ((*env)[n] != NULL)
+        n++;
+    grown = realloc(*env, (n + 2) * sizeof(*grown));
+    if (grown == NULL)
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    *env = grown;
+    grown[n] = env_entry(name, value);
+    if (grown[n] == NULL)
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    grown[n + 1] = NULL;
+    return 0;
+}
+
+int sandbox_env_dropped(char **out, char *const *envp, char *const *built, size_t max)
+{
+    static const char *const shell[] = {"_", "PWD", "OLDPWD", "SHLVL"};
+    char *list = NULL, *grown;
+    size_t have = 0, i, j, len;
+
+    *out = NULL;
+    for (i = 0; envp && envp[i]; i++) {
+        if (strchr(envp[i], '=') == NULL)
+            continue;
+        len = env_name_len(envp[i]);
+        for (j = 0; built[j]; j++)
+            if (env_name_len(built[j]) == len && memcmp(built[j], envp[i], len) == 0)
+                break;
+        if (built[j] != NULL)
+            continue;
+        for (j = 0; j < sizeof(shell) / sizeof(shell[0]); j++)
+            if (strlen(shell[j]) == len && memcmp(shell[j], envp[i], len) == 0)
+                break;
+        if (j < sizeof(shell) / sizeof(shell[0]))
+            continue;
+        if (have + len + 6 > max) {
+            /* Room was kept for ", ..." when the list was growing. */
+            if (list != NULL)
+                memcpy(list + have, ", ...", 6);
+            break;
+        }
+        grown = realloc(list, have + len + 8);
+        if (grown == NULL) {
+            free(list);
+            return -ENOMEM;
+        }
+        list = grown;
+        if (have > 0) {
+            memcpy(list + have, ", ", 2);
+            have += 2;
+        }
+        memcpy(list + have, envp[i], len);
+        have += len;
+        list[have] = '\0';
+    }
+    *out = list;
+    return 0;
+}
+
+int sandbox_env_put(char ***env, const char *name, const char *value, rg_error *err)
+{
+    size_t len = strlen(name), i;
+
+    for (i = 0; (*env)[i] != NULL; i++) {
+        if (strncmp((*env)[i], name, len) == 0 && (*env)[i][len] == '=') {
+            char *e = env_entry(name, value);
+
+            if (e == NULL)
+                return rg_error_set(err, -ENOMEM, "out of memory");
+            explicit_bzero((*env)[i], strlen((*env)[i]));
+            free((*env)[i]);
+            (*env)[i] = e;
+            return 0;
+        }
+    }
+    return sandbox_env_setdefault(env, name, value, err);
 }
 
 void sandbox_env_free(char **env)

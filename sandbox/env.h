@@ -26,6 +26,12 @@ typedef enum sandbox_env_verdict {
 /* Classify the variable name name[0..len) (len excludes any "=value"). */
 sandbox_env_verdict sandbox_env_classify(const char *name, size_t len);
 
+/*
+ * Classify a whole "NAME=VALUE" entry: the name as above, and a proxy
+ * variable whose URL holds a user or password is a credential.
+ */
+sandbox_env_verdict sandbox_env_check(const char *entry);
+
 /* A short reason for a verdict, for messages: "not on the allow-list". */
 const char *sandbox_env_verdict_str(sandbox_env_verdict v);
 
@@ -49,6 +55,23 @@ typedef struct sandbox_env_opts {
  * is not set in `envp` passes nothing. -EINVAL for a malformed --env.
  */
 int sandbox_env_build(char ***out, char *const *envp, const sandbox_env_opts *opts, rg_error *err);
+
+/*
+ * Add NAME=VALUE to a built environment (*env, from sandbox_env_build)
+ * unless it has NAME already, which then wins (an --env, say).
+ */
+int sandbox_env_setdefault(char ***env, const char *name, const char *value, rg_error *err);
+
+/* Set NAME=VALUE in a built environment, replacing what it had. */
+int sandbox_env_put(char ***env, const char *name, const char *value, rg_error *err);
+
+/*
+ * The names (never the values) of the variables in `envp` that the built
+ * environment `built` does not have, ", "-separated, into *out (malloc'd,
+ * NULL when none); the shell's own bookkeeping (PWD, OLDPWD, SHLVL, _) is
+ * left out. At most `max` bytes: *out then ends with "...".
+ */
+int sandbox_env_dropped(char **out, char *const *envp, char *const *built, size_t max);
 
 /* Frees the array and its strings, wiping values first; accepts NULL. */
 void sandbox_env_free(char **env);

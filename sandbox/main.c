@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "sandbox/dirgit.h"
+#include "sandbox/caches.h"
 #include "sandbox/env.h"
 #include "sandbox/exclude.h"
 #include "sandbox/fork.h"
@@ -54,6 +55,7 @@
 #include "sandbox/proc.h"
 #include "sandbox/seccomp.h"
 #include "sandbox/worktree.h"
+#include "sandbox/toolconf.h"
 #include "util/buf.h"
 
 #define RUN_VERSION "0.1.0"
@@ -131,6 +133,9 @@ typedef struct run_opts {
     const char *allow;   /* allow=LIST of --net */
     sandbox_net_mode net_mode;
     char **argv; /* the command */
+
+    int no_caches, mkdir;  /* --no-caches, --mkdir */
+    const char *cache_dir; /* --cache-dir, or NULL: the default */
 } run_opts;
 
 typedef struct run_state {
@@ -168,7 +173,9 @@ typedef struct run_state {
     int neutralised;              /* things neutralised in the fork's .git */
     char neutralised_what[RUN_BLOCKED_ITEM_MAX];
 
-    sandbox_exclude excl; /* what the fork leaves out (exclude.h) */
+    sandbox_exclude excl;  /* what the fork leaves out (exclude.h) */
+    sandbox_caches caches; /* writable tool caches (caches.h) */
+    sandbox_toolconf conf; /* toolchain configs given (toolconf.h) */
 } run_state;
 
 /* ------------------------------------------------------------------------ */
@@ -263,7 +270,9 @@ static const char help_text[] =
     "  -d, --dir DIR        run in DIR itself, no fork; DIR is writable but its\n"
     "                       .git is read-only (see above)\n"
     "  -r, --read PATH      also let CMD read PATH (repeatable)\n"
-    "  -w, --write PATH     also let CMD write PATH (repeatable)\n"
+    "  -w, --write PATH     also let CMD write PATH (repeatable); a missing PATH is\n"
+    "                       refused unless --mkdir\n"
+    "      --mkdir          create missing -w paths (mkdir -p; never in a secret)\n"
     "  -e, --env NAME       pass NAME from this environment (repeatable)\n"
     "  -e, --env NAME=VAL   set NAME for CMD\n"
     "      --exclude PATTERN\n"
@@ -287,6 +296,9 @@ static const char help_text[] =
     "                       directory is in) instead of making a new one\n"
     "      --rm             remove the fork and its base after CMD exits\n"
     "      --keep-tmp       keep CMD's private TMPDIR (removed by default)\n"
+    "      --no-caches      no writable tool caches (see Toolchains)\n"
+    "      --cache-dir DIR  keep the tool caches in DIR (default:\n"
+    "                       $XDG_CACHE_HOME/refgate/caches, ~/.cache/refgate/caches)\n"
     "      --unshare=LIST   the namespaces to create, comma-separated: user, mount,\n"
     "                       pid, ipc, uts, net, or all (the default) or none\n"
     "      --share=LIST     keep these of the caller's namespaces instead (applied\n"
@@ -384,7 +396,8 @@ static const char help_text[] =
     "    ~/.bun/bin, ~/.deno, ~/.pyenv, ~/.cache/pip, ~/.cache/uv,\n"
     "    ~/.local/share/uv, ~/.rbenv, ~/.local/share/gem, ~/.m2/repository,\n"
     "    ~/.gradle/{caches,wrapper}, ~/.sdkman/candidates, ~/.asdf,\n"
-    "    ~/.local/share/mise (read-only: a cache CMD must write needs -w).\n"
+    "    ~/.local/share/mise, read-only, and the toolchain configs and tool\n"
+    "    caches below.\n"
     "  So ~/.ssh, ~/.aws, ~/.gnupg, ~/.kube, ~/.docker, ~/.netrc, ~/.config/gh\n"
     "    and every other file in the home directory are unreadable without being\n"
     "    listed. A fork, -d, -r or -w that is, contains or lies inside a known\n"
@@ -432,9 +445,40 @@ static const char help_text[] =
     "    namespace, unix sockets by path and chmod/chown of files CMD owns\n"
     "    outside the fork.\n"
     "\n"
+    "Toolchains:\n"
+    "  Caches: refgate's own, persistent, per user, never yours (a run must not\n"
+    "    poison what your builds use): --cache-dir or\n"
+    "    $XDG_CACHE_HOME/refgate/caches/TOOL (~/.cache/...), each 0700 and yours\n"
+    "    or the run is refused; bound writable where the tool looks, and named by\n"
+    "    its variable: ~/.cache/go-build (GOCACHE), ~/go/pkg/mod (GOMODCACHE),\n"
+    "    ~/.npm (npm_config_cache), ~/.cache/yarn (YARN_CACHE_FOLDER),\n"
+    "    ~/.cache/pip (PIP_CACHE_DIR), ~/.cache/uv (UV_CACHE_DIR),\n"
+    "    ~/.cargo/{registry,git} (under $CARGO_HOME when it is in the home),\n"
+    "    ~/.m2/repository, ~/.gradle/caches, ~/.local/share/gem. The first run\n"
+    "    fills them; go's is seeded from yours, read-only: GOPROXY=file://<your\n"
+    "    GOMODCACHE/cache/download>,<your GOPROXY> (not when GOPROXY=off).\n"
+    "    Without the mount namespace only the tools with a variable get one.\n"
+    "    --no-caches: none.\n"
+    "  Configs readable unless they hold a credential (a key naming a token,\n"
+    "    password, secret or auth, or a URL with user:password@; then hidden):\n"
+    "    ~/.config/pip/pip.conf, ~/.pip/pip.conf, ~/.cargo/config.toml,\n"
+    "    ~/.cargo/config, ~/.config/go/env. ~/.npmrc: a copy without its auth\n"
+    "    lines (_auth, _authToken, _password, username, email, certfile,\n"
+    "    keyfile, //host/... scoped ones). stderr names what was filtered or\n"
+    "    hidden (setting names, never values). ~/.cargo/credentials.toml stays\n"
+    "    hidden. A git config that sets commit.gpgsign or tag.gpgsign gets a\n"
+    "    warning: signing keys and agents are unreadable inside.\n"
+    "\n"
     "Environment: only PATH, HOME, USER, LOGNAME, LANG, LC_*, TERM, TZ, SHELL,\n"
-    "  SSL_CERT_* and --env names pass; TMPDIR is the private directory (inside\n"
-    "  the private /tmp with the mount namespace). LD_*,\n"
+    "  SSL_CERT_*, EDITOR, VISUAL, GIT_EDITOR, PAGER, CC, CXX, CFLAGS, CXXFLAGS,\n"
+    "  CPPFLAGS, LDFLAGS, MAKEFLAGS, GOFLAGS, GOPATH, CARGO_HOME, RUSTUP_HOME,\n"
+    "  RUSTUP_TOOLCHAIN, VIRTUAL_ENV, CI, the proxy variables (http_proxy,\n"
+    "  HTTPS_PROXY, NO_PROXY, ALL_PROXY... either case) and GOPROXY, GOPRIVATE,\n"
+    "  GONOPROXY, GONOSUMDB, GOSUMDB when they hold no user:password@ (--net\n"
+    "  allow sets the proxies itself), the tool caches' variables, and --env\n"
+    "  names pass; stderr names the rest in one line (-q: not; -v: each with\n"
+    "  why). TMPDIR is the private directory (inside the private /tmp with the\n"
+    "  mount namespace). PYTHONPATH, LD_*,\n"
     "  DYLD_*, NODE_OPTIONS, BASH_ENV, ENV, PYTHONSTARTUP, PERL5OPT, RUBYOPT,\n"
     "  JAVA_TOOL_OPTIONS, GIT_SSH_COMMAND, GIT_CONFIG_* (and similar startup\n"
     "  hooks) and names that look like credentials (*TOKEN*, *SECRET*,\n"
@@ -459,7 +503,7 @@ static const char help_text[] =
     "  refgate-run --continue ../app.1 -- make test   # again in that fork\n"
     "  refgate-run --bind ~/cfg-copy:$HOME/.tool -- tool   # a copy at the real path\n"
     "  refgate-run -d /tmp/scratch -- sh     # no fork\n"
-    "  refgate-run -w ~/.cache/go-build -e GOFLAGS -- go test ./...\n";
+    "  GOFLAGS=-mod=mod refgate-run -- go test ./...   # caches warm after run 1\n";
 
 /* ------------------------------------------------------------------------ */
 /* Options                                                                   */
@@ -488,6 +532,9 @@ enum {
     OPT_BIND,
     OPT_RO_BIND,
     OPT_CONTINUE,
+    OPT_NO_CACHES,
+    OPT_CACHE_DIR,
+    OPT_MKDIR,
 };
 
 static int run_is_dir(const char *path)
@@ -594,6 +641,9 @@ static int run_parse(run_opts *o, int argc, char **argv)
         {"bind", required_argument, NULL, OPT_BIND},
         {"ro-bind", required_argument, NULL, OPT_RO_BIND},
         {"continue", optional_argument, NULL, OPT_CONTINUE},
+        {"no-caches", no_argument, NULL, OPT_NO_CACHES},
+        {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
+        {"mkdir", no_argument, NULL, OPT_MKDIR},
         {"debug-ns-unavailable", required_argument, NULL, OPT_DEBUG_NS},
         {NULL, 0, NULL, 0},
     };
@@ -706,6 +756,15 @@ static int run_parse(run_opts *o, int argc, char **argv)
             if (optarg == NULL && optind < argc && argv[optind][0] != '-' &&
                 run_is_dir(argv[optind]))
                 o->cont_fork = argv[optind++];
+            break;
+        case OPT_NO_CACHES:
+            o->no_caches = 1;
+            break;
+        case OPT_CACHE_DIR:
+            o->cache_dir = optarg;
+            break;
+        case OPT_MKDIR:
+            o->mkdir = 1;
             break;
         case OPT_DEBUG_ABI:
             errno = 0;
@@ -839,12 +898,82 @@ static void run_report_plan(const run_state *s)
         say("degraded: %s", s->plan.degraded[i]);
 }
 
+static int run_grant_path(run_state *s, char **out, const char *arg, const char *opt);
+
+/* Whether a path has a "." or ".." component. */
+static int run_has_dot_component(const char *p)
+{
+    size_t n;
+
+    for (; *p; p += n) {
+        p += strspn(p, "/");
+        n = strcspn(p, "/");
+        if ((n == 1 && p[0] == '.') || (n == 2 && p[0] == '.' && p[1] == '.'))
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * A -w path that does not exist: refused, saying how to create it, unless
+ * --mkdir asks refgate-run to (`mkdir -p`, modes from the umask). Not a
+ * prompt: an agent's runner has no one to answer it, and a typo should not
+ * make directories unasked.
+ */
+static int run_grant_missing(run_state *s, char **out, const char *arg)
+{
+    rg_error err = RG_ERROR_INIT;
+    char abs[PATH_MAX], base[PATH_MAX], *cut;
+
+    if (!s->o.mkdir) {
+        say("-w %s: no such file or directory; create it first (mkdir -p %s) or add --mkdir", arg,
+            arg);
+        return -ENOENT;
+    }
+    if (run_has_dot_component(arg)) {
+        say("--mkdir -w %s: name it without . or .. components", arg);
+        return -EINVAL;
+    }
+    if (arg[0] != '/' && getcwd(base, sizeof(base)) != NULL)
+        snprintf(abs, sizeof(abs), "%s/%s", base, arg);
+    else
+        snprintf(abs, sizeof(abs), "%s", arg);
+    /* Canonical, as far as it exists: a symlink on the way may lead into a
+     * secret, which the string compare below must see. Bounded: one step
+     * per component. */
+    snprintf(base, sizeof(base), "%s", abs);
+    while ((cut = strrchr(base, '/')) != NULL && cut != base) {
+        char real[PATH_MAX];
+
+        *cut = '\0';
+        if (realpath(base, real) != NULL) {
+            snprintf(base, sizeof(base), "%s%s", strcmp(real, "/") ? real : "", abs + (cut - base));
+            snprintf(abs, sizeof(abs), "%s", base);
+            break;
+        }
+    }
+    /* Refuse before creating: a secret's path must not appear by -w. */
+    if (sandbox_home_conflict(&s->home, abs) != NULL && !s->o.force) {
+        say("refusing --mkdir -w %s: it lies inside %s, which must stay unreadable", arg,
+            sandbox_home_conflict(&s->home, abs));
+        return RG_E_DENIED;
+    }
+    if (sandbox_caches_mkdirs(abs, 0777, &err) < 0) {
+        say("-w %s: %s", arg, err.msg);
+        return -EIO;
+    }
+    note("created %s (--mkdir)", abs);
+    return run_grant_path(s, out, abs, "-w");
+}
+
 /* Canonicalise a -r/-w/-d path and refuse one that would expose a secret. */
 static int run_grant_path(run_state *s, char **out, const char *arg, const char *opt)
 {
     char buf[PATH_MAX];
     const char *secret;
 
+    if (realpath(arg, buf) == NULL && errno == ENOENT && strcmp(opt, "-w") == 0)
+        return run_grant_missing(s, out, arg);
     if (realpath(arg, buf) == NULL) {
         say("%s %s: %s", opt, arg, strerror(errno));
         return -errno;
@@ -1060,6 +1189,7 @@ static int run_build_env(run_state *s)
 {
     sandbox_env_opts eo = SANDBOX_ENV_OPTS_INIT;
     rg_error err = RG_ERROR_INIT;
+    char *names = NULL;
     size_t i, len;
     int rc;
 
@@ -1073,13 +1203,15 @@ static int run_build_env(run_state *s)
         return rc;
     }
     for (i = 0; run_verbose && environ[i]; i++) {
-        sandbox_env_verdict v;
-
         len = strcspn(environ[i], "=");
-        v = sandbox_env_classify(environ[i], len);
-        if (v != SANDBOX_ENV_PASS)
-            say("env: %.*s dropped: %s", (int)len, environ[i], sandbox_env_verdict_str(v));
+        if (sandbox_env_check(environ[i]) != SANDBOX_ENV_PASS)
+            say("env: %.*s dropped: %s", (int)len, environ[i],
+                sandbox_env_verdict_str(sandbox_env_check(environ[i])));
     }
+    /* By name only, never a value. */
+    if (!run_verbose && sandbox_env_dropped(&names, environ, s->env, 4096) == 0 && names)
+        note("env: not passed: %s (-e NAME passes one; -v says why)", names);
+    free(names);
     for (i = 0; i < s->o.nenvs; i++) {
         const char *a = s->o.envs[i];
         sandbox_env_verdict v;
@@ -1173,6 +1305,62 @@ static int run_plan_exclude(run_state *s)
  * profiles) cost more than the fork itself, and most trees hold no such file.
  * When the index cannot be built, the file is refused (fail closed).
  */
+/*
+ * Toolchains: refgate's own writable caches (unless --no-caches), the
+ * toolchain configs that hold no credential, and what they imply for the
+ * environment; a git config that signs is worth a warning, since signing
+ * cannot work inside.
+ */
+static int run_tools(run_state *s)
+{
+    const int mounted = (s->o.ns & SANDBOX_NS_MOUNT) != 0;
+    rg_error err = RG_ERROR_INIT;
+    char *root = NULL, *copies = NULL, *what = NULL;
+    int rc = 0;
+
+    if (s->o.cache_dir != NULL)
+        rc = (root = strdup(s->o.cache_dir)) ? 0 : -ENOMEM;
+    else
+        rc = sandbox_caches_default_root(&root, s->home.path, environ, &err);
+    /* Caches are writable inside: never in (or holding) a secret. */
+    if (rc == 0 && sandbox_home_conflict(&s->home, root) != NULL && !s->o.force)
+        rc = rg_error_set(&err, RG_E_DENIED, "the cache directory %s is, holds or lies in %s", root,
+                          sandbox_home_conflict(&s->home, root));
+    /* Filtered copies live beside the caches: refgate's, the caller's only. */
+    if (rc == 0)
+        rc = asprintf(&copies, "%s/conf", root) < 0 ? -ENOMEM : 0;
+    if (rc == 0 && !s->o.no_caches)
+        rc = sandbox_caches_prepare(&s->caches, root, s->home.path,
+                                    sandbox_env_get(s->env, "CARGO_HOME"), &err);
+    if (rc == 0)
+        rc = sandbox_caches_seed_go(&s->caches, &s->home, s->env, mounted, &err);
+    if (rc == 0)
+        rc = sandbox_toolconf_scan(&s->conf, s->home.path, copies, &err);
+    if (rc == 0)
+        rc = sandbox_caches_env(&s->caches, &s->env, mounted, &err);
+    if (rc == 0)
+        rc = sandbox_toolconf_env(&s->conf, &s->env, mounted, &err);
+    if (rc < 0) {
+        say("refusing to run: %s", rc == -ENOMEM ? "out of memory" : err.msg);
+        goto done;
+    }
+    if (s->caches.n > 0)
+        verbose("tool caches: refgate's own, writable, in %s", s->caches.root);
+    if (sandbox_toolconf_describe(&what, &s->conf) == 0 && what != NULL)
+        note("toolchain configs: %s", what);
+    if (s->conf.gpgsign)
+        say("warning: your git config sets %s: signing fails inside (keys and agents are "
+            "hidden); `git -c commit.gpgsign=false -c tag.gpgsign=false ...` there",
+            s->conf.gpgsign == SANDBOX_TOOLCONF_GPG_COMMIT ? "commit.gpgsign"
+            : s->conf.gpgsign == SANDBOX_TOOLCONF_GPG_TAG  ? "tag.gpgsign"
+                                                           : "commit.gpgsign and tag.gpgsign");
+done:
+    free(what);
+    free(copies);
+    free(root);
+    return rc;
+}
+
 static int run_refuse_inode(void *ctx, const struct stat *st)
 {
     run_state *s = ctx;
@@ -1420,6 +1608,10 @@ static int run_build_rules(run_state *s, rg_error *err)
         rc = sandbox_landlock_allow(s->ll, buf, SANDBOX_LANDLOCK_READ | SANDBOX_LANDLOCK_OPTIONAL,
                                     err);
     }
+    if (rc == 0)
+        rc = sandbox_caches_allow(&s->caches, s->ll, (s->o.ns & SANDBOX_NS_MOUNT) != 0, err);
+    if (rc == 0)
+        rc = sandbox_toolconf_allow(&s->conf, s->ll, (s->o.ns & SANDBOX_NS_MOUNT) != 0, err);
     for (i = 0; rc == 0 && s->reads[i] != NULL; i++)
         rc = sandbox_landlock_allow(s->ll, s->reads[i], SANDBOX_LANDLOCK_READ, err);
     for (i = 0; rc == 0 && s->binds[i].dst != NULL; i++)
@@ -1617,6 +1809,11 @@ static int run_plan_mounts(run_state *s)
     /* The home directory: a tmpfs with only the toolchain paths in it. */
     if (rc == 0)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_TMPFS, NULL, s->home.path, 0, &err);
+    /* Before the toolchain paths: the first entry for a path wins. */
+    if (rc == 0)
+        rc = sandbox_caches_mount(&s->caches, p, idmap, &err);
+    if (rc == 0)
+        rc = sandbox_toolconf_mount(&s->conf, p, idmap, &err);
     for (i = 0; rc == 0 && sandbox_home_readable_names[i]; i++) {
         snprintf(path, sizeof(path), "%s/%s", s->home.path, sandbox_home_readable_names[i]);
         if (realpath(path, buf) == NULL || sandbox_home_conflict(&s->home, buf) != NULL)
@@ -1954,6 +2151,8 @@ static void run_free(run_state *s)
     free(s->tmpdir);
     free(s->inodes);
     sandbox_env_free(s->env);
+    sandbox_caches_free(&s->caches);
+    sandbox_toolconf_free(&s->conf);
     sandbox_landlock_free(s->ll);
     /* The fork is hardened (or removed): its guardian is not needed. */
     sandbox_guard_free(s->guard);
@@ -2078,7 +2277,8 @@ int main(int argc, char **argv)
         run_resolve_paths(&s) < 0 || run_plan_exclude(&s) < 0)
         goto done;
     run_report_plan(&s);
-    if (run_make_tmpdir(&s) < 0 || run_build_env(&s) < 0 || run_proxy_env(&s) < 0)
+    if (run_make_tmpdir(&s) < 0 || run_build_env(&s) < 0 || run_proxy_env(&s) < 0 ||
+        run_tools(&s) < 0)
         goto done;
     if ((s.o.dir == NULL && (run_make_fork(&s) < 0 || run_guard(&s) < 0)) || run_place_fork(&s) < 0)
         goto done;
@@ -2090,8 +2290,9 @@ int main(int argc, char **argv)
         sandbox_ns_names(names, sizeof(names), s.o.ns);
         if (s.plan.enforce)
             note("confined by namespaces (%s), Landlock ABI %d and seccomp: writes only to %s, "
-                 "TMPDIR%s; home %s hidden%s",
-                 names, s.plan.abi, s.shown, s.o.nwrites ? " and the -w paths" : "", s.home.path,
+                 "TMPDIR%s%s; home %s hidden%s",
+                 names, s.plan.abi, s.shown, s.o.nwrites ? ", the -w paths" : "",
+                 s.caches.n ? ", tool caches" : "", s.home.path,
                  s.root_mapped ? "; runs as nobody outside" : "");
     }
     if (s.o.net_mode == SANDBOX_NET_HOST) {

@@ -34,12 +34,28 @@ ParameterizedTestParameters(env, classify_names_by_the_allow_and_deny_lists)
         {"SHELL", SANDBOX_ENV_PASS},
         {"SSL_CERT_FILE", SANDBOX_ENV_PASS},
         {"SSL_CERT_DIR", SANDBOX_ENV_PASS},
+        /* Everyday tool choices. */
+        {"EDITOR", SANDBOX_ENV_PASS},
+        {"VISUAL", SANDBOX_ENV_PASS},
+        {"GIT_EDITOR", SANDBOX_ENV_PASS},
+        {"PAGER", SANDBOX_ENV_PASS},
+        {"CC", SANDBOX_ENV_PASS},
+        {"CFLAGS", SANDBOX_ENV_PASS},
+        {"MAKEFLAGS", SANDBOX_ENV_PASS},
+        {"GOFLAGS", SANDBOX_ENV_PASS},
+        {"CARGO_HOME", SANDBOX_ENV_PASS},
+        {"RUSTUP_TOOLCHAIN", SANDBOX_ENV_PASS},
+        {"VIRTUAL_ENV", SANDBOX_ENV_PASS},
+        {"CI", SANDBOX_ENV_PASS},
+        {"HTTPS_PROXY", SANDBOX_ENV_PASS},
+        {"no_proxy", SANDBOX_ENV_PASS},
+        {"GOPROXY", SANDBOX_ENV_PASS},
         /* Unlisted: dropped, but not for a reason worth a word. */
         {"FOO", SANDBOX_ENV_UNLISTED},
         {"PATHX", SANDBOX_ENV_UNLISTED},
         {"XPATH", SANDBOX_ENV_UNLISTED},
         {"LC", SANDBOX_ENV_UNLISTED},
-        {"EDITOR", SANDBOX_ENV_UNLISTED},
+        {"CCC", SANDBOX_ENV_UNLISTED},
         {"SSH_AUTH_SOCK", SANDBOX_ENV_UNLISTED},
         {"", SANDBOX_ENV_UNLISTED},
         /* Startup hooks, including where an allow pattern would match. */
@@ -61,6 +77,7 @@ ParameterizedTestParameters(env, classify_names_by_the_allow_and_deny_lists)
         {"GIT_CONFIG_VALUE_0", SANDBOX_ENV_HOOK},
         {"GIT_CONFIG_PARAMETERS", SANDBOX_ENV_HOOK},
         {"GIT_CONFIG", SANDBOX_ENV_HOOK},
+        {"PYTHONPATH", SANDBOX_ENV_HOOK},
         /* Credentials, in any case, even under an allowed prefix. */
         {"MY_API_TOKEN", SANDBOX_ENV_CREDENTIAL},
         {"GITHUB_TOKEN", SANDBOX_ENV_CREDENTIAL},
@@ -97,6 +114,21 @@ Test(env, classify_reads_only_the_name_before_the_value)
     const char *entry = "PATH=/usr/bin:MY_TOKEN";
 
     cr_assert_eq(sandbox_env_classify(entry, 4), SANDBOX_ENV_PASS);
+}
+
+Test(env, a_proxy_with_credentials_in_its_url_does_not_pass)
+{
+    cr_assert_eq(sandbox_env_check("HTTPS_PROXY=http://proxy.corp:3128"), SANDBOX_ENV_PASS);
+    cr_assert_eq(sandbox_env_check("NO_PROXY=localhost,.corp,user@x"), SANDBOX_ENV_CREDENTIAL);
+    cr_assert_eq(sandbox_env_check("no_proxy=localhost,.corp"), SANDBOX_ENV_PASS);
+    cr_assert_eq(sandbox_env_check("https_proxy=http://me:pw@proxy:3128"), SANDBOX_ENV_CREDENTIAL);
+    cr_assert_eq(sandbox_env_check("HTTP_PROXY=http://token@proxy:3128/"), SANDBOX_ENV_CREDENTIAL);
+    cr_assert_eq(sandbox_env_check("ALL_PROXY=me:pw@proxy:1080"), SANDBOX_ENV_CREDENTIAL);
+    /* An @ in a path is not userinfo; other variables are not looked into. */
+    cr_assert_eq(sandbox_env_check("HTTP_PROXY=http://proxy:3128/a@b"), SANDBOX_ENV_PASS);
+    cr_assert_eq(sandbox_env_check("EDITOR=vim://x:y@z"), SANDBOX_ENV_PASS);
+    cr_assert_eq(sandbox_env_check("GOPROXY=https://u:pw@goproxy.corp"), SANDBOX_ENV_CREDENTIAL);
+    cr_assert_eq(sandbox_env_check("GOPROXY=off"), SANDBOX_ENV_PASS);
 }
 
 static const char *const outer_src[] = {
@@ -216,4 +248,26 @@ Test(env, an_empty_environment_builds_an_empty_array)
     cr_assert_null(env[0]);
     sandbox_env_free(env);
     sandbox_env_free(NULL);
+}
+
+Test(env, dropped_names_are_listed_without_values_or_shell_bookkeeping)
+{
+    char a[] = "PATH=/bin", b[] = "FOO=SECRET-VALUE", c[] = "PWD=/x", d[] = "MY_TOKEN=t",
+         e[] = "SHLVL=1", f[] = "NOEQUALS";
+    char *envp[] = {a, b, c, d, e, f, NULL};
+    char k0[] = "PATH=/bin";
+    char *built[] = {k0, NULL};
+    char *out = NULL;
+
+    cr_assert_eq(sandbox_env_dropped(&out, envp, built, 4096), 0);
+    cr_assert_str_eq(out, "FOO, MY_TOKEN");
+    free(out);
+    cr_assert_eq(sandbox_env_dropped(&out, envp, built, 10), 0);
+    cr_assert_str_eq(out, "FOO, ...");
+    free(out);
+    built[0] = NULL;
+    envp[1] = NULL;
+    cr_assert_eq(sandbox_env_dropped(&out, envp, built, 4096), 0);
+    cr_assert_str_eq(out, "PATH");
+    free(out);
 }
