@@ -68,12 +68,14 @@ static void proc_forward(int sig)
     sigemptyset(&sa.sa_mask);
     sa.sa_flags = SA_RESTART;
     if (sig == SIGTSTP) {
-        /* The shell gets its terminal back as it was. */
+        /* The shell gets its terminal back as it was. Then stop with
+         * SIGSTOP, not SIGTSTP: in an orphaned process group (started by
+         * setsid, a supervisor, a script without job control) the kernel
+         * discards a default-action SIGTSTP, which would leave the command
+         * stopped and refgate-run running. SIGCONT resumes both. */
         if (proc_tty_raw)
             tcsetattr(0, TCSADRAIN, &proc_saved_tty);
-        sa.sa_handler = SIG_DFL;
-        sigaction(SIGTSTP, &sa, NULL);
-        raise(SIGTSTP);
+        raise(SIGSTOP);
     } else if (sig == SIGCONT) {
         struct termios raw = proc_saved_tty;
 
