@@ -219,7 +219,7 @@ ParameterizedTest(struct eval_case *c, eval, decides_as_the_table_says)
     config_model *cfg = config_with(c->deflt[0] ? c->deflt : NULL, c->rules);
     policy_decision d;
 
-    policy_eval(&d, cfg, c->repo, c->ref, c->action);
+    policy_eval(&d, cfg, c->repo, c->ref, NULL, c->action);
     cr_expect_eq(d.effect, c->effect, "%s: effect %s", c->what, config_effect_name(d.effect));
     cr_expect_eq(d.rule_effect, c->rule_effect, "%s: rule_effect %s", c->what,
                  config_effect_name(d.rule_effect));
@@ -350,7 +350,7 @@ static void check_matrix_case(const struct matrix_case *c)
              selector_names[c->selector], config_effect_name(rule_effect), matrix_modes[c->mode],
              matrix_defaults[c->deflt] ? matrix_defaults[c->deflt] : "absent");
     cfg = config_with(matrix_defaults[c->deflt], rules);
-    policy_eval(&d, cfg, REPO, MAIN, action);
+    policy_eval(&d, cfg, REPO, MAIN, NULL, action);
 
     if (matches && !evaluate) {
         cr_expect_eq(d.rule_effect, rule_effect, "%s: rule_effect", what);
@@ -410,14 +410,14 @@ Test(eval, a_missing_config_repo_or_ref_is_a_deny)
     config_model *cfg = config_with("allow", "");
     policy_decision d;
 
-    policy_eval(&d, NULL, REPO, MAIN, CONFIG_ACTION_UPDATE);
+    policy_eval(&d, NULL, REPO, MAIN, NULL, CONFIG_ACTION_UPDATE);
     cr_expect_eq(d.effect, CONFIG_DENY);
     cr_expect(strstr(d.reason, "no configuration") != NULL, "%s", d.reason);
-    policy_eval(&d, cfg, NULL, MAIN, CONFIG_ACTION_UPDATE);
+    policy_eval(&d, cfg, NULL, MAIN, NULL, CONFIG_ACTION_UPDATE);
     cr_expect_eq(d.effect, CONFIG_DENY);
-    policy_eval(&d, cfg, REPO, NULL, CONFIG_ACTION_UPDATE);
+    policy_eval(&d, cfg, REPO, NULL, NULL, CONFIG_ACTION_UPDATE);
     cr_expect_eq(d.effect, CONFIG_DENY);
-    policy_eval(&d, cfg, REPO, MAIN, CONFIG_ACTION_UPDATE);
+    policy_eval(&d, cfg, REPO, MAIN, NULL, CONFIG_ACTION_UPDATE);
     cr_expect_eq(d.effect, CONFIG_ALLOW);
     config_free(cfg);
 }
@@ -432,7 +432,7 @@ Test(eval, a_long_ref_is_shortened_at_a_character_boundary_and_the_notice_surviv
     /* Two-byte characters, so a cut in the wrong place would split one. */
     while (strlen(ref) + 2 < sizeof(ref) - 1)
         strcat(ref, "\xc3\xa9");
-    policy_eval(&d, cfg, REPO, ref, CONFIG_ACTION_CREATE);
+    policy_eval(&d, cfg, REPO, ref, NULL, CONFIG_ACTION_CREATE);
     len = strlen(d.reason);
     cr_expect_lt(len, sizeof(d.reason));
     cr_expect(strstr(d.reason, "... (default: ask)") != NULL, "%s", d.reason);
@@ -448,7 +448,7 @@ Test(eval, the_rule_name_points_into_the_config)
     config_model *cfg = config_with("deny", "{'name': 'n', 'effect': 'allow'}");
     policy_decision d;
 
-    policy_eval(&d, cfg, REPO, MAIN, CONFIG_ACTION_CREATE);
+    policy_eval(&d, cfg, REPO, MAIN, NULL, CONFIG_ACTION_CREATE);
     cr_expect_eq(d.rule_name, cfg->rules[0].name);
     config_free(cfg);
 }
