@@ -259,8 +259,7 @@ static int lint_dead(lint_run *lr, size_t ri)
         selector_of(&globs, &n, r, (selector_kind)k);
         dead = pattern_dead(lr->cfg, (selector_kind)k, globs[0], why, sizeof(why));
         report(lr, POLICY_LINT_NEVER_MATCHES, POLICY_LINT_ERROR, ri, -1,
-               "never matches: no pattern of \"%s\" can match (\"%s\": %s)", selector_key[k],
-               globs[0], dead);
+               "no pattern of \"%s\" can match (\"%s\": %s)", selector_key[k], globs[0], dead);
         return 1;
     }
     for (k = SEL_REPOS; k <= SEL_RUNS; k++) {
