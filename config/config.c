@@ -1128,9 +1128,9 @@ static int check_pattern(const config_model *cfg, const parse_ctx *ctx, const ch
     return 0;
 }
 
-static int parse_patterns(char ***out, size_t *nout, const config_model *cfg, const parse_ctx *ctx,
-                          const json_t *rule, const char *parent, const char *key,
-                          pattern_kind kind)
+static int parse_patterns(char ***out, rg_glob_ends **ends, size_t *nout, const config_model *cfg,
+                          const parse_ctx *ctx, const json_t *rule, const char *parent,
+                          const char *key, pattern_kind kind)
 {
     char kp[KEYPATH_MAX], ekp[KEYPATH_MAX];
     json_t *arr = json_object_get(rule, key), *v;
@@ -1147,8 +1147,14 @@ static int parse_patterns(char ***out, size_t *nout, const config_model *cfg, co
         return fail(ctx, kp, "empty list matches nothing (omit the key to match any %s)",
                     pattern_what[kind]);
     *out = calloc(n, sizeof(**out));
-    if (*out == NULL)
+    *ends = calloc(n, sizeof(**ends));
+    if (*out == NULL || *ends == NULL) {
+        free(*out);
+        free(*ends);
+        *out = NULL;
+        *ends = NULL;
         return fail_oom(ctx);
+    }
     *nout = n;
     for (i = 0; i < n; i++) {
         v = json_array_get(arr, i);
@@ -1162,6 +1168,7 @@ static int parse_patterns(char ***out, size_t *nout, const config_model *cfg, co
             rc = dup_string(&(*out)[i], ctx, json_string_value(v));
         if (rc < 0)
             return rc;
+        rg_glob_literal_ends(&(*ends)[i], (*out)[i]);
     }
     return 0;
 }
@@ -1221,11 +1228,14 @@ static int parse_rule(config_rule *r, const config_model *cfg, const parse_ctx *
     if (rc == 0)
         rc = name ? dup_string(&r->name, ctx, name) : dup_string(&r->name, ctx, kp);
     if (rc == 0)
-        rc = parse_patterns(&r->repos, &r->nrepos, cfg, ctx, obj, kp, "repos", PATTERN_REPO);
+        rc = parse_patterns(&r->repos, &r->repos_ends, &r->nrepos, cfg, ctx, obj, kp, "repos",
+                            PATTERN_REPO);
     if (rc == 0)
-        rc = parse_patterns(&r->refs, &r->nrefs, cfg, ctx, obj, kp, "refs", PATTERN_REF);
+        rc = parse_patterns(&r->refs, &r->refs_ends, &r->nrefs, cfg, ctx, obj, kp, "refs",
+                            PATTERN_REF);
     if (rc == 0)
-        rc = parse_patterns(&r->runs, &r->nruns, cfg, ctx, obj, kp, "runs", PATTERN_RUN);
+        rc = parse_patterns(&r->runs, &r->runs_ends, &r->nruns, cfg, ctx, obj, kp, "runs",
+                            PATTERN_RUN);
     if (rc == 0)
         rc = parse_actions(&r->actions, ctx, obj, kp);
     if (rc == 0)
@@ -1596,6 +1606,9 @@ void config_free(config_model *cfg)
         free_strings(cfg->rules[i].repos, cfg->rules[i].nrepos);
         free_strings(cfg->rules[i].refs, cfg->rules[i].nrefs);
         free_strings(cfg->rules[i].runs, cfg->rules[i].nruns);
+        free(cfg->rules[i].repos_ends);
+        free(cfg->rules[i].refs_ends);
+        free(cfg->rules[i].runs_ends);
         free(cfg->rules[i].reason);
     }
     free(cfg->rules);

@@ -80,6 +80,7 @@
 #include <stdint.h>
 
 #include "util/error.h"
+#include "util/glob.h"
 
 typedef enum config_action {
     CONFIG_ACTION_CREATE = 1 << 0,
@@ -105,6 +106,12 @@ typedef struct config_rule {
     size_t nrefs;
     char **runs; /* NULL: any run, and pushes whose run is unknown */
     size_t nruns;
+    /*
+     * For each pattern above (NULL when the selector is absent), worked out
+     * at load so evaluation turns most patterns down in a few byte
+     * comparisons.
+     */
+    rg_glob_ends *repos_ends, *refs_ends, *runs_ends;
     unsigned actions; /* bitmask of config_action; CONFIG_ACTION_ALL when absent */
     config_effect effect;
     char *reason;      /* may be NULL */

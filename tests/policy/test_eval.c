@@ -708,6 +708,58 @@ ParameterizedTest(struct glob_case *c, glob, matches_as_the_table_says)
                  c->pattern, c->name, c->match ? "a match" : "no match");
 }
 
+/*
+ * The contract of rg_glob_literal_ends, as policy_eval uses it: checking a
+ * name's ends first and matching from `skip` gives the matcher's answer.
+ */
+static int match_via_ends(const char *pattern, const char *name)
+{
+    size_t len = strlen(name);
+    rg_glob_ends e;
+
+    rg_glob_literal_ends(&e, pattern);
+    if (len < e.head || len < e.tail || memcmp(pattern, name, e.head) != 0 ||
+        memcmp(pattern + e.tail_at, name + len - e.tail, e.tail) != 0)
+        return 0;
+    if (e.literal)
+        return len == e.head;
+    if (e.skip > 0 && len >= e.skip && name[e.skip - 1] == '/')
+        return rg_glob_match(pattern + e.skip, name + e.skip);
+    return rg_glob_match(pattern, name);
+}
+
+ParameterizedTestParameters(glob, literal_ends_never_change_an_answer)
+{
+    return cr_make_param_array(struct glob_case, glob_cases,
+                               sizeof(glob_cases) / sizeof(glob_cases[0]));
+}
+
+ParameterizedTest(struct glob_case *c, glob, literal_ends_never_change_an_answer)
+{
+    cr_expect_eq(match_via_ends(c->pattern, c->name), c->match, "\"%s\" vs \"%s\"", c->pattern,
+                 c->name);
+}
+
+Test(glob, literal_ends_of_typical_patterns)
+{
+    rg_glob_ends e;
+
+    rg_glob_literal_ends(&e, "refs/heads/feature-*/**");
+    cr_expect_eq(e.head, strlen("refs/heads/feature-"));
+    cr_expect_eq(e.skip, strlen("refs/heads/"));
+    cr_expect_eq(e.tail, 0u);
+    cr_expect_eq(e.literal, 0);
+    rg_glob_literal_ends(&e, "refs/**");
+    cr_expect_eq(e.head, 4u, "the / before ** may go: refs/** matches refs");
+    rg_glob_literal_ends(&e, "**/main");
+    cr_expect_eq(e.tail, 4u, "the / after ** may go: **/main matches main");
+    cr_expect_str_eq("**/main" + e.tail_at, "main");
+    rg_glob_literal_ends(&e, "refs/tags/v?.*.x");
+    cr_expect_eq(e.tail, 2u);
+    rg_glob_literal_ends(&e, "refs/heads/main");
+    cr_expect_eq(e.literal, 1);
+}
+
 Test(glob, null_matches_nothing)
 {
     cr_expect_eq(rg_glob_match(NULL, "a"), 0);
