@@ -34,9 +34,9 @@ typedef struct policy_decision {
  * tokens name it), pushed by the run named `run` (as its token names it;
  * NULL or "" when unknown, which only rules without `runs` match). The
  * deciding rule is the first, in config order, with the strongest effect
- * among the enforced rules that match. A NULL config, repo or ref, or an
- * action that is not one bit, is a deny: a caller's mistake never becomes
- * an allow.
+ * among the enforced rules that match. A NULL config, a NULL or empty
+ * repo or ref, or an action that is not one bit, is a deny: a caller's
+ * mistake never becomes an allow.
  */
 void policy_eval(policy_decision *out, const config_model *cfg, const char *repo, const char *ref,
                  const char *run, config_action action);

@@ -564,6 +564,10 @@ Test(eval, a_missing_config_repo_or_ref_is_a_deny)
     cr_expect_eq(d.effect, CONFIG_DENY);
     policy_eval(&d, cfg, REPO, NULL, NULL, CONFIG_ACTION_UPDATE);
     cr_expect_eq(d.effect, CONFIG_DENY);
+    policy_eval(&d, cfg, "", MAIN, NULL, CONFIG_ACTION_UPDATE);
+    cr_expect_eq(d.effect, CONFIG_DENY, "an empty repo is no repo");
+    policy_eval(&d, cfg, REPO, "", NULL, CONFIG_ACTION_UPDATE);
+    cr_expect_eq(d.effect, CONFIG_DENY, "an empty ref is no ref");
     policy_eval(&d, cfg, REPO, MAIN, NULL, CONFIG_ACTION_UPDATE);
     cr_expect_eq(d.effect, CONFIG_ALLOW);
     config_free(cfg);
