@@ -13,6 +13,7 @@ int cli_audit(int argc, char **argv);
 int cli_demo(int argc, char **argv);
 int cli_diff(int argc, char **argv);
 int cli_run(int argc, char **argv);
+int cli_policy(int argc, char **argv);
 
 /* Shared by the subcommands' option parsing. */
 

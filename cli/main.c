@@ -17,6 +17,7 @@ static const struct {
     {"serve", cli_serve, "run the gateway in the foreground"},
     {"token", cli_token, "mint or revoke run tokens"},
     {"audit", cli_audit, "read or verify the audit log"},
+    {"policy", cli_policy, "explain a decision (check) or find dead rules (lint)"},
     {"run", cli_run, "run a command in a sandbox with a run token that dies with it"},
     {"diff", cli_diff, "show what a sandboxed run changed in its fork"},
     {"demo", cli_demo, "push through a gateway to a throwaway upstream"},

@@ -1052,14 +1052,17 @@ static int parse_upstreams(config_model *cfg, const parse_ctx *ctx, const json_t
 /* ------------------------------------------------------------------------ */
 
 static const char *const rule_keys[] = {
-    "name", "repos", "refs", "actions", "effect", "reason", "mode", NULL,
+    "name", "repos", "refs", "runs", "actions", "effect", "reason", "mode", NULL,
 };
-#define RULE_KEYS_TEXT "name, repos, refs, actions, effect, reason or mode"
+#define RULE_KEYS_TEXT "name, repos, refs, runs, actions, effect, reason or mode"
 
 typedef enum pattern_kind {
     PATTERN_REPO,
     PATTERN_REF,
+    PATTERN_RUN,
 } pattern_kind;
+
+static const char *const pattern_what[] = {"repo", "ref", "run"};
 
 /*
  * Refuse patterns that cannot mean what their author meant. Each check is a
@@ -1082,6 +1085,11 @@ static int check_pattern(const config_model *cfg, const parse_ctx *ctx, const ch
                     pat);
     if (strpbrk(pat, "[\\") != NULL)
         return fail(ctx, kp, "\"%s\": character classes and escapes are not supported", pat);
+    /* Run names are printable ASCII without spaces (tokens/token.h). */
+    for (p = pat; kind == PATTERN_RUN && *p; p++)
+        if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
+            return fail(ctx, kp,
+                        "\"%s\" never matches: run names are printable ASCII without spaces", pat);
     for (p = pat;; p += len + 1) {
         seg = p;
         len = strcspn(p, "/");
@@ -1096,6 +1104,8 @@ static int check_pattern(const config_model *cfg, const parse_ctx *ctx, const ch
         flen = sizeof(first) - 1;
     memcpy(first, pat, flen);
     first[flen] = '\0';
+    if (kind == PATTERN_RUN)
+        return 0;
     if (kind == PATTERN_REF) {
         if (!rg_glob_match(first, "refs"))
             return fail(ctx, kp,
@@ -1118,9 +1128,9 @@ static int check_pattern(const config_model *cfg, const parse_ctx *ctx, const ch
     return 0;
 }
 
-static int parse_patterns(char ***out, size_t *nout, const config_model *cfg, const parse_ctx *ctx,
-                          const json_t *rule, const char *parent, const char *key,
-                          pattern_kind kind)
+static int parse_patterns(char ***out, rg_glob_ends **ends, size_t *nout, const config_model *cfg,
+                          const parse_ctx *ctx, const json_t *rule, const char *parent,
+                          const char *key, pattern_kind kind)
 {
     char kp[KEYPATH_MAX], ekp[KEYPATH_MAX];
     json_t *arr = json_object_get(rule, key), *v;
@@ -1135,10 +1145,16 @@ static int parse_patterns(char ***out, size_t *nout, const config_model *cfg, co
     n = json_array_size(arr);
     if (n == 0)
         return fail(ctx, kp, "empty list matches nothing (omit the key to match any %s)",
-                    kind == PATTERN_REPO ? "repo" : "ref");
+                    pattern_what[kind]);
     *out = calloc(n, sizeof(**out));
-    if (*out == NULL)
+    *ends = calloc(n, sizeof(**ends));
+    if (*out == NULL || *ends == NULL) {
+        free(*out);
+        free(*ends);
+        *out = NULL;
+        *ends = NULL;
         return fail_oom(ctx);
+    }
     *nout = n;
     for (i = 0; i < n; i++) {
         v = json_array_get(arr, i);
@@ -1152,6 +1168,7 @@ static int parse_patterns(char ***out, size_t *nout, const config_model *cfg, co
             rc = dup_string(&(*out)[i], ctx, json_string_value(v));
         if (rc < 0)
             return rc;
+        rg_glob_literal_ends(&(*ends)[i], (*out)[i]);
     }
     return 0;
 }
@@ -1211,9 +1228,14 @@ static int parse_rule(config_rule *r, const config_model *cfg, const parse_ctx *
     if (rc == 0)
         rc = name ? dup_string(&r->name, ctx, name) : dup_string(&r->name, ctx, kp);
     if (rc == 0)
-        rc = parse_patterns(&r->repos, &r->nrepos, cfg, ctx, obj, kp, "repos", PATTERN_REPO);
+        rc = parse_patterns(&r->repos, &r->repos_ends, &r->nrepos, cfg, ctx, obj, kp, "repos",
+                            PATTERN_REPO);
     if (rc == 0)
-        rc = parse_patterns(&r->refs, &r->nrefs, cfg, ctx, obj, kp, "refs", PATTERN_REF);
+        rc = parse_patterns(&r->refs, &r->refs_ends, &r->nrefs, cfg, ctx, obj, kp, "refs",
+                            PATTERN_REF);
+    if (rc == 0)
+        rc = parse_patterns(&r->runs, &r->runs_ends, &r->nruns, cfg, ctx, obj, kp, "runs",
+                            PATTERN_RUN);
     if (rc == 0)
         rc = parse_actions(&r->actions, ctx, obj, kp);
     if (rc == 0)
@@ -1583,6 +1605,10 @@ void config_free(config_model *cfg)
         free(cfg->rules[i].name);
         free_strings(cfg->rules[i].repos, cfg->rules[i].nrepos);
         free_strings(cfg->rules[i].refs, cfg->rules[i].nrefs);
+        free_strings(cfg->rules[i].runs, cfg->rules[i].nruns);
+        free(cfg->rules[i].repos_ends);
+        free(cfg->rules[i].refs_ends);
+        free(cfg->rules[i].runs_ends);
         free(cfg->rules[i].reason);
     }
     free(cfg->rules);

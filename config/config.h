@@ -13,7 +13,7 @@
  *     "upstreams": [ {"host": "local", "url": "file:///srv/git"} ],
  *     "rules": [ {"name": "protect-main", "repos": ["local/acme/app"],
  *                 "refs": ["refs/heads/main"], "actions": ["update","force","delete"],
- *                 "effect": "deny", "reason": "main is protected",
+ *                 "runs": ["release-*"], "effect": "deny", "reason": "main is protected",
  *                 "mode": "enforce" | "evaluate"} ]
  *   }
  *
@@ -27,12 +27,20 @@
  *   they are type-checked now and used by forwarding.
  * rules: optional; every selector is optional and matches anything when
  *   absent. `repos` globs match "<host>/<path>" without ".git", `refs`
- *   globs match full ref names (see rg_glob_match). `effect` is
+ *   globs match full ref names, `runs` globs match the run name the push's
+ *   token carries (`refgate token mint --run`, `refgate run --run`), all in
+ *   the dialect of rg_glob_match. A rule with `runs` never matches a push
+ *   whose run name is unknown (evaluation without one: `refgate policy
+ *   check` without --run); a rule without `runs` matches every run. Deny still
+ *   wins, so a run's exception is an allow with `runs` where the other
+ *   runs fall to the default or to a weaker rule, never to a deny. `effect` is
  *   required; `mode` defaults to "enforce"; `name` defaults to
  *   "rules[<index>]", names are unique and "default" is reserved. Patterns
  *   that can never match (empty segments, a repo ending in .git or naming
  *   no configured host, a ref outside refs, `***`, a `**` that is not a
- *   whole segment, `[` or `\`) are errors rather than dead rules.
+ *   whole segment, `[` or `\`; in `runs`, a character no run name holds:
+ *   anything but printable ASCII without spaces) are errors rather than
+ *   dead rules; `refgate policy lint` finds the subtler ones.
  * limits: optional, every key optional; what strangers' connections and
  *   bodies may cost the gateway (defaults in brackets):
  *   "connections" [4096]      open connections at most (2..1048576);
@@ -72,6 +80,7 @@
 #include <stdint.h>
 
 #include "util/error.h"
+#include "util/glob.h"
 
 typedef enum config_action {
     CONFIG_ACTION_CREATE = 1 << 0,
@@ -95,6 +104,14 @@ typedef struct config_rule {
     size_t nrepos;
     char **refs; /* NULL: any ref */
     size_t nrefs;
+    char **runs; /* NULL: any run, and pushes whose run is unknown */
+    size_t nruns;
+    /*
+     * For each pattern above (NULL when the selector is absent), worked out
+     * at load so evaluation turns most patterns down in a few byte
+     * comparisons.
+     */
+    rg_glob_ends *repos_ends, *refs_ends, *runs_ends;
     unsigned actions; /* bitmask of config_action; CONFIG_ACTION_ALL when absent */
     config_effect effect;
     char *reason;      /* may be NULL */

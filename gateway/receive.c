@@ -337,6 +337,7 @@ static int plan_push(gateway_receive *r)
         c->plan.ref = c->u->refname;
         c->plan.old_zero = rgit_oid_hex_is_zero(c->u->old_id);
         c->plan.new_zero = rgit_oid_hex_is_zero(c->u->new_id);
+        c->plan.run = r->run;
         c->result.refname = c->u->refname;
     }
     if (r->repo_dir == NULL && pthread_create(&tid, NULL, symref_job_main, &job) == 0)

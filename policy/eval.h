@@ -31,12 +31,49 @@ typedef struct policy_decision {
 /*
  * Decide `action` (exactly one config_action bit) on `ref` (a full name,
  * refs/heads/main) in `repo` ("<host>/<path>" without .git, as routing and
- * tokens name it). The deciding rule is the first, in config order, with
- * the strongest effect among the enforced rules that match. A NULL config,
+ * tokens name it), pushed by the run named `run` (as its token names it;
+ * NULL or "" when unknown, which only rules without `runs` match). The
+ * deciding rule is the first, in config order, with the strongest effect
+ * among the enforced rules that match. A NULL config, a NULL or empty
  * repo or ref, or an action that is not one bit, is a deny: a caller's
  * mistake never becomes an allow.
  */
 void policy_eval(policy_decision *out, const config_model *cfg, const char *repo, const char *ref,
-                 config_action action);
+                 const char *run, config_action action);
+
+/* The selectors of a rule, as bits of policy_trace_rule.failed. */
+typedef enum policy_selector {
+    POLICY_SEL_REPO = 1 << 0,
+    POLICY_SEL_REF = 1 << 1,
+    POLICY_SEL_ACTION = 1 << 2,
+    POLICY_SEL_RUN = 1 << 3,
+} policy_selector;
+
+/*
+ * Why one rule did or did not match an update. Every selector is
+ * evaluated (not only up to the first that fails), so an explanation can
+ * name all that failed. A *_glob is the index of the first pattern of that
+ * selector that matched, or -1 (the selector is absent, or none matched).
+ */
+typedef struct policy_trace_rule {
+    unsigned failed; /* policy_selector bits that did not match; 0: the rule matched */
+    int repo_glob;
+    int ref_glob;
+    int run_glob;
+} policy_trace_rule;
+
+/*
+ * policy_eval, also writing what each rule did to trace[i] for the first
+ * `ntrace` rules (give cfg->nrules entries for all). The decision is the
+ * one policy_eval makes; the gateway's per-ref path calls policy_eval,
+ * which skips the extra work. When the arguments are refused (see
+ * policy_eval), the trace is left untouched.
+ */
+void policy_eval_trace(policy_decision *out, policy_trace_rule *trace, size_t ntrace,
+                       const config_model *cfg, const char *repo, const char *ref, const char *run,
+                       config_action action);
+
+/* "repo", "ref", "action" or "run" for one selector bit; "unknown" otherwise. */
+const char *policy_selector_name(policy_selector s);
 
 #endif

@@ -25,10 +25,10 @@ static void eval_ref(policy_decision *out, const policy_plan_ref *r, const confi
 {
     policy_decision other;
 
-    policy_eval(out, cfg, repo, r->ref, action);
+    policy_eval(out, cfg, repo, r->ref, r->run, action);
     if (r->moves == NULL || !strcmp(r->moves, r->ref))
         return;
-    policy_eval(&other, cfg, repo, r->moves, action);
+    policy_eval(&other, cfg, repo, r->moves, r->run, action);
     if (other.effect >= out->effect) {
         if (other.evaluate_effect < out->evaluate_effect) {
             other.evaluate_matched = out->evaluate_matched;

@@ -35,6 +35,7 @@ typedef struct policy_plan_ref {
     const char *moves; /* the ref it actually moves when `ref` is symbolic upstream, else NULL */
     int old_zero;      /* the old id is all zeros */
     int new_zero;      /* the new id is all zeros */
+    const char *run;   /* the pushing run's name (rules' `runs`); NULL when unknown */
 
     /* Out of policy_plan_classify (and policy_plan_set_ancestry). */
     config_action action; /* what upstream will do; UPDATE while !classified */

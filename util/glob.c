@@ -68,17 +68,23 @@ static int segment_match(const char *p, size_t plen, const char *s, size_t slen)
     return pi == plen;
 }
 
-/* The segment after the one at s, or NULL after the last. */
-static const char *segment_next(const char *s)
-{
-    const char *slash = strchr(s, '/');
-
-    return slash ? slash + 1 : NULL;
-}
-
+/*
+ * Segments are short: a plain loop costs less than strcspn's setup, and
+ * policy_eval runs this for every pattern of every rule (bench/policy.sh).
+ */
 static size_t segment_len(const char *s)
 {
-    return strcspn(s, "/");
+    size_t n = 0;
+
+    while (s[n] != '\0' && s[n] != '/')
+        n++;
+    return n;
+}
+
+/* The segment after the one of length `len` at s, or NULL after the last. */
+static const char *segment_after(const char *s, size_t len)
+{
+    return s[len] == '/' ? s + len + 1 : NULL;
 }
 
 static int is_globstar(const char *seg)
@@ -86,10 +92,37 @@ static int is_globstar(const char *seg)
     return seg[0] == '*' && seg[1] == '*' && (seg[2] == '/' || seg[2] == '\0');
 }
 
+void rg_glob_literal_ends(rg_glob_ends *out, const char *pattern)
+{
+    size_t len = strlen(pattern), h = strcspn(pattern, "*?"), t = 0;
+
+    memset(out, 0, sizeof(*out));
+    if (h == len) {
+        out->head = out->tail = len;
+        out->literal = 1;
+        return;
+    }
+    /* Whole literal segments before the first wildcard match themselves. */
+    for (out->skip = h; out->skip > 0 && pattern[out->skip - 1] != '/'; out->skip--)
+        ;
+    /* "refs/" + "**" matches "refs": the `/` before a `**` may go. */
+    if (h > 0 && pattern[h - 1] == '/')
+        h--;
+    while (pattern[len - 1 - t] != '*' && pattern[len - 1 - t] != '?')
+        t++;
+    /* "**" + "/x" matches "x": the `/` after a `**` may go. */
+    if (t > 0 && pattern[len - t] == '/')
+        t--;
+    out->head = h;
+    out->tail = t;
+    out->tail_at = len - t;
+}
+
 int rg_glob_match(const char *pattern, const char *name)
 {
     const char *p = pattern, *n = name;
     const char *star_p = NULL, *star_n = NULL;
+    size_t plen, nlen;
     int have_star = 0;
 
     if (pattern == NULL || name == NULL)
@@ -97,22 +130,26 @@ int rg_glob_match(const char *pattern, const char *name)
     for (;;) {
         if (p != NULL && is_globstar(p)) {
             have_star = 1;
-            star_p = segment_next(p);
+            star_p = segment_after(p, 2);
             star_n = n;
             p = star_p;
             continue;
         }
         if (p == NULL && n == NULL)
             return 1;
-        if (p != NULL && n != NULL && segment_match(p, segment_len(p), n, segment_len(n))) {
-            p = segment_next(p);
-            n = segment_next(n);
-            continue;
+        if (p != NULL && n != NULL) {
+            plen = segment_len(p);
+            nlen = segment_len(n);
+            if (segment_match(p, plen, n, nlen)) {
+                p = segment_after(p, plen);
+                n = segment_after(n, nlen);
+                continue;
+            }
         }
         /* Let the last `**` take one more segment and retry from there. */
         if (!have_star || star_n == NULL)
             return 0;
-        star_n = segment_next(star_n);
+        star_n = segment_after(star_n, segment_len(star_n));
         p = star_p;
         n = star_n;
     }

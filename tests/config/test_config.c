@@ -125,7 +125,7 @@ Test(config, a_full_config_loads_every_field)
                  "   'reason': 'main is protected'},"
                  "  {'repos': ['github.com/**'], 'effect': 'ask', 'mode': 'evaluate'},"
                  "  {'name': 'tags', 'refs': ['refs/tags/*'], 'actions': ['create'],"
-                 "   'effect': 'allow', 'mode': 'enforce'}]}",
+                 "   'runs': ['release-*', 'ci/**'], 'effect': 'allow', 'mode': 'enforce'}]}",
                  tmpdir, tmpdir);
     cr_assert_lt(n, (int)sizeof(json));
     path = write_config("refgate.json", json);
@@ -182,8 +182,14 @@ Test(config, a_full_config_loads_every_field)
     cr_expect_null(r->reason);
     cr_expect_eq(r->evaluate_only, 1);
 
+    cr_expect_null(r->runs, "an absent runs matches any run");
+    cr_expect_eq(r->nruns, 0);
+
     r = &cfg->rules[2];
     cr_expect_null(r->repos);
+    cr_assert_eq(r->nruns, 2);
+    cr_expect_str_eq(r->runs[0], "release-*");
+    cr_expect_str_eq(r->runs[1], "ci/**");
     cr_expect_eq(r->actions, CONFIG_ACTION_CREATE);
     cr_expect_eq(r->evaluate_only, 0);
     config_free(cfg);
@@ -521,7 +527,7 @@ static struct bad_case bad_cases[] = {
     {"inflate ratio 1", "{'state_dir': 's', 'limits': {'inflate_ratio': 1}}",
      "limits.inflate_ratio", 0, "must be from 2 to 100000, got 1"},
     {"unknown rule key", "{'state_dir': 's', 'rules': [{'effect': 'deny'}, {'efect': 'deny'}]}",
-     "rules[1].efect", 0, "unknown key (expected name, repos, refs, actions, effect"},
+     "rules[1].efect", 0, "unknown key (expected name, repos, refs, runs, actions, effect"},
     {"unknown upstream key",
      "{'state_dir': 's', 'upstreams': [{'host': 'h', 'url': 'https://x', 'token': 't'}]}",
      "upstreams[0].token", 0, "unknown key"},
@@ -545,6 +551,29 @@ static struct bad_case bad_cases[] = {
     {"ref pattern not a string",
      "{'state_dir': 's', 'rules': [{'refs': ['refs/heads/a', null], 'effect': 'deny'}]}",
      "rules[0].refs[1]", 0, "expected a string, got null"},
+    {"runs not an array", "{'state_dir': 's', 'rules': [{'runs': 'release', 'effect': 'allow'}]}",
+     "rules[0].runs", 0, "expected an array of patterns, got a string"},
+    {"run pattern not a string", "{'state_dir': 's', 'rules': [{'runs': [7], 'effect': 'allow'}]}",
+     "rules[0].runs[0]", 0, "expected a string, got an integer"},
+    {"empty runs list", "{'state_dir': 's', 'rules': [{'runs': [], 'effect': 'allow'}]}",
+     "rules[0].runs", 0, "empty list matches nothing (omit the key to match any run)"},
+    {"empty run pattern", "{'state_dir': 's', 'rules': [{'runs': [''], 'effect': 'allow'}]}",
+     "rules[0].runs[0]", 0, "empty pattern"},
+    {"run pattern with a space",
+     "{'state_dir': 's', 'rules': [{'runs': ['release agent'], 'effect': 'allow'}]}",
+     "rules[0].runs[0]", 0,
+     "\"release agent\" never matches: run names are printable ASCII without spaces"},
+    {"run pattern beyond ASCII",
+     "{'state_dir': 's', 'rules': [{'runs': ['r\u00e9lease'], 'effect': 'allow'}]}",
+     "rules[0].runs[0]", 0, "run names are printable ASCII without spaces"},
+    {"run pattern with ***", "{'state_dir': 's', 'rules': [{'runs': ['a***'], 'effect': 'deny'}]}",
+     "rules[0].runs[0]", 0, "*** is not a pattern"},
+    {"run pattern with a class",
+     "{'state_dir': 's', 'rules': [{'runs': ['agent-[12]'], 'effect': 'deny'}]}",
+     "rules[0].runs[0]", 0, "character classes and escapes are not supported"},
+    {"run pattern with a partial **",
+     "{'state_dir': 's', 'rules': [{'runs': ['ci/a**'], 'effect': 'deny'}]}", "rules[0].runs[0]", 0,
+     "** must be a whole segment"},
     {"effect not a string", "{'state_dir': 's', 'rules': [{'effect': true}]}", "rules[0].effect", 0,
      "expected a string, got a boolean"},
     {"max_body_bytes not an integer", "{'state_dir': 's', 'max_body_bytes': '2G'}",

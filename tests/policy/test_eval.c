@@ -219,7 +219,7 @@ ParameterizedTest(struct eval_case *c, eval, decides_as_the_table_says)
     config_model *cfg = config_with(c->deflt[0] ? c->deflt : NULL, c->rules);
     policy_decision d;
 
-    policy_eval(&d, cfg, c->repo, c->ref, c->action);
+    policy_eval(&d, cfg, c->repo, c->ref, NULL, c->action);
     cr_expect_eq(d.effect, c->effect, "%s: effect %s", c->what, config_effect_name(d.effect));
     cr_expect_eq(d.rule_effect, c->rule_effect, "%s: rule_effect %s", c->what,
                  config_effect_name(d.rule_effect));
@@ -350,7 +350,7 @@ static void check_matrix_case(const struct matrix_case *c)
              selector_names[c->selector], config_effect_name(rule_effect), matrix_modes[c->mode],
              matrix_defaults[c->deflt] ? matrix_defaults[c->deflt] : "absent");
     cfg = config_with(matrix_defaults[c->deflt], rules);
-    policy_eval(&d, cfg, REPO, MAIN, action);
+    policy_eval(&d, cfg, REPO, MAIN, NULL, action);
 
     if (matches && !evaluate) {
         cr_expect_eq(d.rule_effect, rule_effect, "%s: rule_effect", what);
@@ -402,6 +402,153 @@ ParameterizedTest(struct matrix_row *row, eval, every_action_selector_effect_def
 }
 
 /* ---------------------------------------------------------------------------
+ * The run: `runs` selects on the run name a push's token carries
+ * ------------------------------------------------------------------------- */
+
+/* A release agent may create tags; other runs, and unknown ones, fall to the default. */
+#define RUN_RULES                                                                                  \
+    "{'name': 'release-tags', 'refs': ['refs/tags/**'], 'actions': ['create'],"                    \
+    " 'runs': ['release-*', 'ci/release/**'], 'effect': 'allow'},"                                 \
+    "{'name': 'no-bot-main', 'refs': ['refs/heads/main'], 'runs': ['bot?'], 'effect': 'deny'},"    \
+    "{'name': 'main', 'refs': ['refs/heads/main'], 'effect': 'allow'}"
+
+struct run_case {
+    char what[96];
+    char run[32]; /* "(null)": NULL */
+    char ref[32];
+    config_action action;
+    config_effect effect;
+    char rule_name[16];
+};
+
+static struct run_case run_cases[] = {
+    {"a matching run's allow decides", "release-7", "refs/tags/v1", CONFIG_ACTION_CREATE, ALLOW,
+     "release-tags"},
+    {"a second pattern of runs matches too", "ci/release/nightly", "refs/tags/v1",
+     CONFIG_ACTION_CREATE, ALLOW, "release-tags"},
+    {"another run falls to the default", "agent-42", "refs/tags/v1", CONFIG_ACTION_CREATE, DENY,
+     "default"},
+    {"* in runs stays within a segment", "release-7/x", "refs/tags/v1", CONFIG_ACTION_CREATE, DENY,
+     "default"},
+    {"an unknown run matches no rule with runs", "(null)", "refs/tags/v1", CONFIG_ACTION_CREATE,
+     DENY, "default"},
+    {"an empty run is an unknown run", "", "refs/tags/v1", CONFIG_ACTION_CREATE, DENY, "default"},
+    {"runs narrows a deny to the runs it names", "bot1", MAIN, CONFIG_ACTION_UPDATE, DENY,
+     "no-bot-main"},
+    {"a rule without runs matches every run", "bot12", MAIN, CONFIG_ACTION_UPDATE, ALLOW, "main"},
+    {"a rule without runs matches an unknown run", "(null)", MAIN, CONFIG_ACTION_UPDATE, ALLOW,
+     "main"},
+    {"the other selectors still apply with runs", "release-7", "refs/tags/v1", CONFIG_ACTION_DELETE,
+     DENY, "default"},
+};
+
+ParameterizedTestParameters(eval, runs_select_on_the_run_name)
+{
+    return cr_make_param_array(struct run_case, run_cases,
+                               sizeof(run_cases) / sizeof(run_cases[0]));
+}
+
+ParameterizedTest(struct run_case *c, eval, runs_select_on_the_run_name)
+{
+    config_model *cfg = config_with("deny", RUN_RULES);
+    const char *run = strcmp(c->run, "(null)") ? c->run : NULL;
+    policy_trace_rule trace[3];
+    policy_decision d, t;
+
+    policy_eval(&d, cfg, REPO, c->ref, run, c->action);
+    cr_expect_eq(d.effect, c->effect, "%s: effect %s", c->what, config_effect_name(d.effect));
+    cr_expect_str_eq(d.rule_name, c->rule_name, "%s: rule %s", c->what, d.rule_name);
+    /* The traced evaluation decides the same. */
+    policy_eval_trace(&t, trace, 3, cfg, REPO, c->ref, run, c->action);
+    cr_expect_eq(t.effect, d.effect, "%s: traced effect", c->what);
+    cr_expect_eq(t.rule_index, d.rule_index, "%s: traced rule", c->what);
+    cr_expect_str_eq(t.reason, d.reason, "%s: traced reason", c->what);
+    config_free(cfg);
+}
+
+/* ---------------------------------------------------------------------------
+ * Traces: per rule, every selector that failed and the pattern that matched
+ * ------------------------------------------------------------------------- */
+
+Test(eval, a_trace_names_every_failed_selector_and_the_matching_patterns)
+{
+    config_model *cfg = config_with(
+        "deny", "{'name': 'a', 'repos': ['other/**', 'local/acme/*'], 'refs': ['refs/tags/*'],"
+                " 'actions': ['delete'], 'runs': ['x'], 'effect': 'deny'},"
+                "{'name': 'b', 'repos': ['local/**'], 'refs': ['refs/heads/*', 'refs/heads/main'],"
+                " 'runs': ['agent-*'], 'effect': 'allow'},"
+                "{'name': 'c', 'effect': 'ask', 'mode': 'evaluate'},"
+                "{'name': 'd', 'runs': ['agent-1'], 'effect': 'deny'}");
+    policy_trace_rule trace[4];
+    policy_decision d;
+
+    memset(trace, 0x55, sizeof(trace));
+    policy_eval_trace(&d, trace, 4, cfg, REPO, MAIN, "agent-2", CONFIG_ACTION_UPDATE);
+    cr_expect_eq(d.effect, CONFIG_ALLOW);
+    cr_expect_str_eq(d.rule_name, "b");
+    cr_expect_eq(d.matched, 1);
+    cr_expect_eq(d.evaluate_matched, 1, "an evaluate-mode rule is traced and reported too");
+
+    cr_expect_eq(trace[0].failed, POLICY_SEL_REF | POLICY_SEL_ACTION | POLICY_SEL_RUN,
+                 "every failed selector, not only the first: %#x", trace[0].failed);
+    cr_expect_eq(trace[0].repo_glob, 1, "the second repo pattern matched");
+    cr_expect_eq(trace[0].ref_glob, -1);
+    cr_expect_eq(trace[0].run_glob, -1);
+
+    cr_expect_eq(trace[1].failed, 0u);
+    cr_expect_eq(trace[1].repo_glob, 0);
+    cr_expect_eq(trace[1].ref_glob, 0, "the first of two matching patterns is named");
+    cr_expect_eq(trace[1].run_glob, 0);
+
+    cr_expect_eq(trace[2].failed, 0u);
+    cr_expect_eq(trace[2].repo_glob, -1, "an absent selector names no pattern");
+    cr_expect_eq(trace[2].ref_glob, -1);
+    cr_expect_eq(trace[2].run_glob, -1);
+
+    cr_expect_eq(trace[3].failed, (unsigned)POLICY_SEL_RUN);
+
+    /* Without a run name, every rule with runs fails on it. */
+    policy_eval_trace(&d, trace, 4, cfg, REPO, MAIN, NULL, CONFIG_ACTION_UPDATE);
+    cr_expect_eq(d.effect, CONFIG_DENY);
+    cr_expect_str_eq(d.rule_name, "default");
+    cr_expect(trace[1].failed & POLICY_SEL_RUN);
+    cr_expect_eq(trace[2].failed, 0u);
+    config_free(cfg);
+}
+
+Test(eval, a_short_trace_covers_its_rules_and_the_decision_still_sees_all)
+{
+    config_model *cfg =
+        config_with("allow", "{'name': 'a', 'refs': ['refs/tags/*'], 'effect': 'deny'},"
+                             "{'name': 'b', 'effect': 'deny'}");
+    policy_trace_rule trace[2];
+    policy_decision d;
+
+    memset(trace, 0x55, sizeof(trace));
+    policy_eval_trace(&d, trace, 1, cfg, REPO, MAIN, NULL, CONFIG_ACTION_UPDATE);
+    cr_expect_eq(d.effect, CONFIG_DENY);
+    cr_expect_str_eq(d.rule_name, "b", "rules past the trace are still evaluated");
+    cr_expect_eq(trace[0].failed, (unsigned)POLICY_SEL_REF);
+    cr_expect_eq(trace[1].failed, 0x55555555u, "past ntrace nothing is written");
+    policy_eval_trace(&d, NULL, 0, cfg, REPO, MAIN, NULL, CONFIG_ACTION_UPDATE);
+    cr_expect_str_eq(d.rule_name, "b");
+    /* Refused arguments deny without touching the trace. */
+    policy_eval_trace(&d, trace, 2, cfg, REPO, NULL, NULL, CONFIG_ACTION_UPDATE);
+    cr_expect_eq(d.effect, CONFIG_DENY);
+    cr_expect_eq(trace[1].failed, 0x55555555u);
+    config_free(cfg);
+}
+
+Test(eval, selector_names)
+{
+    cr_expect_str_eq(policy_selector_name(POLICY_SEL_REPO), "repo");
+    cr_expect_str_eq(policy_selector_name(POLICY_SEL_REF), "ref");
+    cr_expect_str_eq(policy_selector_name(POLICY_SEL_ACTION), "action");
+    cr_expect_str_eq(policy_selector_name(POLICY_SEL_RUN), "run");
+    cr_expect_str_eq(policy_selector_name((policy_selector)0), "unknown");
+}
+
+/* ---------------------------------------------------------------------------
  * Edges of the evaluator itself
  * ------------------------------------------------------------------------- */
 
@@ -410,14 +557,18 @@ Test(eval, a_missing_config_repo_or_ref_is_a_deny)
     config_model *cfg = config_with("allow", "");
     policy_decision d;
 
-    policy_eval(&d, NULL, REPO, MAIN, CONFIG_ACTION_UPDATE);
+    policy_eval(&d, NULL, REPO, MAIN, NULL, CONFIG_ACTION_UPDATE);
     cr_expect_eq(d.effect, CONFIG_DENY);
     cr_expect(strstr(d.reason, "no configuration") != NULL, "%s", d.reason);
-    policy_eval(&d, cfg, NULL, MAIN, CONFIG_ACTION_UPDATE);
+    policy_eval(&d, cfg, NULL, MAIN, NULL, CONFIG_ACTION_UPDATE);
     cr_expect_eq(d.effect, CONFIG_DENY);
-    policy_eval(&d, cfg, REPO, NULL, CONFIG_ACTION_UPDATE);
+    policy_eval(&d, cfg, REPO, NULL, NULL, CONFIG_ACTION_UPDATE);
     cr_expect_eq(d.effect, CONFIG_DENY);
-    policy_eval(&d, cfg, REPO, MAIN, CONFIG_ACTION_UPDATE);
+    policy_eval(&d, cfg, "", MAIN, NULL, CONFIG_ACTION_UPDATE);
+    cr_expect_eq(d.effect, CONFIG_DENY, "an empty repo is no repo");
+    policy_eval(&d, cfg, REPO, "", NULL, CONFIG_ACTION_UPDATE);
+    cr_expect_eq(d.effect, CONFIG_DENY, "an empty ref is no ref");
+    policy_eval(&d, cfg, REPO, MAIN, NULL, CONFIG_ACTION_UPDATE);
     cr_expect_eq(d.effect, CONFIG_ALLOW);
     config_free(cfg);
 }
@@ -432,7 +583,7 @@ Test(eval, a_long_ref_is_shortened_at_a_character_boundary_and_the_notice_surviv
     /* Two-byte characters, so a cut in the wrong place would split one. */
     while (strlen(ref) + 2 < sizeof(ref) - 1)
         strcat(ref, "\xc3\xa9");
-    policy_eval(&d, cfg, REPO, ref, CONFIG_ACTION_CREATE);
+    policy_eval(&d, cfg, REPO, ref, NULL, CONFIG_ACTION_CREATE);
     len = strlen(d.reason);
     cr_expect_lt(len, sizeof(d.reason));
     cr_expect(strstr(d.reason, "... (default: ask)") != NULL, "%s", d.reason);
@@ -448,7 +599,7 @@ Test(eval, the_rule_name_points_into_the_config)
     config_model *cfg = config_with("deny", "{'name': 'n', 'effect': 'allow'}");
     policy_decision d;
 
-    policy_eval(&d, cfg, REPO, MAIN, CONFIG_ACTION_CREATE);
+    policy_eval(&d, cfg, REPO, MAIN, NULL, CONFIG_ACTION_CREATE);
     cr_expect_eq(d.rule_name, cfg->rules[0].name);
     config_free(cfg);
 }
@@ -559,6 +710,58 @@ ParameterizedTest(struct glob_case *c, glob, matches_as_the_table_says)
 {
     cr_expect_eq(rg_glob_match(c->pattern, c->name), c->match, "\"%s\" vs \"%s\": expected %s",
                  c->pattern, c->name, c->match ? "a match" : "no match");
+}
+
+/*
+ * The contract of rg_glob_literal_ends, as policy_eval uses it: checking a
+ * name's ends first and matching from `skip` gives the matcher's answer.
+ */
+static int match_via_ends(const char *pattern, const char *name)
+{
+    size_t len = strlen(name);
+    rg_glob_ends e;
+
+    rg_glob_literal_ends(&e, pattern);
+    if (len < e.head || len < e.tail || memcmp(pattern, name, e.head) != 0 ||
+        memcmp(pattern + e.tail_at, name + len - e.tail, e.tail) != 0)
+        return 0;
+    if (e.literal)
+        return len == e.head;
+    if (e.skip > 0 && len >= e.skip && name[e.skip - 1] == '/')
+        return rg_glob_match(pattern + e.skip, name + e.skip);
+    return rg_glob_match(pattern, name);
+}
+
+ParameterizedTestParameters(glob, literal_ends_never_change_an_answer)
+{
+    return cr_make_param_array(struct glob_case, glob_cases,
+                               sizeof(glob_cases) / sizeof(glob_cases[0]));
+}
+
+ParameterizedTest(struct glob_case *c, glob, literal_ends_never_change_an_answer)
+{
+    cr_expect_eq(match_via_ends(c->pattern, c->name), c->match, "\"%s\" vs \"%s\"", c->pattern,
+                 c->name);
+}
+
+Test(glob, literal_ends_of_typical_patterns)
+{
+    rg_glob_ends e;
+
+    rg_glob_literal_ends(&e, "refs/heads/feature-*/**");
+    cr_expect_eq(e.head, strlen("refs/heads/feature-"));
+    cr_expect_eq(e.skip, strlen("refs/heads/"));
+    cr_expect_eq(e.tail, 0u);
+    cr_expect_eq(e.literal, 0);
+    rg_glob_literal_ends(&e, "refs/**");
+    cr_expect_eq(e.head, 4u, "the / before ** may go: refs/** matches refs");
+    rg_glob_literal_ends(&e, "**/main");
+    cr_expect_eq(e.tail, 4u, "the / after ** may go: **/main matches main");
+    cr_expect_str_eq("**/main" + e.tail_at, "main");
+    rg_glob_literal_ends(&e, "refs/tags/v?.*.x");
+    cr_expect_eq(e.tail, 2u);
+    rg_glob_literal_ends(&e, "refs/heads/main");
+    cr_expect_eq(e.literal, 1);
 }
 
 Test(glob, null_matches_nothing)

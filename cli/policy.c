@@ -1,0 +1,716 @@
+/*
+ * `refgate policy`: ask the rules a question without pushing.
+ *
+ * `check` decides one ref update the way the gateway would and explains it
+ * rule by rule (compare `gitolite access -s`): for each rule, whether it
+ * matched and, when not, every selector that failed; which rule decided;
+ * what the evaluate-mode rules alone would have said. Given old and new ids
+ * and a repository, it classifies the update as the gateway does (a zero
+ * id is a create or delete, an update is a force unless old is an ancestor
+ * of new, and an ancestry that cannot be computed counts as a force) and
+ * follows a symbolic ref to the ref it moves. Exit status: 0 allow,
+ * 1 deny, 2 ask (which the gateway, having no approver, refuses), 3 error.
+ *
+ * `lint` reports what policy/lint.c finds. Exit status: 0 clean, 1 a
+ * finding at or above --fail-on (default: any), 2 usage or a bad config.
+ *
+ * Nothing here reads or writes the gateway's state directory.
+ */
+#include <git2.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "config/config.h"
+#include "git/symref.h"
+#include "policy/eval.h"
+#include "policy/lint.h"
+#include "policy/plan.h"
+
+#define CHECK_ALLOW 0
+#define CHECK_DENY  1
+#define CHECK_ASK   2
+#define CHECK_ERROR 3
+
+#define LINT_CLEAN    0
+#define LINT_FINDINGS 1
+#define LINT_USAGE    2
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f, "usage: refgate policy check --config FILE --repo HOST/PATH --ref REF\n"
+           "                            (--action ACTION | --old ID --new ID --git-dir DIR)\n"
+           "                            [--run NAME] [--json]\n"
+           "       refgate policy lint --config FILE [--fail-on warning|error] [--json]\n"
+           "\n"
+           "check    decide one ref update as the gateway would, and explain it: every rule,\n"
+           "         whether it matched or which selectors did not (repo, ref, action, run),\n"
+           "         and which rule decided. Exit 0 allow, 1 deny, 2 ask, 3 error.\n"
+           "  --repo HOST/PATH  the repository as rules name it (a trailing .git is dropped)\n"
+           "  --ref REF         the full ref name pushed, e.g. refs/heads/main\n"
+           "  --action ACTION   create, update (fast-forward), force or delete\n"
+           "  --old ID --new ID the ref's old and new ids instead (all zeros: none), classified\n"
+           "                    as the gateway does: create, delete, update when old is an\n"
+           "                    ancestor of new, else force; revisions such as main~1 work too\n"
+           "  --git-dir DIR     the repository holding those commits; a symbolic --ref in it is\n"
+           "                    decided on the ref it moves too, as the gateway does upstream\n"
+           "  --run NAME        the run name the pushing token carries; without it rules with\n"
+           "                    \"runs\" do not match\n"
+           "  --json            one JSON object instead of text\n"
+           "\n"
+           "lint     report rules that can never take effect (errors: never-matches, shadowed)\n"
+           "         or are probably not what was meant (warnings: dead-pattern, duplicate,\n"
+           "         redundant, no-reason). Exit 0 clean, 1 findings, 2 usage or bad config.\n"
+           "  --fail-on LEVEL   exit 1 only for findings at this level or above (default warning)\n"
+           "  --json            a JSON array of findings instead of text\n");
+}
+
+/* ------------------------------------------------------------------------ */
+/* check: classifying the update                                            */
+/* ------------------------------------------------------------------------ */
+
+typedef struct check_args {
+    const char *config, *repo, *ref, *action, *old_id, *new_id, *git_dir, *run;
+    int json;
+} check_args;
+
+static int is_zero_id(const char *s)
+{
+    size_t n = strspn(s, "0");
+
+    return s[n] == '\0' && (n == 40 || n == 64);
+}
+
+/* An id or revision in the repository, as a commit's hex id. */
+static int resolve_commit(char hex[GIT_OID_HEXSZ + 1], git_repository *repo, const char *what,
+                          const char *spec)
+{
+    git_object *obj = NULL;
+    int rc = -1;
+
+    if (git_revparse_single(&obj, repo, spec) < 0) {
+        fprintf(stderr, "refgate policy check: %s %s: not found in the repository (%s)\n", what,
+                spec, git_error_last() ? git_error_last()->message : "unknown error");
+        goto done;
+    }
+    git_oid_tostr(hex, GIT_OID_HEXSZ + 1, git_object_id(obj));
+    rc = 0;
+done:
+    git_object_free(obj);
+    return rc;
+}
+
+/*
+ * Whether old is an ancestor of new (or new itself). *known is 0 when the
+ * gateway could not tell either (an id that is no commit, a broken
+ * history): it then decides a force, and so does the check.
+ */
+static void ancestry(int *known, int *is_ancestor, char *why, size_t whysz, git_repository *repo,
+                     const char *old_hex, const char *new_hex)
+{
+    git_oid old_oid, new_oid;
+    git_object *o = NULL, *n = NULL;
+    int grc;
+
+    *known = 0;
+    *is_ancestor = 0;
+    if (git_oid_fromstr(&old_oid, old_hex) < 0 || git_oid_fromstr(&new_oid, new_hex) < 0 ||
+        git_object_lookup(&o, repo, &old_oid, GIT_OBJECT_ANY) < 0 ||
+        git_object_lookup(&n, repo, &new_oid, GIT_OBJECT_ANY) < 0 ||
+        git_object_type(o) != GIT_OBJECT_COMMIT || git_object_type(n) != GIT_OBJECT_COMMIT) {
+        snprintf(why, whysz, "ancestry unknown: old and new must both be commits");
+        goto done;
+    }
+    if (git_oid_equal(&old_oid, &new_oid)) {
+        *known = *is_ancestor = 1;
+        snprintf(why, whysz, "old and new are the same commit");
+        goto done;
+    }
+    grc = git_graph_descendant_of(repo, &new_oid, &old_oid);
+    if (grc < 0) {
+        snprintf(why, whysz, "ancestry unknown: %s",
+                 git_error_last() ? git_error_last()->message : "walking the history failed");
+        goto done;
+    }
+    *known = 1;
+    *is_ancestor = grc > 0;
+    snprintf(why, whysz, "old %s an ancestor of new", *is_ancestor ? "is" : "is not");
+done:
+    git_object_free(o);
+    git_object_free(n);
+}
+
+/*
+ * Fill the plan of the one update from the ids: classified as the gateway
+ * does, except that ancestry is always computed, so the action shown is
+ * exact even where no rule tells an update from a force (the decision is
+ * the same either way then).
+ */
+static int classify_ids(policy_plan_ref *pr, char *why, size_t whysz, const check_args *a,
+                        const config_model *cfg, const char *repo_name)
+{
+    char old_hex[GIT_OID_HEXSZ + 1], new_hex[GIT_OID_HEXSZ + 1], *moves = NULL;
+    git_repository *repo = NULL;
+    rgit_symrefs *syms = NULL;
+    rg_error err = RG_ERROR_INIT;
+    int known, is_anc, rc = -1;
+
+    if (git_repository_open_ext(&repo, a->git_dir, GIT_REPOSITORY_OPEN_NO_SEARCH, NULL) < 0) {
+        fprintf(stderr, "refgate policy check: --git-dir %s: %s\n", a->git_dir,
+                git_error_last() ? git_error_last()->message : "not a repository");
+        goto done;
+    }
+    pr->old_zero = is_zero_id(a->old_id);
+    pr->new_zero = is_zero_id(a->new_id);
+    if ((!pr->old_zero && resolve_commit(old_hex, repo, "--old", a->old_id) < 0) ||
+        (!pr->new_zero && resolve_commit(new_hex, repo, "--new", a->new_id) < 0))
+        goto done;
+    /* The gateway decides on the ref a symbolic one moves, too. */
+    if (rgit_symrefs_open(&syms, git_repository_path(repo), &err) < 0 ||
+        rgit_symrefs_resolve(&moves, syms, pr->ref, &err) < 0) {
+        fprintf(stderr, "refgate policy check: --ref %s: %s\n", pr->ref, err.msg);
+        goto done;
+    }
+    pr->moves = moves;
+    policy_plan_classify(pr, cfg, repo_name);
+    if (!pr->invalid && !pr->old_zero && !pr->new_zero) {
+        ancestry(&known, &is_anc, why, whysz, repo, old_hex, new_hex);
+        pr->needs_ancestry = 1;
+        policy_plan_set_ancestry(pr, known, is_anc);
+    } else {
+        snprintf(why, whysz, "%s",
+                 pr->invalid    ? "old and new are both zero"
+                 : pr->old_zero ? "old is zero"
+                                : "new is zero");
+    }
+    rc = 0;
+done:
+    rgit_symrefs_free(syms);
+    git_repository_free(repo);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* check: output                                                            */
+/* ------------------------------------------------------------------------ */
+
+/* "rules[3] \"name\"" or just the generated name. */
+static void rule_label(char *out, size_t outsz, const config_rule *r, size_t i)
+{
+    char gen[32];
+
+    snprintf(gen, sizeof(gen), "rules[%zu]", i);
+    if (!strcmp(r->name, gen))
+        snprintf(out, outsz, "%s", gen);
+    else
+        snprintf(out, outsz, "%s %s", gen, r->name);
+}
+
+static void print_patterns(char *const *globs, size_t n)
+{
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        printf("%s%s", i ? ", " : "", globs[i]);
+}
+
+static void print_actions(unsigned actions)
+{
+    unsigned bit;
+    int first = 1;
+
+    for (bit = CONFIG_ACTION_CREATE; bit <= CONFIG_ACTION_DELETE; bit <<= 1) {
+        if (actions & bit) {
+            printf("%s%s", first ? "" : ", ", config_action_name((config_action)bit));
+            first = 0;
+        }
+    }
+}
+
+/* One rule's line of the trace: matched (and on what), or every failed selector. */
+static void print_trace_rule(const config_rule *r, size_t i, const policy_trace_rule *t,
+                             const char *decides, const char *run)
+{
+    char label[160];
+    const char *sep = " ";
+
+    rule_label(label, sizeof(label), r, i);
+    printf("  %-28s %-5s%s ", label, config_effect_name(r->effect),
+           r->evaluate_only ? " (evaluate mode)" : "");
+    if (t->failed == 0) {
+        printf("matched");
+        if (t->repo_glob >= 0)
+            printf(", repo %s", r->repos[t->repo_glob]);
+        if (t->ref_glob >= 0)
+            printf(", ref %s", r->refs[t->ref_glob]);
+        if (t->run_glob >= 0)
+            printf(", run %s", r->runs[t->run_glob]);
+        printf("%s\n", decides);
+        return;
+    }
+    printf("no:");
+    if (t->failed & POLICY_SEL_REPO) {
+        printf("%srepo not in [", sep);
+        print_patterns(r->repos, r->nrepos);
+        printf("]");
+        sep = "; ";
+    }
+    if (t->failed & POLICY_SEL_REF) {
+        printf("%sref not in [", sep);
+        print_patterns(r->refs, r->nrefs);
+        printf("]");
+        sep = "; ";
+    }
+    if (t->failed & POLICY_SEL_ACTION) {
+        printf("%saction not in [", sep);
+        print_actions(r->actions);
+        printf("]");
+        sep = "; ";
+    }
+    if (t->failed & POLICY_SEL_RUN) {
+        printf("%srun %s [", sep, run && run[0] ? "not in" : "unknown, the rule wants");
+        print_patterns(r->runs, r->nruns);
+        printf("]");
+    }
+    printf("\n");
+}
+
+static json_t *patterns_json(char *const *globs, size_t n)
+{
+    json_t *arr = json_array();
+    size_t i;
+
+    for (i = 0; i < n; i++)
+        json_array_append_new(arr, json_string(globs[i]));
+    return arr;
+}
+
+static json_t *trace_rule_json(const config_rule *r, size_t i, const policy_trace_rule *t,
+                               int decides)
+{
+    json_t *o = json_object(), *failed = json_array();
+    unsigned bit;
+
+    json_object_set_new(o, "index", json_integer((json_int_t)i));
+    json_object_set_new(o, "name", json_string(r->name));
+    json_object_set_new(o, "effect", json_string(config_effect_name(r->effect)));
+    json_object_set_new(o, "mode", json_string(r->evaluate_only ? "evaluate" : "enforce"));
+    json_object_set_new(o, "matched", json_boolean(t->failed == 0));
+    for (bit = POLICY_SEL_REPO; bit <= POLICY_SEL_RUN; bit <<= 1)
+        if (t->failed & bit)
+            json_array_append_new(failed, json_string(policy_selector_name((policy_selector)bit)));
+    json_object_set_new(o, "failed", failed);
+    json_object_set_new(o, "repo_pattern",
+                        t->repo_glob >= 0 ? json_string(r->repos[t->repo_glob]) : json_null());
+    json_object_set_new(o, "ref_pattern",
+                        t->ref_glob >= 0 ? json_string(r->refs[t->ref_glob]) : json_null());
+    json_object_set_new(o, "run_pattern",
+                        t->run_glob >= 0 ? json_string(r->runs[t->run_glob]) : json_null());
+    if (r->repos)
+        json_object_set_new(o, "repos", patterns_json(r->repos, r->nrepos));
+    if (r->refs)
+        json_object_set_new(o, "refs", patterns_json(r->refs, r->nrefs));
+    if (r->runs)
+        json_object_set_new(o, "runs", patterns_json(r->runs, r->nruns));
+    json_object_set_new(o, "decides", json_boolean(decides));
+    return o;
+}
+
+/*
+ * Trace the evaluation of one name (the ref pushed, or the ref it moves):
+ * printed, or appended to `traces` as JSON.
+ */
+static int trace_name(json_t *traces, const config_model *cfg, const char *repo, const char *ref,
+                      const char *run, config_action action)
+{
+    policy_trace_rule *trace = calloc(cfg->nrules ? cfg->nrules : 1, sizeof(*trace));
+    policy_decision d;
+    json_t *t, *rules;
+    size_t i;
+
+    if (trace == NULL) {
+        fprintf(stderr, "refgate policy check: out of memory\n");
+        return -1;
+    }
+    policy_eval_trace(&d, trace, cfg->nrules, cfg, repo, ref, run, action);
+    if (traces == NULL) {
+        printf("\ntrace for %s (%zu rules):\n", ref, cfg->nrules);
+        for (i = 0; i < cfg->nrules; i++)
+            print_trace_rule(&cfg->rules[i], i, &trace[i],
+                             d.rule_index == (int)i ? "  <- decides"
+                             : d.evaluate_rule_name == cfg->rules[i].name
+                                 ? "  <- decides among evaluate-mode rules"
+                                 : "",
+                             run);
+        printf("  %-28s %-5s %s\n", "default", config_effect_name(cfg->default_effect),
+               d.rule_index < 0 ? "<- decides (no enforced rule matched)"
+                                : "(not used: a rule matched)");
+    } else {
+        t = json_object();
+        rules = json_array();
+        json_object_set_new(t, "ref", json_string(ref));
+        for (i = 0; i < cfg->nrules; i++)
+            json_array_append_new(
+                rules, trace_rule_json(&cfg->rules[i], i, &trace[i], d.rule_index == (int)i));
+        json_object_set_new(t, "rules", rules);
+        json_object_set_new(t, "decided_by", json_string(d.rule_name));
+        json_array_append_new(traces, t);
+    }
+    free(trace);
+    return 0;
+}
+
+static const char *verdict_name(const policy_decision *d)
+{
+    if (d->effect == CONFIG_ALLOW)
+        return "allow";
+    return d->rule_effect == CONFIG_ASK ? "ask" : "deny";
+}
+
+static int verdict_status(const policy_decision *d)
+{
+    if (d->effect == CONFIG_ALLOW)
+        return CHECK_ALLOW;
+    return d->rule_effect == CONFIG_ASK ? CHECK_ASK : CHECK_DENY;
+}
+
+static int report_check(const config_model *cfg, const char *repo, const policy_plan_ref *pr,
+                        const char *run, const char *why, json_t *root)
+{
+    const policy_decision *d = &pr->decision;
+    const char *action = config_action_name(pr->action);
+    json_t *traces = NULL, *ev;
+
+    if (root == NULL) {
+        printf("decision: %s\n", verdict_name(d));
+        if (d->rule_effect == CONFIG_ASK)
+            printf("          (the gateway refuses it: it has no approver)\n");
+        if (d->rule_index >= 0)
+            printf("rule:     %s (rules[%d])\n", d->rule_name, d->rule_index);
+        else if (!strcmp(d->rule_name, "default"))
+            printf("rule:     default (no enforced rule matched)\n");
+        else
+            printf("rule:     %s (refused before any rule)\n", d->rule_name);
+        printf("reason:   %s\n", d->reason);
+        printf("ref:      %s in %s\n", pr->ref, repo);
+        if (pr->moves != NULL)
+            printf("          a symbolic ref to %s: both names are decided\n", pr->moves);
+        printf("action:   %s%s%s%s\n", action, why[0] ? " (" : "", why, why[0] ? ")" : "");
+        if (run && run[0])
+            printf("run:      %s\n", run);
+        else
+            printf("run:      unknown (rules with \"runs\" do not match; see --run)\n");
+        if (d->evaluate_matched > 0)
+            printf("evaluate: rule %s would %s (evaluate mode: reported, not enforced)\n",
+                   d->evaluate_rule_name, config_effect_name(d->evaluate_effect));
+    } else {
+        json_object_set_new(root, "decision", json_string(verdict_name(d)));
+        json_object_set_new(root, "rule", json_string(d->rule_name));
+        json_object_set_new(root, "rule_index",
+                            d->rule_index >= 0 ? json_integer(d->rule_index) : json_null());
+        json_object_set_new(root, "reason", json_string(d->reason));
+        json_object_set_new(root, "repo", json_string(repo));
+        json_object_set_new(root, "ref", json_string(pr->ref));
+        json_object_set_new(root, "moves", pr->moves ? json_string(pr->moves) : json_null());
+        json_object_set_new(root, "run", run && run[0] ? json_string(run) : json_null());
+        json_object_set_new(root, "action", json_string(action));
+        json_object_set_new(root, "classified", why[0] ? json_string(why) : json_null());
+        ev = d->evaluate_matched > 0 ? json_object() : json_null();
+        if (d->evaluate_matched > 0) {
+            json_object_set_new(ev, "rule", json_string(d->evaluate_rule_name));
+            json_object_set_new(ev, "effect", json_string(config_effect_name(d->evaluate_effect)));
+        }
+        json_object_set_new(root, "evaluate", ev);
+        traces = json_array();
+        json_object_set_new(root, "traces", traces);
+    }
+    /* A zero/zero command is refused before any rule is asked. */
+    if (pr->invalid)
+        return 0;
+    if (trace_name(traces, cfg, repo, pr->ref, run, pr->action) < 0)
+        return -1;
+    if (pr->moves != NULL && strcmp(pr->moves, pr->ref) &&
+        trace_name(traces, cfg, repo, pr->moves, run, pr->action) < 0)
+        return -1;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* check                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static int parse_action(config_action *out, const char *s)
+{
+    static const config_action all[] = {CONFIG_ACTION_CREATE, CONFIG_ACTION_UPDATE,
+                                        CONFIG_ACTION_FORCE, CONFIG_ACTION_DELETE};
+    size_t i;
+
+    for (i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
+        if (!strcmp(s, config_action_name(all[i]))) {
+            *out = all[i];
+            return 0;
+        }
+    }
+    return -1;
+}
+
+static int check_usage(const char *msg)
+{
+    fprintf(stderr, "refgate policy check: %s\n\n", msg);
+    usage(stderr);
+    return CHECK_ERROR;
+}
+
+static int policy_check(int argc, char **argv)
+{
+    check_args a = {0};
+    config_model *cfg = NULL;
+    rg_error err = RG_ERROR_INIT;
+    policy_plan_ref pr = {0};
+    char repo[512], why[300] = "", host[128];
+    const char *value, *slash;
+    json_t *root = NULL;
+    size_t len;
+    int argi, m, git_started = 0, status = CHECK_ERROR;
+
+    for (argi = 1; argi < argc; argi++) {
+        const char *p = "refgate policy check";
+        if (cli_is_help(argv[argi])) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[argi], "--json")) {
+            a.json = 1;
+            continue;
+        }
+        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", p)) != 0)
+            a.config = value;
+        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--repo", p)) != 0)
+            a.repo = value;
+        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--ref", p)) != 0)
+            a.ref = value;
+        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--action", p)) != 0)
+            a.action = value;
+        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--old", p)) != 0)
+            a.old_id = value;
+        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--new", p)) != 0)
+            a.new_id = value;
+        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--git-dir", p)) != 0)
+            a.git_dir = value;
+        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--run", p)) != 0)
+            a.run = value;
+        else {
+            fprintf(stderr, "refgate policy check: unexpected argument '%s'\n\n", argv[argi]);
+            usage(stderr);
+            return CHECK_ERROR;
+        }
+        if (m < 0)
+            return CHECK_ERROR;
+    }
+    if (a.config == NULL || a.repo == NULL || a.ref == NULL)
+        return check_usage("--config, --repo and --ref are required");
+    if ((a.action != NULL) == (a.old_id != NULL || a.new_id != NULL || a.git_dir != NULL))
+        return check_usage("give either --action or --old, --new and --git-dir");
+    if (a.action == NULL && (a.old_id == NULL || a.new_id == NULL || a.git_dir == NULL))
+        return check_usage("--old, --new and --git-dir go together");
+    if (strncmp(a.ref, "refs/", 5) != 0 || a.ref[5] == '\0') {
+        fprintf(stderr, "refgate policy check: --ref %s: give the full name, e.g. refs/heads/%s\n",
+                a.ref, a.ref);
+        return CHECK_ERROR;
+    }
+    len = strlen(a.repo);
+    if (len >= 4 && !strcmp(a.repo + len - 4, ".git"))
+        len -= 4;
+    slash = memchr(a.repo, '/', len);
+    if (slash == NULL || slash == a.repo || slash + 1 == a.repo + len || len >= sizeof(repo) ||
+        (size_t)(slash - a.repo) >= sizeof(host)) {
+        fprintf(stderr,
+                "refgate policy check: --repo %s: expected HOST/PATH, e.g. local/acme/app\n",
+                a.repo);
+        return CHECK_ERROR;
+    }
+    memcpy(repo, a.repo, len);
+    repo[len] = '\0';
+    memcpy(host, a.repo, (size_t)(slash - a.repo));
+    host[slash - a.repo] = '\0';
+
+    if (config_load(&cfg, a.config, &err) < 0) {
+        fprintf(stderr, "refgate policy check: %s\n", err.msg);
+        return CHECK_ERROR;
+    }
+    if (config_find_upstream(cfg, host) == NULL) {
+        fprintf(stderr, "refgate policy check: --repo %s: '%s' is not an upstream host in %s\n",
+                a.repo, host, cfg->path);
+        goto done;
+    }
+    pr.ref = a.ref;
+    pr.run = a.run;
+    if (a.action != NULL) {
+        if (parse_action(&pr.action, a.action) < 0) {
+            fprintf(stderr,
+                    "refgate policy check: --action %s: expected create, update, force or "
+                    "delete\n",
+                    a.action);
+            goto done;
+        }
+        pr.classified = 1;
+    } else {
+        if (git_libgit2_init() < 0) {
+            fprintf(stderr, "refgate policy check: libgit2 failed to start\n");
+            goto done;
+        }
+        git_started = 1;
+        if (classify_ids(&pr, why, sizeof(why), &a, cfg, repo) < 0)
+            goto done;
+    }
+    policy_plan_decide(&pr, cfg, repo);
+    if (a.json)
+        root = json_object();
+    if (report_check(cfg, repo, &pr, a.run, why, root) < 0) {
+        status = CHECK_ERROR;
+        goto done;
+    }
+    if (root != NULL && (json_dumpf(root, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER) < 0 ||
+                         putchar('\n') == EOF)) {
+        status = CHECK_ERROR;
+        goto done;
+    }
+    status = verdict_status(&pr.decision);
+done:
+    free((char *)pr.moves);
+    if (git_started)
+        git_libgit2_shutdown();
+    json_decref(root);
+    config_free(cfg);
+    if (fflush(stdout) != 0)
+        status = CHECK_ERROR;
+    return status;
+}
+
+/* ------------------------------------------------------------------------ */
+/* lint                                                                     */
+/* ------------------------------------------------------------------------ */
+
+typedef struct lint_out {
+    const config_model *cfg;
+    json_t *json; /* NULL: text */
+    size_t errors, warnings;
+} lint_out;
+
+static void on_finding(const policy_lint_finding *f, void *arg)
+{
+    lint_out *o = arg;
+    const config_rule *r = &o->cfg->rules[f->rule];
+    char label[160];
+    json_t *j;
+
+    if (f->level == POLICY_LINT_ERROR)
+        o->errors++;
+    else
+        o->warnings++;
+    if (o->json == NULL) {
+        rule_label(label, sizeof(label), r, f->rule);
+        printf("%s: %s: %s: %s: %s\n", o->cfg->path, label, policy_lint_level_name(f->level),
+               policy_lint_kind_name(f->kind), f->message);
+        return;
+    }
+    j = json_object();
+    json_object_set_new(j, "rule_index", json_integer((json_int_t)f->rule));
+    json_object_set_new(j, "rule", json_string(r->name));
+    json_object_set_new(j, "level", json_string(policy_lint_level_name(f->level)));
+    json_object_set_new(j, "kind", json_string(policy_lint_kind_name(f->kind)));
+    json_object_set_new(j, "other",
+                        f->other >= 0 ? json_string(o->cfg->rules[f->other].name) : json_null());
+    json_object_set_new(j, "message", json_string(f->message));
+    json_array_append_new(o->json, j);
+}
+
+static int policy_lint_cmd(int argc, char **argv)
+{
+    const char *config_path = NULL, *fail_on = NULL, *value;
+    config_model *cfg = NULL;
+    rg_error err = RG_ERROR_INIT;
+    lint_out out = {0};
+    int argi, m, json = 0, status = LINT_USAGE;
+
+    for (argi = 1; argi < argc; argi++) {
+        if (cli_is_help(argv[argi])) {
+            usage(stdout);
+            return 0;
+        }
+        if (!strcmp(argv[argi], "--json")) {
+            json = 1;
+            continue;
+        }
+        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate policy lint")) != 0)
+            config_path = value;
+        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--fail-on",
+                                    "refgate policy lint")) != 0)
+            fail_on = value;
+        else {
+            fprintf(stderr, "refgate policy lint: unexpected argument '%s'\n\n", argv[argi]);
+            usage(stderr);
+            return LINT_USAGE;
+        }
+        if (m < 0)
+            return LINT_USAGE;
+    }
+    if (config_path == NULL) {
+        fprintf(stderr, "refgate policy lint: --config is required\n\n");
+        usage(stderr);
+        return LINT_USAGE;
+    }
+    if (fail_on != NULL && strcmp(fail_on, "warning") && strcmp(fail_on, "error")) {
+        fprintf(stderr, "refgate policy lint: --fail-on %s: expected warning or error\n", fail_on);
+        return LINT_USAGE;
+    }
+    if (config_load(&cfg, config_path, &err) < 0) {
+        fprintf(stderr, "refgate policy lint: %s\n", err.msg);
+        return LINT_USAGE;
+    }
+    out.cfg = cfg;
+    if (json)
+        out.json = json_array();
+    policy_lint(cfg, on_finding, &out);
+    if (json) {
+        if (json_dumpf(out.json, stdout, JSON_INDENT(2)) < 0 || putchar('\n') == EOF)
+            goto done;
+    } else if (out.errors + out.warnings == 0) {
+        printf("%s: %zu rules, no findings\n", cfg->path, cfg->nrules);
+    } else {
+        printf("%zu error%s, %zu warning%s\n", out.errors, out.errors == 1 ? "" : "s", out.warnings,
+               out.warnings == 1 ? "" : "s");
+    }
+    if (fail_on != NULL && !strcmp(fail_on, "error"))
+        status = out.errors ? LINT_FINDINGS : LINT_CLEAN;
+    else
+        status = out.errors + out.warnings ? LINT_FINDINGS : LINT_CLEAN;
+done:
+    json_decref(out.json);
+    config_free(cfg);
+    if (fflush(stdout) != 0)
+        status = LINT_USAGE;
+    return status;
+}
+
+int cli_policy(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return LINT_USAGE;
+    }
+    if (cli_is_help(argv[1])) {
+        usage(stdout);
+        return 0;
+    }
+    if (!strcmp(argv[1], "check"))
+        return policy_check(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "lint"))
+        return policy_lint_cmd(argc - 1, argv + 1);
+    fprintf(stderr, "refgate policy: unknown subcommand '%s'\n\n", argv[1]);
+    usage(stderr);
+    return LINT_USAGE;
+}
