@@ -52,7 +52,10 @@ JSON
 start_gateway
 
 # Another service on this host's loopback, which the run must not reach.
-python3 -m http.server --bind 127.0.0.1 0 >"$T/other.log" 2>&1 &
+# The log exists before the loop reads it: the background job opens it
+# whenever it is scheduled.
+: >"$T/other.log"
+python3 -m http.server --bind 127.0.0.1 0 >>"$T/other.log" 2>&1 &
 OTHER_PID=$!
 trap 'kill $OTHER_PID 2>/dev/null || true; cleanup' EXIT
 for _ in $(seq 1 200); do
