@@ -6,13 +6,14 @@
  * character too long is not half-reported. The generic assignment regex
  * only finds `keyword <op> value` candidates; whether the value is a secret
  * is decided here, on rules a regex cannot express well:
- *   - the value is 12..128 bytes (the regex) and carries at least
+ *   - the value is 12..64 bytes (the regex) and carries at least
  *     ASSIGN_ENTROPY_MIN bits of Shannon entropy per byte, which random
  *     credentials of that length do (16 random base64 characters: about 3.7)
  *     and words, repeated characters and most identifiers do not;
  *   - it is not a placeholder (`changeme`, `example`, `xxxx`, `<...>`) nor a
  *     reference to where the secret really lives (`${VAR}`, `$VAR`, `{{x}}`,
- *     `os.environ[...]`, calls, URLs, paths, dotted identifiers);
+ *     `os.environ[...]`, calls, URLs, paths, dotted identifiers, literals
+ *     in braces), and it ends at a `\n`-style escape inside a string;
  *   - it is not a token a specific detector reports under its own name.
  */
 #include "content/detect.h"
@@ -21,6 +22,8 @@
 #include <math.h>
 #include <string.h>
 
+/* The shortest assigned value taken for a secret (the regex's bound too). */
+#define ASSIGN_LEN_MIN 12
 /* Bits per byte below which an assigned value is not taken for a secret. */
 #define ASSIGN_ENTROPY_MIN 3.0
 /* Below this a token is a placeholder (`ghp_xxxx...`), not a credential. */
@@ -125,8 +128,9 @@ static int is_known_token(const unsigned char *p, size_t n)
 static int is_placeholder(const unsigned char *p, size_t n)
 {
     static const char *const words[] = {
-        "example", "changeme", "change_me", "change-me", "placeholder", "xxxx", "your_",
-        "your-",   "dummy",    "redacted",  "sample",    "****",        "...",  "<",
+        "example", "changeme", "change_me",  "change-me", "placeholder", "xxxx",
+        "your_",   "your-",    "dummy",      "redacted",  "sample",      "****",
+        "...",     "<",        "0123456789", "123456789",
     };
 
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
@@ -135,14 +139,16 @@ static int is_placeholder(const unsigned char *p, size_t n)
     return 0;
 }
 
-/* Where the secret really lives: a variable, template, call, URL or path. */
+/* Where the secret really lives: a variable, template, call, URL, path or literal. */
 static int is_reference(const unsigned char *p, size_t n)
 {
     static const char *const inside[] = {"${", "{{", "(", ")", "[", "]", "->", "::", "://"};
-    static const char *const prefixes[] = {"%", "@", "#{", "/", "./", "../", "~/"};
+    static const char *const prefixes[] = {"%", "@", "#{", "{", "/", "./", "../", "~/"};
 
-    if (n >= 2 && p[0] == '$' && (p[1] == '{' || p[1] == '(' || p[1] == '_' || isalpha(p[1])))
-        return 1;
+    for (size_t i = 0; i + 1 < n; i++)
+        if (p[i] == '$' &&
+            (p[i + 1] == '{' || p[i + 1] == '(' || p[i + 1] == '_' || isalpha(p[i + 1])))
+            return 1;
     for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
         if (starts(p, n, prefixes[i]))
             return 1;
@@ -152,11 +158,11 @@ static int is_reference(const unsigned char *p, size_t n)
     return 0;
 }
 
-/* Words and identifiers (`settings.SECRET_KEY`, `my-app-token`): no digit. */
+/* Words and identifiers (`settings.SECRET_KEY`, `acme/app:write`): no digit. */
 static int is_words(const unsigned char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
-        if (!isalpha(p[i]) && strchr("_.-/", p[i]) == NULL)
+        if (!isalpha(p[i]) && strchr("_.-/:", p[i]) == NULL)
             return 0;
     return 1;
 }
@@ -180,7 +186,14 @@ static int assignment_value(size_t *off, size_t *len, const unsigned char *m, si
         i++;
     if (end > i && (isspace(m[end - 1]) || strchr("\"'`;,", m[end - 1]) != NULL))
         end--;
-    if (end <= i)
+    /* An escape (`\n`, `\t`) ends the value inside a string literal. */
+    for (size_t k = i; k + 1 < end; k++) {
+        if (m[k] == '\\' && strchr("nrt0", m[k + 1]) != NULL) {
+            end = k;
+            break;
+        }
+    }
+    if (end < i + ASSIGN_LEN_MIN)
         return 0;
     *off = i;
     *len = end - i;

@@ -144,7 +144,7 @@ struct sample {
 
 #define KEY_RSA                                                                                    \
     "-----BEGIN RSA PRIVATE KEY-----\n" B64A "\n" B64B "\n" B64C "\n-----END RSA PRIVATE "         \
-                                                                 "KEY-----\n"
+    "KEY-----\n"
 
 static struct sample samples[] = {
     /* GitHub */
@@ -209,6 +209,14 @@ static struct sample samples[] = {
     {"a path", "secret_file = /run/secrets/db-2024\n", NULL, NULL, NULL},
     {"low entropy", "password = \"aaaaaaaabbbbbbbb\"\n", NULL, NULL, NULL},
     {"a comparison", "if password == \"x\" {\n", NULL, NULL, NULL},
+    {"a shell variable inside", "TOKEN=static-secret-$RANDOM$RANDOM\n", NULL, NULL, NULL},
+    {"a struct literal", "clock_ops token = {clock_system_now, NULL};\n", NULL, NULL, NULL},
+    {"words and a scope", "--token-scope: acme/app:write\n", NULL, NULL, NULL},
+    {"sequential digits", "\"token\": \"0123456789abcdef\"\n", NULL, NULL, NULL},
+    {"a string escape ends the value", "printf(\"password=%s\\n\", \"Xy7-Qm2-Lp9-Zr4\");", NULL,
+     NULL, NULL},
+    {"a value before an escape", "\"password: Q7w-E9r-T2y-U4i\\n\"", "secret-assignment",
+     "Q7w-E9r-T2y-U4i", "Q7w-"},
     {"a known token under its own name", "token = \"" GHP "\"\n", "github-token", GHP, GHP},
 };
 
