@@ -45,8 +45,6 @@ const content_detector content_detectors[] = {
      0, CONTENT_DETECT_PRIVATE_KEY, ""},
     {"aws-access-key-id", "\\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\\b", 0, CONTENT_DETECT_AWS_ID,
      ""},
-    {"aws-secret-access-key", "(?:^|[^0-9A-Za-z/+])[0-9A-Za-z/+]{40}(?:[^0-9A-Za-z/+=]|$)", 0,
-     CONTENT_DETECT_AWS_SECRET, "/+"},
     {"github-token", "\\bgh[pousr]_[0-9A-Za-z]{36}\\b", 0, CONTENT_DETECT_TOKEN, ""},
     {"github-fine-grained-token", "\\bgithub_pat_[0-9A-Za-z_]{82}\\b", 0, CONTENT_DETECT_TOKEN,
      "_"},
@@ -204,7 +202,7 @@ int content_detect_aws_secret(const unsigned char *p, size_t n)
 {
     int upper = 0, lower = 0, digit = 0;
 
-    if (n != 40)
+    if (n != CONTENT_DETECT_AWS_SECRET_LEN)
         return 0;
     for (size_t i = 0; i < n; i++) {
         upper |= isupper(p[i]) != 0;
@@ -212,6 +210,39 @@ int content_detect_aws_secret(const unsigned char *p, size_t n)
         digit |= isdigit(p[i]) != 0;
     }
     return upper && lower && digit && content_detect_entropy(p, n) >= AWS_SECRET_ENTROPY_MIN;
+}
+
+static int aws_secret_byte(unsigned char c)
+{
+    return isalnum(c) || c == '/' || c == '+';
+}
+
+int content_detect_aws_secret_find(size_t *off, const unsigned char *p, size_t n, int open_left,
+                                   int open_right, int last)
+{
+    int found = 0;
+
+    for (size_t i = 0; i < n;) {
+        size_t j = i;
+
+        if (!aws_secret_byte(p[i])) {
+            i++;
+            continue;
+        }
+        while (j < n && aws_secret_byte(p[j]))
+            j++;
+        /* Bounded: each byte is looked at by one run. */
+        if (j - i == CONTENT_DETECT_AWS_SECRET_LEN && !(i == 0 && open_left) &&
+            !(j == n && open_right) && (j == n || p[j] != '=') &&
+            !has(p + i, j - i, "EXAMPLE", 0) && content_detect_aws_secret(p + i, j - i)) {
+            *off = i;
+            found = 1;
+            if (!last)
+                break;
+        }
+        i = j;
+    }
+    return found;
 }
 
 int content_detect_value(size_t *off, size_t *len, const content_detector *d,
@@ -254,8 +285,7 @@ int content_detect_value(size_t *off, size_t *len, const content_detector *d,
     n = hi - lo;
     if (n == 0 || has(v, n, "EXAMPLE", 0))
         return 0;
-    if (d->kind == CONTENT_DETECT_AWS_SECRET ? !content_detect_aws_secret(v, n)
-                                             : content_detect_entropy(v, n) < TOKEN_ENTROPY_MIN)
+    if (content_detect_entropy(v, n) < TOKEN_ENTROPY_MIN)
         return 0;
     *off = lo;
     *len = n;

@@ -21,8 +21,7 @@
 typedef enum content_detect_kind {
     CONTENT_DETECT_TOKEN,       /* a fixed-shape token: the match is the secret */
     CONTENT_DETECT_ASSIGNMENT,  /* `password = value`: the value, if high-entropy */
-    CONTENT_DETECT_AWS_ID,      /* half of an AWS key pair */
-    CONTENT_DETECT_AWS_SECRET,  /* the other half */
+    CONTENT_DETECT_AWS_ID,      /* an AWS key id: its secret is looked for around it */
     CONTENT_DETECT_PRIVATE_KEY, /* a PEM/OpenSSH/PGP header: the body follows */
 } content_detect_kind;
 
@@ -37,10 +36,13 @@ typedef struct content_detector {
 extern const content_detector content_detectors[];
 extern const size_t content_ndetectors;
 
-/* Kind of the paired AWS finding (its two halves are not findings). */
+/* Kind of the paired AWS finding (a key id alone is not a finding). */
 #define CONTENT_DETECT_AWS_PAIR "aws-access-key"
-/* An AWS key id and its secret pair when they start this close. */
-#define CONTENT_DETECT_AWS_WINDOW 512
+/* An AWS key id and its secret pair when at most this many bytes lie between them. */
+#define CONTENT_DETECT_AWS_WINDOW     512
+#define CONTENT_DETECT_AWS_SECRET_LEN 40
+/* The bytes on either side of a key id where its secret is looked for. */
+#define CONTENT_DETECT_AWS_RANGE (CONTENT_DETECT_AWS_WINDOW + CONTENT_DETECT_AWS_SECRET_LEN + 1)
 /* A private key's fingerprint covers this many body characters. */
 #define CONTENT_DETECT_KEY_CHARS 256
 /* Its regex ends with this many body characters (or with an armor header). */
@@ -51,6 +53,16 @@ double content_detect_entropy(const unsigned char *p, size_t n);
 
 /* 1 when the bytes have the shape of an AWS secret access key. */
 int content_detect_aws_secret(const unsigned char *p, size_t n);
+
+/*
+ * Find an AWS secret access key in p[0..n): a run of exactly 40 of
+ * [0-9A-Za-z/+] between bytes outside that set (and not followed by `=`)
+ * with the shape of one. A run that touches a side marked open may go on
+ * past it and is not taken. Returns 1 with *off at the last such run when
+ * `last`, else the first; 0 when there is none.
+ */
+int content_detect_aws_secret_find(size_t *off, const unsigned char *p, size_t n, int open_left,
+                                   int open_right, int last);
 
 /*
  * Confirm the match `m` of detector `d` and find the secret's value in it.

@@ -51,12 +51,10 @@ struct content_secrets {
     size_t nallow;
 };
 
-/* Half of an AWS key pair, waiting for the other half. */
-struct aws_half {
-    int valid;
-    uint64_t offset, line;
-    unsigned char value[40];
-    size_t len;
+/* An AWS key id whose secret may still follow it. */
+struct aws_pending {
+    uint64_t offset, line, end;
+    unsigned char id[20];
 };
 
 struct content_secrets_scan {
@@ -81,8 +79,9 @@ struct content_secrets_scan {
     content_detect_key key;
     int key_active;
     uint64_t key_offset, key_line;
-    struct aws_half aws_id, aws_secret;
-    uint64_t aws_paired; /* offset + 1 of the last paired secret, 0: none */
+    struct aws_pending aws; /* the last key id, when aws_pending */
+    int aws_pending;
+    uint64_t aws_claimed; /* secrets end after this to be a later id's */
 
     int stopped;   /* the callback asked to stop */
     int error;     /* a negative code once the scan failed */
@@ -408,13 +407,21 @@ static int emit(content_secrets_scan *sc, const char *kind, uint64_t offset, uin
     return 0;
 }
 
+/* Wipe the body's characters, then the rest (one explicit_bzero over the
+ * whole struct trips GCC's -Wstringop-overflow, which sees only `value`). */
+static void key_wipe(content_detect_key *k)
+{
+    explicit_bzero(k->value, sizeof(k->value));
+    *k = (content_detect_key){.n = 0};
+}
+
 static int key_finish(content_secrets_scan *sc)
 {
     int stop = 0;
 
     if (sc->key_active && sc->key.n >= CONTENT_DETECT_KEY_LEAD)
         stop = emit(sc, "private-key", sc->key_offset, sc->key_line, sc->key.value, sc->key.n);
-    explicit_bzero(&sc->key, sizeof(sc->key));
+    key_wipe(&sc->key);
     sc->key_active = 0;
     return stop;
 }
@@ -428,58 +435,101 @@ static int key_continue(content_secrets_scan *sc, uint64_t at)
     return sc->key.done ? key_finish(sc) : 0;
 }
 
-static int aws_half(content_secrets_scan *sc, int is_id, uint64_t offset,
-                    const unsigned char *value, size_t len)
+static int aws_emit(content_secrets_scan *sc, const struct aws_pending *id,
+                    const unsigned char *secret, uint64_t secret_end)
 {
-    struct aws_half *mine = is_id ? &sc->aws_id : &sc->aws_secret;
-    struct aws_half *other = is_id ? &sc->aws_secret : &sc->aws_id;
-    unsigned char pair[sizeof(mine->value) * 2 + 1];
-    uint64_t line = line_at(sc, offset);
-    uint64_t dist;
+    unsigned char pair[sizeof(id->id) + 1 + CONTENT_DETECT_AWS_SECRET_LEN];
     int stop;
 
-    if (len > sizeof(mine->value))
-        return 0;
-    dist = other->offset > offset ? other->offset - offset : offset - other->offset;
-    if (!other->valid || dist > CONTENT_DETECT_AWS_WINDOW) {
-        explicit_bzero(mine, sizeof(*mine));
-        *mine = (struct aws_half){1, offset, line, {0}, len};
-        memcpy(mine->value, value, len);
-        return 0;
-    }
-    /* The pair is named and located by its key id, whichever came first. */
-    {
-        const struct aws_half *id = is_id ? NULL : other;
-        const unsigned char *idv = is_id ? value : id->value;
-        size_t idn = is_id ? len : id->len;
-        const unsigned char *sv = is_id ? other->value : value;
-        size_t sn = is_id ? other->len : len;
-
-        memcpy(pair, idv, idn);
-        pair[idn] = ':';
-        memcpy(pair + idn + 1, sv, sn);
-        stop = emit(sc, CONTENT_DETECT_AWS_PAIR, is_id ? offset : id->offset,
-                    is_id ? line : id->line, pair, idn + 1 + sn);
-        explicit_bzero(pair, sizeof(pair));
-    }
-    sc->aws_paired = (is_id ? other->offset : offset) + 1;
-    explicit_bzero(other, sizeof(*other));
+    memcpy(pair, id->id, sizeof(id->id));
+    pair[sizeof(id->id)] = ':';
+    memcpy(pair + sizeof(id->id) + 1, secret, CONTENT_DETECT_AWS_SECRET_LEN);
+    stop = emit(sc, CONTENT_DETECT_AWS_PAIR, id->offset, id->line, pair, sizeof(pair));
+    explicit_bzero(pair, sizeof(pair));
+    sc->aws_claimed = secret_end;
     return stop;
 }
 
 /*
- * `aws_secret_access_key = <secret>` is both an assignment and half of an
- * AWS pair: report it once, as the pair, when its key id came first (the
- * two matches end on the same byte, in either order).
+ * Look for the pending key id's secret in [its end, `until`): the first
+ * one there is its own. `closed`: the object ends at `until`.
  */
-static int aws_pairs_it(const content_secrets_scan *sc, uint64_t offset, const unsigned char *value,
-                        size_t len)
+static int aws_forward(content_secrets_scan *sc, uint64_t until, int closed)
 {
-    if (!content_detect_aws_secret(value, len))
+    unsigned char buf[CONTENT_DETECT_AWS_RANGE];
+    struct aws_pending *p = &sc->aws;
+    uint64_t end =
+        p->end + CONTENT_DETECT_AWS_RANGE < until ? p->end + CONTENT_DETECT_AWS_RANGE : until;
+    size_t off;
+    int stop = 0;
+
+    if (view_copy(sc, p->end, end, buf) == 0 &&
+        content_detect_aws_secret_find(&off, buf, (size_t)(end - p->end), 1,
+                                       !(closed && end == until), 0))
+        stop = aws_emit(sc, p, buf + off, p->end + off + CONTENT_DETECT_AWS_SECRET_LEN);
+    explicit_bzero(p, sizeof(*p));
+    explicit_bzero(buf, sizeof(buf));
+    sc->aws_pending = 0;
+    return stop;
+}
+
+/* At a chunk's end (or the object's, `final`): decide the pending key id
+ * once all of its range is here. */
+static int aws_resolve(content_secrets_scan *sc, int final)
+{
+    uint64_t avail = sc->base + sc->cur_len;
+
+    if (!sc->aws_pending || (!final && avail < sc->aws.end + CONTENT_DETECT_AWS_RANGE))
         return 0;
-    if (sc->aws_paired == offset + 1)
-        return 1;
-    return sc->aws_id.valid && offset - sc->aws_id.offset <= CONTENT_DETECT_AWS_WINDOW;
+    return aws_forward(sc, avail, final);
+}
+
+/*
+ * A key id pairs with the nearest secret: the first after it, unless
+ * another key id comes first, else the last before it that no earlier id
+ * took. So each row of a credentials file pairs its own key.
+ */
+static int aws_id(content_secrets_scan *sc, uint64_t from, uint64_t to, const unsigned char *id)
+{
+    unsigned char buf[CONTENT_DETECT_AWS_RANGE];
+    uint64_t lo = sc->base - sc->hist_len, b;
+    size_t off;
+    int stop = 0;
+
+    if (to - from != sizeof(sc->aws.id))
+        return 0;
+    if (sc->aws_pending && (stop = aws_forward(sc, from, 0)) != 0)
+        return stop;
+    sc->aws.offset = from;
+    sc->aws.line = line_at(sc, from);
+    sc->aws.end = to;
+    memcpy(sc->aws.id, id, sizeof(sc->aws.id));
+    b = from - lo > CONTENT_DETECT_AWS_RANGE ? from - CONTENT_DETECT_AWS_RANGE : lo;
+    if (b < sc->aws_claimed)
+        b = sc->aws_claimed;
+    if (b < from && view_copy(sc, b, from, buf) == 0 &&
+        content_detect_aws_secret_find(&off, buf, (size_t)(from - b), b > 0, 1, 1)) {
+        stop = aws_emit(sc, &sc->aws, buf + off, b + off + CONTENT_DETECT_AWS_SECRET_LEN);
+        explicit_bzero(&sc->aws, sizeof(sc->aws));
+    } else {
+        sc->aws_pending = 1;
+    }
+    /* Secrets before this id are not for later ids. */
+    if (sc->aws_claimed < to)
+        sc->aws_claimed = to;
+    explicit_bzero(buf, sizeof(buf));
+    return stop;
+}
+
+/*
+ * `aws_secret_access_key = <secret>` after its key id is both an
+ * assignment and the id's secret: report it once, as the pair.
+ */
+static int aws_pending_before(const content_secrets_scan *sc, uint64_t offset,
+                              const unsigned char *value, size_t len)
+{
+    return sc->aws_pending && content_detect_aws_secret(value, len) && offset >= sc->aws.end &&
+           offset - sc->aws.end <= CONTENT_DETECT_AWS_WINDOW;
 }
 
 static int on_match(unsigned int id, unsigned long long from, unsigned long long to,
@@ -518,11 +568,10 @@ static int on_match(unsigned int id, unsigned long long from, unsigned long long
         stop = sc->key.done ? key_finish(sc) : key_continue(sc, to);
         break;
     case CONTENT_DETECT_AWS_ID:
-    case CONTENT_DETECT_AWS_SECRET:
-        stop = aws_half(sc, p->det->kind == CONTENT_DETECT_AWS_ID, from + off, m + off, len);
+        stop = aws_id(sc, from + off, from + off + len, m + off);
         break;
     case CONTENT_DETECT_ASSIGNMENT:
-        if (aws_pairs_it(sc, from + off, m + off, len))
+        if (aws_pending_before(sc, from + off, m + off, len))
             break;
         /* fall through */
     case CONTENT_DETECT_TOKEN:
@@ -549,11 +598,11 @@ static void scan_reset(content_secrets_scan *sc)
     sc->line_no = 1;
     for (size_t i = 0; i < sc->s->npatterns; i++)
         sc->last_start[i] = UINT64_MAX;
-    explicit_bzero(&sc->key, sizeof(sc->key));
+    key_wipe(&sc->key);
     sc->key_active = 0;
-    explicit_bzero(&sc->aws_id, sizeof(sc->aws_id));
-    explicit_bzero(&sc->aws_secret, sizeof(sc->aws_secret));
-    sc->aws_paired = 0;
+    explicit_bzero(&sc->aws, sizeof(sc->aws));
+    sc->aws_pending = 0;
+    sc->aws_claimed = 0;
     sc->stopped = 0;
     sc->error = 0;
 }
@@ -623,6 +672,8 @@ static int feed_piece(content_secrets_scan *sc, const unsigned char *p, unsigned
     hrc = hs_scan_stream(sc->stream, (const char *)p, n, 0, sc->scratch, on_match, sc);
     if (hrc != HS_SUCCESS && hrc != HS_SCAN_TERMINATED && sc->error == 0)
         sc->error = rg_error_set(sc->err, -EIO, "secret scan: Hyperscan failed (%d)", hrc);
+    if (result(sc) == 0)
+        aws_resolve(sc, 0);
 done:
     if (result(sc) == 0) {
         line_at(sc, sc->base + n);
@@ -656,7 +707,7 @@ int content_secrets_scan_end(content_secrets_scan *sc, rg_error *err)
     int rc;
 
     sc->err = err;
-    if (result(sc) == 0 && key_finish(sc) == 0 &&
+    if (result(sc) == 0 && key_finish(sc) == 0 && aws_resolve(sc, 1) == 0 &&
         hs_reset_stream(sc->stream, 0, sc->scratch, on_match, sc) != HS_SUCCESS && sc->error == 0)
         sc->error = rg_error_set(err, -EIO, "secret scan: Hyperscan failed at the end");
     rc = result(sc);

@@ -167,6 +167,9 @@ static struct sample samples[] = {
      "[default]\naws_access_key_id = " AKID "\naws_secret_access_key=\"" AWSSEC "\"\n",
      "aws-access-key", AKID ":" AWSSEC, AKID},
     {"AWS secret before its id", AWSSEC "," AKID "\n", "aws-access-key", AKID ":" AWSSEC, AKID},
+    {"AWS key id and secret in JSON",
+     "{\"AccessKeyId\": \"" AKID "\", \"SessionToken\": null, \"SecretAccessKey\": \"" AWSSEC "\"}",
+     "aws-access-key", AKID ":" AWSSEC, AKID},
     {"AWS key id alone", "user " AKID " created\n", NULL, NULL, NULL},
     {"AWS documentation example",
      "AKIAIOSFODNN7EXAMPLE\nwJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n", NULL, NULL, NULL},
@@ -356,6 +359,26 @@ Test(secrets, a_key_pair_too_far_apart_is_not_a_pair)
     snprintf(text, sizeof(text), "%s\n%1000s\n%s\n", AKID, "", AWSSEC);
     scan_text(text, 0);
     cr_assert_eq(found.n, 0);
+}
+
+Test(secrets, each_row_of_a_credentials_file_pairs_its_own_key)
+{
+    const char *text = "User name,Access key ID,Secret access key\n"
+                       "ci," AKID "," AWSSEC "\n"
+                       "deploy,AKIAQ3EGR5JX7ZWQ2LKM,Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdo\n";
+    char want[CONTENT_SECRETS_FINGERPRINT_MAX];
+
+    for (size_t chunk = 0; chunk < 40; chunk += 13) {
+        scan_text(text, chunk);
+        cr_assert_eq(found.n, 2, "chunks of %zu", chunk);
+        expected_fingerprint(want, "aws-access-key", AKID ":" AWSSEC);
+        cr_assert_str_eq(found.f[0].fingerprint, want);
+        cr_assert_eq(found.f[0].line, 2);
+        expected_fingerprint(want, "aws-access-key",
+                             "AKIAQ3EGR5JX7ZWQ2LKM:Zm9vYmFyYmF6cXV4MTIzNDU2Nzg5MGFiY2RlZmdo");
+        cr_assert_str_eq(found.f[1].fingerprint, want);
+        cr_assert_eq(found.f[1].line, 3);
+    }
 }
 
 Test(secrets, two_openssh_keys_with_a_common_prefix_get_different_fingerprints)
