@@ -34,7 +34,12 @@
 /* The longest text an extra pattern may match; longer or unbounded ones are refused. */
 #define CONTENT_SECRETS_WIDTH_MAX 1024
 
-/* An extra detector from the configuration: its name and a Hyperscan regex. */
+/*
+ * An extra detector from the configuration: its name and a Hyperscan regex
+ * whose whole match is the secret (the fingerprint covers it). A regex that
+ * can end at several places after one start reports the first end only:
+ * anchor a token's end (`\b`, or a byte that cannot continue it).
+ */
 typedef struct content_secret_pattern {
     const char *name;
     const char *regex;

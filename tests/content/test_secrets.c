@@ -118,6 +118,9 @@ static void expected_fingerprint(char out[CONTENT_SECRETS_FINGERPRINT_MAX], cons
              md[0], md[1], md[2], md[3], md[4], md[5], md[6], md[7]);
 }
 
+/* Every test of the suite gets a fresh scanner with the built-in detectors. */
+TestSuite(secrets, .init = setup, .fini = teardown);
+
 /* ------------------------------------------------------------------------
  * True and false positives, per detector
  * ------------------------------------------------------------------------ */
@@ -230,8 +233,7 @@ ParameterizedTestParameters(secrets, each_detector_reports_secrets_and_not_looka
     return cr_make_param_array(size_t, indexes(NSAMPLES), NSAMPLES);
 }
 
-ParameterizedTest(size_t *param, secrets, each_detector_reports_secrets_and_not_lookalikes,
-                  .init = setup, .fini = teardown)
+ParameterizedTest(size_t *param, secrets, each_detector_reports_secrets_and_not_lookalikes)
 {
     const struct sample *s = &samples[*param];
     char want[CONTENT_SECRETS_FINGERPRINT_MAX];
@@ -255,8 +257,7 @@ ParameterizedTestParameters(secrets, chunk_boundaries_change_nothing)
     return cr_make_param_array(size_t, indexes(NSAMPLES), NSAMPLES);
 }
 
-ParameterizedTest(size_t *param, secrets, chunk_boundaries_change_nothing, .init = setup,
-                  .fini = teardown)
+ParameterizedTest(size_t *param, secrets, chunk_boundaries_change_nothing)
 {
     const struct sample *s = &samples[*param];
     static const size_t chunks[] = {1, 2, 3, 7, 16, 61};
@@ -278,8 +279,6 @@ ParameterizedTest(size_t *param, secrets, chunk_boundaries_change_nothing, .init
 /* ------------------------------------------------------------------------
  * Awkward input
  * ------------------------------------------------------------------------ */
-
-TestSuite(secrets, .init = setup, .fini = teardown);
 
 Test(secrets, line_numbers_count_lf_and_crlf_lines)
 {
