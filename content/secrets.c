@@ -589,7 +589,8 @@ done:
 
 static void scan_reset(content_secrets_scan *sc)
 {
-    explicit_bzero(sc->hist, 2 * WINDOW);
+    /* Only what this object put there: no more than it fed. */
+    explicit_bzero(sc->hist, sc->base < 2 * WINDOW ? (size_t)sc->base : 2 * WINDOW);
     sc->hist_len = 0;
     sc->cur = NULL;
     sc->cur_len = 0;
@@ -707,9 +708,13 @@ int content_secrets_scan_end(content_secrets_scan *sc, rg_error *err)
     int rc;
 
     sc->err = err;
-    if (result(sc) == 0 && key_finish(sc) == 0 && aws_resolve(sc, 1) == 0 &&
-        hs_reset_stream(sc->stream, 0, sc->scratch, on_match, sc) != HS_SUCCESS && sc->error == 0)
-        sc->error = rg_error_set(err, -EIO, "secret scan: Hyperscan failed at the end");
+    if (result(sc) == 0 && key_finish(sc) == 0 && aws_resolve(sc, 1) == 0) {
+        hs_error_t hrc = hs_reset_stream(sc->stream, 0, sc->scratch, on_match, sc);
+
+        if (hrc != HS_SUCCESS && hrc != HS_SCAN_TERMINATED && sc->error == 0)
+            sc->error =
+                rg_error_set(err, -EIO, "secret scan: Hyperscan failed at the end (%d)", hrc);
+    }
     rc = result(sc);
     if (sc->stopped || sc->error < 0)
         hs_reset_stream(sc->stream, 0, NULL, NULL, NULL);

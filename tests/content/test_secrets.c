@@ -429,6 +429,17 @@ Test(secrets, the_callback_can_stop_a_scan)
     }
     scan_text(GLPAT "\n", 0);
     cr_assert_eq(found.n, 1, "the next object is scanned");
+    /* A token only the object's end completes: stopping there is no error. */
+    {
+        rg_error err = RG_ERROR_INIT;
+
+        memset(&found, 0, sizeof(found));
+        found.stop_after = 1;
+        cr_assert_eq(content_secrets_scan_feed(scan, GHS, strlen(GHS), &err), 0);
+        cr_assert_eq(found.n, 0);
+        cr_assert_eq(content_secrets_scan_end(scan, &err), 1, "%s", err.msg);
+        cr_assert_eq(found.n, 1);
+    }
 }
 
 /* ------------------------------------------------------------------------
