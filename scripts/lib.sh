@@ -12,6 +12,13 @@ PACKAGES=(
   libseccomp-dev keyutils attr git-lfs
   nginx fcgiwrap openssl
 )
+# The secret scanner's matcher (content/): Hyperscan is amd64-only in Debian;
+# Vectorscan, its port, provides the same libhs API elsewhere.
+if [ "$(dpkg --print-architecture 2>/dev/null)" = amd64 ]; then
+  PACKAGES+=(libhyperscan-dev)
+else
+  PACKAGES+=(libvectorscan-dev)
+fi
 
 install_packages() {
   local missing=()
