@@ -10,7 +10,8 @@
 #   go      go test of a module with a local replace (GOPROXY=off)
 #   rust    cargo build and cargo test, offline, with a path dependency
 #
-# The projects are those of tests/sandbox/test_toolchains.sh. Outside, a job
+# The projects are adapted from tests/sandbox/test_toolchains.sh; Python
+# uses the first python3 with setuptools, wheel and venv. Outside, a job
 # runs in a fresh copy of its project; inside, in refgate-run's fork of it
 # with the default options (the fork removed with --rm), except that the
 # tool caches live in this benchmark's directory (--cache-dir), so they
