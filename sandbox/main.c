@@ -157,6 +157,9 @@ typedef struct run_state {
     sandbox_home_inode *inodes; /* everything in secret directories: built lazily */
     size_t ninodes;
     int inodes_state; /* 0 not built, 1 built, -1 could not be built */
+    sandbox_home_inode *tops; /* the home and the secrets that exist: stat'ed once */
+    size_t ntops;
+    int tops_state; /* 0 not stat'ed, 1 done, -1 out of memory */
     sandbox_mount_plan mounts;
     int root_mapped;              /* a root caller runs as SANDBOX_NS_ROOT_UID outside */
     int bpf[2];                   /* the seccomp filter, compiled by the runner meanwhile */
@@ -1296,16 +1299,6 @@ static int run_plan_exclude(run_state *s)
 }
 
 /*
- * Whether the copy must refuse this entry, a secret reached another way.
- * A directory (the source, or a mount point inside it, which is skipped
- * anyway) is compared with the home directory and the secrets themselves: a
- * stat each. Only a file with more than one link can be a hard link of a
- * secret, and only then is everything in the secret directories indexed
- * (once): walking them (a whole passwd home when $HOME is elsewhere, browser
- * profiles) cost more than the fork itself, and most trees hold no such file.
- * When the index cannot be built, the file is refused (fail closed).
- */
-/*
  * Toolchains: refgate's own writable caches (unless --no-caches), the
  * toolchain configs that hold no credential, and what they imply for the
  * environment; a git config that signs is worth a warning, since signing
@@ -1361,20 +1354,45 @@ done:
     return rc;
 }
 
+/* Stat the home and the secrets once: a directory of the copy is compared with them. */
+static int run_secret_tops(run_state *s)
+{
+    struct stat st;
+
+    if (s->tops_state != 0)
+        return s->tops_state;
+    s->tops = calloc(s->home.nsecrets + 1, sizeof(*s->tops));
+    if (s->tops == NULL)
+        return s->tops_state = -1;
+    if (stat(s->home.path, &st) == 0)
+        s->tops[s->ntops++] = (sandbox_home_inode){st.st_dev, st.st_ino};
+    for (size_t i = 0; i < s->home.nsecrets; i++)
+        if (stat(s->home.secrets[i], &st) == 0)
+            s->tops[s->ntops++] = (sandbox_home_inode){st.st_dev, st.st_ino};
+    return s->tops_state = 1;
+}
+
+/*
+ * Whether the copy must refuse this entry, a secret reached another way.
+ * A directory (the source, or a mount point inside it, which is skipped
+ * anyway) is compared with the home directory and the secrets themselves: a
+ * stat each. Only a file with more than one link can be a hard link of a
+ * secret, and only then is everything in the secret directories indexed
+ * (once): walking them (a whole passwd home when $HOME is elsewhere, browser
+ * profiles) cost more than the fork itself, and most trees hold no such file.
+ * When the index cannot be built, the file is refused (fail closed).
+ */
 static int run_refuse_inode(void *ctx, const struct stat *st)
 {
     run_state *s = ctx;
     rg_error err = RG_ERROR_INIT;
-    struct stat top;
     int truncated = 0;
-    size_t i;
 
     if (!S_ISREG(st->st_mode)) {
-        if (stat(s->home.path, &top) == 0 && top.st_dev == st->st_dev && top.st_ino == st->st_ino)
-            return 1;
-        for (i = 0; i < s->home.nsecrets; i++)
-            if (stat(s->home.secrets[i], &top) == 0 && top.st_dev == st->st_dev &&
-                top.st_ino == st->st_ino)
+        if (run_secret_tops(s) < 0)
+            return 1; /* fail closed */
+        for (size_t i = 0; i < s->ntops; i++)
+            if (s->tops[i].dev == st->st_dev && s->tops[i].ino == st->st_ino)
                 return 1;
         return 0;
     }
@@ -2150,6 +2168,7 @@ static void run_free(run_state *s)
     free(s->workdir);
     free(s->tmpdir);
     free(s->inodes);
+    free(s->tops);
     sandbox_env_free(s->env);
     sandbox_caches_free(&s->caches);
     sandbox_toolconf_free(&s->conf);
