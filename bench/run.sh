@@ -3,7 +3,7 @@
 # over the gateway's control socket, the remotes read, the profile
 # decided. `refgate run -- /bin/true` in a small clone against
 # `refgate-run -- /bin/true` in the same clone (both fork it, with every
-# layer), and `refgate-run -d` (no fork) for what the fork costs; hyperfine
+# layer, and keep the fork as `refgate run` does), and `refgate-run -d` (no fork) for what the fork costs; hyperfine
 # medians and the differences. The sandbox's own start-up against bwrap is
 # bench/sandbox.sh's part 1.
 #
@@ -49,16 +49,16 @@ for _ in $(seq 1 200); do [[ -s $T/state/url ]] && break; sleep 0.05; done
 [[ -s $T/state/url ]] || { cat "$T/gateway.log" >&2; exit 1; }
 mkdir -p "$T/nofork"
 
-echo "== refgate run against refgate-run ($runs runs each, hyperfine -N; forks are removed with --rm)"
+echo "== refgate run against refgate-run ($runs runs each, hyperfine -N; forks are kept, as refgate run keeps them)"
 cd "$T/w"
 hyperfine -N --style none --warmup 5 --runs "$runs" --export-json "$T/run.json" \
     "$REFGATE_RUN -q -d $T/nofork -- /bin/true" \
-    "$REFGATE_RUN -q --rm -- /bin/true" \
+    "$REFGATE_RUN -q -- /bin/true" \
     "$REFGATE run --config $T/refgate.json --profile none -- /bin/true" >/dev/null 2>&1
 med() { jq ".results[$1].median" "$T/run.json"; }
 ms() { awk -v s="$1" 'BEGIN { printf "%.2f ms", s * 1000 }'; }
 d=$(med 0) f=$(med 1) r=$(med 2)
 echo "   refgate-run -d (no fork)                 median $(ms "$d")"
-echo "   refgate-run (fork of 200 files, --rm)    median $(ms "$f")   fork: +$(ms "$(awk -v a="$f" -v b="$d" 'BEGIN{print a-b}')")"
+echo "   refgate-run (fork of 200 files)          median $(ms "$f")   fork: +$(ms "$(awk -v a="$f" -v b="$d" 'BEGIN{print a-b}')")"
 echo "   refgate run (fork, token mint + revoke)  median $(ms "$r")   refgate run: +$(ms "$(awk -v a="$r" -v b="$f" 'BEGIN{print a-b}')")"
-echo "   (refgate run keeps its forks: $(find "$T" -maxdepth 1 -name 'w.*' | wc -l) made; the gateway's audit log holds a mint and a revoke per run)"
+echo "   ($(find "$T" -maxdepth 1 -name 'w.*' | wc -l) forks made; the gateway's audit log holds a mint and a revoke per refgate run)"
