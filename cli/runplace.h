@@ -1,5 +1,5 @@
 /*
- * Where `refgate run` works, as refgate-run will decide it (sandbox/place.h):
+ * Where `refgate run` works, decided by refgate-run's own code (sandbox/place.h):
  * the directory that is forked (the top of the git work tree around the
  * current directory, whose forks are <top>.N; a submodule's is its
  * superproject's), or the fork a run continues
@@ -8,6 +8,7 @@
  * run's repositories (a linked worktree's is its common directory's). So
  * refgate run can name the fork the run used, and read the remotes of the
  * fork it continues. libgit2 only opens the repository: nothing in it runs.
+ * One decision, so the fork refgate run names is the one the run used.
  */
 #ifndef RG_CLI_RUNPLACE_H
 #define RG_CLI_RUNPLACE_H
