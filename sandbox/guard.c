@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "sandbox/fdpass.h"
 #include "sandbox/gitconf.h"
 #include "util/buf.h"
 
@@ -67,31 +68,16 @@ static void guard_close_others(int a, int b)
  * -1); 0 at end of file. */
 static int guard_recv(int sock, int *fd)
 {
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr msg;
-    struct cmsghdr *cm;
     char byte = 0;
-    struct iovec iov = {&byte, 1};
-    ssize_t n;
+    size_t nfds;
 
     *fd = -1;
-    memset(&msg, 0, sizeof(msg));
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = u.buf;
-    msg.msg_controllen = sizeof(u.buf);
-    do
-        n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-    while (n < 0 && errno == EINTR);
-    if (n <= 0)
+    if (sandbox_fdpass_recv(sock, &byte, 1, fd, 1, &nfds) <= 0) {
+        if (nfds == 1)
+            close(*fd);
+        *fd = -1;
         return 0;
-    cm = CMSG_FIRSTHDR(&msg);
-    if (cm != NULL && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-        cm->cmsg_len == CMSG_LEN(sizeof(int)))
-        memcpy(fd, CMSG_DATA(cm), sizeof(int));
+    }
     return byte;
 }
 
@@ -190,14 +176,6 @@ int sandbox_guard_start(sandbox_guard **out, const char *fork_path, const char *
 
 int sandbox_guard_watch(sandbox_guard *g, pid_t pid, rg_error *err)
 {
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr msg;
-    struct cmsghdr *cm;
-    char byte = 'p';
-    struct iovec iov = {&byte, 1};
     ssize_t n;
     int fd, rc = 0;
 
@@ -206,23 +184,10 @@ int sandbox_guard_watch(sandbox_guard *g, pid_t pid, rg_error *err)
     fd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (fd < 0)
         return rg_error_set(err, -errno, "pidfd_open: %s", strerror(errno));
-    memset(&msg, 0, sizeof(msg));
-    memset(&u, 0, sizeof(u));
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = u.buf;
-    msg.msg_controllen = sizeof(u.buf);
-    cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-    do
-        n = sendmsg(g->sock, &msg, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
+    n = sandbox_fdpass_send(g->sock, "p", 1, &fd, 1);
     if (n != 1)
         rc = rg_error_set(err, -EPIPE, "the fork's guardian is gone: %s",
-                          n < 0 ? strerror(errno) : "short write");
+                          n < 0 ? strerror((int)-n) : "short write");
     else
         g->watched = 1;
     close(fd);

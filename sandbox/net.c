@@ -22,11 +22,16 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "sandbox/fdpass.h"
+
 /* Pending connections the inside listener holds while the relay is full. */
 #define NET_BACKLOG 64
 
 /* The index the proxy's listener is sent with (a gateway address's otherwise). */
 #define NET_PROXY_IDX 0xff
+
+_Static_assert(SANDBOX_NET_ADDRS_MAX + 1 <= SANDBOX_FDPASS_MAX,
+               "the listeners are passed in one message");
 
 /* ------------------------------------------------------------------------ */
 /* Naming the gateway                                                        */
@@ -256,13 +261,6 @@ int sandbox_net_serve_inside(int sock, const sandbox_net_gateway *gw, rg_error *
 {
     int fds[SANDBOX_NET_ADDRS_MAX + 1];
     unsigned char idx[SANDBOX_NET_ADDRS_MAX + 1];
-    union {
-        char buf[CMSG_SPACE(sizeof(fds))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr msg;
-    struct cmsghdr *cm;
-    struct iovec iov;
     size_t i, n = 0;
     ssize_t got;
     int fd, one = 1, rc = 0, first_errno = 0;
@@ -312,25 +310,10 @@ int sandbox_net_serve_inside(int sock, const sandbox_net_gateway *gw, rg_error *
         rc = rg_error_set(err, -EINVAL, "neither a gateway nor a proxy to serve inside");
         goto done;
     }
-    memset(&msg, 0, sizeof(msg));
-    memset(&u, 0, sizeof(u));
-    iov.iov_base = idx;
-    iov.iov_len = n;
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = u.buf;
-    msg.msg_controllen = CMSG_SPACE(n * sizeof(int));
-    cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(n * sizeof(int));
-    memcpy(CMSG_DATA(cm), fds, n * sizeof(int));
-    do
-        got = sendmsg(sock, &msg, MSG_NOSIGNAL);
-    while (got < 0 && errno == EINTR);
+    got = sandbox_fdpass_send(sock, idx, n, fds, n);
     if (got != (ssize_t)n) {
         rc = rg_error_set(err, -EPIPE, "passing the gateway's socket to the runner: %s",
-                          got < 0 ? strerror(errno) : "short write");
+                          got < 0 ? strerror((int)-got) : "short write");
         goto done;
     }
     /* The runner acknowledges once its relay holds them. */
@@ -469,14 +452,7 @@ static void net_conn_close(net_conn *c)
 static int net_relay_receive(sandbox_net_relay *r)
 {
     unsigned char idx[SANDBOX_NET_ADDRS_MAX + 1];
-    union {
-        char buf[CMSG_SPACE((SANDBOX_NET_ADDRS_MAX + 1) * sizeof(int))];
-        struct cmsghdr align;
-    } u;
     struct pollfd p[2] = {{r->stop[0], POLLIN, 0}, {r->sock, POLLIN, 0}};
-    struct msghdr msg;
-    struct cmsghdr *cm;
-    struct iovec iov = {idx, sizeof(idx)};
     size_t i, nfds = 0;
     ssize_t n;
     int fds[SANDBOX_NET_ADDRS_MAX + 1];
@@ -486,23 +462,12 @@ static int net_relay_receive(sandbox_net_relay *r)
             return -1;
     if (p[0].revents)
         return -1;
-    memset(&msg, 0, sizeof(msg));
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = u.buf;
-    msg.msg_controllen = sizeof(u.buf);
-    do
-        n = recvmsg(r->sock, &msg, MSG_CMSG_CLOEXEC);
-    while (n < 0 && errno == EINTR);
-    if (n <= 0)
+    n = sandbox_fdpass_recv(r->sock, idx, sizeof(idx), fds, SANDBOX_NET_ADDRS_MAX + 1, &nfds);
+    if (n <= 0) {
+        for (i = 0; i < nfds; i++)
+            close(fds[i]);
         return -1;
-    for (cm = CMSG_FIRSTHDR(&msg); cm != NULL; cm = CMSG_NXTHDR(&msg, cm))
-        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && nfds == 0) {
-            nfds = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-            if (nfds > SANDBOX_NET_ADDRS_MAX + 1)
-                nfds = SANDBOX_NET_ADDRS_MAX + 1;
-            memcpy(fds, CMSG_DATA(cm), nfds * sizeof(int));
-        }
+    }
     /* One index per socket, each naming an address of ours. */
     for (i = 0; i < nfds; i++) {
         if ((size_t)n != nfds ||
@@ -514,7 +479,7 @@ static int net_relay_receive(sandbox_net_relay *r)
         r->listen[r->nlisten] = fds[i];
         r->target[r->nlisten++] = idx[i];
     }
-    if (r->nlisten == 0 || (msg.msg_flags & MSG_CTRUNC))
+    if (r->nlisten == 0)
         return -1;
     return write(r->sock, "k", 1) == 1 ? 0 : -1;
 }

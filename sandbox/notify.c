@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "sandbox/fdpass.h"
 #include "sandbox/seccomp.h"
 
 /* Failed receives in a row before the supervisor gives up (and the
@@ -125,16 +126,9 @@ void sandbox_notify_landlock_why(char *out, size_t outsz)
 /* Receive the listener; -1 on the stop byte or when none comes. */
 static int notify_receive(sandbox_notify *s)
 {
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
     struct pollfd p[2] = {{s->stop[0], POLLIN, 0}, {s->sock, POLLIN, 0}};
-    struct msghdr msg;
-    struct cmsghdr *cm;
     char byte;
-    struct iovec iov = {&byte, 1};
-    ssize_t n;
+    size_t nfds;
     int fd = -1;
 
     while (poll(p, 2, -1) < 0)
@@ -142,21 +136,12 @@ static int notify_receive(sandbox_notify *s)
             return -1;
     if (p[0].revents)
         return -1;
-    memset(&msg, 0, sizeof(msg));
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = u.buf;
-    msg.msg_controllen = sizeof(u.buf);
-    do
-        n = recvmsg(s->sock, &msg, MSG_CMSG_CLOEXEC);
-    while (n < 0 && errno == EINTR);
-    if (n <= 0)
+    if (sandbox_fdpass_recv(s->sock, &byte, 1, &fd, 1, &nfds) <= 0) {
+        if (nfds == 1)
+            close(fd);
         return -1;
-    cm = CMSG_FIRSTHDR(&msg);
-    if (cm != NULL && cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-        cm->cmsg_len == CMSG_LEN(sizeof(int)))
-        memcpy(&fd, CMSG_DATA(cm), sizeof(int));
-    return fd;
+    }
+    return nfds == 1 ? fd : -1;
 }
 
 /* The caller's name, read while the notification is still pending, so the
@@ -329,37 +314,16 @@ void sandbox_notify_free(sandbox_notify *n)
 
 int sandbox_notify_install(int bpf_fd, int sock, rg_error *err)
 {
-    union {
-        char buf[CMSG_SPACE(sizeof(int))];
-        struct cmsghdr align;
-    } u;
-    struct msghdr msg;
-    struct cmsghdr *cm;
-    char byte = 'l';
-    struct iovec iov = {&byte, 1};
     ssize_t n;
     int fd = -1, rc;
 
     rc = sandbox_seccomp_load_listener(&fd, bpf_fd, err);
     if (rc < 0)
         goto done;
-    memset(&msg, 0, sizeof(msg));
-    memset(&u, 0, sizeof(u));
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = u.buf;
-    msg.msg_controllen = sizeof(u.buf);
-    cm = CMSG_FIRSTHDR(&msg);
-    cm->cmsg_level = SOL_SOCKET;
-    cm->cmsg_type = SCM_RIGHTS;
-    cm->cmsg_len = CMSG_LEN(sizeof(int));
-    memcpy(CMSG_DATA(cm), &fd, sizeof(int));
-    do
-        n = sendmsg(sock, &msg, MSG_NOSIGNAL);
-    while (n < 0 && errno == EINTR);
+    n = sandbox_fdpass_send(sock, "l", 1, &fd, 1);
     if (n != 1)
         rc = rg_error_set(err, -EPIPE, "passing the seccomp listener to the runner: %s",
-                          n < 0 ? strerror(errno) : "short write");
+                          n < 0 ? strerror((int)-n) : "short write");
 done:
     /* The command never holds either. */
     if (fd >= 0)
