@@ -16,17 +16,9 @@ files=${2:-50000}
 changed=${3:-100}
 runs=${4:-5}
 
-src=$(cd "$(dirname "$0")/.." && pwd)
-refgate=${REFGATE:-}
-if [[ -z $refgate ]]; then
-    for c in "${REFGATE_BUILD:-}/cli/refgate" "$src/build/cli/refgate"; do
-        [[ -x $c ]] && refgate=$c && break
-    done
-fi
-if [[ -z $refgate || ! -x $refgate ]]; then
-    echo "bench/diff.sh: set REFGATE to the refgate binary" >&2
-    exit 2
-fi
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
+refgate=$(bench_binary REFGATE cli/refgate)
 command -v python3 >/dev/null || { echo "bench/diff.sh: needs python3" >&2; exit 2; }
 
 if [[ -n ${BENCH_DIR:-} ]]; then

@@ -35,17 +35,9 @@ if [[ -z ${BENCH_FORK_TIMED:-} ]]; then
     BENCH_FORK_TIMED=1 exec timeout --kill-after=30 "$limit" "$0" "$@"
 fi
 
-top=$(cd "$(dirname "$0")/.." && pwd)
-run=${REFGATE_RUN:-}
-if [[ -z $run ]]; then
-    for c in "${REFGATE_BUILD:-}/sandbox/refgate-run" "$top/build/sandbox/refgate-run"; do
-        [[ -x $c ]] && run=$c && break
-    done
-fi
-if [[ -z $run || ! -x $run ]]; then
-    echo "bench/fork.sh: set REFGATE_RUN to the refgate-run binary" >&2
-    exit 2
-fi
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
+run=$(bench_binary REFGATE_RUN sandbox/refgate-run)
 if [[ $(id -u) != 0 ]]; then
     echo "bench/fork.sh: needs root (loop mounts)" >&2
     exit 2

@@ -30,17 +30,9 @@ if [[ -z ${BENCH_SANDBOX_TIMED:-} ]]; then
     BENCH_SANDBOX_TIMED=1 exec timeout --kill-after=30 "$limit" "$0" "$@"
 fi
 
-src=$(cd "$(dirname "$0")/.." && pwd)
-run=${REFGATE_RUN:-}
-if [[ -z $run ]]; then
-    for c in "${REFGATE_BUILD:-}/sandbox/refgate-run" "$src/build/sandbox/refgate-run"; do
-        [[ -x $c ]] && run=$c && break
-    done
-fi
-if [[ -z $run || ! -x $run ]]; then
-    echo "bench/sandbox.sh: set REFGATE_RUN to the refgate-run binary" >&2
-    exit 2
-fi
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
+run=$(bench_binary REFGATE_RUN sandbox/refgate-run)
 for tool in hyperfine jq python3; do
     command -v "$tool" >/dev/null || {
         echo "bench/sandbox.sh: needs $tool" >&2

@@ -19,16 +19,9 @@ size_mb=${1:-320}
 runs=${2:-5}
 
 src=$(cd "$(dirname "$0")/.." && pwd)
-bench=${SECRETS_BENCH:-}
-if [[ -z $bench ]]; then
-    for c in "${REFGATE_BUILD:-}/bench/secrets_bench" "$src/build/bench/secrets_bench"; do
-        [[ -x $c ]] && bench=$c && break
-    done
-fi
-if [[ -z $bench || ! -x $bench ]]; then
-    echo "bench/secrets.sh: set SECRETS_BENCH to the secrets_bench binary" >&2
-    exit 2
-fi
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
+bench=$(bench_binary SECRETS_BENCH bench/secrets_bench)
 command -v python3 >/dev/null || { echo "bench/secrets.sh: needs python3" >&2; exit 2; }
 
 if [[ -n ${BENCH_DIR:-} ]]; then

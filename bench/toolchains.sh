@@ -16,17 +16,9 @@
 set -euo pipefail
 
 runs=${1:-3}
-src=$(cd "$(dirname "$0")/.." && pwd)
-run=${REFGATE_RUN:-}
-if [[ -z $run ]]; then
-    for c in "${REFGATE_BUILD:-}/sandbox/refgate-run" "$src/build/sandbox/refgate-run"; do
-        [[ -x $c ]] && run=$c && break
-    done
-fi
-if [[ -z $run || ! -x $run ]]; then
-    echo "bench/toolchains.sh: set REFGATE_RUN to the refgate-run binary" >&2
-    exit 2
-fi
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
+run=$(bench_binary REFGATE_RUN sandbox/refgate-run)
 command -v go >/dev/null || {
     echo "bench/toolchains.sh: needs go" >&2
     exit 2
