@@ -60,8 +60,38 @@
 #define REMOTES_MAX 256
 /* Forks (DIR.N) remembered before the run, to tell which one it made. */
 #define FORKS_MAX 4096
-/* --exclude PATTERN and --exclude-ignored passed on to refgate-run, at most. */
+/* refgate-run options passed on (words), at most. */
 #define RUN_FORK_OPTS_MAX 64
+
+/*
+ * refgate-run's options that refgate run passes on as they are. What the
+ * run's network, namespaces and confinement are is refgate run's to decide:
+ * those options are refused (refgate-run itself takes them).
+ */
+static const struct run_passed {
+    const char *name;
+    int valued;
+} run_passed[] = {
+    {"-q", 0},
+    {"-v", 0},
+    {"--rm", 0},
+    {"--keep-tmp", 0},
+    {"--no-caches", 0},
+    {"--mkdir", 0},
+    {"--exclude-ignored", 0},
+    {"-r", 1},
+    {"-w", 1},
+    {"-e", 1},
+    {"--exclude", 1},
+    {"--cache-dir", 1},
+    {"--bind", 1},
+    {"--ro-bind", 1},
+    {"--hide", 1},
+};
+static const char *const run_refused[] = {
+    "-d",        "--net",   "--share-net",        "--share",    "--unshare",
+    "--gateway", "--force", "--allow-unconfined", "--no-scope", "--no-truncate-control",
+};
 
 /* What git needs to reach the gateway: see run_git_env. */
 #define CREDENTIAL_HELPER                                                                          \
@@ -73,8 +103,7 @@ static void usage(FILE *f)
     fprintf(f,
             "usage: refgate run [--config FILE] [--repo HOST/PATH]... [--ttl DURATION]\n"
             "                   [--run NAME] [--gateway-url URL] [--profile NAME]\n"
-            "                   [--continue [FORK]] [--exclude PATTERN]... [--exclude-ignored]\n"
-            "                   [--] CMD [ARGS...]\n"
+            "                   [--continue [FORK]] [refgate-run options] [--] CMD [ARGS...]\n"
             "\n"
             "Run CMD (an agent) under refgate-run in a fork of the current directory's work\n"
             "tree (its top, shown inside at its own path; CMD starts in the subdirectory\n"
@@ -104,10 +133,13 @@ static void usage(FILE *f)
             "                    directory is in), with the repositories of its remotes;\n"
             "                    run from inside a fork, refgate run continues it anyway\n"
             "                    (refgate-run never forks a fork)\n"
-            "  --exclude PATTERN, --exclude-ignored\n"
-            "                    leave big directories out of a new fork, shown read-only\n"
-            "                    from the original inside (refgate-run's options: see\n"
-            "                    refgate-run --help)\n"
+            "  -q, -v, --rm, --keep-tmp, --no-caches, --mkdir, --exclude-ignored,\n"
+            "  -r PATH, -w PATH, -e NAME[=VALUE], --exclude PATTERN, --cache-dir DIR,\n"
+            "  --bind SRC:DST, --ro-bind SRC:DST, --hide PATH\n"
+            "                    refgate-run's options, passed on (see refgate-run --help);\n"
+            "                    -q also keeps refgate run's own lines to warnings and\n"
+            "                    errors. The network, the namespaces and -d, --force,\n"
+            "                    --allow-unconfined are refgate run's to decide: refused\n"
             "\n"
             "How: the running gateway mints the token over its control socket\n"
             "(control.socket, default <state_dir>/control.sock; the gateway checks who you\n"
@@ -1013,7 +1045,7 @@ static int run_with_token(int *wst, long *fork_n, const config_model *cfg,
                           const unsigned char *used, const char *const *repos, size_t nrepos,
                           const char *token, const json_t *ans, const char *gw_arg,
                           const char *runner, const cli_runplace *pl, char **cmd,
-                          const cli_profile *prof, const char *const *fork_opts)
+                          const cli_profile *prof, const char *const *fork_opts, int quiet)
 {
     extern char **environ;
     const char *value, **args = NULL;
@@ -1043,11 +1075,13 @@ static int run_with_token(int *wst, long *fork_n, const config_model *cfg,
         goto done;
     while (strlen(gw) > 7 && gw[strlen(gw) - 1] == '/')
         gw[strlen(gw) - 1] = '\0';
-    fprintf(stderr, "refgate run: run %s, token for",
-            json_string_value(json_object_get(ans, "run")));
-    for (i = 0; i < nrepos; i++)
-        fprintf(stderr, " %s", repos[i]);
-    fprintf(stderr, " through %s\n", gw);
+    if (!quiet) {
+        fprintf(stderr, "refgate run: run %s, token for",
+                json_string_value(json_object_get(ans, "run")));
+        for (i = 0; i < nrepos; i++)
+            fprintf(stderr, " %s", repos[i]);
+        fprintf(stderr, " through %s\n", gw);
+    }
 
     if (run_git_env(&genv, cfg, used, gw) < 0) {
         fprintf(stderr, "refgate run: too many git settings for the run\n");
@@ -1141,6 +1175,53 @@ done:
     return status;
 }
 
+/*
+ * One of refgate-run's options at argv[*argi], added to opts (with its
+ * value) when refgate run passes it on: 1. 0 when it is none of them, -1
+ * (said) when it is refused, lacks its value or would pass the cap.
+ */
+static int run_pass_option(const char **opts, size_t *n, int *quiet, int argc, char **argv,
+                           int *argi)
+{
+    const char *arg = argv[*argi], *value;
+    size_t i, len;
+    int m;
+
+    for (i = 0; i < sizeof(run_refused) / sizeof(run_refused[0]); i++) {
+        len = strlen(run_refused[i]);
+        if (!strncmp(arg, run_refused[i], len) && (arg[len] == '\0' || arg[len] == '=')) {
+            fprintf(stderr,
+                    "refgate run: %s is refgate run's to decide (its network is the gateway, its "
+                    "confinement whole); refgate-run itself takes it\n",
+                    run_refused[i]);
+            return -1;
+        }
+    }
+    for (i = 0; i < sizeof(run_passed) / sizeof(run_passed[0]); i++) {
+        if (!run_passed[i].valued) {
+            if (strcmp(arg, run_passed[i].name) != 0)
+                continue;
+            value = NULL;
+        } else if ((m = cli_opt_value(&value, argc, argv, argi, run_passed[i].name,
+                                      "refgate run")) <= 0) {
+            if (m < 0)
+                return -1;
+            continue;
+        }
+        if (*n + 2 > RUN_FORK_OPTS_MAX) {
+            fprintf(stderr, "refgate run: too many refgate-run options\n");
+            return -1;
+        }
+        opts[(*n)++] = run_passed[i].name;
+        if (value != NULL)
+            opts[(*n)++] = value;
+        if (!strcmp(run_passed[i].name, "-q"))
+            *quiet = 1;
+        return 1;
+    }
+    return 0;
+}
+
 int cli_run(int argc, char **argv)
 {
     const char *config_path = NULL, *ttl_arg = NULL, *run = NULL, *gw_arg = NULL, *value;
@@ -1160,6 +1241,7 @@ int cli_run(int argc, char **argv)
     json_t *req = NULL, *ans = NULL;
     int status = EXIT_SETUP, m, argi, cmd_at = -1, wst = 0;
     long fork_n = -1;
+    int quiet = 0;
 
     for (argi = 1; argi < argc; argi++) {
         if (!strcmp(argv[argi], "--")) {
@@ -1186,24 +1268,12 @@ int cli_run(int argc, char **argv)
                 cont_fork = argv[++argi];
             continue;
         }
-        if (!strcmp(argv[argi], "--exclude-ignored")) {
-            if (nfork_opts + 1 > RUN_FORK_OPTS_MAX) {
-                fprintf(stderr, "refgate run: too many --exclude options\n");
+        if ((m = run_pass_option(fork_opts, &nfork_opts, &quiet, argc, argv, &argi)) != 0) {
+            if (m < 0)
                 return EXIT_USAGE;
-            }
-            fork_opts[nfork_opts++] = argv[argi];
             continue;
         }
-        if ((m = cli_opt_value(&value, argc, argv, &argi, "--exclude", "refgate run")) != 0) {
-            if (m > 0 && nfork_opts + 2 > RUN_FORK_OPTS_MAX) {
-                fprintf(stderr, "refgate run: too many --exclude options\n");
-                return EXIT_USAGE;
-            }
-            if (m > 0) {
-                fork_opts[nfork_opts++] = "--exclude";
-                fork_opts[nfork_opts++] = value;
-            }
-        } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate run")) != 0) {
+        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate run")) != 0) {
             config_path = value;
         } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--repo", "refgate run")) != 0) {
             if (m > 0 && nrepo_args == TOKENS_REPOS_MAX) {
@@ -1278,7 +1348,7 @@ int cli_run(int argc, char **argv)
         status = EXIT_USAGE;
         goto done;
     }
-    if (pl.implicit)
+    if (pl.implicit && !quiet)
         fprintf(stderr, "refgate run: %s is a fork: the run continues it\n", pl.fork);
     if (run_find_runner(runner, sizeof(runner)) < 0) {
         fprintf(stderr, "refgate run: cannot find refgate-run beside refgate; set REFGATE_RUN\n");
@@ -1350,12 +1420,12 @@ int cli_run(int argc, char **argv)
         goto done;
     }
     status = run_with_token(&wst, &fork_n, cfg, used, (const char *const *)repos, nrepos, token,
-                            ans, gw_arg, runner, &pl, argv + cmd_at, prof, fork_opts);
-    if (run_revoke(cfg->control.socket, token) == 0)
+                            ans, gw_arg, runner, &pl, argv + cmd_at, prof, fork_opts, quiet);
+    if (run_revoke(cfg->control.socket, token) == 0 && !quiet)
         fprintf(stderr, "refgate run: the run token is revoked\n");
     if (fork_n >= 0)
         snprintf(pl.fork, sizeof(pl.fork), "%s.%ld", pl.top, fork_n);
-    if (pl.fork[0] != '\0') {
+    if (pl.fork[0] != '\0' && !quiet) {
         ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
         /* By its absolute path: refgate may not be on PATH (a build tree, /opt). */

@@ -188,6 +188,24 @@ test_exclude_options_reach_refgate_run() {
   rm -rf "$T/w/node_modules"
 }
 
+test_refgate_run_options_pass_on_and_network_options_are_refused() {
+  mkdir -p "$T/extra"
+  rg_run "$T/w" -q --rm -w "$T/extra" -e RG_PASSED=yes -- sh -c 'echo "$RG_PASSED" >"$1/out"' sh "$T/extra"
+  [ "$RUN_RC" -eq 0 ] || { cat "$T/run.out"; fail "status $RUN_RC"; }
+  [ "$(cat "$T/extra/out")" = yes ] || fail "-w or -e did not reach refgate-run"
+  # -q: refgate run's own lines are gone (the token's, the fork's hints).
+  ! grep -q '^refgate run: ' "$T/run.out" || { cat "$T/run.out"; fail "-q left refgate run's lines"; }
+  # --rm: no fork is left.
+  [ -z "$(fork_of)" ] || fail "a fork was named"
+  local f
+  for f in "--net host" "--share-net" "--unshare=none" "-d $T/extra" "--allow-unconfined" "--gateway 127.0.0.1:1"; do
+    # shellcheck disable=SC2086
+    rg_run "$T/w" $f -- true
+    [ "$RUN_RC" -eq 2 ] || { cat "$T/run.out"; fail "$f: status $RUN_RC, expected a refusal"; }
+    assert_contains "$T/run.out" "is refgate run's to decide"
+  done
+}
+
 test_a_linked_worktree_pushes_from_a_fork_of_its_own() {
   git -C "$T/w" worktree add -q -b feature/wt "$T/wt"
   commit "$T/wt" wt.c

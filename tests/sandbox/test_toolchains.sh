@@ -14,8 +14,16 @@
 # root installs some toolchains under /root, out of that user's reach);
 # otherwise as root, with the real HOME (where the toolchain is) and
 # --cache-dir in the test's directory, so the caches start empty.
+#
+# RG_TOOLCHAINS_RUNNER, when set, is a program that takes refgate-run's
+# arguments and runs the case through something else
+# (tests/integration/test_run_toolchains.sh: `refgate run`).
 . "$(dirname "$0")/lib.sh"
 require_abi 1
+if [ -n "${RG_TOOLCHAINS_RUNNER:-}" ]; then
+    RUN=$RG_TOOLCHAINS_RUNNER
+    echo "# every case through $RUN"
+fi
 
 SYSPATH=/usr/local/bin:/usr/bin:/bin
 if user_setup; then
