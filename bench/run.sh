@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# What `refgate run` adds to refgate-run: the run token minted and revoked
-# over the gateway's control socket, the remotes read, the profile
-# decided. `refgate run -- /bin/true` in a small clone against
-# `refgate-run -- /bin/true` in the same clone (both fork it, with every
-# layer, and keep the fork as `refgate run` does), and `refgate-run -d` (no fork) for what the fork costs; hyperfine
-# medians and the differences. The sandbox's own start-up against bwrap is
-# bench/sandbox.sh's part 1.
+# What `refgate run` adds to refgate-run: its own start (the libraries it
+# links, libgit2's initialisation), the remotes read, the run token minted
+# and revoked over the gateway's control socket. `refgate run --rm --
+# /bin/true` in a small clone against `refgate-run --rm -- /bin/true` in
+# the same clone (both fork it with every layer and remove the fork), and
+# `refgate-run -d` (no fork) for what the fork costs; medians of
+# interleaved runs (bench/interleave.py) and the differences. The
+# sandbox's own start-up against bwrap is bench/sandbox.sh's part 1.
 #
 #   bench/run.sh [RUNS]     (default 100)
 #
 # Needs a built tree: REFGATE (default build/cli/refgate) and REFGATE_RUN
-# (default: refgate-run next to it), hyperfine and jq.
+# (default: refgate-run next to it), python3, jq and git.
 set -euo pipefail
 runs=${1:-100}
 src=$(cd "$(dirname "$0")/.." && pwd)
@@ -19,7 +20,7 @@ REFGATE_RUN=${REFGATE_RUN:-$(dirname "$(dirname "$REFGATE")")/sandbox/refgate-ru
 for b in "$REFGATE" "$REFGATE_RUN"; do
     [[ -x $b ]] || { echo "bench/run.sh: build first: $b not found" >&2; exit 2; }
 done
-for tool in hyperfine jq git; do
+for tool in jq git python3; do
     command -v "$tool" >/dev/null || { echo "bench/run.sh: needs $tool" >&2; exit 2; }
 done
 export REFGATE_RUN
@@ -49,16 +50,15 @@ for _ in $(seq 1 200); do [[ -s $T/state/url ]] && break; sleep 0.05; done
 [[ -s $T/state/url ]] || { cat "$T/gateway.log" >&2; exit 1; }
 mkdir -p "$T/nofork"
 
-echo "== refgate run against refgate-run ($runs runs each, hyperfine -N; forks are kept, as refgate run keeps them)"
-cd "$T/w"
-hyperfine -N --style none --warmup 5 --runs "$runs" --export-json "$T/run.json" \
+echo "== refgate run against refgate-run ($runs runs each, interleaved; every run forks and removes its fork)"
+python3 "$src/bench/interleave.py" --warmup 5 --runs "$runs" --cwd "$T/w" --json "$T/run.json" \
     "$REFGATE_RUN -q -d $T/nofork -- /bin/true" \
-    "$REFGATE_RUN -q -- /bin/true" \
-    "$REFGATE run --config $T/refgate.json --profile none -- /bin/true" >/dev/null 2>&1
+    "$REFGATE_RUN -q --rm -- /bin/true" \
+    "$REFGATE run --config $T/refgate.json -q --rm -- /bin/true"
 med() { jq ".results[$1].median" "$T/run.json"; }
 ms() { awk -v s="$1" 'BEGIN { printf "%.2f ms", s * 1000 }'; }
 d=$(med 0) f=$(med 1) r=$(med 2)
 echo "   refgate-run -d (no fork)                 median $(ms "$d")"
-echo "   refgate-run (fork of 200 files)          median $(ms "$f")   fork: +$(ms "$(awk -v a="$f" -v b="$d" 'BEGIN{print a-b}')")"
-echo "   refgate run (fork, token mint + revoke)  median $(ms "$r")   refgate run: +$(ms "$(awk -v a="$r" -v b="$f" 'BEGIN{print a-b}')")"
-echo "   ($(find "$T" -maxdepth 1 -name 'w.*' | wc -l) forks made; the gateway's audit log holds a mint and a revoke per refgate run)"
+echo "   refgate-run --rm (fork of 200 files)     median $(ms "$f")   the fork: +$(ms "$(awk -v a="$f" -v b="$d" 'BEGIN{print a-b}')")"
+echo "   refgate run --rm (token mint + revoke)   median $(ms "$r")   refgate run: +$(ms "$(awk -v a="$r" -v b="$f" 'BEGIN{print a-b}')")"
+echo "   (the gateway's audit log holds $(jq -r 'select(.event == "token-mint") | .event' "$T/state/audit.jsonl" | wc -l) mints and as many revokes)"

@@ -5,15 +5,16 @@
 #     (namespaces, mounts, Landlock, seccomp) against plain /bin/true,
 #     refgate-run --unshare=none (Landlock only) and Debian's bubblewrap
 #     doing comparable work (`bwrap --unshare-all --die-with-parent
-#     --new-session --ro-bind / / --dev /dev --proc /proc /bin/true`), with
-#     hyperfine: medians and ratios. Target: under bwrap.
+#     --new-session --ro-bind / / --dev /dev --proc /proc /bin/true`),
+#     timed interleaved (bench/interleave.py): medians and ratios, as root
+#     and, run as root, as nobody. Target: under bwrap.
 #  2. Forking a SIZE_MB / FILES tree on an XFS (reflink=1) loop image
 #     against an ext4 one: wall time, and the extra disk space base + fork
 #     take (df), so cloning is compared with copying.
 #
 #   bench/sandbox.sh [SIZE_MB] [FILES] [RUNS]
 #
-# Defaults: 1024 MB in 50,000 files, 200 hyperfine runs. Part 2 needs root,
+# Defaults: 1024 MB in 50,000 files, 200 timed runs. Part 2 needs root,
 # loop devices, mkfs.xfs and mkfs.ext4, and is skipped otherwise (or with
 # BENCH_SKIP_FORK=1). The whole script stops itself after BENCH_TIMEOUT
 # seconds (default 1800). The binary is $REFGATE_RUN, else
@@ -33,7 +34,7 @@ fi
 # shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
 run=$(bench_binary REFGATE_RUN sandbox/refgate-run)
-for tool in hyperfine jq python3; do
+for tool in jq python3; do
     command -v "$tool" >/dev/null || {
         echo "bench/sandbox.sh: needs $tool" >&2
         exit 2
@@ -62,7 +63,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
 # --net gateway (the listening socket bound inside and passed out, the
 # relay's thread started; no gateway needs to run for that) for what the
 # bridge costs.
-echo "== wrapping overhead ($runs runs each, hyperfine -N, 20 warm-up runs)"
+echo "== wrapping overhead ($runs runs each, interleaved, 20 warm-up rounds)"
 echo "   $("$run" --version)"
 mkdir -p "$work/dir"
 bw_all="bwrap --unshare-all --die-with-parent --new-session --ro-bind / / --dev /dev --proc /proc /bin/true"
@@ -78,8 +79,8 @@ if command -v bwrap >/dev/null && $bw_all 2>/dev/null; then
 else
     echo "   (bwrap missing or unusable here: compared with /bin/true only)"
 fi
-hyperfine -N --style none --warmup 20 --runs "$runs" --export-json "$work/wrap.json" \
-    "${cmds[@]}" >/dev/null 2>&1
+python3 "$(dirname "$0")/interleave.py" --warmup 20 --runs "$runs" --json "$work/wrap.json" \
+    "${cmds[@]}"
 true_s=$(jq '.results[0].median' "$work/wrap.json")
 for i in "${!cmds[@]}"; do
     m=$(jq ".results[$i].median" "$work/wrap.json")
@@ -105,16 +106,20 @@ if [[ -n $bw_i && $(id -u) == 0 ]] && command -v setpriv >/dev/null; then
     mkdir -p "$work/nobody/dir"
     chmod 0777 "$work/nobody" "$work/nobody/dir"
     chmod o+x "$work"
-    if setpriv --reuid=65534 --regid=65534 --clear-groups \
-        hyperfine -N --style none --warmup 20 --runs "$runs" --export-json "$work/nobody/wrap.json" \
-        "$run -q -d $work/nobody/dir -- /bin/true" "$bw_all" >/dev/null 2>&1; then
+    # A python3 nobody can run (root's own, e.g. pyenv's under /root, is not).
+    nobody_py=$(command -v /usr/bin/python3 || command -v python3)
+    mkdir -p "$work/nobody/home"
+    chown 65534:65534 "$work/nobody/home"
+    if setpriv --reuid=65534 --regid=65534 --clear-groups env HOME="$work/nobody/home" \
+        "$nobody_py" "$(dirname "$0")/interleave.py" --warmup 20 --runs "$runs" --json "$work/nobody/wrap.json" \
+        "$run -q -d $work/nobody/dir -- /bin/true" "$bw_all" 2>"$work/nobody/err"; then
         rg_s=$(jq '.results[0].median' "$work/nobody/wrap.json")
         bw_s=$(jq '.results[1].median' "$work/nobody/wrap.json")
         echo "   as nobody: refgate-run (all layers) median $(ms "$rg_s"), bwrap median $(ms "$bw_s")"
         printf '   as nobody: refgate-run (all layers) / bwrap --unshare-all: %s (target: < 1)\n' \
             "$(ratio "$rg_s" "$bw_s")"
     else
-        echo "   (as nobody: refgate-run or bwrap cannot run unprivileged here)"
+        echo "   (as nobody: $(tail -1 "$work/nobody/err"))"
     fi
 fi
 
