@@ -15,8 +15,12 @@ if command -v docker >/dev/null && docker info >/dev/null 2>&1; then
 elif command -v podman >/dev/null && podman info >/dev/null 2>&1; then
   engine=podman
 else
-  why="docker: $(command -v docker >/dev/null && docker info 2>&1 | grep -m1 -iE 'error|cannot' || echo 'not installed')"
-  why="$why; podman: $(command -v podman >/dev/null && podman info 2>&1 | tail -n1 || echo 'not installed')"
+  # engine_error NAME: why NAME does not work.
+  engine_error() {
+    command -v "$1" >/dev/null || { echo "not installed"; return; }
+    { "$1" info 2>&1 || true; } | grep -iE -m1 'error|cannot' || echo "$1 info failed"
+  }
+  why="docker: $(engine_error docker); podman: $(engine_error podman)"
   echo "SKIP: no container engine works here ($why)"
   exit 77
 fi
