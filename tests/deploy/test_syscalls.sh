@@ -103,7 +103,7 @@ test_every_call_the_gateway_and_its_children_made_is_in_the_units_filter() {
   comm -23 "$T/used" "$T/effective" >"$T/outside"
   [ ! -s "$T/outside" ] || fail "outside the unit's SystemCallFilter: $(tr '\n' ' ' <"$T/outside")"
   grep -oE 'socket\(AF_[A-Z0-9]+' "$TRACE" | cut -d'(' -f2 | sort -u >"$T/families"
-  echo "socket families: $(tr '\n' ' ' <"$T/families")" >>"$T/summary"
+  echo "socket families: $(tr '\n' ' ' <"$T/families")" >&3
   local fam ok f
   while read -r fam; do
     ok=
