@@ -23,7 +23,7 @@ for f in bin/refgate bin/refgate-run \
   lib/systemd/system/refgate.service lib/sysusers.d/refgate.conf; do
   [ -f "$P/$f" ] || { cat "$T/install.log"; fail "not installed: $f"; }
 done
-[ -x "$P/bin/refgate" ] && [ -x "$P/bin/refgate-run" ] || fail "the programs are not executable"
+for f in refgate refgate-run; do [ -x "$P/bin/$f" ] || fail "$f is not executable"; done
 echo "ok: installed $(find "$P" -type f | wc -l) files"
 
 want=$("$REFGATE" --version)

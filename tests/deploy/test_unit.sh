@@ -15,7 +15,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 command -v systemd-analyze >/dev/null ||
   { echo "SKIP: no systemd-analyze (scripts/lib.sh installs systemd)"; exit 77; }
-echo "$(systemd-analyze --version | head -n1)"
+systemd-analyze --version | head -n1
 
 mkdir -p "$T/probe" "$T/unit"
 printf '[Service]\nExecStart=/bin/true\n' >"$T/probe/probe.service"
