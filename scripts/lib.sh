@@ -12,6 +12,9 @@ PACKAGES=(
   libseccomp-dev keyutils attr git-lfs
   nginx fcgiwrap openssl
   golang-go
+  # tests/deploy: mandoc lints the man pages, strace and systemd-analyze
+  # check the systemd unit against the gateway.
+  mandoc strace systemd
 )
 # The secret scanner's matcher (content/): Hyperscan is amd64-only in Debian;
 # Vectorscan, its port, provides the same libhs API elsewhere.
