@@ -188,7 +188,7 @@ static int data_bytes(rgit_packscan *s, const char *data, size_t len, size_t *us
 
 int rgit_packscan_feed(rgit_packscan *s, const char *data, size_t len, rg_error *err)
 {
-    size_t i = 0, used;
+    size_t i = 0, used = 0;
     int rc;
 
     /* Bounded: each turn consumes at least one byte, or ends an object
