@@ -79,6 +79,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config/conditions.h"
 #include "util/error.h"
 #include "util/glob.h"
 
@@ -116,6 +117,7 @@ typedef struct config_rule {
     config_effect effect;
     char *reason;      /* may be NULL */
     int evaluate_only; /* "mode": "evaluate": logged, never enforced */
+    config_conditions cond; /* content conditions (config/conditions.h); cond.set 0: none */
 } config_rule;
 
 /* How the gateway authenticates to an upstream (remote upstreams only). */
@@ -159,6 +161,8 @@ typedef struct config_limits {
     unsigned idle_seconds;
     uint64_t spool_bytes;
     unsigned inflate_ratio;
+    uint64_t inspect_bytes;   /* inflated bytes one push's content inspection may read */
+    unsigned inspect_seconds; /* wall time it may take */
 } config_limits;
 
 /* See "control" above; every field is set (defaults filled in). */
@@ -185,6 +189,7 @@ typedef struct config_model {
     size_t nupstreams;
     config_rule *rules;
     size_t nrules;
+    config_secrets secrets; /* scanner compiled when a rule has "secrets": true */
 } config_model;
 
 /*
