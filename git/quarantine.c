@@ -69,6 +69,7 @@ struct rgit_quarantine {
     rg_buf index_out;     /* what it says on stdout: the pack's name */
     git_odb *odb;         /* SHA-1: upstream objects and the pack, as alternates */
     git_repository *repo; /* path-less, over odb, once finished */
+    char *pack_idx;       /* the quarantined pack's .idx, once finished */
 };
 
 /* ---------------------------------------------------------------------------
@@ -329,6 +330,11 @@ int rgit_quarantine_finish(rgit_quarantine *q, rg_error *err)
             goto done;
         }
         snprintf(idx, sizeof(idx), "%s/pack/pack-%s.idx", q->objects, name);
+        q->pack_idx = strdup(idx);
+        if (q->pack_idx == NULL) {
+            rc = rg_error_set(err, -ENOMEM, "out of memory");
+            goto done;
+        }
         if (git_odb_backend_one_pack(&pack, idx) < 0) {
             rc = quarantine_git_error(err, -EIO, "opening the quarantined pack");
             goto done;
@@ -692,6 +698,25 @@ int rgit_quarantine_changes_prefix(int *out, rgit_quarantine *q, const char *old
 }
 
 /* ---------------------------------------------------------------------------
+ * For inspection
+ * ------------------------------------------------------------------------- */
+
+struct git_repository *rgit_quarantine_repository(const rgit_quarantine *q)
+{
+    return q->state == QUARANTINE_FINISHED ? q->repo : NULL;
+}
+
+const char *rgit_quarantine_pack_index(const rgit_quarantine *q)
+{
+    return q->state == QUARANTINE_FINISHED ? q->pack_idx : NULL;
+}
+
+const char *rgit_quarantine_upstream(const rgit_quarantine *q)
+{
+    return q->upstream;
+}
+
+/* ---------------------------------------------------------------------------
  * Teardown
  * ------------------------------------------------------------------------- */
 
@@ -711,6 +736,7 @@ void rgit_quarantine_free(rgit_quarantine *q)
     }
     free(q->objects);
     free(q->upstream);
+    free(q->pack_idx);
     if (q->libgit2_ready)
         git_libgit2_shutdown();
     free(q);

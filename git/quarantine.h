@@ -57,6 +57,17 @@ int rgit_quarantine_is_ancestor(int *out, rgit_quarantine *q, const char *ancest
 int rgit_quarantine_changes_prefix(int *out, rgit_quarantine *q, const char *old_hex,
                                    const char *new_hex, const char *prefix, rg_error *err);
 
+/*
+ * For content inspection (git/inspect.c), once finished: the read-only
+ * repository over the upstream's objects and the pack (NULL for SHA-256,
+ * which libgit2 1.5 cannot read), the pack's index file, and the upstream
+ * git directory. Valid while `q` is.
+ */
+struct git_repository;
+struct git_repository *rgit_quarantine_repository(const rgit_quarantine *q);
+const char *rgit_quarantine_pack_index(const rgit_quarantine *q);
+const char *rgit_quarantine_upstream(const rgit_quarantine *q);
+
 /* Remove the quarantine directory and free. Accepts NULL. */
 void rgit_quarantine_free(rgit_quarantine *q);
 

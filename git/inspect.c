@@ -1,0 +1,343 @@
+/*
+ * Content inspection over a quarantine; see inspect.h. Objects are listed
+ * from the pack's own index (a one-pack object database), so nothing the
+ * pack holds is missed, referenced or not; they are read through the
+ * quarantine's repository. Commit ranges are libgit2 revision walks, and
+ * changed paths tree-to-tree diffs without content (no rename detection,
+ * no blob is read), so a range costs what its trees cost.
+ */
+#include "git/inspect.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <git2.h>
+#include <git2/sys/odb_backend.h>
+
+/* Ids collected from the pack's index before any is read. */
+typedef struct id_list {
+    git_oid *ids;
+    size_t n, cap;
+} id_list;
+
+void rgit_inspect_budget_init(rgit_inspect_budget *out, uint64_t bytes, unsigned seconds)
+{
+    out->bytes_left = bytes;
+    out->bytes_max = bytes;
+    out->seconds = seconds;
+    clock_gettime(CLOCK_MONOTONIC, &out->deadline);
+    out->deadline.tv_sec += seconds;
+}
+
+static int over_time(const rgit_inspect_budget *b, rg_error *err)
+{
+    struct timespec now;
+
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (now.tv_sec > b->deadline.tv_sec ||
+        (now.tv_sec == b->deadline.tv_sec && now.tv_nsec >= b->deadline.tv_nsec))
+        return rg_error_set(err, RG_E_TOO_BIG,
+                            "inspection budget exceeded (limits.inspect_seconds: %u s)",
+                            b->seconds);
+    return 0;
+}
+
+static int charge(rgit_inspect_budget *b, uint64_t size, rg_error *err)
+{
+    if (size > b->bytes_left)
+        return rg_error_set(err, RG_E_TOO_BIG,
+                            "inspection budget exceeded (limits.inspect_bytes: %llu inflated bytes)",
+                            (unsigned long long)b->bytes_max);
+    b->bytes_left -= size;
+    return 0;
+}
+
+static int git_fail(rg_error *err, const char *what)
+{
+    const git_error *e = git_error_last();
+
+    return rg_error_set(err, RG_E_PROTOCOL, "%s: %s", what,
+                        e && e->message ? e->message : "unknown libgit2 error");
+}
+
+static git_repository *repo_of(rgit_quarantine *q, rg_error *err)
+{
+    git_repository *repo = rgit_quarantine_repository(q);
+
+    if (repo == NULL)
+        rg_error_set(err, RG_E_PROTOCOL,
+                     "content conditions read SHA-1 repositories only (libgit2 1.5)");
+    return repo;
+}
+
+/* ---------------------------------------------------------------- objects */
+
+static int collect_id(const git_oid *id, void *arg)
+{
+    id_list *l = arg;
+
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? 2 * l->cap : 1024;
+        git_oid *ids = realloc(l->ids, cap * sizeof(*ids));
+
+        if (ids == NULL)
+            return -1;
+        l->ids = ids;
+        l->cap = cap;
+    }
+    l->ids[l->n++] = *id;
+    return 0;
+}
+
+/* Every id in the pack's index (bounded: the index lists what the pack holds). */
+static int pack_ids(id_list *out, rgit_quarantine *q, rg_error *err)
+{
+    git_odb *odb = NULL;
+    git_odb_backend *pack = NULL;
+    int rc = 0;
+
+    if (git_odb_new(&odb) < 0 || git_odb_backend_one_pack(&pack, rgit_quarantine_pack_index(q)) < 0) {
+        rc = git_fail(err, "opening the pushed pack");
+        goto done;
+    }
+    if (git_odb_add_backend(odb, pack, 1) < 0) {
+        pack->free(pack);
+        rc = git_fail(err, "opening the pushed pack");
+        goto done;
+    }
+    if (git_odb_foreach(odb, collect_id, out) < 0)
+        rc = rg_error_set(err, -ENOMEM, "listing the pushed pack: out of memory");
+done:
+    git_odb_free(odb);
+    return rc;
+}
+
+static rgit_inspect_type type_of(git_object_t t)
+{
+    switch (t) {
+    case GIT_OBJECT_COMMIT:
+        return RGIT_INSPECT_COMMIT;
+    case GIT_OBJECT_BLOB:
+        return RGIT_INSPECT_BLOB;
+    case GIT_OBJECT_TAG:
+        return RGIT_INSPECT_TAG;
+    default:
+        return RGIT_INSPECT_TREE;
+    }
+}
+
+int rgit_inspect_objects(rgit_quarantine *q, int want_data, rgit_inspect_budget *b,
+                         rgit_inspect_object_fn fn, void *arg, rg_error *err)
+{
+    git_repository *repo = repo_of(q, err);
+    git_odb *odb = NULL, *up = NULL;
+    id_list ids = {0};
+    char path[4096];
+    int rc = 0;
+
+    if (repo == NULL)
+        return RG_E_PROTOCOL;
+    git_error_clear();
+    snprintf(path, sizeof(path), "%s/objects", rgit_quarantine_upstream(q));
+    if (git_repository_odb(&odb, repo) < 0 || git_odb_open(&up, path) < 0) {
+        rc = git_fail(err, "opening the objects");
+        goto done;
+    }
+    if ((rc = pack_ids(&ids, q, err)) < 0)
+        goto done;
+    for (size_t i = 0; i < ids.n && rc == 0; i++) {
+        rgit_inspect_object o = {.data = NULL};
+        git_odb_object *obj = NULL;
+        git_object_t type;
+        size_t size;
+
+        if ((i & 63) == 0 && (rc = over_time(b, err)) < 0)
+            break;
+        /* A thin pack's bases are completed from upstream: nothing new. */
+        if (git_odb_exists(up, &ids.ids[i]))
+            continue;
+        if (git_odb_read_header(&size, &type, odb, &ids.ids[i]) < 0) {
+            rc = git_fail(err, "reading an object's header");
+            break;
+        }
+        git_oid_tostr(o.id, sizeof(o.id), &ids.ids[i]);
+        o.type = type_of(type);
+        o.size = size;
+        if (want_data && o.type != RGIT_INSPECT_TREE) {
+            if ((rc = charge(b, size, err)) < 0)
+                break;
+            if (git_odb_read(&obj, odb, &ids.ids[i]) < 0) {
+                rc = git_fail(err, "reading an object");
+                break;
+            }
+            o.data = git_odb_object_data(obj);
+        }
+        if (fn(&o, arg) != 0)
+            i = ids.n;
+        git_odb_object_free(obj);
+    }
+done:
+    free(ids.ids);
+    git_odb_free(up);
+    git_odb_free(odb);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ range */
+
+/* Hide every commit an upstream ref points to (a create's range starts there). */
+static int hide_upstream_refs(git_revwalk *w, rgit_quarantine *q, rg_error *err)
+{
+    git_repository *up = NULL;
+    git_reference_iterator *it = NULL;
+    git_reference *ref;
+    int rc = 0;
+
+    if (git_repository_open_bare(&up, rgit_quarantine_upstream(q)) < 0 ||
+        git_reference_iterator_new(&it, up) < 0) {
+        rc = git_fail(err, "listing the upstream's refs");
+        goto done;
+    }
+    /* Bounded: the upstream's refs. */
+    while (git_reference_next(&ref, it) == 0) {
+        git_object *peeled = NULL;
+
+        /* Refs to other objects (a tag of a blob) hide no commit. */
+        if (git_reference_peel(&peeled, ref, GIT_OBJECT_COMMIT) == 0 &&
+            git_revwalk_hide(w, git_object_id(peeled)) < 0)
+            rc = git_fail(err, "walking the history");
+        git_object_free(peeled);
+        git_reference_free(ref);
+        if (rc < 0)
+            break;
+    }
+    git_error_clear();
+done:
+    git_reference_iterator_free(it);
+    git_repository_free(up);
+    return rc;
+}
+
+/* `hex` peeled to a commit in *out; 1 when it is no commit, <0 on error. */
+static int peel_commit(git_oid *out, git_repository *repo, const char *hex, rg_error *err)
+{
+    git_object *obj = NULL, *peeled = NULL;
+    git_oid id;
+    int rc = 0;
+
+    if (strlen(hex) != GIT_OID_HEXSZ || git_oid_fromstr(&id, hex) < 0)
+        return rg_error_set(err, RG_E_PROTOCOL, "\"%.64s\" is not a SHA-1 object id", hex);
+    if (git_object_lookup(&obj, repo, &id, GIT_OBJECT_ANY) < 0)
+        return git_fail(err, "reading a pushed id");
+    if (git_object_peel(&peeled, obj, GIT_OBJECT_COMMIT) < 0) {
+        git_error_clear();
+        rc = 1;
+    } else {
+        *out = *git_object_id(peeled);
+    }
+    git_object_free(peeled);
+    git_object_free(obj);
+    return rc;
+}
+
+/* One commit's changed paths against each parent (a root commit: all it adds). */
+static int commit_paths(git_repository *repo, git_commit *c, const rgit_inspect_commit *info,
+                        const rgit_inspect_range_fns *fns, rg_error *err)
+{
+    git_diff_options opts;
+    git_tree *tree = NULL;
+    unsigned n = git_commit_parentcount(c);
+    int rc = 0;
+
+    git_diff_options_init(&opts, GIT_DIFF_OPTIONS_VERSION);
+    opts.flags = GIT_DIFF_SKIP_BINARY_CHECK;
+    if (git_commit_tree(&tree, c) < 0)
+        return git_fail(err, "reading a commit's tree");
+    for (unsigned p = 0; p < (n ? n : 1) && rc == 0; p++) {
+        git_commit *parent = NULL;
+        git_tree *ptree = NULL;
+        git_diff *diff = NULL;
+
+        if (n > 0 && (git_commit_parent(&parent, c, p) < 0 || git_commit_tree(&ptree, parent) < 0))
+            rc = git_fail(err, "reading a parent's tree");
+        else if (git_diff_tree_to_tree(&diff, repo, ptree, tree, &opts) < 0)
+            rc = git_fail(err, "comparing trees");
+        for (size_t d = 0; rc == 0 && d < git_diff_num_deltas(diff); d++) {
+            const git_diff_delta *delta = git_diff_get_delta(diff, d);
+            rgit_inspect_path path = {.blob = ""};
+
+            if (delta->status == GIT_DELTA_DELETED) {
+                path.path = delta->old_file.path;
+            } else {
+                path.path = delta->new_file.path;
+                git_oid_tostr(path.blob, sizeof(path.blob), &delta->new_file.id);
+            }
+            if (fns->path(info, &path, fns->arg) != 0)
+                rc = 1;
+        }
+        git_diff_free(diff);
+        git_tree_free(ptree);
+        git_commit_free(parent);
+    }
+    git_tree_free(tree);
+    return rc;
+}
+
+int rgit_inspect_range(rgit_quarantine *q, const char *old_hex, const char *new_hex,
+                       const rgit_inspect_range_fns *fns, rgit_inspect_budget *b, rg_error *err)
+{
+    git_repository *repo = repo_of(q, err);
+    git_revwalk *w = NULL;
+    git_oid id, old;
+    int rc, grc = 0;
+
+    if (repo == NULL)
+        return RG_E_PROTOCOL;
+    git_error_clear();
+    rc = peel_commit(&id, repo, new_hex, err);
+    if (rc != 0)
+        return rc > 0 ? 0 : rc;
+    if (git_revwalk_new(&w, repo) < 0 || git_revwalk_push(w, &id) < 0) {
+        rc = git_fail(err, "walking the history");
+        goto done;
+    }
+    if (old_hex == NULL) {
+        rc = hide_upstream_refs(w, q, err);
+    } else {
+        rc = peel_commit(&old, repo, old_hex, err);
+        if (rc == 0 && git_revwalk_hide(w, &old) < 0)
+            rc = git_fail(err, "walking the history");
+        rc = rc > 0 ? 0 : rc;
+    }
+    /* Bounded: the walk visits each commit of the range once, against the deadline. */
+    while (rc == 0 && (grc = git_revwalk_next(&id, w)) == 0) {
+        git_commit *c = NULL;
+        rgit_inspect_commit info;
+
+        if ((rc = over_time(b, err)) < 0)
+            break;
+        if (git_commit_lookup(&c, repo, &id) < 0) {
+            rc = git_fail(err, "reading a commit");
+            break;
+        }
+        git_oid_tostr(info.id, sizeof(info.id), &id);
+        info.author_email = git_commit_author(c)->email;
+        info.committer_email = git_commit_committer(c)->email;
+        info.message = git_commit_message(c);
+        info.nparents = git_commit_parentcount(c);
+        if (fns->commit && fns->commit(&info, fns->arg) != 0)
+            rc = 1;
+        else if (fns->path)
+            rc = commit_paths(repo, c, &info, fns, err);
+        git_commit_free(c);
+    }
+    /* A history with a missing commit fails rather than ending the range early. */
+    if (rc == 0 && grc < 0 && grc != GIT_ITEROVER)
+        rc = git_fail(err, "walking the history");
+    if (rc > 0)
+        rc = 0;
+done:
+    git_revwalk_free(w);
+    return rc;
+}
