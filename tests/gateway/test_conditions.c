@@ -1,0 +1,232 @@
+/*
+ * Tests for gateway/conditions.c over git/inspect.c: each row builds a real
+ * push with the git CLI (an upstream holding one commit, a clone that makes
+ * the row's commits, a pack made with pack-objects as a client makes it),
+ * indexes it into a real quarantine, and checks what one rule's conditions
+ * come to on the pushed ref (holds, fails, unknown) and what the pusher is
+ * told (band 2), which must never carry the secret.
+ */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "gateway/conditions.h"
+#include "support/shell.h"
+
+#define SECRET "ghp_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d"
+
+static char base[] = "/tmp/rg-test-conditions-XXXXXX";
+static char upstream[512], work[512], tmp_parent[512];
+
+static void setup(void)
+{
+    char home[600];
+
+    signal(SIGPIPE, SIG_IGN);
+    cr_assert_not_null(mkdtemp(base));
+    snprintf(upstream, sizeof(upstream), "%s/upstream.git", base);
+    snprintf(work, sizeof(work), "%s/work", base);
+    snprintf(tmp_parent, sizeof(tmp_parent), "%s/tmp", base);
+    snprintf(home, sizeof(home), "%s/home", base);
+    cr_assert_eq(mkdir(tmp_parent, 0755), 0);
+    cr_assert_eq(mkdir(home, 0755), 0);
+    test_git_env(home);
+    test_run("git init -q --bare -b main '%s' && git init -q -b main '%s' && cd '%s' && "
+             "echo '# app' > README.md && git add -A && git commit -q -m base && "
+             "git push -q '%s' main && git tag base",
+             upstream, work, work, upstream);
+}
+
+static void teardown(void)
+{
+    test_run("rm -rf '%s'", base);
+}
+
+TestSuite(conditions, .init = setup, .fini = teardown);
+
+struct row {
+    char what[64];
+    char script[400]; /* run in the clone; may write object ids to ../extra for the pack */
+    char rule[200];   /* the rule's condition keys, JSON with single quotes */
+    char limits[80];  /* the config's limits, or "" */
+    int create;       /* the ref is created (else updated from base) */
+    policy_cond want;
+    char says[120]; /* what band 2 must say, or "" */
+};
+
+static struct row rows[] = {
+    {"a protected path", "mkdir -p .github/workflows && echo x > .github/workflows/ci.yml",
+     "'paths': ['.github/workflows/**']", "", 0, POLICY_COND_HOLDS,
+     "changes .github/workflows/ci.yml (paths .github/workflows/**)"},
+    {"another path", "mkdir src && echo x > src/a.c", "'paths': ['.github/workflows/**', 'CODEOWNERS']",
+     "", 0, POLICY_COND_FAILS, ""},
+    {"a deleted path", "git rm -q README.md && echo x > other", "'paths': ['README.md']", "", 0,
+     POLICY_COND_HOLDS, "changes README.md"},
+    {"**/*.pem at any depth", "mkdir -p a/b && echo x > a/b/k.pem", "'paths': ['**/*.pem']", "", 0,
+     POLICY_COND_HOLDS, "changes a/b/k.pem"},
+    {"a large file", "head -c 2000 /dev/zero > big", "'max_file_bytes': 1000", "", 0,
+     POLICY_COND_HOLDS, "big is 2000 bytes"},
+    {"a file at the limit", "head -c 1000 /dev/zero > big", "'max_file_bytes': 1000", "", 0,
+     POLICY_COND_FAILS, ""},
+    {"a long path", "mkdir -p abcdefghij && echo x > abcdefghij/klmnopqrstu",
+     "'max_path_length': 20", "", 0, POLICY_COND_HOLDS, "abcdefghij/klmnopqrstu is 22 bytes long"},
+    {"a short path", "echo x > short", "'max_path_length': 20", "", 0, POLICY_COND_FAILS, ""},
+    {"a secret in a new file", "echo 'token = " SECRET "' > cfg.env", "'secrets': true", "", 0,
+     POLICY_COND_HOLDS, "github-token in cfg.env line 1"},
+    {"a secret in a commit message", "echo x > y && git add -A && git commit -q -m 'oops " SECRET "'",
+     "'secrets': true", "", 0, POLICY_COND_HOLDS, "github-token in commit"},
+    {"a secret in an unreferenced blob",
+     "echo x > y && echo 'k: " SECRET "' | git hash-object -w --stdin > ../extra",
+     "'secrets': true", "", 0, POLICY_COND_HOLDS, "which no pushed commit adds"},
+    {"a secret in a tag of a blob",
+     "echo x > y && git add -A && git commit -q -m y && "
+     "git tag -a -m 'see " SECRET "' t $(echo hi | git hash-object -w --stdin) && "
+     "git rev-parse t > ../extra",
+     "'secrets': true", "", 0, POLICY_COND_HOLDS, "github-token in tag"},
+    {"no secret", "echo 'token = ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' > cfg.env",
+     "'secrets': true", "", 0, POLICY_COND_FAILS, ""},
+    {"a foreign author", "echo x > y && git add -A && GIT_AUTHOR_EMAIL=a@evil.test git commit -q -m y",
+     "'author_email_not': '@example\\\\.com$'", "", 0, POLICY_COND_HOLDS,
+     "author email <a@evil.test> does not match"},
+    {"our author", "echo x > y", "'author_email_not': '@example\\\\.com$'", "", 0,
+     POLICY_COND_FAILS, ""},
+    {"a foreign committer",
+     "echo x > y && git add -A && GIT_COMMITTER_EMAIL=c@evil.test git commit -q -m y",
+     "'committer_email_not': '@example\\\\.com$'", "", 0, POLICY_COND_HOLDS,
+     "committer email <c@evil.test> does not match"},
+    {"no sign-off", "echo x > y", "'message_not': '^Signed-off-by: '", "", 0, POLICY_COND_HOLDS,
+     "message does not match message_not"},
+    {"a sign-off", "echo x > y && git add -A && git commit -q -s -m y",
+     "'message_not': '^Signed-off-by: '", "", 0, POLICY_COND_FAILS, ""},
+    {"a merge",
+     "git switch -q -c side && echo s > s && git add -A && git commit -q -m s && "
+     "git switch -q main && echo m > m && git add -A && git commit -q -m m && "
+     "git merge -q --no-ff --no-edit side",
+     "'merge_commits': true", "", 0, POLICY_COND_HOLDS, "is a merge"},
+    {"linear history", "echo x > y", "'merge_commits': true", "", 0, POLICY_COND_FAILS, ""},
+    {"a create of what upstream has introduces no commit", "true",
+     "'message_not': 'never matches this'", "", 1, POLICY_COND_FAILS, ""},
+    {"a create introduces its new commits", "echo x > y", "'message_not': 'never matches this'",
+     "", 1, POLICY_COND_HOLDS, "message does not match"},
+    {"all of a rule's conditions must hold", "echo x > y", "'merge_commits': true, 'secrets': true",
+     "", 0, POLICY_COND_FAILS, ""},
+    {"over the byte budget", "head -c 2000000 /dev/zero | tr '\\\\0' a > big", "'secrets': true",
+     "'limits': {'inspect_bytes': 1048576},", 0, POLICY_COND_UNKNOWN,
+     "inspection budget exceeded (limits.inspect_bytes: 1048576 inflated bytes)"},
+};
+
+ParameterizedTestParameters(conditions, each_condition_on_a_real_push)
+{
+    return cr_make_param_array(struct row, rows, sizeof(rows) / sizeof(rows[0]));
+}
+
+static config_model *config_for(const struct row *r)
+{
+    char json[1024];
+    rg_error err = RG_ERROR_INIT;
+    config_model *cfg = NULL;
+
+    snprintf(json, sizeof(json),
+             "{'state_dir': '%s/state', %s 'rules': [{'name': 'r', 'effect': 'deny', %s}]}", base,
+             r->limits, r->rule);
+    for (char *p = json; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    cr_assert_eq(config_parse(&cfg, json, strlen(json), "/tmp/rg-test-conditions.json", &err), 0,
+                 "%s\n%s", err.msg, json);
+    return cfg;
+}
+
+/* Index what a client pushing HEAD over `base` sends (plus ../extra) into a quarantine. */
+static rgit_quarantine *quarantine_push(void)
+{
+    char *pack_cmd, *data;
+    rgit_quarantine *q = NULL;
+    rg_error err = RG_ERROR_INIT;
+    size_t len;
+    FILE *f;
+
+    cr_assert(asprintf(&pack_cmd,
+                       "cd '%s' && { printf 'HEAD\\n^base\\n'; cat ../extra 2>/dev/null || true; } "
+                       "| git pack-objects -q --stdout --revs --thin > ../push.pack",
+                       work) > 0);
+    test_run("%s", pack_cmd);
+    free(pack_cmd);
+    cr_assert(asprintf(&data, "%s/push.pack", base) > 0);
+    f = fopen(data, "rb");
+    free(data);
+    cr_assert_not_null(f);
+    data = malloc(64 << 20);
+    len = fread(data, 1, 64 << 20, f);
+    fclose(f);
+    cr_assert_eq(rgit_quarantine_new(&q, upstream, tmp_parent, 40, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_quarantine_write(q, data, len, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_quarantine_finish(q, &err), 0, "%s", err.msg);
+    free(data);
+    return q;
+}
+
+ParameterizedTest(struct row *r, conditions, each_condition_on_a_real_push)
+{
+    config_model *cfg = config_for(r);
+    gateway_conditions *g = NULL;
+    gateway_conditions_ref ref = {NULL, NULL, 1};
+    rg_buf said = RG_BUF_INIT(1 << 20);
+    rg_error err = RG_ERROR_INIT;
+    const policy_facts *facts;
+    rgit_quarantine *q;
+    char *base_id, *head;
+
+    test_run("cd '%s' && { %s; } && git add -A && { git diff --cached --quiet || "
+             "git commit -q -m change; }",
+             work, r->script);
+    base_id = test_capture("git -C '%s' rev-parse base", work);
+    head = test_capture("git -C '%s' rev-parse HEAD", work);
+    q = quarantine_push();
+    ref.old_hex = r->create ? NULL : base_id;
+    ref.new_hex = head;
+    cr_assert_eq(gateway_conditions_inspect(&g, cfg, q, NULL, &ref, 1, &err), 0, "%s", err.msg);
+    facts = gateway_conditions_facts(g, 0);
+    cr_assert_eq(facts->cond[0], r->want, "%s: got %d, want %d (%s)", r->what, facts->cond[0],
+                 r->want, facts->why[0] ? facts->why[0] : "");
+    gateway_conditions_explain(g, 0, 0, "rule \"r\"", &said);
+    cr_assert_eq(rg_buf_puts(&said, ""), 0);
+    if (r->says[0])
+        cr_assert(said.data && strstr(said.data, r->says), "%s: band 2 said \"%s\", want \"%s\"",
+                  r->what, said.data ? said.data : "", r->says);
+    cr_assert(said.data == NULL || strstr(said.data, SECRET) == NULL, "%s: the secret was shown",
+              r->what);
+    rg_buf_free(&said);
+    gateway_conditions_free(g);
+    rgit_quarantine_free(q);
+    config_free(cfg);
+    free(base_id);
+    free(head);
+}
+
+Test(conditions, without_a_quarantine_every_answer_is_unknown_and_says_why)
+{
+    config_model *cfg = config_for(&(struct row){.rule = "'secrets': true, 'paths': ['x']"});
+    gateway_conditions *g = NULL;
+    gateway_conditions_ref refs[2] = {{NULL, "0123", 1}, {NULL, "4567", 0}};
+    rg_error err = RG_ERROR_INIT;
+    const policy_facts *f;
+
+    cr_assert_eq(gateway_conditions_inspect(&g, cfg, NULL, "bad pack: truncated", refs, 2, &err),
+                 0);
+    f = gateway_conditions_facts(g, 0);
+    cr_assert_eq(f->cond[0], POLICY_COND_UNKNOWN);
+    cr_assert_str_eq(f->why[0], "push content could not be inspected: bad pack: truncated");
+    /* A ref no conditioned rule selects gets no answer (unknown, no why). */
+    f = gateway_conditions_facts(g, 1);
+    cr_assert_eq(f->cond[0], POLICY_COND_UNKNOWN);
+    cr_assert_null(f->why[0]);
+    cr_assert_null(gateway_conditions_facts(g, 2));
+    gateway_conditions_free(g);
+    config_free(cfg);
+}
