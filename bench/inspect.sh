@@ -5,10 +5,11 @@
 # every condition at once (secrets, paths, max_file_bytes, max_path_length,
 # author_email_not, committer_email_not, message_not, merge_commits). Run at
 # a tenth of the size and at full size, it prints seconds per MB and
-# milliseconds per commit for each, and the ratio, which is ~1 when the cost
-# scales linearly.
+# milliseconds per commit for each (the median of RUNS inspections), and
+# how much longer the full size took, which is 10x when the cost scales
+# linearly.
 #
-#   bench/inspect.sh [COMMITS] [SIZE_MB]      (default 10000 200)
+#   bench/inspect.sh [COMMITS] [SIZE_MB] [RUNS]      (default 10000 200 3)
 #
 # The program is $INSPECT_BENCH, else $REFGATE_BUILD/bench/inspect_bench,
 # else build/bench/inspect_bench (configure RelWithDebInfo or Release for
@@ -17,6 +18,7 @@ set -euo pipefail
 
 commits=${1:-10000}
 size_mb=${2:-200}
+runs=${3:-3}
 
 src=$(cd "$(dirname "$0")/.." && pwd)
 bench=${INSPECT_BENCH:-}
@@ -59,17 +61,24 @@ def blob(i):
     while len(body) < per:
         body += seed[:per - len(body)]
     return body
+# The base (upstream already has it) holds all 1,000 files the commits then
+# change, so trees are the same size at both sizes and only the count of
+# commits and bytes differs.
+def path(k): return b"src/m%02d/f%03d.c" % (k % 50, k)
 for i in range(n + 1):
     msg = b"change %d\n\nSigned-off-by: Bench <bench@example.com>\n" % i
-    data = blob(i) if i else b"# base\n"
-    path = b"README" if i == 0 else b"src/m%02d/f%04d.c" % (i % 50, i % 2000)
     out.write(b"commit refs/heads/main\nmark :%d\n" % (i + 1))
     out.write(b"author Bench <bench@example.com> %d +0000\n" % (1700000000 + i))
     out.write(b"committer Bench <bench@example.com> %d +0000\n" % (1700000000 + i))
     out.write(b"data %d\n%s" % (len(msg), msg))
     if i:
         out.write(b"from :%d\n" % i)
-    out.write(b"M 100644 inline %s\ndata %d\n%s\n" % (path, len(data), data))
+        data = blob(i)
+        out.write(b"M 100644 inline %s\ndata %d\n%s\n" % (path(i % 1000), len(data), data))
+    else:
+        for k in range(1000):
+            data = b"/* file %d */\n" % k
+            out.write(b"M 100644 inline %s\ndata %d\n%s\n" % (path(k), len(data), data))
 PY
     local base head
     base=$(git -C "$d/repo" rev-list --max-parents=0 main)
@@ -77,9 +86,16 @@ PY
     git -C "$d/repo" push -q "$d/up.git" "$base:refs/heads/main"
     printf '%s\n^%s\n' "$head" "$base" |
         git -C "$d/repo" pack-objects -q --stdout --revs --thin --delta-base-offset >"$d/push.pack"
-    local out; out=$("$bench" "$work/refgate.json" "$d/up.git" "$d/push.pack" "$base" "$head")
     local pack_mb; pack_mb=$(du -m "$d/push.pack" | cut -f1)
-    read -r index_ms inspect_ms <<<"$out"
+    local r
+    for r in $(seq 1 "$runs"); do
+        "$bench" "$work/refgate.json" "$d/up.git" "$d/push.pack" "$base" "$head"
+    done >"$d/times"
+    # The median run of each phase: the machine may be shared.
+    read -r index_ms inspect_ms < <(python3 -c '
+import sys, statistics
+rows = [list(map(float, l.split())) for l in open(sys.argv[1])]
+print(statistics.median(r[0] for r in rows), statistics.median(r[1] for r in rows))' "$d/times")
     python3 - "$n" "$mb" "$pack_mb" "$index_ms" "$inspect_ms" <<'PY'
 import sys
 n, mb, pack_mb, index_ms, inspect_ms = int(sys.argv[1]), int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), float(sys.argv[5])

@@ -273,10 +273,29 @@ static int on_path(const rgit_inspect_commit *c, const rgit_inspect_path *p, voi
     return 0;
 }
 
+/*
+ * Whether the ranges need their diffs: for a path condition, or to say
+ * where a flagged blob sits (a secret, a blob over some max_file_bytes).
+ * Diffs are most of a range's cost, so a push with nothing to find pays
+ * only the walk.
+ */
+static int paths_needed(const gateway_conditions *g)
+{
+    for (size_t i = 0; i < g->cfg->nrules; i++) {
+        const config_conditions *cc = &g->cfg->rules[i].cond;
+
+        if ((cc->set & (CONFIG_COND_PATHS | CONFIG_COND_MAX_PATH_LENGTH)) ||
+            ((cc->set & CONFIG_COND_MAX_FILE_BYTES) && g->largest_id[0] &&
+             g->largest > cc->max_file_bytes))
+            return 1;
+    }
+    return g->nfindings > 0;
+}
+
 static void range_pass_run(gateway_conditions *g, rgit_quarantine *q,
                            const gateway_conditions_ref *refs, rgit_inspect_budget *b)
 {
-    rgit_inspect_range_fns fns = {on_commit, on_path, g};
+    rgit_inspect_range_fns fns = {on_commit, paths_needed(g) ? on_path : NULL, g};
 
     for (size_t i = 0; i < g->nrefs; i++) {
         rg_error e = RG_ERROR_INIT;

@@ -1,7 +1,7 @@
 /*
  * Content inspection over a quarantine; see inspect.h. Objects are listed
- * from the pack's own index (a one-pack object database), so nothing the
- * pack holds is missed, referenced or not; they are read through the
+ * from the pack's own index file, so nothing the pack holds is missed,
+ * referenced or not; they are read, in pack order, through the
  * quarantine's repository. Commit ranges are libgit2 revision walks, and
  * changed paths tree-to-tree diffs without content (no rename detection,
  * no blob is read), so a range costs what its trees cost.
@@ -13,13 +13,9 @@
 #include <string.h>
 
 #include <git2.h>
-#include <git2/sys/odb_backend.h>
 
-/* Ids collected from the pack's index before any is read. */
-typedef struct id_list {
-    git_oid *ids;
-    size_t n, cap;
-} id_list;
+#include "util/buf.h"
+#include "util/fs.h"
 
 void rgit_inspect_budget_init(rgit_inspect_budget *out, uint64_t bytes, unsigned seconds)
 {
@@ -73,43 +69,87 @@ static git_repository *repo_of(rgit_quarantine *q, rg_error *err)
 
 /* ---------------------------------------------------------------- objects */
 
-static int collect_id(const git_oid *id, void *arg)
+/* One entry of the pack's index. */
+typedef struct pack_entry {
+    git_oid id;
+    uint64_t offset;
+} pack_entry;
+
+static uint32_t be32(const unsigned char *p)
 {
-    id_list *l = arg;
-
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 1024;
-        git_oid *ids = realloc(l->ids, cap * sizeof(*ids));
-
-        if (ids == NULL)
-            return -1;
-        l->ids = ids;
-        l->cap = cap;
-    }
-    l->ids[l->n++] = *id;
-    return 0;
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* Every id in the pack's index (bounded: the index lists what the pack holds). */
-static int pack_ids(id_list *out, rgit_quarantine *q, rg_error *err)
+static int by_offset(const void *a, const void *b)
 {
-    git_odb *odb = NULL;
-    git_odb_backend *pack = NULL;
-    int rc = 0;
+    uint64_t x = ((const pack_entry *)a)->offset, y = ((const pack_entry *)b)->offset;
 
-    if (git_odb_new(&odb) < 0 || git_odb_backend_one_pack(&pack, rgit_quarantine_pack_index(q)) < 0) {
-        rc = git_fail(err, "opening the pushed pack");
+    return x < y ? -1 : x > y;
+}
+
+/*
+ * Every object in the pack's index (version 2, what index-pack writes),
+ * sorted by where it sits in the pack. Read in that order, a delta's base
+ * was read just before it and is still in libgit2's delta base cache; in
+ * id order each read would rebuild its chain from far away, and the cost
+ * of a large pack would grow faster than its size.
+ */
+static int pack_entries(pack_entry **out, size_t *n, rgit_quarantine *q, rg_error *err)
+{
+    rg_buf idx = RG_BUF_INIT((size_t)1 << 34);
+    const unsigned char *d, *ids, *offs, *large;
+    size_t count, nlarge, len;
+    int rc;
+
+    *out = NULL;
+    *n = 0;
+    rc = rg_fs_read_file(&idx, rgit_quarantine_pack_index(q), err);
+    if (rc < 0)
+        return rc;
+    d = (const unsigned char *)idx.data;
+    len = idx.len;
+    /* Bounded: every size below is checked against the file's length. */
+    if (len < 8 + 1024 + 40 || memcmp(d, "\377tOc", 4) != 0 || be32(d + 4) != 2) {
+        rc = rg_error_set(err, RG_E_PROTOCOL, "the pushed pack's index is not version 2");
         goto done;
     }
-    if (git_odb_add_backend(odb, pack, 1) < 0) {
-        pack->free(pack);
-        rc = git_fail(err, "opening the pushed pack");
+    count = be32(d + 8 + 255 * 4);
+    if (count > (len - 1072) / 28) {
+        rc = rg_error_set(err, RG_E_PROTOCOL, "the pushed pack's index is truncated");
         goto done;
     }
-    if (git_odb_foreach(odb, collect_id, out) < 0)
-        rc = rg_error_set(err, -ENOMEM, "listing the pushed pack: out of memory");
+    ids = d + 8 + 1024;
+    offs = ids + count * 24;
+    large = offs + count * 4;
+    nlarge = (len - 1072 - count * 28) / 8;
+    *out = calloc(count ? count : 1, sizeof(**out));
+    if (*out == NULL) {
+        rc = rg_error_set(err, -ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t i = 0; i < count; i++) {
+        uint32_t o = be32(offs + 4 * i);
+
+        git_oid_fromraw(&(*out)[i].id, ids + 20 * i);
+        if (o & 0x80000000u) {
+            o &= 0x7fffffffu;
+            if (o >= nlarge) {
+                rc = rg_error_set(err, RG_E_PROTOCOL, "the pushed pack's index is truncated");
+                goto done;
+            }
+            (*out)[i].offset = (uint64_t)be32(large + 8 * o) << 32 | be32(large + 8 * o + 4);
+        } else {
+            (*out)[i].offset = o;
+        }
+    }
+    qsort(*out, count, sizeof(**out), by_offset);
+    *n = count;
 done:
-    git_odb_free(odb);
+    if (rc < 0) {
+        free(*out);
+        *out = NULL;
+    }
+    rg_buf_free(&idx);
     return rc;
 }
 
@@ -132,7 +172,8 @@ int rgit_inspect_objects(rgit_quarantine *q, int want_data, rgit_inspect_budget 
 {
     git_repository *repo = repo_of(q, err);
     git_odb *odb = NULL, *up = NULL;
-    id_list ids = {0};
+    pack_entry *ids = NULL;
+    size_t n = 0;
     char path[4096];
     int rc = 0;
 
@@ -144,9 +185,9 @@ int rgit_inspect_objects(rgit_quarantine *q, int want_data, rgit_inspect_budget 
         rc = git_fail(err, "opening the objects");
         goto done;
     }
-    if ((rc = pack_ids(&ids, q, err)) < 0)
+    if ((rc = pack_entries(&ids, &n, q, err)) < 0)
         goto done;
-    for (size_t i = 0; i < ids.n && rc == 0; i++) {
+    for (size_t i = 0; i < n && rc == 0; i++) {
         rgit_inspect_object o = {.data = NULL};
         git_odb_object *obj = NULL;
         git_object_t type;
@@ -154,31 +195,32 @@ int rgit_inspect_objects(rgit_quarantine *q, int want_data, rgit_inspect_budget 
 
         if ((i & 63) == 0 && (rc = over_time(b, err)) < 0)
             break;
-        /* A thin pack's bases are completed from upstream: nothing new. */
-        if (git_odb_exists(up, &ids.ids[i]))
+        /* A thin pack's bases are completed from upstream: nothing new.
+         * Not refreshed: a miss would rescan upstream's packs per object. */
+        if (git_odb_exists_ext(up, &ids[i].id, GIT_ODB_LOOKUP_NO_REFRESH))
             continue;
-        if (git_odb_read_header(&size, &type, odb, &ids.ids[i]) < 0) {
+        if (git_odb_read_header(&size, &type, odb, &ids[i].id) < 0) {
             rc = git_fail(err, "reading an object's header");
             break;
         }
-        git_oid_tostr(o.id, sizeof(o.id), &ids.ids[i]);
+        git_oid_tostr(o.id, sizeof(o.id), &ids[i].id);
         o.type = type_of(type);
         o.size = size;
         if (want_data && o.type != RGIT_INSPECT_TREE) {
             if ((rc = charge(b, size, err)) < 0)
                 break;
-            if (git_odb_read(&obj, odb, &ids.ids[i]) < 0) {
+            if (git_odb_read(&obj, odb, &ids[i].id) < 0) {
                 rc = git_fail(err, "reading an object");
                 break;
             }
             o.data = git_odb_object_data(obj);
         }
         if (fn(&o, arg) != 0)
-            i = ids.n;
+            i = n;
         git_odb_object_free(obj);
     }
 done:
-    free(ids.ids);
+    free(ids);
     git_odb_free(up);
     git_odb_free(odb);
     return rc;
