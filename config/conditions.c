@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define KP_MAX 200
 /* A path, as git stores it, is at most this long on every platform it runs on. */
@@ -22,7 +24,7 @@
 
 const char *const config_condition_keys[] = {
     "paths",       "max_file_bytes", "max_path_length", "secrets", "author_email_not",
-    "committer_email_not", "message_not", "merge_commits", NULL,
+    "committer_email_not", "message_not", "merge_commits", "unsigned", NULL,
 };
 
 const char *config_condition_name(config_condition c)
@@ -157,6 +159,9 @@ int config_conditions_parse(config_conditions *out, const json_t *rule, const ch
     if (rc == 0 && (v = json_object_get(rule, "merge_commits")) != NULL &&
         (rc = parse_flag(v, file, kp, "merge_commits", err)) == 0)
         out->set |= CONFIG_COND_MERGE_COMMITS;
+    if (rc == 0 && (v = json_object_get(rule, "unsigned")) != NULL &&
+        (rc = parse_flag(v, file, kp, "unsigned", err)) == 0)
+        out->set |= CONFIG_COND_UNSIGNED;
     if (rc == 0 && (v = json_object_get(rule, "author_email_not")) != NULL &&
         (rc = parse_regex(&out->author_email_not, v, file, kp, "author_email_not", err)) == 0)
         out->set |= CONFIG_COND_AUTHOR_EMAIL_NOT;
@@ -283,4 +288,61 @@ void config_secrets_free(config_secrets *s)
         return;
     content_secrets_free(s->scanner);
     s->scanner = NULL;
+}
+
+/* ------------------------------------------------------------ signing */
+
+static int signing_file(char **out, const json_t *v, const char *file, const char *dir,
+                        const char *key, rg_error *err)
+{
+    struct stat st;
+    const char *rel;
+
+    if (v == NULL)
+        return 0;
+    if (!json_is_string(v) || json_string_length(v) == 0)
+        return fail(err, file, "signing", key, "expected a file name");
+    rel = json_string_value(v);
+    if ((rel[0] == '/' ? asprintf(out, "%s", rel) : asprintf(out, "%s/%s", dir, rel)) < 0) {
+        *out = NULL;
+        return rg_error_set(err, -ENOMEM, "%s: out of memory", file);
+    }
+    if (stat(*out, &st) < 0 || !S_ISREG(st.st_mode) || access(*out, R_OK) < 0)
+        return fail(err, file, "signing", key, "%s is not a readable file", *out);
+    return 0;
+}
+
+int config_signing_parse(config_signing *out, const json_t *v, const char *file, const char *dir,
+                         rg_error *err)
+{
+    const char *key;
+    json_t *val;
+    int rc;
+
+    memset(out, 0, sizeof(*out));
+    if (v == NULL)
+        return 0;
+    if (!json_is_object(v))
+        return fail(err, file, "signing", NULL, "expected an object");
+    json_object_foreach((json_t *)v, key, val)
+    {
+        if (strcmp(key, "allowed_signers") && strcmp(key, "gpg_keyring"))
+            return fail(err, file, "signing", key,
+                        "unknown key (expected allowed_signers or gpg_keyring)");
+    }
+    rc = signing_file(&out->allowed_signers, json_object_get(v, "allowed_signers"), file, dir,
+                      "allowed_signers", err);
+    if (rc == 0)
+        rc = signing_file(&out->gpg_keyring, json_object_get(v, "gpg_keyring"), file, dir,
+                          "gpg_keyring", err);
+    return rc;
+}
+
+void config_signing_free(config_signing *s)
+{
+    if (s == NULL)
+        return;
+    free(s->allowed_signers);
+    free(s->gpg_keyring);
+    memset(s, 0, sizeof(*s));
 }

@@ -1489,10 +1489,11 @@ static int parse_control(config_control *out, const config_model *cfg, const par
 
 static const char *const top_keys[] = {
     "listen",    "state_dir", "default", "max_body_bytes", "limits", "control",
-    "upstreams", "rules",     "secrets", NULL,
+    "upstreams", "rules",     "secrets", "signing", NULL,
 };
 #define TOP_KEYS_TEXT                                                                              \
-    "listen, state_dir, default, max_body_bytes, limits, control, upstreams, rules or secrets"
+    "listen, state_dir, default, max_body_bytes, limits, control, upstreams, rules, secrets or "   \
+    "signing"
 
 /* Whether a rule has condition `c`: its scanner is compiled only then. */
 static int any_rule_wants(const config_model *cfg, config_condition c)
@@ -1560,8 +1561,24 @@ static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *roo
     v = json_object_get(root, "rules");
     if (v != NULL && (rc = parse_rules(cfg, ctx, v)) < 0)
         return rc;
-    return config_secrets_parse(&cfg->secrets, json_object_get(root, "secrets"),
-                                any_rule_wants(cfg, CONFIG_COND_SECRETS), ctx->file, ctx->err);
+    rc = config_secrets_parse(&cfg->secrets, json_object_get(root, "secrets"),
+                              any_rule_wants(cfg, CONFIG_COND_SECRETS), ctx->file, ctx->err);
+    if (rc == 0)
+        rc = config_signing_parse(&cfg->signing, json_object_get(root, "signing"), ctx->file,
+                                  ctx->dir, ctx->err);
+    /* A rule that no signature could ever satisfy is a mistake, not a policy. */
+    for (size_t i = 0; rc == 0 && i < cfg->nrules; i++) {
+        char kp[KEYPATH_MAX];
+
+        if (!(cfg->rules[i].cond.set & CONFIG_COND_UNSIGNED) || cfg->signing.allowed_signers ||
+            cfg->signing.gpg_keyring)
+            continue;
+        snprintf(kp, sizeof(kp), "rules[%zu].unsigned", i);
+        rc = fail(ctx, kp,
+                  "no key to verify signatures against: set signing.allowed_signers or "
+                  "signing.gpg_keyring");
+    }
+    return rc;
 }
 
 int config_parse(config_model **out, const char *json, size_t len, const char *path, rg_error *err)
@@ -1661,6 +1678,7 @@ void config_free(config_model *cfg)
     }
     free(cfg->rules);
     config_secrets_free(&cfg->secrets);
+    config_signing_free(&cfg->signing);
     free(cfg->control.socket);
     free_strings(cfg->control.users, cfg->control.nusers);
     free_strings(cfg->control.groups, cfg->control.ngroups);

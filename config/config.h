@@ -190,6 +190,7 @@ typedef struct config_model {
     config_rule *rules;
     size_t nrules;
     config_secrets secrets; /* scanner compiled when a rule has "secrets": true */
+    config_signing signing; /* the keys "unsigned" verifies against */
 } config_model;
 
 /*

@@ -72,6 +72,7 @@ struct gateway_conditions {
 
     /* Range pass, per ref. */
     int *range_done;
+    int *sig_done; /* signatures checked (when a rule asks) */
     char (*range_err)[TEXT_MAX];
     size_t ref; /* the ref being walked */
 };
@@ -292,10 +293,55 @@ static int paths_needed(const gateway_conditions *g)
     return g->nfindings > 0;
 }
 
+static const char *signature_problem(char letter)
+{
+    switch (letter) {
+    case 'N':
+        return "has no signature";
+    case 'U':
+        return "is signed by a key not among signing.allowed_signers";
+    case 'E':
+        return "is signed by a key signing does not name";
+    case 'B':
+        return "has a bad signature";
+    case 'X':
+    case 'Y':
+        return "is signed by an expired key or signature";
+    case 'R':
+        return "is signed by a revoked key";
+    }
+    return "has a signature that does not verify";
+}
+
+static int on_signature(const char *id, int verified, char letter, void *arg)
+{
+    gateway_conditions *g = arg;
+
+    if (verified)
+        return 0;
+    for (size_t i = 0; i < g->cfg->nrules; i++) {
+        slot *s = slot_at(g, g->ref, i);
+
+        if (s != NULL && (g->cfg->rules[i].cond.set & CONFIG_COND_UNSIGNED))
+            add_evidence(s, CONFIG_COND_UNSIGNED, "commit %.7s %s", id, signature_problem(letter));
+    }
+    return 0;
+}
+
+static int any_rule_has(const config_model *cfg, config_condition c)
+{
+    for (size_t i = 0; i < cfg->nrules; i++)
+        if (cfg->rules[i].cond.set & (unsigned)c)
+            return 1;
+    return 0;
+}
+
 static void range_pass_run(gateway_conditions *g, rgit_quarantine *q,
                            const gateway_conditions_ref *refs, rgit_inspect_budget *b)
 {
     rgit_inspect_range_fns fns = {on_commit, paths_needed(g) ? on_path : NULL, g};
+    rgit_inspect_signing keys = {g->cfg->signing.allowed_signers, g->cfg->signing.gpg_keyring};
+    int signatures = any_rule_has(g->cfg, CONFIG_COND_UNSIGNED);
 
     for (size_t i = 0; i < g->nrefs; i++) {
         rg_error e = RG_ERROR_INIT;
@@ -303,10 +349,18 @@ static void range_pass_run(gateway_conditions *g, rgit_quarantine *q,
         if (!refs[i].inspect)
             continue;
         g->ref = i;
-        if (rgit_inspect_range(q, refs[i].old_hex, refs[i].new_hex, &fns, b, &e) < 0)
+        if (rgit_inspect_range(q, refs[i].old_hex, refs[i].new_hex, &fns, b, &e) < 0) {
+            snprintf(g->range_err[i], TEXT_MAX, "%s", e.msg);
+            continue;
+        }
+        g->range_done[i] = 1;
+        if (!signatures)
+            continue;
+        if (rgit_inspect_signatures(q, refs[i].old_hex, refs[i].new_hex, &keys, on_signature, g,
+                                    b, &e) < 0)
             snprintf(g->range_err[i], TEXT_MAX, "%s", e.msg);
         else
-            g->range_done[i] = 1;
+            g->sig_done[i] = 1;
     }
 }
 
@@ -326,7 +380,7 @@ static policy_cond one(const gateway_conditions *g, size_t ref, const config_con
         known = g->pack_done;
     } else {
         found = (s->found & (unsigned)bit) != 0;
-        known = g->range_done[ref];
+        known = bit == CONFIG_COND_UNSIGNED ? g->sig_done[ref] : g->range_done[ref];
     }
     return found ? POLICY_COND_HOLDS : known ? POLICY_COND_FAILS : POLICY_COND_UNKNOWN;
 }
@@ -367,6 +421,9 @@ static void phrase(char *out, size_t outsz, const config_conditions *cc, const s
     case CONFIG_COND_MERGE_COMMITS:
         snprintf(out + len, outsz - len, "push contains a merge commit");
         break;
+    case CONFIG_COND_UNSIGNED:
+        snprintf(out + len, outsz - len, "a commit is not signed by a key the config names");
+        break;
     }
 }
 
@@ -394,7 +451,7 @@ static void answer(gateway_conditions *g, size_t ref, size_t rule, const char *q
                                                          : POLICY_COND_HOLDS;
     if (!any_fails && any_unknown) {
         const char *e = qwhy                         ? qwhy
-                        : !g->range_done[ref] && g->range_err[ref][0] ? g->range_err[ref]
+                        : g->range_err[ref][0]       ? g->range_err[ref]
                         : g->pack_err[0]             ? g->pack_err
                                                      : "not inspected";
 
@@ -425,9 +482,10 @@ int gateway_conditions_inspect(gateway_conditions **out, const config_model *cfg
     g->why = calloc(n * nr, sizeof(*g->why));
     g->facts = calloc(n, sizeof(*g->facts));
     g->range_done = calloc(n, sizeof(*g->range_done));
+    g->sig_done = calloc(n, sizeof(*g->sig_done));
     g->range_err = calloc(n, sizeof(*g->range_err));
     if (g->slot_of == NULL || g->slots == NULL || g->cond == NULL || g->why == NULL ||
-        g->facts == NULL || g->range_done == NULL || g->range_err == NULL) {
+        g->facts == NULL || g->range_done == NULL || g->sig_done == NULL || g->range_err == NULL) {
         gateway_conditions_free(g);
         return rg_error_set(err, -ENOMEM, "out of memory");
     }
@@ -521,6 +579,7 @@ void gateway_conditions_free(gateway_conditions *g)
     free(g->why);
     free(g->facts);
     free(g->range_done);
+    free(g->sig_done);
     free(g->range_err);
     free(g);
 }

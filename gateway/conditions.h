@@ -7,7 +7,7 @@
  * pack that upstream does not hold yet, referenced or not; they hold alike
  * for every ref of the push, since the pack cannot be split. Commit
  * conditions (paths, max_path_length, the email and message patterns,
- * merge_commits) look at the commits each ref update introduces. Every
+ * merge_commits, unsigned) look at the commits each ref update introduces. Every
  * answer is three-valued: what could not be inspected (no quarantine, a
  * SHA-256 repository, a budget exceeded, a broken history) is unknown,
  * and the policy fails closed on it.

@@ -11,11 +11,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <git2.h>
 
 #include "util/buf.h"
 #include "util/fs.h"
+#include "util/proc.h"
+
+/* What `git log` may print for a range: a line of 43 bytes per commit. */
+#define SIGNATURES_OUTPUT_MAX ((size_t)256 << 20)
 
 void rgit_inspect_budget_init(rgit_inspect_budget *out, uint64_t bytes, unsigned seconds)
 {
@@ -381,5 +386,122 @@ int rgit_inspect_range(rgit_quarantine *q, const char *old_hex, const char *new_
         rc = 0;
 done:
     git_revwalk_free(w);
+    return rc;
+}
+
+/* ------------------------------------------------------------- signatures */
+
+static int64_t deadline_ns(const rgit_inspect_budget *b)
+{
+    return (int64_t)b->deadline.tv_sec * 1000000000 + b->deadline.tv_nsec;
+}
+
+/*
+ * A private GNUPGHOME in the quarantine holding only the configured
+ * keyring, every key in it trusted (the keyring is the trust decision) and
+ * no agent started. Made once per quarantine.
+ */
+static int gnupg_home(char *out, size_t outsz, rgit_quarantine *q, const char *keyring,
+                      const rgit_inspect_budget *b, rg_error *err)
+{
+    static const char conf[] = "trust-model always\nno-autostart\n";
+    const char *argv[] = {"gpg",         "--homedir", out, "--batch", "--quiet", "--no-autostart",
+                          "--import",    keyring,     NULL};
+    const char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C", "HOME=/nonexistent",
+                          NULL};
+    rg_proc_spec s = RG_PROC_SPEC_INIT;
+    char conf_path[4200];
+    struct stat st;
+    int status = -1, rc;
+
+    snprintf(out, outsz, "%s/gnupg", rgit_quarantine_dir(q));
+    if (stat(out, &st) == 0)
+        return 0;
+    if (mkdir(out, 0700) < 0)
+        return rg_error_set(err, -errno, "%s: %s", out, strerror(errno));
+    snprintf(conf_path, sizeof(conf_path), "%s/gpg.conf", out);
+    rc = rg_fs_write_atomic(conf_path, conf, sizeof(conf) - 1, 0600, err);
+    if (rc < 0)
+        return rc;
+    s.argv = argv;
+    s.envp = envp;
+    s.flags = RG_PROC_GROUP | RG_PROC_STDERR;
+    rc = rg_proc_run(&status, NULL, &s, deadline_ns(b), err);
+    if (rc == 0 && status != 0)
+        rc = rg_error_set(err, RG_E_CHILD, "gpg could not import signing.gpg_keyring (status %d)",
+                          status);
+    return rc;
+}
+
+int rgit_inspect_signatures(rgit_quarantine *q, const char *old_hex, const char *new_hex,
+                            const rgit_inspect_signing *keys,
+                            int (*fn)(const char *id, int verified, char letter, void *arg),
+                            void *arg, rgit_inspect_budget *b, rg_error *err)
+{
+    git_repository *repo = repo_of(q, err);
+    rg_buf out = RG_BUF_INIT(SIGNATURES_OUTPUT_MAX);
+    char home[4200], new_id[41], old_id[42];
+    const char *config[8 + 1], *args[8];
+    git_oid id;
+    size_t nc = 0, na = 0;
+    int rc, status = -1;
+
+    if (repo == NULL)
+        return RG_E_PROTOCOL;
+    git_error_clear();
+    rc = peel_commit(&id, repo, new_hex, err);
+    if (rc != 0)
+        return rc > 0 ? 0 : rc;
+    git_oid_tostr(new_id, sizeof(new_id), &id);
+    if (keys->gpg_keyring && (rc = gnupg_home(home, sizeof(home), q, keys->gpg_keyring, b, err)) < 0)
+        return rc;
+    /* The programs by name: the repository's config must not pick them. */
+    config[nc++] = "gpg.program";
+    config[nc++] = "gpg";
+    config[nc++] = "gpg.ssh.program";
+    config[nc++] = "ssh-keygen";
+    config[nc++] = "gpg.ssh.allowedSignersFile";
+    config[nc++] = keys->allowed_signers ? keys->allowed_signers : "/dev/null";
+    config[nc++] = "gpg.ssh.revocationFile";
+    config[nc++] = "/dev/null";
+    config[nc] = NULL;
+    args[na++] = "log";
+    args[na++] = "--format=%H %G?";
+    args[na++] = new_id;
+    if (old_hex != NULL) {
+        rc = peel_commit(&id, repo, old_hex, err);
+        if (rc < 0)
+            return rc;
+        if (rc == 0) {
+            old_id[0] = '^';
+            git_oid_tostr(old_id + 1, sizeof(old_id) - 1, &id);
+            args[na++] = old_id;
+        }
+    } else {
+        args[na++] = "--not";
+        args[na++] = "--all";
+    }
+    args[na] = NULL;
+    rc = rgit_quarantine_run_git(&status, &out, q, args, config,
+                                 keys->gpg_keyring ? home : NULL, deadline_ns(b), err);
+    if (rc == -ETIMEDOUT)
+        rc = rg_error_set(err, RG_E_TOO_BIG,
+                          "inspection budget exceeded (limits.inspect_seconds: %u s)", b->seconds);
+    else if (rc == 0 && status != 0)
+        rc = rg_error_set(err, RG_E_PROTOCOL, "checking signatures failed (git status %d)", status);
+    /* Bounded: the output is capped; each line is "<40 hex> <letter>". */
+    for (char *line = out.data; rc == 0 && line && line < out.data + out.len;) {
+        char *nl = memchr(line, '\n', (size_t)(out.data + out.len - line));
+
+        if (nl == NULL || nl - line != 42 || line[40] != ' ') {
+            rc = rg_error_set(err, RG_E_PROTOCOL, "checking signatures: unexpected output");
+            break;
+        }
+        line[40] = '\0';
+        if (fn(line, line[41] == 'G', line[41], arg) != 0)
+            break;
+        line = nl + 1;
+    }
+    rg_buf_free(&out);
     return rc;
 }

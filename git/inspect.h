@@ -90,4 +90,26 @@ typedef struct rgit_inspect_range_fns {
 int rgit_inspect_range(rgit_quarantine *q, const char *old_hex, const char *new_hex,
                        const rgit_inspect_range_fns *fns, rgit_inspect_budget *b, rg_error *err);
 
+/* The keys a signature must verify against; either may be NULL. */
+typedef struct rgit_inspect_signing {
+    const char *allowed_signers; /* SSH: git's gpg.ssh.allowedSignersFile */
+    const char *gpg_keyring;     /* OpenPGP: a keyring file (gpg --export) */
+} rgit_inspect_signing;
+
+/*
+ * For each commit of the same range as rgit_inspect_range, whether its
+ * signature verifies against `keys` only: `fn(id, verified, letter, arg)`,
+ * with git's %G? letter (N no signature, G good, U a key not among the
+ * allowed signers, B bad, E cannot be checked, X/Y/R expired or revoked).
+ * Only G counts. One `git log` child does it, with gpg.ssh.allowedSignersFile
+ * set and GNUPGHOME a fresh private home holding only `keys.gpg_keyring`
+ * (every key there trusted, so a key the pusher made and signed with
+ * itself is unknown to it); nothing else of the machine's keys is seen.
+ * Within the budget's deadline; `fn` returns nonzero to stop.
+ */
+int rgit_inspect_signatures(rgit_quarantine *q, const char *old_hex, const char *new_hex,
+                            const rgit_inspect_signing *keys,
+                            int (*fn)(const char *id, int verified, char letter, void *arg),
+                            void *arg, rgit_inspect_budget *b, rg_error *err);
+
 #endif

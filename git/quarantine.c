@@ -397,30 +397,44 @@ static int quarantine_require_commit(rgit_quarantine *q, const git_oid *id, cons
     return 0;
 }
 
-/* Run a read-only git command over the upstream and the quarantine. */
-static int quarantine_git(int *status, rg_buf *out, rgit_quarantine *q, const char *const *args,
-                          rg_error *err)
+int rgit_quarantine_run_git(int *status, rg_buf *out, rgit_quarantine *q,
+                            const char *const *args, const char *const *config,
+                            const char *gnupg_home, int64_t deadline, rg_error *err)
 {
     char gitdir[PATH_MAX + 16];
-    const char *argv[12] = {"git", gitdir};
+    const char *argv[16] = {"git", gitdir};
     rg_proc_spec s = RG_PROC_SPEC_INIT;
+    rg_gitenv_opts o = RG_GITENV_OPTS_INIT;
     rg_gitenv *env = NULL;
     size_t n = 2;
     int rc;
 
-    for (; *args && n < 11; args++)
+    for (; *args && n < 15; args++)
         argv[n++] = *args;
     argv[n] = NULL;
     snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", q->upstream);
-    rc = quarantine_env(&env, q, 0, err);
+    o.alternates = q->objects;
+    o.gnupg_home = gnupg_home;
+    rc = rg_gitenv_new(&env, &o, err);
+    for (; rc == 0 && config && config[0]; config += 2)
+        rc = rg_gitenv_config(env, config[0], config[1], err);
     if (rc < 0)
-        return rc;
+        goto done;
     s.argv = argv;
     s.envp = rg_gitenv_envp(env);
     s.flags = RG_PROC_GROUP;
-    rc = rg_proc_run(status, out, &s, rg_proc_deadline(QUARANTINE_QUERY_SECONDS), err);
+    rc = rg_proc_run(status, out, &s, deadline, err);
+done:
     rg_gitenv_free(env);
     return rc;
+}
+
+/* Run a read-only git command over the upstream and the quarantine. */
+static int quarantine_git(int *status, rg_buf *out, rgit_quarantine *q, const char *const *args,
+                          rg_error *err)
+{
+    return rgit_quarantine_run_git(status, out, q, args, NULL, NULL,
+                                   rg_proc_deadline(QUARANTINE_QUERY_SECONDS), err);
 }
 
 /* SHA-256: fails unless `hex` is a full id naming a commit in the upstream or the pack. */
@@ -714,6 +728,11 @@ const char *rgit_quarantine_pack_index(const rgit_quarantine *q)
 const char *rgit_quarantine_upstream(const rgit_quarantine *q)
 {
     return q->upstream;
+}
+
+const char *rgit_quarantine_dir(const rgit_quarantine *q)
+{
+    return q->dir;
 }
 
 /* ---------------------------------------------------------------------------

@@ -13,7 +13,9 @@
 #define RG_GIT_QUARANTINE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
+#include "util/buf.h"
 #include "util/error.h"
 
 typedef struct rgit_quarantine rgit_quarantine;
@@ -67,6 +69,19 @@ struct git_repository;
 struct git_repository *rgit_quarantine_repository(const rgit_quarantine *q);
 const char *rgit_quarantine_pack_index(const rgit_quarantine *q);
 const char *rgit_quarantine_upstream(const rgit_quarantine *q);
+/* The quarantine's private directory (0700): scratch space for its questions. */
+const char *rgit_quarantine_dir(const rgit_quarantine *q);
+
+/*
+ * Run a read-only git command (`args` after `git --git-dir=<upstream>`, at
+ * most 13) over the upstream with the pack's objects as an alternate, in
+ * the gateway's git environment plus `config` (key, value pairs ending in
+ * NULL; may be NULL) and GNUPGHOME `gnupg_home` (may be NULL), killed at
+ * `deadline` (rg_proc_deadline). Its stdout goes to `out` (may be NULL).
+ */
+int rgit_quarantine_run_git(int *status, rg_buf *out, rgit_quarantine *q,
+                            const char *const *args, const char *const *config,
+                            const char *gnupg_home, int64_t deadline, rg_error *err);
 
 /* Remove the quarantine directory and free. Accepts NULL. */
 void rgit_quarantine_free(rgit_quarantine *q);

@@ -11,6 +11,7 @@ PACKAGES=(
   xfsprogs e2fsprogs util-linux mount bubblewrap hyperfine procps python3 jq
   libseccomp-dev keyutils attr git-lfs
   nginx fcgiwrap openssl
+  openssh-client gnupg
 )
 # The secret scanner's matcher (content/): Hyperscan is amd64-only in Debian;
 # Vectorscan, its port, provides the same libhs API elsewhere.

@@ -230,3 +230,94 @@ Test(conditions, without_a_quarantine_every_answer_is_unknown_and_says_why)
     gateway_conditions_free(g);
     config_free(cfg);
 }
+
+/* ------------------------------------------------------------------ unsigned */
+
+/* One push of the commits `script` makes on top of base, checked against `signing`. */
+static void check_unsigned(const char *script, const char *signing, policy_cond want,
+                           const char *says)
+{
+    char json[2048];
+    rg_error err = RG_ERROR_INIT;
+    config_model *cfg = NULL;
+    gateway_conditions *g = NULL;
+    gateway_conditions_ref ref = {NULL, NULL, 1};
+    rg_buf said = RG_BUF_INIT(1 << 20);
+    rgit_quarantine *q;
+    char *base_id, *head;
+
+    snprintf(json, sizeof(json),
+             "{'state_dir': '%s/state', 'signing': %s, 'rules': [{'name': 'r', 'effect': 'deny', "
+             "'unsigned': true}]}",
+             base, signing);
+    for (char *p = json; *p; p++)
+        if (*p == '\'')
+            *p = '"';
+    cr_assert_eq(config_parse(&cfg, json, strlen(json), "/tmp/rg-test-conditions.json", &err), 0,
+                 "%s", err.msg);
+    test_run("cd '%s' && git reset -q --hard base && { %s; }", work, script);
+    base_id = test_capture("git -C '%s' rev-parse base", work);
+    head = test_capture("git -C '%s' rev-parse HEAD", work);
+    q = quarantine_push();
+    ref.old_hex = base_id;
+    ref.new_hex = head;
+    cr_assert_eq(gateway_conditions_inspect(&g, cfg, q, NULL, &ref, 1, &err), 0, "%s", err.msg);
+    gateway_conditions_explain(g, 0, 0, "rule \"r\"", &said);
+    cr_assert_eq(rg_buf_puts(&said, ""), 0);
+    cr_assert_eq(gateway_conditions_facts(g, 0)->cond[0], want, "%s: got %d (%s)", script,
+                 gateway_conditions_facts(g, 0)->cond[0], said.data);
+    if (says)
+        cr_assert(strstr(said.data, says), "%s: said \"%s\", want \"%s\"", script, said.data, says);
+    rg_buf_free(&said);
+    gateway_conditions_free(g);
+    rgit_quarantine_free(q);
+    config_free(cfg);
+    free(base_id);
+    free(head);
+}
+
+#define SSH_SIGN(key) "git -c gpg.format=ssh -c user.signingkey=" key " commit -q --allow-empty -S -m s"
+#define GPG_SIGN(home)                                                                             \
+    "GNUPGHOME=" home " git -c gpg.format=openpgp -c user.signingkey=gpg@example.com "            \
+    "commit -q --allow-empty -S -m g"
+
+Test(conditions, unsigned_accepts_only_signatures_by_the_configured_keys)
+{
+    char ssh_signing[600], gpg_signing[600], both[1200];
+
+    /* k1 is allowed, k2 is a key the pusher made; gpg1's key is in the
+     * keyring, gpg2's is not. */
+    test_run("cd '%s' && ssh-keygen -q -t ed25519 -N '' -f k1 && ssh-keygen -q -t ed25519 -N '' "
+             "-f k2 && echo \"author@example.com $(cat k1.pub)\" > allowed && "
+             "mkdir -m 700 gpg1 gpg2 && for h in gpg1 gpg2; do GNUPGHOME=$PWD/$h gpg --batch -q "
+             "--passphrase '' --quick-gen-key 'G <gpg@example.com>' ed25519 sign never; done && "
+             "GNUPGHOME=$PWD/gpg1 gpg --batch -q --export > keyring.gpg && "
+             "for h in gpg1 gpg2; do gpgconf --homedir $PWD/$h --kill gpg-agent; done",
+             base);
+    snprintf(ssh_signing, sizeof(ssh_signing), "{'allowed_signers': '%s/allowed'}", base);
+    snprintf(gpg_signing, sizeof(gpg_signing), "{'gpg_keyring': '%s/keyring.gpg'}", base);
+    snprintf(both, sizeof(both), "{'allowed_signers': '%s/allowed', 'gpg_keyring': "
+                                 "'%s/keyring.gpg'}", base, base);
+    check_unsigned(SSH_SIGN("../k1"), ssh_signing, POLICY_COND_FAILS, NULL);
+    check_unsigned(SSH_SIGN("../k1") " && git commit -q --allow-empty -m plain", ssh_signing,
+                   POLICY_COND_HOLDS, "has no signature");
+    check_unsigned(SSH_SIGN("../k2"), ssh_signing, POLICY_COND_HOLDS,
+                   "is signed by a key not among signing.allowed_signers");
+    check_unsigned(GPG_SIGN("../gpg1"), gpg_signing, POLICY_COND_FAILS, NULL);
+    check_unsigned(GPG_SIGN("../gpg2"), gpg_signing, POLICY_COND_HOLDS,
+                   "is signed by a key signing does not name");
+    check_unsigned(SSH_SIGN("../k1") " && " GPG_SIGN("../gpg1"), both, POLICY_COND_FAILS, NULL);
+    /* An SSH signature where only a keyring is configured does not verify. */
+    check_unsigned(SSH_SIGN("../k1"), gpg_signing, POLICY_COND_HOLDS, NULL);
+}
+
+Test(conditions, unsigned_without_a_key_is_a_config_error)
+{
+    const char *json = "{\"state_dir\": \"s\", \"rules\": [{\"effect\": \"deny\", \"unsigned\": true}]}";
+    rg_error err = RG_ERROR_INIT;
+    config_model *cfg = NULL;
+
+    cr_assert_eq(config_parse(&cfg, json, strlen(json), "/tmp/x.json", &err), RG_E_CONFIG);
+    cr_assert(strstr(err.msg, "rules[0].unsigned: no key to verify signatures against"), "%s",
+              err.msg);
+}

@@ -10,6 +10,9 @@ source "$(dirname "$0")/lib.sh"
 SECRET=ghp_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d
 
 make_upstream app
+# SSH signing keys: k1 is allowed, k2 is one the pusher made.
+ssh-keygen -q -t ed25519 -N '' -f "$T/k1" && ssh-keygen -q -t ed25519 -N '' -f "$T/k2"
+echo "t@example.invalid $(cat "$T/k1.pub")" >"$T/allowed_signers"
 write_config '[
   {"name": "open", "refs": ["refs/heads/**", "refs/tags/**"], "effect": "allow"},
   {"name": "no-secrets", "secrets": true, "effect": "deny"},
@@ -24,8 +27,9 @@ write_config '[
    "committer_email_not": "@example\\.invalid$", "effect": "deny"},
   {"name": "linear", "refs": ["refs/heads/linear/**"], "merge_commits": true, "effect": "deny"},
   {"name": "trial-no-todo", "refs": ["refs/heads/trial/**"], "paths": ["TODO"], "effect": "deny",
-   "mode": "evaluate"}
-]'
+   "mode": "evaluate"},
+  {"name": "signed", "refs": ["refs/heads/signed/**"], "unsigned": true, "effect": "deny"}
+]' '"signing": {"allowed_signers": "allowed_signers"}'
 start_gateway
 TOKEN=$(mint local/acme/app)
 
@@ -249,6 +253,23 @@ test_deny_is_recorded_with_rule_and_why_never_the_secret() {
   assert_contains "$T/rows" '"rule":"no-secrets"'
   assert_contains "$T/rows" 'push contains a secret'
   assert_not_contains "$T/state/audit.jsonl" "$SECRET"
+}
+
+test_unsigned_commits_are_denied_where_signatures_are_required() {
+  use_token "$TOKEN"
+  clone app "$T/w17"
+  git -C "$T/w17" switch -q -c signed/x
+  echo a >"$T/w17/a"; git -C "$T/w17" add a
+  git -C "$T/w17" -c gpg.format=ssh -c user.signingkey="$T/k1" commit -q -S -m "signed by k1"
+  push_lands "$T/w17" signed/x
+  echo b >"$T/w17/b"; git -C "$T/w17" add b
+  git -C "$T/w17" -c gpg.format=ssh -c user.signingkey="$T/k2" commit -q -S -m "signed by k2"
+  push_fails "$T/w17" signed/x
+  assert_contains "$T/out" 'policy: a commit is not signed by a key the config names (rule "signed")'
+  assert_contains "$T/out" "commit $(git -C "$T/w17" rev-parse --short=7 HEAD) is signed by a key not among signing.allowed_signers"
+  git -C "$T/w17" commit -q --amend --no-edit --no-gpg-sign
+  push_fails "$T/w17" signed/x
+  assert_contains "$T/out" "has no signature"
 }
 
 # restart_with SED_EXPRESSION: the gateway again, with the config edited.
