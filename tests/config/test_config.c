@@ -480,10 +480,10 @@ static struct bad_case bad_cases[] = {
     /* Unknown keys, anywhere. */
     {"unknown top-level key", "{'state_dir': 's', 'colour': 'red'}", "colour", 0,
      "unknown key (expected listen, state_dir, default, max_body_bytes, limits, control, "
-     "upstreams, rules or secrets)"},
+     "upstreams, rules, secrets or signing)"},
     /* Content conditions (config/conditions.c) and the secrets they use. */
-    {"condition key unknown", "{'state_dir': 's', 'rules': [{'effect': 'deny', 'unsigned': true}]}",
-     "rules[0].unsigned", 0, "unknown key (expected name, repos, refs, runs, actions, effect"},
+    {"condition key unknown", "{'state_dir': 's', 'rules': [{'effect': 'deny', 'signed': true}]}",
+     "rules[0].signed", 0, "unknown key (expected name, repos, refs, runs, actions, effect"},
     {"paths empty", "{'state_dir': 's', 'rules': [{'effect': 'deny', 'paths': []}]}",
      "rules[0].paths", 0, "empty list matches nothing"},
     {"paths absolute", "{'state_dir': 's', 'rules': [{'effect': 'deny', 'paths': ['/etc']}]}",
