@@ -14,7 +14,10 @@
  *     "rules": [ {"name": "protect-main", "repos": ["local/acme/app"],
  *                 "refs": ["refs/heads/main"], "actions": ["update","force","delete"],
  *                 "runs": ["release-*"], "effect": "deny", "reason": "main is protected",
- *                 "mode": "enforce" | "evaluate"} ]
+ *                 "mode": "enforce" | "evaluate",
+ *                 "paths": [".github/workflows/**"], "secrets": true, ...} ],
+ *     "secrets": {"patterns": [{"name", "regex"}], "allow": ["<fingerprint>"]},
+ *     "signing": {"allowed_signers": "FILE", "gpg_keyring": "FILE"}
  *   }
  *
  * listen: "a.b.c.d:port" or "[v6]:port", numeric addresses only.
@@ -56,7 +59,16 @@
  *   "idle_seconds" [60]       silence allowed between bytes (1..3600);
  *   "spool_bytes" [8 GiB]     disk all concurrent requests may spool (503 past it);
  *   "inflate_ratio" [100]     decoded:compressed ratio a gzip body may reach
- *                             after its first MiB (413 past it; 2..100000).
+ *                             after its first MiB (413 past it; 2..100000);
+ *   "inspect_bytes" [4 GiB]   inflated object bytes the inspection of one push
+ *                             for content conditions may read (1 MiB..);
+ *   "inspect_seconds" [300]   wall time it may take (1..3600); past either,
+ *                             the conditions are unknown and deny rules hold.
+ * Content conditions on rules ("paths", "max_file_bytes", "max_path_length",
+ *   "secrets", "author_email_not", "committer_email_not", "message_not",
+ *   "merge_commits", "unsigned") and the top-level "secrets" and "signing"
+ *   objects: see config/conditions.h. A rule with conditions matches only
+ *   when its selectors match and every condition holds.
  * control: optional, every key optional; the local control socket that
  *   mints and revokes run tokens for `refgate run` (gateway/control.h):
  *   "socket" [<state_dir>/control.sock]  a unix socket path (relative to the

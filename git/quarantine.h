@@ -6,8 +6,8 @@
  * new one?" can be answered with libgit2 before anything reaches upstream.
  * Nothing is ever written into the upstream repository.
  *
- * Later content rules (changed paths, blob sizes, identities) ask their
- * questions through this same object.
+ * Content conditions (git/inspect.h: every object of the pack, the commits
+ * of each update) ask their questions through this same object.
  */
 #ifndef RG_GIT_QUARANTINE_H
 #define RG_GIT_QUARANTINE_H
