@@ -15,7 +15,7 @@
  *                 "refs": ["refs/heads/main"], "actions": ["update","force","delete"],
  *                 "runs": ["release-*"], "effect": "deny", "reason": "main is protected",
  *                 "mode": "enforce" | "evaluate",
- *                 "paths": [".github/workflows/**"], "secrets": true, ...} ],
+ *                 "paths": ["CODEOWNERS"], "secrets": true, ...} ],
  *     "secrets": {"patterns": [{"name", "regex"}], "allow": ["<fingerprint>"]},
  *     "signing": {"allowed_signers": "FILE", "gpg_keyring": "FILE"}
  *   }
