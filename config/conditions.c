@@ -23,8 +23,10 @@
 #define SECRETS_LIST_MAX 1024
 
 const char *const config_condition_keys[] = {
-    "paths",       "max_file_bytes", "max_path_length", "secrets", "author_email_not",
-    "committer_email_not", "message_not", "merge_commits", "unsigned", NULL,
+    "paths",       "max_file_bytes",   "max_path_length",
+    "secrets",     "author_email_not", "committer_email_not",
+    "message_not", "merge_commits",    "unsigned",
+    NULL,
 };
 
 const char *config_condition_name(config_condition c)
@@ -113,8 +115,8 @@ static int parse_regex(regex_t *out, const json_t *v, const char *file, const ch
     char why[200];
     int rc;
 
-    if (!json_is_string(v) || json_string_length(v) == 0 ||
-        json_string_length(v) > REGEX_MAX_LEN || strlen(json_string_value(v)) != json_string_length(v))
+    if (!json_is_string(v) || json_string_length(v) == 0 || json_string_length(v) > REGEX_MAX_LEN ||
+        strlen(json_string_value(v)) != json_string_length(v))
         return fail(err, file, kp, key, "expected a regular expression of 1 to %d characters",
                     REGEX_MAX_LEN);
     /* REG_NEWLINE: ^ and $ anchor at every line of a message. */
@@ -166,8 +168,7 @@ int config_conditions_parse(config_conditions *out, const json_t *rule, const ch
         (rc = parse_regex(&out->author_email_not, v, file, kp, "author_email_not", err)) == 0)
         out->set |= CONFIG_COND_AUTHOR_EMAIL_NOT;
     if (rc == 0 && (v = json_object_get(rule, "committer_email_not")) != NULL &&
-        (rc = parse_regex(&out->committer_email_not, v, file, kp, "committer_email_not", err)) ==
-            0)
+        (rc = parse_regex(&out->committer_email_not, v, file, kp, "committer_email_not", err)) == 0)
         out->set |= CONFIG_COND_COMMITTER_EMAIL_NOT;
     if (rc == 0 && (v = json_object_get(rule, "message_not")) != NULL &&
         (rc = parse_regex(&out->message_not, v, file, kp, "message_not", err)) == 0)

@@ -485,8 +485,8 @@ static int parse_max_body(config_model *cfg, const parse_ctx *ctx, const json_t 
 #define DEFAULT_INSPECT_SECONDS 300
 
 static const char *const limits_keys[] = {
-    "connections",   "unauthenticated", "per_token",       "header_seconds", "idle_seconds",
-    "spool_bytes",   "inflate_ratio",   "inspect_bytes",   "inspect_seconds", NULL,
+    "connections", "unauthenticated", "per_token",     "header_seconds",  "idle_seconds",
+    "spool_bytes", "inflate_ratio",   "inspect_bytes", "inspect_seconds", NULL,
 };
 #define LIMITS_KEYS_TEXT                                                                           \
     "connections, unauthenticated, per_token, header_seconds, idle_seconds, spool_bytes, "         \
@@ -1489,7 +1489,7 @@ static int parse_control(config_control *out, const config_model *cfg, const par
 
 static const char *const top_keys[] = {
     "listen",    "state_dir", "default", "max_body_bytes", "limits", "control",
-    "upstreams", "rules",     "secrets", "signing", NULL,
+    "upstreams", "rules",     "secrets", "signing",        NULL,
 };
 #define TOP_KEYS_TEXT                                                                              \
     "listen, state_dir, default, max_body_bytes, limits, control, upstreams, rules, secrets or "   \

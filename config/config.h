@@ -127,8 +127,8 @@ typedef struct config_rule {
     rg_glob_ends *repos_ends, *refs_ends, *runs_ends;
     unsigned actions; /* bitmask of config_action; CONFIG_ACTION_ALL when absent */
     config_effect effect;
-    char *reason;      /* may be NULL */
-    int evaluate_only; /* "mode": "evaluate": logged, never enforced */
+    char *reason;           /* may be NULL */
+    int evaluate_only;      /* "mode": "evaluate": logged, never enforced */
     config_conditions cond; /* content conditions (config/conditions.h); cond.set 0: none */
 } config_rule;
 

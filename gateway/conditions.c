@@ -52,9 +52,9 @@ typedef struct slot {
 struct gateway_conditions {
     const config_model *cfg;
     size_t nrefs;
-    size_t nslots;   /* rules with conditions */
-    int *slot_of;    /* per rule: its slot, or -1 */
-    slot *slots;     /* nrefs * nslots */
+    size_t nslots;       /* rules with conditions */
+    int *slot_of;        /* per rule: its slot, or -1 */
+    slot *slots;         /* nrefs * nslots */
     unsigned char *cond; /* nrefs * nrules, policy_cond */
     const char **why;    /* nrefs * nrules */
     policy_facts *facts; /* nrefs */
@@ -356,8 +356,8 @@ static void range_pass_run(gateway_conditions *g, rgit_quarantine *q,
         g->range_done[i] = 1;
         if (!signatures)
             continue;
-        if (rgit_inspect_signatures(q, refs[i].old_hex, refs[i].new_hex, &keys, on_signature, g,
-                                    b, &e) < 0)
+        if (rgit_inspect_signatures(q, refs[i].old_hex, refs[i].new_hex, &keys, on_signature, g, b,
+                                    &e) < 0)
             snprintf(g->range_err[i], TEXT_MAX, "%s", e.msg);
         else
             g->sig_done[i] = 1;
@@ -450,10 +450,10 @@ static void answer(gateway_conditions *g, size_t ref, size_t rule, const char *q
                                            : any_unknown ? POLICY_COND_UNKNOWN
                                                          : POLICY_COND_HOLDS;
     if (!any_fails && any_unknown) {
-        const char *e = qwhy                         ? qwhy
-                        : g->range_err[ref][0]       ? g->range_err[ref]
-                        : g->pack_err[0]             ? g->pack_err
-                                                     : "not inspected";
+        const char *e = qwhy                   ? qwhy
+                        : g->range_err[ref][0] ? g->range_err[ref]
+                        : g->pack_err[0]       ? g->pack_err
+                                               : "not inspected";
 
         snprintf(s->why, sizeof(s->why), "push content could not be inspected: %s", e);
     }
@@ -525,8 +525,7 @@ static void explain_finding(const finding *f, const char *label, rg_buf *out)
         rg_buf_printf(out,
                       "refgate: %s: %s in blob %.7s line %llu, which no pushed commit adds "
                       "(fingerprint %s)\n",
-                      label, f->f.kind, f->object, (unsigned long long)f->f.line,
-                      f->f.fingerprint);
+                      label, f->f.kind, f->object, (unsigned long long)f->f.line, f->f.fingerprint);
     else
         rg_buf_printf(out, "refgate: %s: %s in %s %.7s line %llu (fingerprint %s)\n", label,
                       f->f.kind, what, f->object, (unsigned long long)f->f.line, f->f.fingerprint);
@@ -558,11 +557,11 @@ void gateway_conditions_explain(const gateway_conditions *g, size_t i, size_t ru
     if (cc->set & CONFIG_COND_MAX_FILE_BYTES) {
         if (g->largest_commit[0])
             rg_buf_printf(out, "refgate: %s: %s is %llu bytes (commit %.7s, max_file_bytes %llu)\n",
-                          label, g->largest_path, (unsigned long long)g->largest,
-                          g->largest_commit, (unsigned long long)cc->max_file_bytes);
+                          label, g->largest_path, (unsigned long long)g->largest, g->largest_commit,
+                          (unsigned long long)cc->max_file_bytes);
         else
-            rg_buf_printf(out, "refgate: %s: blob %.7s is %llu bytes (max_file_bytes %llu)\n", label,
-                          g->largest_id, (unsigned long long)g->largest,
+            rg_buf_printf(out, "refgate: %s: blob %.7s is %llu bytes (max_file_bytes %llu)\n",
+                          label, g->largest_id, (unsigned long long)g->largest,
                           (unsigned long long)cc->max_file_bytes);
     }
     for (int k = 0; k < s->nevidence; k++)

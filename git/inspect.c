@@ -47,9 +47,10 @@ static int over_time(const rgit_inspect_budget *b, rg_error *err)
 static int charge(rgit_inspect_budget *b, uint64_t size, rg_error *err)
 {
     if (size > b->bytes_left)
-        return rg_error_set(err, RG_E_TOO_BIG,
-                            "inspection budget exceeded (limits.inspect_bytes: %llu inflated bytes)",
-                            (unsigned long long)b->bytes_max);
+        return rg_error_set(
+            err, RG_E_TOO_BIG,
+            "inspection budget exceeded (limits.inspect_bytes: %llu inflated bytes)",
+            (unsigned long long)b->bytes_max);
     b->bytes_left -= size;
     return 0;
 }
@@ -405,10 +406,9 @@ static int gnupg_home(char *out, size_t outsz, rgit_quarantine *q, const char *k
                       const rgit_inspect_budget *b, rg_error *err)
 {
     static const char conf[] = "trust-model always\nno-autostart\n";
-    const char *argv[] = {"gpg",         "--homedir", out, "--batch", "--quiet", "--no-autostart",
-                          "--import",    keyring,     NULL};
-    const char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C", "HOME=/nonexistent",
-                          NULL};
+    const char *argv[] = {"gpg",      "--homedir", out, "--batch", "--quiet", "--no-autostart",
+                          "--import", keyring,     NULL};
+    const char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", "LANG=C", "HOME=/nonexistent", NULL};
     rg_proc_spec s = RG_PROC_SPEC_INIT;
     char conf_path[4200];
     struct stat st;
@@ -453,7 +453,8 @@ int rgit_inspect_signatures(rgit_quarantine *q, const char *old_hex, const char 
     if (rc != 0)
         return rc > 0 ? 0 : rc;
     git_oid_tostr(new_id, sizeof(new_id), &id);
-    if (keys->gpg_keyring && (rc = gnupg_home(home, sizeof(home), q, keys->gpg_keyring, b, err)) < 0)
+    if (keys->gpg_keyring &&
+        (rc = gnupg_home(home, sizeof(home), q, keys->gpg_keyring, b, err)) < 0)
         return rc;
     /* The programs by name: the repository's config must not pick them. */
     config[nc++] = "gpg.program";
@@ -482,8 +483,8 @@ int rgit_inspect_signatures(rgit_quarantine *q, const char *old_hex, const char 
         args[na++] = "--all";
     }
     args[na] = NULL;
-    rc = rgit_quarantine_run_git(&status, &out, q, args, config,
-                                 keys->gpg_keyring ? home : NULL, deadline_ns(b), err);
+    rc = rgit_quarantine_run_git(&status, &out, q, args, config, keys->gpg_keyring ? home : NULL,
+                                 deadline_ns(b), err);
     if (rc == -ETIMEDOUT)
         rc = rg_error_set(err, RG_E_TOO_BIG,
                           "inspection budget exceeded (limits.inspect_seconds: %u s)", b->seconds);

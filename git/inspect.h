@@ -25,9 +25,9 @@
 #include "util/error.h"
 
 typedef struct rgit_inspect_budget {
-    uint64_t bytes_left;     /* inflated bytes still to be read */
-    uint64_t bytes_max;      /* for the message */
-    unsigned seconds;        /* for the message */
+    uint64_t bytes_left;      /* inflated bytes still to be read */
+    uint64_t bytes_max;       /* for the message */
+    unsigned seconds;         /* for the message */
     struct timespec deadline; /* CLOCK_MONOTONIC */
 } rgit_inspect_budget;
 
@@ -76,7 +76,8 @@ typedef struct rgit_inspect_path {
 
 typedef struct rgit_inspect_range_fns {
     int (*commit)(const rgit_inspect_commit *c, void *arg);
-    int (*path)(const rgit_inspect_commit *c, const rgit_inspect_path *p, void *arg); /* NULL: no diffs */
+    int (*path)(const rgit_inspect_commit *c, const rgit_inspect_path *p,
+                void *arg); /* NULL: no diffs */
     void *arg;
 } rgit_inspect_range_fns;
 

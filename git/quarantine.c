@@ -397,9 +397,9 @@ static int quarantine_require_commit(rgit_quarantine *q, const git_oid *id, cons
     return 0;
 }
 
-int rgit_quarantine_run_git(int *status, rg_buf *out, rgit_quarantine *q,
-                            const char *const *args, const char *const *config,
-                            const char *gnupg_home, int64_t deadline, rg_error *err)
+int rgit_quarantine_run_git(int *status, rg_buf *out, rgit_quarantine *q, const char *const *args,
+                            const char *const *config, const char *gnupg_home, int64_t deadline,
+                            rg_error *err)
 {
     char gitdir[PATH_MAX + 16];
     const char *argv[16] = {"git", gitdir};

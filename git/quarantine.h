@@ -79,9 +79,9 @@ const char *rgit_quarantine_dir(const rgit_quarantine *q);
  * NULL; may be NULL) and GNUPGHOME `gnupg_home` (may be NULL), killed at
  * `deadline` (rg_proc_deadline). Its stdout goes to `out` (may be NULL).
  */
-int rgit_quarantine_run_git(int *status, rg_buf *out, rgit_quarantine *q,
-                            const char *const *args, const char *const *config,
-                            const char *gnupg_home, int64_t deadline, rg_error *err);
+int rgit_quarantine_run_git(int *status, rg_buf *out, rgit_quarantine *q, const char *const *args,
+                            const char *const *config, const char *gnupg_home, int64_t deadline,
+                            rg_error *err);
 
 /* Remove the quarantine directory and free. Accepts NULL. */
 void rgit_quarantine_free(rgit_quarantine *q);

@@ -336,8 +336,7 @@ size_t policy_lint(const config_model *cfg, policy_lint_fn fn, void *arg)
             continue;
         lint_overridden(&lr, i);
         /* A rule with conditions says what in the push held, so it has a reason. */
-        if (!r->evaluate_only && r->effect != CONFIG_ALLOW && r->reason == NULL &&
-            r->cond.set == 0)
+        if (!r->evaluate_only && r->effect != CONFIG_ALLOW && r->reason == NULL && r->cond.set == 0)
             report(&lr, POLICY_LINT_NO_REASON, POLICY_LINT_WARNING, i, -1,
                    "%s without a reason: the pusher is told which rule decided, not why",
                    r->effect == CONFIG_DENY ? "denies" : "asks for approval");

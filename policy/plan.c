@@ -71,8 +71,8 @@ int policy_plan_classify(policy_plan_ref *r, const config_model *cfg, const char
         eval_ref(&as_update, r, cfg, repo, CONFIG_ACTION_UPDATE);
         eval_ref(&as_force, r, cfg, repo, CONFIG_ACTION_FORCE);
         r->action = CONFIG_ACTION_UPDATE;
-        r->needs_inspection = conditions_matter(
-            r, cfg, repo, CONFIG_ACTION_UPDATE | CONFIG_ACTION_FORCE);
+        r->needs_inspection =
+            conditions_matter(r, cfg, repo, CONFIG_ACTION_UPDATE | CONFIG_ACTION_FORCE);
         if (!same_decision(&as_update, &as_force) || r->needs_inspection)
             r->needs_ancestry = 1;
         else

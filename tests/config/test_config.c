@@ -518,8 +518,9 @@ static struct bad_case bad_cases[] = {
      "secrets", 0, "acme"},
     {"secrets allow not a fingerprint", "{'state_dir': 's', 'secrets': {'allow': ['nope']}}",
      "secrets", 0, "fingerprint 1 is not"},
-    {"unsigned without a key", "{'state_dir': 's', 'rules': [{'effect': 'deny', 'unsigned': true}]}",
-     "rules[0].unsigned", 0, "no key to verify signatures against"},
+    {"unsigned without a key",
+     "{'state_dir': 's', 'rules': [{'effect': 'deny', 'unsigned': true}]}", "rules[0].unsigned", 0,
+     "no key to verify signatures against"},
     {"signing unknown key", "{'state_dir': 's', 'signing': {'ssh': 'x'}}", "signing.ssh", 0,
      "unknown key (expected allowed_signers or gpg_keyring)"},
     {"signing file missing", "{'state_dir': 's', 'signing': {'gpg_keyring': 'nope.gpg'}}",
@@ -910,9 +911,8 @@ Test(config, conditions_load_onto_their_rule_and_secrets_compile_only_when_asked
     c = &cfg->rules[1].cond;
     cr_assert_eq(c->set, (unsigned)(CONFIG_COND_PATHS | CONFIG_COND_MAX_FILE_BYTES |
                                     CONFIG_COND_MAX_PATH_LENGTH | CONFIG_COND_SECRETS |
-                                    CONFIG_COND_AUTHOR_EMAIL_NOT |
-                                    CONFIG_COND_COMMITTER_EMAIL_NOT | CONFIG_COND_MESSAGE_NOT |
-                                    CONFIG_COND_MERGE_COMMITS));
+                                    CONFIG_COND_AUTHOR_EMAIL_NOT | CONFIG_COND_COMMITTER_EMAIL_NOT |
+                                    CONFIG_COND_MESSAGE_NOT | CONFIG_COND_MERGE_COMMITS));
     cr_assert_eq(c->npaths, 2u);
     cr_assert_str_eq(c->paths[1], "**/*.pem");
     cr_assert_eq(c->max_file_bytes, 10u);

@@ -63,8 +63,8 @@ static struct row rows[] = {
     {"a protected path", "mkdir -p .github/workflows && echo x > .github/workflows/ci.yml",
      "'paths': ['.github/workflows/**']", "", 0, POLICY_COND_HOLDS,
      "changes .github/workflows/ci.yml (paths .github/workflows/**)"},
-    {"another path", "mkdir src && echo x > src/a.c", "'paths': ['.github/workflows/**', 'CODEOWNERS']",
-     "", 0, POLICY_COND_FAILS, ""},
+    {"another path", "mkdir src && echo x > src/a.c",
+     "'paths': ['.github/workflows/**', 'CODEOWNERS']", "", 0, POLICY_COND_FAILS, ""},
     {"a deleted path", "git rm -q README.md && echo x > other", "'paths': ['README.md']", "", 0,
      POLICY_COND_HOLDS, "changes README.md"},
     {"**/*.pem at any depth", "mkdir -p a/b && echo x > a/b/k.pem", "'paths': ['**/*.pem']", "", 0,
@@ -78,8 +78,9 @@ static struct row rows[] = {
     {"a short path", "echo x > short", "'max_path_length': 20", "", 0, POLICY_COND_FAILS, ""},
     {"a secret in a new file", "echo 'token = " SECRET "' > cfg.env", "'secrets': true", "", 0,
      POLICY_COND_HOLDS, "github-token in cfg.env line 1"},
-    {"a secret in a commit message", "echo x > y && git add -A && git commit -q -m 'oops " SECRET "'",
-     "'secrets': true", "", 0, POLICY_COND_HOLDS, "github-token in commit"},
+    {"a secret in a commit message",
+     "echo x > y && git add -A && git commit -q -m 'oops " SECRET "'", "'secrets': true", "", 0,
+     POLICY_COND_HOLDS, "github-token in commit"},
     {"a secret in an unreferenced blob",
      "echo x > y && echo 'k: " SECRET "' | git hash-object -w --stdin > ../extra",
      "'secrets': true", "", 0, POLICY_COND_HOLDS, "which no pushed commit adds"},
@@ -90,7 +91,8 @@ static struct row rows[] = {
      "'secrets': true", "", 0, POLICY_COND_HOLDS, "github-token in tag"},
     {"no secret", "echo 'token = ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' > cfg.env",
      "'secrets': true", "", 0, POLICY_COND_FAILS, ""},
-    {"a foreign author", "echo x > y && git add -A && GIT_AUTHOR_EMAIL=a@evil.test git commit -q -m y",
+    {"a foreign author",
+     "echo x > y && git add -A && GIT_AUTHOR_EMAIL=a@evil.test git commit -q -m y",
      "'author_email_not': '@example\\\\.com$'", "", 0, POLICY_COND_HOLDS,
      "author email <a@evil.test> does not match"},
     {"our author", "echo x > y", "'author_email_not': '@example\\\\.com$'", "", 0,
@@ -111,8 +113,8 @@ static struct row rows[] = {
     {"linear history", "echo x > y", "'merge_commits': true", "", 0, POLICY_COND_FAILS, ""},
     {"a create of what upstream has introduces no commit", "true",
      "'message_not': 'never matches this'", "", 1, POLICY_COND_FAILS, ""},
-    {"a create introduces its new commits", "echo x > y", "'message_not': 'never matches this'",
-     "", 1, POLICY_COND_HOLDS, "message does not match"},
+    {"a create introduces its new commits", "echo x > y", "'message_not': 'never matches this'", "",
+     1, POLICY_COND_HOLDS, "message does not match"},
     {"all of a rule's conditions must hold", "echo x > y", "'merge_commits': true, 'secrets': true",
      "", 0, POLICY_COND_FAILS, ""},
     {"over the byte budget", "head -c 2000000 /dev/zero | tr '\\\\0' a > big", "'secrets': true",
@@ -276,9 +278,10 @@ static void check_unsigned(const char *script, const char *signing, policy_cond 
     free(head);
 }
 
-#define SSH_SIGN(key) "git -c gpg.format=ssh -c user.signingkey=" key " commit -q --allow-empty -S -m s"
+#define SSH_SIGN(key)                                                                              \
+    "git -c gpg.format=ssh -c user.signingkey=" key " commit -q --allow-empty -S -m s"
 #define GPG_SIGN(home)                                                                             \
-    "GNUPGHOME=" home " git -c gpg.format=openpgp -c user.signingkey=gpg@example.com "            \
+    "GNUPGHOME=" home " git -c gpg.format=openpgp -c user.signingkey=gpg@example.com "             \
     "commit -q --allow-empty -S -m g"
 
 Test(conditions, unsigned_accepts_only_signatures_by_the_configured_keys)
@@ -296,8 +299,10 @@ Test(conditions, unsigned_accepts_only_signatures_by_the_configured_keys)
              base);
     snprintf(ssh_signing, sizeof(ssh_signing), "{'allowed_signers': '%s/allowed'}", base);
     snprintf(gpg_signing, sizeof(gpg_signing), "{'gpg_keyring': '%s/keyring.gpg'}", base);
-    snprintf(both, sizeof(both), "{'allowed_signers': '%s/allowed', 'gpg_keyring': "
-                                 "'%s/keyring.gpg'}", base, base);
+    snprintf(both, sizeof(both),
+             "{'allowed_signers': '%s/allowed', 'gpg_keyring': "
+             "'%s/keyring.gpg'}",
+             base, base);
     check_unsigned(SSH_SIGN("../k1"), ssh_signing, POLICY_COND_FAILS, NULL);
     check_unsigned(SSH_SIGN("../k1") " && git commit -q --allow-empty -m plain", ssh_signing,
                    POLICY_COND_HOLDS, "has no signature");
@@ -313,7 +318,8 @@ Test(conditions, unsigned_accepts_only_signatures_by_the_configured_keys)
 
 Test(conditions, unsigned_without_a_key_is_a_config_error)
 {
-    const char *json = "{\"state_dir\": \"s\", \"rules\": [{\"effect\": \"deny\", \"unsigned\": true}]}";
+    const char *json =
+        "{\"state_dir\": \"s\", \"rules\": [{\"effect\": \"deny\", \"unsigned\": true}]}";
     rg_error err = RG_ERROR_INIT;
     config_model *cfg = NULL;
 

@@ -52,10 +52,11 @@ struct cond_case {
         {e, POLICY_COND_UNKNOWN, CONFIG_ACTION_DELETE, 0},                                         \
         {e, POLICY_COND_HOLDS, CONFIG_ACTION_DELETE, 0}, /* a delete brings no content */
 
-static struct cond_case cond_cases[] = {
-    CASES_FOR(CONFIG_ALLOW, 0) CASES_FOR(CONFIG_ASK, 1) CASES_FOR(CONFIG_DENY, 1)};
+static struct cond_case cond_cases[] = {CASES_FOR(CONFIG_ALLOW, 0) CASES_FOR(CONFIG_ASK, 1)
+                                            CASES_FOR(CONFIG_DENY, 1)};
 
-ParameterizedTestParameters(conditions, a_rule_matches_when_its_conditions_hold_unknown_fails_closed)
+ParameterizedTestParameters(conditions,
+                            a_rule_matches_when_its_conditions_hold_unknown_fails_closed)
 {
     return cr_make_param_array(struct cond_case, cond_cases,
                                sizeof(cond_cases) / sizeof(cond_cases[0]));
@@ -78,8 +79,7 @@ ParameterizedTest(struct cond_case *c, conditions,
     cr_assert_eq(d.rule_index, c->matches ? 0 : -1, "effect %s answer %d action %s",
                  config_effect_name(c->effect), c->answer, config_action_name(c->action));
     if (c->matches && c->answer == POLICY_COND_HOLDS)
-        cr_assert(strstr(d.reason, "push contains a secret (rule \"r\")") != NULL, "%s",
-                  d.reason);
+        cr_assert(strstr(d.reason, "push contains a secret (rule \"r\")") != NULL, "%s", d.reason);
     /* No facts at all is the same as unknown. */
     if (c->answer == POLICY_COND_UNKNOWN) {
         policy_decision n;
@@ -92,9 +92,9 @@ ParameterizedTest(struct cond_case *c, conditions,
 
 Test(conditions, selectors_still_select_and_a_rule_reason_comes_first)
 {
-    config_model *cfg = config_with(
-        "allow", "{'name': 'wf', 'refs': ['refs/heads/main'], 'paths': ['.github/**'],"
-                 " 'effect': 'deny', 'reason': 'workflows are reviewed'}");
+    config_model *cfg =
+        config_with("allow", "{'name': 'wf', 'refs': ['refs/heads/main'], 'paths': ['.github/**'],"
+                             " 'effect': 'deny', 'reason': 'workflows are reviewed'}");
     unsigned char holds[1] = {POLICY_COND_HOLDS};
     const char *why[1] = {"push changes .github/workflows/ci.yml"};
     policy_facts facts = {holds, why};
@@ -142,8 +142,7 @@ Test(conditions, a_trace_without_facts_says_the_conditions_were_assumed)
     policy_trace_rule t[3];
     policy_decision d;
 
-    policy_eval_trace(&d, t, 3, cfg, "local/acme/app", "refs/heads/x", NULL,
-                      CONFIG_ACTION_CREATE);
+    policy_eval_trace(&d, t, 3, cfg, "local/acme/app", "refs/heads/x", NULL, CONFIG_ACTION_CREATE);
     cr_assert_eq(t[0].conditions, POLICY_COND_UNKNOWN);
     cr_assert_eq(t[0].failed, (unsigned)POLICY_SEL_CONDITIONS);
     cr_assert_eq(t[1].conditions, POLICY_COND_UNKNOWN);
@@ -156,11 +155,11 @@ Test(conditions, a_trace_without_facts_says_the_conditions_were_assumed)
 
 Test(conditions, classify_asks_for_inspection_only_where_a_conditioned_rule_may_match)
 {
-    config_model *cfg = config_with(
-        "allow", "{'name': 'wf', 'refs': ['refs/heads/main'], 'actions': ['update'],"
-                 " 'paths': ['CODEOWNERS'], 'effect': 'deny'},"
-                 "{'name': 'tags', 'refs': ['refs/tags/**'], 'actions': ['create'],"
-                 " 'secrets': true, 'effect': 'deny'}");
+    config_model *cfg =
+        config_with("allow", "{'name': 'wf', 'refs': ['refs/heads/main'], 'actions': ['update'],"
+                             " 'paths': ['CODEOWNERS'], 'effect': 'deny'},"
+                             "{'name': 'tags', 'refs': ['refs/tags/**'], 'actions': ['create'],"
+                             " 'secrets': true, 'effect': 'deny'}");
     policy_plan_ref r;
 
     /* An update of main: inspected, and its ancestry asked for too. */
@@ -194,7 +193,8 @@ Test(conditions, classify_asks_for_inspection_only_where_a_conditioned_rule_may_
 
 Test(conditions, the_plan_decides_with_its_facts)
 {
-    config_model *cfg = config_with("allow", "{'name': 'big', 'max_file_bytes': 5, 'effect': 'deny'}");
+    config_model *cfg =
+        config_with("allow", "{'name': 'big', 'max_file_bytes': 5, 'effect': 'deny'}");
     unsigned char answers[1] = {POLICY_COND_FAILS};
     policy_facts facts = {answers, NULL};
     policy_plan_ref r;
