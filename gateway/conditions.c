@@ -129,8 +129,6 @@ static int on_secret(const content_secret_finding *f, void *arg)
 typedef struct pack_pass {
     gateway_conditions *g;
     content_secrets_scan *scan;
-    int failed;
-    rg_error err;
 } pack_pass;
 
 static int on_object(const rgit_inspect_object *o, void *arg)
@@ -142,14 +140,26 @@ static int on_object(const rgit_inspect_object *o, void *arg)
         g->largest = o->size;
         memcpy(g->largest_id, o->id, sizeof(g->largest_id));
     }
-    if (p->scan == NULL || o->data == NULL)
-        return 0;
     g->current = o;
-    if (content_secrets_scan_buffer(p->scan, o->data, (size_t)o->size, &p->err) < 0) {
-        p->failed = 1;
-        return 1;
-    }
     return 0;
+}
+
+static int on_data(const rgit_inspect_object *o, const void *data, size_t len, void *arg,
+                   rg_error *err)
+{
+    pack_pass *p = arg;
+
+    (void)o;
+    /* 1: the scan stopped early (it never asks to); only errors fail. */
+    return content_secrets_scan_feed(p->scan, data, len, err) < 0 ? RG_E_PROTOCOL : 0;
+}
+
+static int on_end(const rgit_inspect_object *o, void *arg, rg_error *err)
+{
+    pack_pass *p = arg;
+
+    (void)o;
+    return content_secrets_scan_end(p->scan, err) < 0 ? RG_E_PROTOCOL : 0;
 }
 
 /* Which pack conditions any rule has: only those are worked out. */
@@ -165,8 +175,9 @@ static unsigned pack_bits(const config_model *cfg)
 static void pack_pass_run(gateway_conditions *g, rgit_quarantine *q, rgit_inspect_budget *b)
 {
     pack_pass p = {.g = g};
+    rgit_inspect_object_fns fns = {on_object, on_data, on_end, &p};
     unsigned bits = pack_bits(g->cfg);
-    int rc;
+    rg_error e = RG_ERROR_INIT;
 
     if (bits == 0) {
         g->pack_done = 1;
@@ -177,13 +188,14 @@ static void pack_pass_run(gateway_conditions *g, rgit_quarantine *q, rgit_inspec
         return;
     }
     if ((bits & CONFIG_COND_SECRETS) &&
-        content_secrets_scan_new(&p.scan, g->cfg->secrets.scanner, on_secret, g, &p.err) < 0) {
-        snprintf(g->pack_err, sizeof(g->pack_err), "%s", p.err.msg);
+        content_secrets_scan_new(&p.scan, g->cfg->secrets.scanner, on_secret, g, &e) < 0) {
+        snprintf(g->pack_err, sizeof(g->pack_err), "%s", e.msg);
         return;
     }
-    rc = rgit_inspect_objects(q, p.scan != NULL, b, on_object, &p, &p.err);
-    if (rc < 0 || p.failed)
-        snprintf(g->pack_err, sizeof(g->pack_err), "%s", p.err.msg);
+    if (p.scan == NULL)
+        fns.data = NULL;
+    if (rgit_inspect_objects(q, &fns, b, &e) < 0)
+        snprintf(g->pack_err, sizeof(g->pack_err), "%s", e.msg);
     else
         g->pack_done = 1;
     content_secrets_scan_free(p.scan);

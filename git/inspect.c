@@ -31,6 +31,12 @@ void rgit_inspect_budget_init(rgit_inspect_budget *out, uint64_t bytes, unsigned
     out->deadline.tv_sec += seconds;
 }
 
+/* The budget's deadline as rg_proc takes it. */
+static int64_t deadline_ns(const rgit_inspect_budget *b)
+{
+    return (int64_t)b->deadline.tv_sec * 1000000000 + b->deadline.tv_nsec;
+}
+
 static int over_time(const rgit_inspect_budget *b, rg_error *err)
 {
     struct timespec now;
@@ -173,8 +179,58 @@ static rgit_inspect_type type_of(git_object_t t)
     }
 }
 
-int rgit_inspect_objects(rgit_quarantine *q, int want_data, rgit_inspect_budget *b,
-                         rgit_inspect_object_fn fn, void *arg, rg_error *err)
+/* A large object's content, streamed from git to the caller. */
+typedef struct stream_ctx {
+    const rgit_inspect_object_fns *fns;
+    const rgit_inspect_object *o;
+    uint64_t seen;
+} stream_ctx;
+
+static int stream_sink(void *ctx, const char *data, size_t len, rg_error *err)
+{
+    stream_ctx *c = ctx;
+
+    /* git says what the header said; more would be a lie the budget did not cover. */
+    c->seen += len;
+    if (c->seen > c->o->size)
+        return rg_error_set(err, RG_E_PROTOCOL, "object %s is larger than its header says",
+                            c->o->id);
+    return c->fns->data(c->o, data, len, c->fns->arg, err);
+}
+
+/* Hand one object's content to fns->data and fns->end. */
+static int object_data(rgit_quarantine *q, git_odb *odb, const git_oid *id,
+                       const rgit_inspect_object *o, const rgit_inspect_object_fns *fns,
+                       const rgit_inspect_budget *b, rg_error *err)
+{
+    git_odb_object *obj = NULL;
+    int rc;
+
+    if (o->size > RGIT_INSPECT_INLINE_MAX) {
+        stream_ctx c = {fns, o, 0};
+
+        rc = rgit_quarantine_stream_object(q,
+                                           o->type == RGIT_INSPECT_BLOB     ? "blob"
+                                           : o->type == RGIT_INSPECT_COMMIT ? "commit"
+                                                                            : "tag",
+                                           o->id, stream_sink, &c, deadline_ns(b), err);
+        if (rc == -ETIMEDOUT)
+            rc = rg_error_set(err, RG_E_TOO_BIG,
+                              "inspection budget exceeded (limits.inspect_seconds: %u s)",
+                              b->seconds);
+    } else if (git_odb_read(&obj, odb, id) < 0) {
+        rc = git_fail(err, "reading an object");
+    } else {
+        rc = fns->data(o, git_odb_object_data(obj), git_odb_object_size(obj), fns->arg, err);
+    }
+    git_odb_object_free(obj);
+    if (rc >= 0)
+        rc = fns->end(o, fns->arg, err);
+    return rc;
+}
+
+int rgit_inspect_objects(rgit_quarantine *q, const rgit_inspect_object_fns *fns,
+                         rgit_inspect_budget *b, rg_error *err)
 {
     git_repository *repo = repo_of(q, err);
     git_odb *odb = NULL, *up = NULL;
@@ -194,8 +250,7 @@ int rgit_inspect_objects(rgit_quarantine *q, int want_data, rgit_inspect_budget 
     if ((rc = pack_entries(&ids, &n, q, err)) < 0)
         goto done;
     for (size_t i = 0; i < n && rc == 0; i++) {
-        rgit_inspect_object o = {.data = NULL};
-        git_odb_object *obj = NULL;
+        rgit_inspect_object o;
         git_object_t type;
         size_t size;
 
@@ -212,18 +267,13 @@ int rgit_inspect_objects(rgit_quarantine *q, int want_data, rgit_inspect_budget 
         git_oid_tostr(o.id, sizeof(o.id), &ids[i].id);
         o.type = type_of(type);
         o.size = size;
-        if (want_data && o.type != RGIT_INSPECT_TREE) {
-            if ((rc = charge(b, size, err)) < 0)
-                break;
-            if (git_odb_read(&obj, odb, &ids[i].id) < 0) {
-                rc = git_fail(err, "reading an object");
-                break;
-            }
-            o.data = git_odb_object_data(obj);
-        }
-        if (fn(&o, arg) != 0)
-            i = n;
-        git_odb_object_free(obj);
+        if (fns->object(&o, fns->arg) != 0)
+            break;
+        if (fns->data == NULL || o.type == RGIT_INSPECT_TREE)
+            continue;
+        if ((rc = charge(b, size, err)) < 0)
+            break;
+        rc = object_data(q, odb, &ids[i].id, &o, fns, b, err);
     }
 done:
     free(ids);
@@ -391,11 +441,6 @@ done:
 }
 
 /* ------------------------------------------------------------- signatures */
-
-static int64_t deadline_ns(const rgit_inspect_budget *b)
-{
-    return (int64_t)b->deadline.tv_sec * 1000000000 + b->deadline.tv_nsec;
-}
 
 /*
  * A private GNUPGHOME in the quarantine holding only the configured

@@ -44,21 +44,33 @@ typedef enum rgit_inspect_type {
 typedef struct rgit_inspect_object {
     char id[41];
     rgit_inspect_type type;
-    uint64_t size;    /* inflated */
-    const void *data; /* the whole object when asked for, else NULL */
+    uint64_t size; /* inflated */
 } rgit_inspect_object;
 
-/* 0 to go on, nonzero to stop (returned by the walk). */
-typedef int (*rgit_inspect_object_fn)(const rgit_inspect_object *o, void *arg);
+/*
+ * What a walk over the pack's objects calls: `object` for each (nonzero
+ * stops the walk), then, when `data` is set, the content of each blob,
+ * commit and tag in chunks (a negative return fails the walk, with `err`
+ * set) and `end` after the last chunk (likewise). Trees are never read.
+ */
+typedef struct rgit_inspect_object_fns {
+    int (*object)(const rgit_inspect_object *o, void *arg);
+    int (*data)(const rgit_inspect_object *o, const void *data, size_t len, void *arg,
+                rg_error *err);
+    int (*end)(const rgit_inspect_object *o, void *arg, rg_error *err);
+    void *arg;
+} rgit_inspect_object_fns;
+
+/* Objects larger than this are streamed from a `git cat-file` child rather than held in memory. */
+#define RGIT_INSPECT_INLINE_MAX ((uint64_t)32 << 20)
 
 /*
  * Every object of the pushed pack that the upstream does not already hold
- * (a thin pack's bases, completed into the pack, are upstream's), in index
- * order. The data of blobs, commits and tags is read (and charged to the
- * budget) when `want_data`; trees are never read.
+ * (a thin pack's bases, completed into the pack, are upstream's), in pack
+ * order. Content read is charged to the budget before it is read.
  */
-int rgit_inspect_objects(rgit_quarantine *q, int want_data, rgit_inspect_budget *b,
-                         rgit_inspect_object_fn fn, void *arg, rg_error *err);
+int rgit_inspect_objects(rgit_quarantine *q, const rgit_inspect_object_fns *fns,
+                         rgit_inspect_budget *b, rg_error *err);
 
 typedef struct rgit_inspect_commit {
     char id[41];

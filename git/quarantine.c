@@ -429,6 +429,39 @@ done:
     return rc;
 }
 
+int rgit_quarantine_stream_object(rgit_quarantine *q, const char *type, const char *id_hex,
+                                  int (*sink)(void *ctx, const char *data, size_t len,
+                                              rg_error *err),
+                                  void *ctx, int64_t deadline, rg_error *err)
+{
+    char gitdir[PATH_MAX + 16];
+    const char *argv[] = {"git", gitdir, "cat-file", type, id_hex, NULL};
+    rg_proc_spec s = RG_PROC_SPEC_INIT;
+    rg_gitenv_opts o = RG_GITENV_OPTS_INIT;
+    rg_gitenv *env = NULL;
+    rg_proc *p = NULL;
+    int rc, status = -1;
+
+    snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", q->upstream);
+    o.alternates = q->objects;
+    rc = rg_gitenv_new(&env, &o, err);
+    if (rc < 0)
+        return rc;
+    s.argv = argv;
+    s.envp = rg_gitenv_envp(env);
+    s.flags = RG_PROC_STDOUT | RG_PROC_STDERR | RG_PROC_GROUP;
+    s.on_stdout = sink;
+    s.ctx = ctx;
+    rc = rg_proc_start(&p, &s, err);
+    if (rc == 0)
+        rc = rg_proc_finish(p, &status, deadline, err);
+    if (rc == 0 && status != 0)
+        rc = rg_proc_check(p, RG_E_PROTOCOL, err);
+    rg_proc_free(p);
+    rg_gitenv_free(env);
+    return rc;
+}
+
 /* Run a read-only git command over the upstream and the quarantine. */
 static int quarantine_git(int *status, rg_buf *out, rgit_quarantine *q, const char *const *args,
                           rg_error *err)

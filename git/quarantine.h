@@ -83,6 +83,17 @@ int rgit_quarantine_run_git(int *status, rg_buf *out, rgit_quarantine *q, const 
                             const char *const *config, const char *gnupg_home, int64_t deadline,
                             rg_error *err);
 
+/*
+ * Stream the content of object `id_hex` of type `type` ("blob", "commit",
+ * "tag") to `sink(ctx, ...)` in chunks, from `git cat-file` in a child, so
+ * an object of any size costs fixed memory. RG_E_PROTOCOL when git fails;
+ * a sink's negative return is returned.
+ */
+int rgit_quarantine_stream_object(rgit_quarantine *q, const char *type, const char *id_hex,
+                                  int (*sink)(void *ctx, const char *data, size_t len,
+                                              rg_error *err),
+                                  void *ctx, int64_t deadline, rg_error *err);
+
 /* Remove the quarantine directory and free. Accepts NULL. */
 void rgit_quarantine_free(rgit_quarantine *q);
 

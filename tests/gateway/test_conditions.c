@@ -89,6 +89,9 @@ static struct row rows[] = {
      "git tag -a -m 'see " SECRET "' t $(echo hi | git hash-object -w --stdin) && "
      "git rev-parse t > ../extra",
      "'secrets': true", "", 0, POLICY_COND_HOLDS, "github-token in tag"},
+    {"a secret at the end of a blob too large to hold (streamed)",
+     "head -c 40000000 /dev/zero | tr '\\0' a > big && printf '\\nk=" SECRET "\\n' >> big",
+     "'secrets': true", "", 0, POLICY_COND_HOLDS, "github-token in big line 2"},
     {"no secret", "echo 'token = ghp_xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' > cfg.env",
      "'secrets': true", "", 0, POLICY_COND_FAILS, ""},
     {"a foreign author",
