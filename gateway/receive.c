@@ -889,12 +889,12 @@ static int record_decisions(gateway_receive *r)
     }
     for (size_t i = 0; i < n; i++) {
         const policy_decision *d = &r->cmds[i].plan.decision;
+        const char *why = evaluate_why(r, &r->cmds[i]);
 
         if (d->evaluate_matched)
             snprintf(evals[i], sizeof(evals[i]), "%s by %s%s%s",
                      config_effect_name(d->evaluate_effect), d->evaluate_rule_name,
-                     evaluate_why(r, &r->cmds[i]) ? ": " : "",
-                     evaluate_why(r, &r->cmds[i]) ? evaluate_why(r, &r->cmds[i]) : "");
+                     why ? ": " : "", why ? why : "");
         decision_record(&recs[i], r, &r->cmds[i], d->evaluate_matched ? evals[i] : NULL);
         need += audit_record_size_max(&recs[i]) + outcome_size_max(r, &r->cmds[i]);
     }
