@@ -893,8 +893,8 @@ static int record_decisions(gateway_receive *r)
 
         if (d->evaluate_matched)
             snprintf(evals[i], sizeof(evals[i]), "%s by %s%s%s",
-                     config_effect_name(d->evaluate_effect), d->evaluate_rule_name,
-                     why ? ": " : "", why ? why : "");
+                     config_effect_name(d->evaluate_effect), d->evaluate_rule_name, why ? ": " : "",
+                     why ? why : "");
         decision_record(&recs[i], r, &r->cmds[i], d->evaluate_matched ? evals[i] : NULL);
         need += audit_record_size_max(&recs[i]) + outcome_size_max(r, &r->cmds[i]);
     }
