@@ -525,26 +525,45 @@ const policy_facts *gateway_conditions_facts(const gateway_conditions *g, size_t
     return g && i < g->nrefs ? &g->facts[i] : NULL;
 }
 
-static void explain_finding(const finding *f, const char *label, rg_buf *out)
+/* Where explanation lines go: band 2 (with a label), and/or the first one alone. */
+typedef struct lines {
+    const char *label;
+    rg_buf *out; /* may be NULL */
+    char *first; /* may be NULL */
+    size_t firstsz;
+} lines;
+
+static void line(lines *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void line(lines *l, const char *fmt, ...)
+{
+    char text[2 * TEXT_MAX];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof(text), fmt, ap);
+    va_end(ap);
+    if (l->first != NULL && l->first[0] == '\0')
+        snprintf(l->first, l->firstsz, "%s", text);
+    if (l->out != NULL)
+        rg_buf_printf(l->out, "refgate: %s: %s\n", l->label, text);
+}
+
+static void explain_finding(const finding *f, lines *l)
 {
     const char *what = f->type == RGIT_INSPECT_COMMIT ? "commit" : "tag";
 
     if (f->type == RGIT_INSPECT_BLOB && f->commit[0])
-        rg_buf_printf(out, "refgate: %s: %s in %s line %llu (commit %.7s, fingerprint %s)\n", label,
-                      f->f.kind, f->path, (unsigned long long)f->f.line, f->commit,
-                      f->f.fingerprint);
+        line(l, "%s in %s line %llu (commit %.7s, fingerprint %s)", f->f.kind, f->path,
+             (unsigned long long)f->f.line, f->commit, f->f.fingerprint);
     else if (f->type == RGIT_INSPECT_BLOB)
-        rg_buf_printf(out,
-                      "refgate: %s: %s in blob %.7s line %llu, which no pushed commit adds "
-                      "(fingerprint %s)\n",
-                      label, f->f.kind, f->object, (unsigned long long)f->f.line, f->f.fingerprint);
+        line(l, "%s in blob %.7s line %llu, which no pushed commit adds (fingerprint %s)",
+             f->f.kind, f->object, (unsigned long long)f->f.line, f->f.fingerprint);
     else
-        rg_buf_printf(out, "refgate: %s: %s in %s %.7s line %llu (fingerprint %s)\n", label,
-                      f->f.kind, what, f->object, (unsigned long long)f->f.line, f->f.fingerprint);
+        line(l, "%s in %s %.7s line %llu (fingerprint %s)", f->f.kind, what, f->object,
+             (unsigned long long)f->f.line, f->f.fingerprint);
 }
 
-void gateway_conditions_explain(const gateway_conditions *g, size_t i, size_t rule,
-                                const char *label, rg_buf *out)
+static void explain(const gateway_conditions *g, size_t i, size_t rule, lines *l)
 {
     const config_conditions *cc;
     const slot *s;
@@ -556,28 +575,44 @@ void gateway_conditions_explain(const gateway_conditions *g, size_t i, size_t ru
     s = &g->slots[i * g->nslots + (size_t)g->slot_of[rule]];
     c = (policy_cond)g->cond[i * g->cfg->nrules + rule];
     if (c != POLICY_COND_HOLDS) {
-        rg_buf_printf(out, "refgate: %s: %s\n", label, s->why[0] ? s->why : "conditions unknown");
+        line(l, "%s", s->why[0] ? s->why : "conditions unknown");
         return;
     }
     if (cc->set & CONFIG_COND_SECRETS) {
         for (size_t k = 0; k < g->nfindings; k++)
-            explain_finding(&g->findings[k], label, out);
+            explain_finding(&g->findings[k], l);
         if (g->nfound > g->nfindings)
-            rg_buf_printf(out, "refgate: %s: and %zu more secrets\n", label,
-                          g->nfound - g->nfindings);
+            line(l, "and %zu more secrets", g->nfound - g->nfindings);
     }
     if (cc->set & CONFIG_COND_MAX_FILE_BYTES) {
         if (g->largest_commit[0])
-            rg_buf_printf(out, "refgate: %s: %s is %llu bytes (commit %.7s, max_file_bytes %llu)\n",
-                          label, g->largest_path, (unsigned long long)g->largest, g->largest_commit,
-                          (unsigned long long)cc->max_file_bytes);
+            line(l, "%s is %llu bytes (commit %.7s, max_file_bytes %llu)", g->largest_path,
+                 (unsigned long long)g->largest, g->largest_commit,
+                 (unsigned long long)cc->max_file_bytes);
         else
-            rg_buf_printf(out, "refgate: %s: blob %.7s is %llu bytes (max_file_bytes %llu)\n",
-                          label, g->largest_id, (unsigned long long)g->largest,
-                          (unsigned long long)cc->max_file_bytes);
+            line(l, "blob %.7s is %llu bytes (max_file_bytes %llu)", g->largest_id,
+                 (unsigned long long)g->largest, (unsigned long long)cc->max_file_bytes);
     }
     for (int k = 0; k < s->nevidence; k++)
-        rg_buf_printf(out, "refgate: %s: %s\n", label, s->evidence[k]);
+        line(l, "%s", s->evidence[k]);
+}
+
+void gateway_conditions_explain(const gateway_conditions *g, size_t i, size_t rule,
+                                const char *label, rg_buf *out)
+{
+    lines l = {label, out, NULL, 0};
+
+    explain(g, i, rule, &l);
+}
+
+void gateway_conditions_first(const gateway_conditions *g, size_t i, size_t rule, char *out,
+                              size_t outsz)
+{
+    lines l = {NULL, NULL, out, outsz};
+
+    if (outsz > 0)
+        out[0] = '\0';
+    explain(g, i, rule, &l);
 }
 
 void gateway_conditions_free(gateway_conditions *g)

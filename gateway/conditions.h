@@ -54,6 +54,10 @@ const policy_facts *gateway_conditions_facts(const gateway_conditions *g, size_t
 void gateway_conditions_explain(const gateway_conditions *g, size_t i, size_t rule,
                                 const char *label, rg_buf *out);
 
+/* The first of those lines' text alone (no prefix), for the audit record; "" when none. */
+void gateway_conditions_first(const gateway_conditions *g, size_t i, size_t rule, char *out,
+                              size_t outsz);
+
 /* Accepts NULL. */
 void gateway_conditions_free(gateway_conditions *g);
 

@@ -85,9 +85,11 @@ typedef struct ref_cmd {
     char note[256];                   /* what the gateway could not decide, said with the verdict */
     char reason[GATEWAY_RESULT_MAX];  /* the verdict's reason, for the ng and the log */
     char refusal[GATEWAY_RESULT_MAX]; /* the ng text when not forwarded */
-    int unaudited;                    /* allowed, but the audit log could not take it */
-    int tentative;                    /* overlap: sent upstream before the decision */
-    uint64_t decision_seq;            /* its decision record, once written */
+    char detail[300]; /* what made its deciding rule's conditions hold, for the audit log */
+    char audited[GATEWAY_RESULT_MAX + 300]; /* the decision record's reason: reason; detail */
+    int unaudited;                          /* allowed, but the audit log could not take it */
+    int tentative;                          /* overlap: sent upstream before the decision */
+    uint64_t decision_seq;                  /* its decision record, once written */
     gateway_ref_result result;
 } ref_cmd;
 
@@ -577,6 +579,8 @@ static void settle_conditions(gateway_receive *r)
         if (idx >= 0 && cfg->rules[idx].cond.set && d->effect != CONFIG_ALLOW) {
             if (r->content_denied == NULL)
                 r->content_denied = r->cmds[i].u->refname;
+            gateway_conditions_first(r->conds, i, (size_t)idx, r->cmds[i].detail,
+                                     sizeof(r->cmds[i].detail));
             snprintf(label, sizeof(label), "rule \"%s\"", cfg->rules[idx].name);
             if (said && !said[idx]++)
                 gateway_conditions_explain(r->conds, i, (size_t)idx, label, &r->progress);
@@ -780,6 +784,9 @@ static void explain(const gateway_receive *r, ref_cmd *c)
     gateway_merge_one_line(c->reason);
     snprintf(c->refusal, sizeof(c->refusal), "%s: %s", c->unaudited ? "refgate" : "policy",
              c->reason);
+    /* The log may say more than the ng: where the content that decided sits. */
+    snprintf(c->audited, sizeof(c->audited), "%s%s%s", c->reason, c->detail[0] ? "; " : "",
+             c->detail);
     c->result.forwarded = p->allowed && !c->unaudited && !r->symrefs_failed;
     c->result.refusal = c->refusal;
     c->result.failure = p->allowed && r->symrefs_failed ? r->symrefs_err.msg : NULL;
@@ -821,7 +828,7 @@ static void decision_record(audit_record *rec, const gateway_receive *r, const r
     rec->action = policy_plan_action_name(&c->plan);
     rec->decision = c->plan.allowed && !c->unaudited ? "allow" : "deny";
     rec->rule = c->plan.decision.rule_name;
-    rec->reason = c->reason;
+    rec->reason = c->audited;
     /* A ref not forwarded is complete now; a forwarded one is pending
      * until its outcome record. */
     rec->outcome = c->result.forwarded ? NULL : c->result.outcome;

@@ -251,7 +251,8 @@ test_deny_is_recorded_with_rule_and_why_never_the_secret() {
   audit_rows | grep -F '"ref":"refs/heads/feature/leak"' >"$T/rows"
   assert_contains "$T/rows" '"decision":"deny"'
   assert_contains "$T/rows" '"rule":"no-secrets"'
-  assert_contains "$T/rows" 'push contains a secret'
+  assert_contains "$T/rows" 'push contains a secret (rule \"no-secrets\"); github-token in config.env line 1 (commit '
+  assert_contains "$T/rows" 'fingerprint github-token:'
   assert_not_contains "$T/state/audit.jsonl" "$SECRET"
 }
 
