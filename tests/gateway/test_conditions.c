@@ -206,6 +206,15 @@ ParameterizedTest(struct row *r, conditions, each_condition_on_a_real_push)
                   r->what, said.data ? said.data : "", r->says);
     cr_assert(said.data == NULL || strstr(said.data, SECRET) == NULL, "%s: the secret was shown",
               r->what);
+    /* The audit log gets the first line's text alone. */
+    if (r->says[0]) {
+        char first[400];
+
+        gateway_conditions_first(g, 0, 0, first, sizeof(first));
+        cr_assert(first[0] != '\0' && strstr(said.data, first), "%s: first \"%s\"", r->what,
+                  first);
+        cr_assert_null(strstr(first, "refgate:"));
+    }
     rg_buf_free(&said);
     gateway_conditions_free(g);
     rgit_quarantine_free(q);
