@@ -211,8 +211,7 @@ ParameterizedTest(struct row *r, conditions, each_condition_on_a_real_push)
         char first[400];
 
         gateway_conditions_first(g, 0, 0, first, sizeof(first));
-        cr_assert(first[0] != '\0' && strstr(said.data, first), "%s: first \"%s\"", r->what,
-                  first);
+        cr_assert(first[0] != '\0' && strstr(said.data, first), "%s: first \"%s\"", r->what, first);
         cr_assert_null(strstr(first, "refgate:"));
     }
     rg_buf_free(&said);
