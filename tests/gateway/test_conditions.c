@@ -17,6 +17,7 @@
 
 #include "gateway/conditions.h"
 #include "support/shell.h"
+#include "util/fs.h"
 
 #define SECRET "ghp_u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d"
 
@@ -337,4 +338,38 @@ Test(conditions, unsigned_without_a_key_is_a_config_error)
     cr_assert_eq(config_parse(&cfg, json, strlen(json), "/tmp/x.json", &err), RG_E_CONFIG);
     cr_assert(strstr(err.msg, "rules[0].unsigned: no key to verify signatures against"), "%s",
               err.msg);
+}
+
+Test(conditions, a_sha256_repository_cannot_be_inspected_so_the_answer_is_unknown)
+{
+    config_model *cfg = config_for(&(struct row){.rule = "'secrets': true"});
+    gateway_conditions *g = NULL;
+    gateway_conditions_ref ref = {NULL, NULL, 1};
+    rg_buf pack = RG_BUF_INIT(1 << 20);
+    rg_error err = RG_ERROR_INIT;
+    rgit_quarantine *q = NULL;
+    char up[600], w[600], path[600], *head;
+
+    snprintf(up, sizeof(up), "%s/up256.git", base);
+    snprintf(w, sizeof(w), "%s/w256", base);
+    snprintf(path, sizeof(path), "%s/p256.pack", base);
+    test_run("git init -q --bare --object-format=sha256 '%s' && git init -q --object-format=sha256 "
+             "'%s' && cd '%s' && echo x > x && git add x && git commit -q -m x && "
+             "echo HEAD | git pack-objects -q --stdout --revs > '%s'",
+             up, w, w, path);
+    head = test_capture("git -C '%s' rev-parse HEAD", w);
+    cr_assert_eq(rg_fs_read_file(&pack, path, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_quarantine_new(&q, up, tmp_parent, 64, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_quarantine_write(q, pack.data, pack.len, &err), 0, "%s", err.msg);
+    cr_assert_eq(rgit_quarantine_finish(q, &err), 0, "%s", err.msg);
+    ref.new_hex = head;
+    cr_assert_eq(gateway_conditions_inspect(&g, cfg, q, NULL, &ref, 1, &err), 0, "%s", err.msg);
+    cr_assert_eq(gateway_conditions_facts(g, 0)->cond[0], POLICY_COND_UNKNOWN);
+    cr_assert(strstr(gateway_conditions_facts(g, 0)->why[0], "SHA-1 repositories only"), "%s",
+              gateway_conditions_facts(g, 0)->why[0]);
+    gateway_conditions_free(g);
+    rgit_quarantine_free(q);
+    rg_buf_free(&pack);
+    config_free(cfg);
+    free(head);
 }
