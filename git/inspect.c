@@ -420,9 +420,10 @@ int rgit_inspect_range(rgit_quarantine *q, const char *old_hex, const char *new_
             break;
         }
         git_oid_tostr(info.id, sizeof(info.id), &id);
-        info.author_email = git_commit_author(c)->email;
-        info.committer_email = git_commit_committer(c)->email;
-        info.message = git_commit_message(c);
+        /* Never NULL for the callbacks, whatever the commit holds. */
+        info.author_email = git_commit_author(c)->email ? git_commit_author(c)->email : "";
+        info.committer_email = git_commit_committer(c)->email ? git_commit_committer(c)->email : "";
+        info.message = git_commit_message(c) ? git_commit_message(c) : "";
         info.nparents = git_commit_parentcount(c);
         if (fns->commit && fns->commit(&info, fns->arg) != 0)
             rc = 1;
