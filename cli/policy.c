@@ -248,6 +248,8 @@ static void print_trace_rule(const config_rule *r, size_t i, const policy_trace_
             printf(", ref %s", r->refs[t->ref_glob]);
         if (t->run_glob >= 0)
             printf(", run %s", r->runs[t->run_glob]);
+        if (t->conditions == POLICY_COND_UNKNOWN)
+            printf(", conditions unknown without the push's content: assumed to hold");
         printf("%s\n", decides);
         return;
     }
@@ -274,7 +276,13 @@ static void print_trace_rule(const config_rule *r, size_t i, const policy_trace_
         printf("%srun %s [", sep, run && run[0] ? "not in" : "unknown, the rule wants");
         print_patterns(r->runs, r->nruns);
         printf("]");
+        sep = "; ";
     }
+    if (t->failed & POLICY_SEL_CONDITIONS)
+        printf("%sconditions %s", sep,
+               t->conditions == POLICY_COND_UNKNOWN
+                   ? "unknown without the push's content: an allow rule's are assumed not to hold"
+                   : "do not hold");
     printf("\n");
 }
 
@@ -299,7 +307,7 @@ static json_t *trace_rule_json(const config_rule *r, size_t i, const policy_trac
     json_object_set_new(o, "effect", json_string(config_effect_name(r->effect)));
     json_object_set_new(o, "mode", json_string(r->evaluate_only ? "evaluate" : "enforce"));
     json_object_set_new(o, "matched", json_boolean(t->failed == 0));
-    for (bit = POLICY_SEL_REPO; bit <= POLICY_SEL_RUN; bit <<= 1)
+    for (bit = POLICY_SEL_REPO; bit <= POLICY_SEL_CONDITIONS; bit <<= 1)
         if (t->failed & bit)
             json_array_append_new(failed, json_string(policy_selector_name((policy_selector)bit)));
     json_object_set_new(o, "failed", failed);
@@ -315,6 +323,11 @@ static json_t *trace_rule_json(const config_rule *r, size_t i, const policy_trac
         json_object_set_new(o, "refs", patterns_json(r->refs, r->nrefs));
     if (r->runs)
         json_object_set_new(o, "runs", patterns_json(r->runs, r->nruns));
+    if (t->conditions >= 0)
+        json_object_set_new(o, "conditions",
+                            json_string(t->conditions == POLICY_COND_UNKNOWN ? "unknown"
+                                        : t->conditions == POLICY_COND_HOLDS ? "hold"
+                                                                             : "do not hold"));
     json_object_set_new(o, "decides", json_boolean(decides));
     return o;
 }

@@ -481,14 +481,16 @@ static int parse_max_body(config_model *cfg, const parse_ctx *ctx, const json_t 
 #define DEFAULT_SPOOL_BYTES     ((uint64_t)8 * 1024 * 1024 * 1024)
 #define DEFAULT_INFLATE_RATIO   100
 #define LIMIT_SECONDS_MAX       3600
+#define DEFAULT_INSPECT_BYTES   ((uint64_t)4 * 1024 * 1024 * 1024)
+#define DEFAULT_INSPECT_SECONDS 300
 
 static const char *const limits_keys[] = {
-    "connections",  "unauthenticated", "per_token",     "header_seconds",
-    "idle_seconds", "spool_bytes",     "inflate_ratio", NULL,
+    "connections", "unauthenticated", "per_token",     "header_seconds",  "idle_seconds",
+    "spool_bytes", "inflate_ratio",   "inspect_bytes", "inspect_seconds", NULL,
 };
 #define LIMITS_KEYS_TEXT                                                                           \
-    "connections, unauthenticated, per_token, header_seconds, idle_seconds, spool_bytes or "       \
-    "inflate_ratio"
+    "connections, unauthenticated, per_token, header_seconds, idle_seconds, spool_bytes, "         \
+    "inflate_ratio, inspect_bytes or inspect_seconds"
 
 /* obj[key] as an integer in [min, max], or dflt when absent. */
 static int get_limit(uint64_t *out, const parse_ctx *ctx, const json_t *obj, const char *key,
@@ -513,7 +515,7 @@ static int get_limit(uint64_t *out, const parse_ctx *ctx, const json_t *obj, con
 
 static int parse_limits(config_limits *out, const parse_ctx *ctx, const json_t *obj)
 {
-    uint64_t conns, unauth, per_token, header, idle, spool, ratio;
+    uint64_t conns, unauth, per_token, header, idle, spool, ratio, ibytes, isecs;
     int rc;
 
     if (obj != NULL && !json_is_object(obj))
@@ -545,6 +547,14 @@ static int parse_limits(config_limits *out, const parse_ctx *ctx, const json_t *
      * little: only a crafted body needs a ratio near the bound. */
     if (rc == 0)
         rc = get_limit(&ratio, ctx, obj, "inflate_ratio", 2, 100000, DEFAULT_INFLATE_RATIO);
+    /* Content conditions read every object of a push: a zlib or delta bomb
+     * stops at these, and the push is then denied (fail closed). */
+    if (rc == 0)
+        rc = get_limit(&ibytes, ctx, obj, "inspect_bytes", 1 << 20, INT64_MAX,
+                       DEFAULT_INSPECT_BYTES);
+    if (rc == 0)
+        rc = get_limit(&isecs, ctx, obj, "inspect_seconds", 1, LIMIT_SECONDS_MAX,
+                       DEFAULT_INSPECT_SECONDS);
     if (rc < 0)
         return rc;
     *out = (config_limits){
@@ -555,6 +565,8 @@ static int parse_limits(config_limits *out, const parse_ctx *ctx, const json_t *
         .idle_seconds = (unsigned)idle,
         .spool_bytes = spool,
         .inflate_ratio = (unsigned)ratio,
+        .inspect_bytes = ibytes,
+        .inspect_seconds = (unsigned)isecs,
     };
     return 0;
 }
@@ -1054,7 +1066,30 @@ static int parse_upstreams(config_model *cfg, const parse_ctx *ctx, const json_t
 static const char *const rule_keys[] = {
     "name", "repos", "refs", "runs", "actions", "effect", "reason", "mode", NULL,
 };
-#define RULE_KEYS_TEXT "name, repos, refs, runs, actions, effect, reason or mode"
+#define RULE_KEYS_TEXT                                                                             \
+    "name, repos, refs, runs, actions, effect, reason, mode, " CONFIG_CONDITION_KEYS_TEXT
+
+/* Rule keys: the selectors here and the conditions of config/conditions.c. */
+static int check_rule_keys(const parse_ctx *ctx, const json_t *obj, const char *kp)
+{
+    char sub[KEYPATH_MAX];
+    const char *key;
+    json_t *v;
+    size_t i, j;
+
+    json_object_foreach((json_t *)obj, key, v)
+    {
+        for (i = 0; rule_keys[i] != NULL && strcmp(key, rule_keys[i]); i++)
+            ;
+        for (j = 0; config_condition_keys[j] != NULL && strcmp(key, config_condition_keys[j]); j++)
+            ;
+        if (rule_keys[i] == NULL && config_condition_keys[j] == NULL) {
+            keypath_key(sub, kp, key);
+            return fail(ctx, sub, "unknown key (expected %s)", RULE_KEYS_TEXT);
+        }
+    }
+    return 0;
+}
 
 typedef enum pattern_kind {
     PATTERN_REPO,
@@ -1216,7 +1251,7 @@ static int parse_rule(config_rule *r, const config_model *cfg, const parse_ctx *
     keypath_index(kp, "rules", index);
     if (!json_is_object(obj))
         return fail_type(ctx, kp, "an object", obj);
-    rc = check_keys(ctx, obj, kp, rule_keys, RULE_KEYS_TEXT);
+    rc = check_rule_keys(ctx, obj, kp);
     if (rc == 0)
         rc = get_string(&name, ctx, obj, kp, "name", 0, NULL);
     if (rc == 0 && name != NULL)
@@ -1259,6 +1294,8 @@ static int parse_rule(config_rule *r, const config_model *cfg, const parse_ctx *
         else if (strcmp(mode, "enforce"))
             rc = fail(ctx, sub, "unknown mode \"%s\" (expected enforce or evaluate)", mode);
     }
+    if (rc == 0)
+        rc = config_conditions_parse(&r->cond, obj, ctx->file, kp, ctx->err);
     return rc;
 }
 
@@ -1452,10 +1489,20 @@ static int parse_control(config_control *out, const config_model *cfg, const par
 
 static const char *const top_keys[] = {
     "listen",    "state_dir", "default", "max_body_bytes", "limits", "control",
-    "upstreams", "rules",     NULL,
+    "upstreams", "rules",     "secrets", "signing",        NULL,
 };
 #define TOP_KEYS_TEXT                                                                              \
-    "listen, state_dir, default, max_body_bytes, limits, control, upstreams or rules"
+    "listen, state_dir, default, max_body_bytes, limits, control, upstreams, rules, secrets or "   \
+    "signing"
+
+/* Whether a rule has condition `c`: its scanner is compiled only then. */
+static int any_rule_wants(const config_model *cfg, config_condition c)
+{
+    for (size_t i = 0; i < cfg->nrules; i++)
+        if (cfg->rules[i].cond.set & (unsigned)c)
+            return 1;
+    return 0;
+}
 
 static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *root)
 {
@@ -1514,7 +1561,24 @@ static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *roo
     v = json_object_get(root, "rules");
     if (v != NULL && (rc = parse_rules(cfg, ctx, v)) < 0)
         return rc;
-    return 0;
+    rc = config_secrets_parse(&cfg->secrets, json_object_get(root, "secrets"),
+                              any_rule_wants(cfg, CONFIG_COND_SECRETS), ctx->file, ctx->err);
+    if (rc == 0)
+        rc = config_signing_parse(&cfg->signing, json_object_get(root, "signing"), ctx->file,
+                                  ctx->dir, ctx->err);
+    /* A rule that no signature could ever satisfy is a mistake, not a policy. */
+    for (size_t i = 0; rc == 0 && i < cfg->nrules; i++) {
+        char kp[KEYPATH_MAX];
+
+        if (!(cfg->rules[i].cond.set & CONFIG_COND_UNSIGNED) || cfg->signing.allowed_signers ||
+            cfg->signing.gpg_keyring)
+            continue;
+        snprintf(kp, sizeof(kp), "rules[%zu].unsigned", i);
+        rc = fail(ctx, kp,
+                  "no key to verify signatures against: set signing.allowed_signers or "
+                  "signing.gpg_keyring");
+    }
+    return rc;
 }
 
 int config_parse(config_model **out, const char *json, size_t len, const char *path, rg_error *err)
@@ -1610,8 +1674,11 @@ void config_free(config_model *cfg)
         free(cfg->rules[i].refs_ends);
         free(cfg->rules[i].runs_ends);
         free(cfg->rules[i].reason);
+        config_conditions_free(&cfg->rules[i].cond);
     }
     free(cfg->rules);
+    config_secrets_free(&cfg->secrets);
+    config_signing_free(&cfg->signing);
     free(cfg->control.socket);
     free_strings(cfg->control.users, cfg->control.nusers);
     free_strings(cfg->control.groups, cfg->control.ngroups);

@@ -14,7 +14,10 @@
  *     "rules": [ {"name": "protect-main", "repos": ["local/acme/app"],
  *                 "refs": ["refs/heads/main"], "actions": ["update","force","delete"],
  *                 "runs": ["release-*"], "effect": "deny", "reason": "main is protected",
- *                 "mode": "enforce" | "evaluate"} ]
+ *                 "mode": "enforce" | "evaluate",
+ *                 "paths": ["CODEOWNERS"], "secrets": true, ...} ],
+ *     "secrets": {"patterns": [{"name", "regex"}], "allow": ["<fingerprint>"]},
+ *     "signing": {"allowed_signers": "FILE", "gpg_keyring": "FILE"}
  *   }
  *
  * listen: "a.b.c.d:port" or "[v6]:port", numeric addresses only.
@@ -56,7 +59,16 @@
  *   "idle_seconds" [60]       silence allowed between bytes (1..3600);
  *   "spool_bytes" [8 GiB]     disk all concurrent requests may spool (503 past it);
  *   "inflate_ratio" [100]     decoded:compressed ratio a gzip body may reach
- *                             after its first MiB (413 past it; 2..100000).
+ *                             after its first MiB (413 past it; 2..100000);
+ *   "inspect_bytes" [4 GiB]   inflated object bytes the inspection of one push
+ *                             for content conditions may read (1 MiB..);
+ *   "inspect_seconds" [300]   wall time it may take (1..3600); past either,
+ *                             the conditions are unknown and deny rules hold.
+ * Content conditions on rules ("paths", "max_file_bytes", "max_path_length",
+ *   "secrets", "author_email_not", "committer_email_not", "message_not",
+ *   "merge_commits", "unsigned") and the top-level "secrets" and "signing"
+ *   objects: see config/conditions.h. A rule with conditions matches only
+ *   when its selectors match and every condition holds.
  * control: optional, every key optional; the local control socket that
  *   mints and revokes run tokens for `refgate run` (gateway/control.h):
  *   "socket" [<state_dir>/control.sock]  a unix socket path (relative to the
@@ -79,6 +91,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "config/conditions.h"
 #include "util/error.h"
 #include "util/glob.h"
 
@@ -114,8 +127,9 @@ typedef struct config_rule {
     rg_glob_ends *repos_ends, *refs_ends, *runs_ends;
     unsigned actions; /* bitmask of config_action; CONFIG_ACTION_ALL when absent */
     config_effect effect;
-    char *reason;      /* may be NULL */
-    int evaluate_only; /* "mode": "evaluate": logged, never enforced */
+    char *reason;           /* may be NULL */
+    int evaluate_only;      /* "mode": "evaluate": logged, never enforced */
+    config_conditions cond; /* content conditions (config/conditions.h); cond.set 0: none */
 } config_rule;
 
 /* How the gateway authenticates to an upstream (remote upstreams only). */
@@ -159,6 +173,8 @@ typedef struct config_limits {
     unsigned idle_seconds;
     uint64_t spool_bytes;
     unsigned inflate_ratio;
+    uint64_t inspect_bytes;   /* inflated bytes one push's content inspection may read */
+    unsigned inspect_seconds; /* wall time it may take */
 } config_limits;
 
 /* See "control" above; every field is set (defaults filled in). */
@@ -185,6 +201,8 @@ typedef struct config_model {
     size_t nupstreams;
     config_rule *rules;
     size_t nrules;
+    config_secrets secrets; /* scanner compiled when a rule has "secrets": true */
+    config_signing signing; /* the keys "unsigned" verifies against */
 } config_model;
 
 /*

@@ -5,12 +5,16 @@
  *   plan      parse the command list, find the refs that really move,
  *             classify every command (policy/plan.c)
  *   inspect   when a rule needs ancestry (or the credential needs to know
- *             about workflow changes): spool the pack into a quarantine.
+ *             about workflow changes, or a rule with content conditions
+ *             may match): spool the pack into a quarantine, and work out
+ *             the conditions there (conditions.c).
  *             Unless the write credential is minted per push, overlap: the
  *             commands that may be allowed and the pack go upstream at
  *             once, all but the pack's trailing checksum (git/packscan.c
  *             finds it), so upstream indexes while the gateway does and can
- *             complete nothing until the decision sends the trailer
+ *             complete nothing until the decision sends the trailer; never
+ *             with content conditions: a secret must not reach upstream,
+ *             not even as an incomplete pack
  *   decide    every ref's verdict; the decision records are appended and
  *             fsynced before anything can land upstream: before the first
  *             byte goes, or, overlapped, before the trailer does
@@ -36,6 +40,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "gateway/conditions.h"
 #include "gateway/inflate.h"
 #include "gateway/merge.h"
 #include "gateway/mirror.h"
@@ -80,9 +85,11 @@ typedef struct ref_cmd {
     char note[256];                   /* what the gateway could not decide, said with the verdict */
     char reason[GATEWAY_RESULT_MAX];  /* the verdict's reason, for the ng and the log */
     char refusal[GATEWAY_RESULT_MAX]; /* the ng text when not forwarded */
-    int unaudited;                    /* allowed, but the audit log could not take it */
-    int tentative;                    /* overlap: sent upstream before the decision */
-    uint64_t decision_seq;            /* its decision record, once written */
+    char detail[300]; /* what made its deciding rule's conditions hold, for the audit log */
+    char audited[GATEWAY_RESULT_MAX + 300]; /* the decision record's reason: reason; detail */
+    int unaudited;                          /* allowed, but the audit log could not take it */
+    int tentative;                          /* overlap: sent upstream before the decision */
+    uint64_t decision_seq;                  /* its decision record, once written */
     gateway_ref_result result;
 } ref_cmd;
 
@@ -114,6 +121,9 @@ struct gateway_receive {
     int q_failed;
     rg_error q_err;
     int check_workflows; /* the write credential needs to know about workflow changes */
+    int inspect;         /* a rule with content conditions may match: no overlap */
+    gateway_conditions *conds;
+    const char *content_denied; /* the ref a content condition denied: the push is refused */
     /* Overlap: the pack goes upstream as it arrives, all but its trailing
      * checksum (not where the write credential is minted per push). */
     rgit_packscan *scan;
@@ -363,6 +373,8 @@ static int plan_push(gateway_receive *r)
             goto done;
         need_pack |= policy_plan_classify(&r->cmds[i].plan, r->ctx->cfg, r->route.repo);
     }
+    for (size_t i = 0; i < r->req->nupdates; i++)
+        r->inspect |= r->cmds[i].plan.needs_inspection;
     r->check_workflows = workflows_matter(r);
     rc = need_pack || r->check_workflows || r->spool_fd >= 0;
 done:
@@ -517,6 +529,75 @@ static void resolve_workflows(gateway_receive *r)
     }
 }
 
+/*
+ * Work out the rules' content conditions for every ref from the
+ * quarantine. Without one (or out of memory) every answer is unknown, and
+ * the policy fails closed on that.
+ */
+static void inspect_conditions(gateway_receive *r)
+{
+    gateway_conditions_ref *refs;
+    rg_error e = RG_ERROR_INIT;
+    size_t n = r->req->nupdates;
+
+    if (!r->inspect)
+        return;
+    refs = calloc(n, sizeof(*refs));
+    for (size_t i = 0; refs && i < n; i++) {
+        refs[i].old_hex = r->cmds[i].plan.old_zero ? NULL : r->cmds[i].u->old_id;
+        refs[i].new_hex = r->cmds[i].u->new_id;
+        refs[i].inspect = r->cmds[i].plan.needs_inspection;
+    }
+    if (refs == NULL ||
+        gateway_conditions_inspect(&r->conds, r->ctx->cfg, r->q && !r->q_failed ? r->q : NULL,
+                                   r->q_err.msg[0] ? r->q_err.msg : "the pack was not quarantined",
+                                   refs, n, &e) < 0)
+        r->conds = NULL;
+    for (size_t i = 0; i < n; i++)
+        r->cmds[i].plan.facts = gateway_conditions_facts(r->conds, i);
+    free(refs);
+}
+
+/*
+ * After the decision: a ref denied by a rule with content conditions
+ * denies the whole push (its pack cannot be split, and what it carries
+ * must not land even unreferenced). Band 2 says what held, once per rule,
+ * for enforced rules and evaluate-mode ones that would have refused.
+ */
+static void settle_conditions(gateway_receive *r)
+{
+    const config_model *cfg = r->ctx->cfg;
+    char *said = calloc(cfg->nrules ? cfg->nrules : 1, 1);
+    char label[200];
+
+    if (!r->inspect)
+        goto done;
+    for (size_t i = 0; i < r->req->nupdates; i++) {
+        const policy_decision *d = &r->cmds[i].plan.decision;
+        int idx = d->rule_index, ev = d->evaluate_rule_index;
+
+        if (idx >= 0 && cfg->rules[idx].cond.set && d->effect != CONFIG_ALLOW) {
+            if (r->content_denied == NULL)
+                r->content_denied = r->cmds[i].u->refname;
+            gateway_conditions_first(r->conds, i, (size_t)idx, r->cmds[i].detail,
+                                     sizeof(r->cmds[i].detail));
+            snprintf(label, sizeof(label), "rule \"%s\"", cfg->rules[idx].name);
+            if (said && !said[idx]++)
+                gateway_conditions_explain(r->conds, i, (size_t)idx, label, &r->progress);
+        }
+        if (ev >= 0 && cfg->rules[ev].cond.set && d->evaluate_effect != CONFIG_ALLOW) {
+            snprintf(label, sizeof(label), "rule \"%s\" (evaluate mode, would %s)",
+                     cfg->rules[ev].name, config_effect_name(d->evaluate_effect));
+            if (said && !said[ev]++)
+                gateway_conditions_explain(r->conds, i, (size_t)ev, label, &r->progress);
+        }
+    }
+    for (size_t i = 0; r->content_denied && i < r->req->nupdates; i++)
+        policy_plan_deny_atomic(&r->cmds[i].plan, r->content_denied);
+done:
+    free(said);
+}
+
 /* Inspection is over: let waiting updates of the mirror in while the push
  * is forwarded. The quarantine reads the mirror's objects, so it goes first. */
 static void end_inspection(gateway_receive *r)
@@ -545,7 +626,7 @@ static void start_overlap(gateway_receive *r)
     size_t *keep = NULL, nkeep = 0;
     int denied = 0;
 
-    if (r->check_workflows || r->q_failed ||
+    if (r->check_workflows || r->inspect || r->q_failed ||
         (r->repo_dir == NULL && r->target.up->credentials.type == CONFIG_CRED_GITHUB_APP) ||
         rgit_packscan_new(&r->scan, req->oid_hexlen,
                           PACKSCAN_INFLATE_RATIO * r->ctx->cfg->max_body_bytes) < 0)
@@ -691,6 +772,9 @@ static void explain(const gateway_receive *r, ref_cmd *c)
 
     if (c->unaudited)
         snprintf(c->reason, sizeof(c->reason), UNAUDITED_REASON);
+    else if (p->atomic_ref && r->content_denied)
+        snprintf(c->reason, sizeof(c->reason),
+                 "push rejected as a whole because %s is denied for its content", p->atomic_ref);
     else if (p->atomic_ref)
         snprintf(c->reason, sizeof(c->reason), "atomic push rejected because %s is denied",
                  p->atomic_ref);
@@ -700,6 +784,9 @@ static void explain(const gateway_receive *r, ref_cmd *c)
     gateway_merge_one_line(c->reason);
     snprintf(c->refusal, sizeof(c->refusal), "%s: %s", c->unaudited ? "refgate" : "policy",
              c->reason);
+    /* The log may say more than the ng: where the content that decided sits. */
+    snprintf(c->audited, sizeof(c->audited), "%s%s%s", c->reason, c->detail[0] ? "; " : "",
+             c->detail);
     c->result.forwarded = p->allowed && !c->unaudited && !r->symrefs_failed;
     c->result.refusal = c->refusal;
     c->result.failure = p->allowed && r->symrefs_failed ? r->symrefs_err.msg : NULL;
@@ -741,7 +828,7 @@ static void decision_record(audit_record *rec, const gateway_receive *r, const r
     rec->action = policy_plan_action_name(&c->plan);
     rec->decision = c->plan.allowed && !c->unaudited ? "allow" : "deny";
     rec->rule = c->plan.decision.rule_name;
-    rec->reason = c->reason;
+    rec->reason = c->audited;
     /* A ref not forwarded is complete now; a forwarded one is pending
      * until its outcome record. */
     rec->outcome = c->result.forwarded ? NULL : c->result.outcome;
@@ -774,6 +861,17 @@ static void refuse_unaudited(gateway_receive *r, const rg_error *e)
     }
 }
 
+/* Why an evaluate-mode rule with conditions would have decided as it did. */
+static const char *evaluate_why(const gateway_receive *r, const ref_cmd *c)
+{
+    int ev = c->plan.decision.evaluate_rule_index;
+
+    if (ev < 0 || !r->ctx->cfg->rules[ev].cond.set || c->plan.facts == NULL ||
+        c->plan.facts->why == NULL)
+        return NULL;
+    return c->plan.facts->why[ev];
+}
+
 /*
  * Make the decisions durable before anything is forwarded: fail closed,
  * what cannot be audited is not forwarded. Room is asked for the decision
@@ -798,10 +896,12 @@ static int record_decisions(gateway_receive *r)
     }
     for (size_t i = 0; i < n; i++) {
         const policy_decision *d = &r->cmds[i].plan.decision;
+        const char *why = evaluate_why(r, &r->cmds[i]);
 
         if (d->evaluate_matched)
-            snprintf(evals[i], sizeof(evals[i]), "%s by %s", config_effect_name(d->evaluate_effect),
-                     d->evaluate_rule_name);
+            snprintf(evals[i], sizeof(evals[i]), "%s by %s%s%s",
+                     config_effect_name(d->evaluate_effect), d->evaluate_rule_name, why ? ": " : "",
+                     why ? why : "");
         decision_record(&recs[i], r, &r->cmds[i], d->evaluate_matched ? evals[i] : NULL);
         need += audit_record_size_max(&recs[i]) + outcome_size_max(r, &r->cmds[i]);
     }
@@ -1141,7 +1241,9 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
     if (r->mode == MODE_SPOOL && !r->decided) {
         finish_inspection(r);
         resolve_ancestry(r);
+        inspect_conditions(r);
         decide_all(r);
+        settle_conditions(r);
         if (r->check_workflows)
             resolve_workflows(r);
         end_inspection(r);
@@ -1189,6 +1291,7 @@ void gateway_receive_free(gateway_receive *r)
     /* The quarantine reads the mirror's objects: free it first. */
     rgit_quarantine_free(r->q);
     gateway_mirror_release(r->mirror);
+    gateway_conditions_free(r->conds);
     rgit_packscan_free(r->scan);
     if (r->spool_fd >= 0)
         close(r->spool_fd);

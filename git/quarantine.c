@@ -69,6 +69,7 @@ struct rgit_quarantine {
     rg_buf index_out;     /* what it says on stdout: the pack's name */
     git_odb *odb;         /* SHA-1: upstream objects and the pack, as alternates */
     git_repository *repo; /* path-less, over odb, once finished */
+    char *pack_idx;       /* the quarantined pack's .idx, once finished */
 };
 
 /* ---------------------------------------------------------------------------
@@ -329,6 +330,11 @@ int rgit_quarantine_finish(rgit_quarantine *q, rg_error *err)
             goto done;
         }
         snprintf(idx, sizeof(idx), "%s/pack/pack-%s.idx", q->objects, name);
+        q->pack_idx = strdup(idx);
+        if (q->pack_idx == NULL) {
+            rc = rg_error_set(err, -ENOMEM, "out of memory");
+            goto done;
+        }
         if (git_odb_backend_one_pack(&pack, idx) < 0) {
             rc = quarantine_git_error(err, -EIO, "opening the quarantined pack");
             goto done;
@@ -391,30 +397,77 @@ static int quarantine_require_commit(rgit_quarantine *q, const git_oid *id, cons
     return 0;
 }
 
-/* Run a read-only git command over the upstream and the quarantine. */
-static int quarantine_git(int *status, rg_buf *out, rgit_quarantine *q, const char *const *args,
-                          rg_error *err)
+int rgit_quarantine_run_git(int *status, rg_buf *out, rgit_quarantine *q, const char *const *args,
+                            const char *const *config, const char *gnupg_home, int64_t deadline,
+                            rg_error *err)
 {
     char gitdir[PATH_MAX + 16];
-    const char *argv[12] = {"git", gitdir};
+    const char *argv[16] = {"git", gitdir};
     rg_proc_spec s = RG_PROC_SPEC_INIT;
+    rg_gitenv_opts o = RG_GITENV_OPTS_INIT;
     rg_gitenv *env = NULL;
     size_t n = 2;
     int rc;
 
-    for (; *args && n < 11; args++)
+    for (; *args && n < 15; args++)
         argv[n++] = *args;
     argv[n] = NULL;
     snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", q->upstream);
-    rc = quarantine_env(&env, q, 0, err);
+    o.alternates = q->objects;
+    o.gnupg_home = gnupg_home;
+    rc = rg_gitenv_new(&env, &o, err);
+    for (; rc == 0 && config && config[0]; config += 2)
+        rc = rg_gitenv_config(env, config[0], config[1], err);
+    if (rc < 0)
+        goto done;
+    s.argv = argv;
+    s.envp = rg_gitenv_envp(env);
+    s.flags = RG_PROC_GROUP;
+    rc = rg_proc_run(status, out, &s, deadline, err);
+done:
+    rg_gitenv_free(env);
+    return rc;
+}
+
+int rgit_quarantine_stream_object(rgit_quarantine *q, const char *type, const char *id_hex,
+                                  int (*sink)(void *ctx, const char *data, size_t len,
+                                              rg_error *err),
+                                  void *ctx, int64_t deadline, rg_error *err)
+{
+    char gitdir[PATH_MAX + 16];
+    const char *argv[] = {"git", gitdir, "cat-file", type, id_hex, NULL};
+    rg_proc_spec s = RG_PROC_SPEC_INIT;
+    rg_gitenv_opts o = RG_GITENV_OPTS_INIT;
+    rg_gitenv *env = NULL;
+    rg_proc *p = NULL;
+    int rc, status = -1;
+
+    snprintf(gitdir, sizeof(gitdir), "--git-dir=%s", q->upstream);
+    o.alternates = q->objects;
+    rc = rg_gitenv_new(&env, &o, err);
     if (rc < 0)
         return rc;
     s.argv = argv;
     s.envp = rg_gitenv_envp(env);
-    s.flags = RG_PROC_GROUP;
-    rc = rg_proc_run(status, out, &s, rg_proc_deadline(QUARANTINE_QUERY_SECONDS), err);
+    s.flags = RG_PROC_STDOUT | RG_PROC_STDERR | RG_PROC_GROUP;
+    s.on_stdout = sink;
+    s.ctx = ctx;
+    rc = rg_proc_start(&p, &s, err);
+    if (rc == 0)
+        rc = rg_proc_finish(p, &status, deadline, err);
+    if (rc == 0 && status != 0)
+        rc = rg_proc_check(p, RG_E_PROTOCOL, err);
+    rg_proc_free(p);
     rg_gitenv_free(env);
     return rc;
+}
+
+/* Run a read-only git command over the upstream and the quarantine. */
+static int quarantine_git(int *status, rg_buf *out, rgit_quarantine *q, const char *const *args,
+                          rg_error *err)
+{
+    return rgit_quarantine_run_git(status, out, q, args, NULL, NULL,
+                                   rg_proc_deadline(QUARANTINE_QUERY_SECONDS), err);
 }
 
 /* SHA-256: fails unless `hex` is a full id naming a commit in the upstream or the pack. */
@@ -692,6 +745,30 @@ int rgit_quarantine_changes_prefix(int *out, rgit_quarantine *q, const char *old
 }
 
 /* ---------------------------------------------------------------------------
+ * For inspection
+ * ------------------------------------------------------------------------- */
+
+struct git_repository *rgit_quarantine_repository(const rgit_quarantine *q)
+{
+    return q->state == QUARANTINE_FINISHED ? q->repo : NULL;
+}
+
+const char *rgit_quarantine_pack_index(const rgit_quarantine *q)
+{
+    return q->state == QUARANTINE_FINISHED ? q->pack_idx : NULL;
+}
+
+const char *rgit_quarantine_upstream(const rgit_quarantine *q)
+{
+    return q->upstream;
+}
+
+const char *rgit_quarantine_dir(const rgit_quarantine *q)
+{
+    return q->dir;
+}
+
+/* ---------------------------------------------------------------------------
  * Teardown
  * ------------------------------------------------------------------------- */
 
@@ -711,6 +788,7 @@ void rgit_quarantine_free(rgit_quarantine *q)
     }
     free(q->objects);
     free(q->upstream);
+    free(q->pack_idx);
     if (q->libgit2_ready)
         git_libgit2_shutdown();
     free(q);

@@ -6,14 +6,16 @@
  * new one?" can be answered with libgit2 before anything reaches upstream.
  * Nothing is ever written into the upstream repository.
  *
- * Later content rules (changed paths, blob sizes, identities) ask their
- * questions through this same object.
+ * Content conditions (git/inspect.h: every object of the pack, the commits
+ * of each update) ask their questions through this same object.
  */
 #ifndef RG_GIT_QUARANTINE_H
 #define RG_GIT_QUARANTINE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
+#include "util/buf.h"
 #include "util/error.h"
 
 typedef struct rgit_quarantine rgit_quarantine;
@@ -56,6 +58,41 @@ int rgit_quarantine_is_ancestor(int *out, rgit_quarantine *q, const char *ancest
  */
 int rgit_quarantine_changes_prefix(int *out, rgit_quarantine *q, const char *old_hex,
                                    const char *new_hex, const char *prefix, rg_error *err);
+
+/*
+ * For content inspection (git/inspect.c), once finished: the read-only
+ * repository over the upstream's objects and the pack (NULL for SHA-256,
+ * which libgit2 1.5 cannot read), the pack's index file, and the upstream
+ * git directory. Valid while `q` is.
+ */
+struct git_repository;
+struct git_repository *rgit_quarantine_repository(const rgit_quarantine *q);
+const char *rgit_quarantine_pack_index(const rgit_quarantine *q);
+const char *rgit_quarantine_upstream(const rgit_quarantine *q);
+/* The quarantine's private directory (0700): scratch space for its questions. */
+const char *rgit_quarantine_dir(const rgit_quarantine *q);
+
+/*
+ * Run a read-only git command (`args` after `git --git-dir=<upstream>`, at
+ * most 13) over the upstream with the pack's objects as an alternate, in
+ * the gateway's git environment plus `config` (key, value pairs ending in
+ * NULL; may be NULL) and GNUPGHOME `gnupg_home` (may be NULL), killed at
+ * `deadline` (rg_proc_deadline). Its stdout goes to `out` (may be NULL).
+ */
+int rgit_quarantine_run_git(int *status, rg_buf *out, rgit_quarantine *q, const char *const *args,
+                            const char *const *config, const char *gnupg_home, int64_t deadline,
+                            rg_error *err);
+
+/*
+ * Stream the content of object `id_hex` of type `type` ("blob", "commit",
+ * "tag") to `sink(ctx, ...)` in chunks, from `git cat-file` in a child, so
+ * an object of any size costs fixed memory. RG_E_PROTOCOL when git fails;
+ * a sink's negative return is returned.
+ */
+int rgit_quarantine_stream_object(rgit_quarantine *q, const char *type, const char *id_hex,
+                                  int (*sink)(void *ctx, const char *data, size_t len,
+                                              rg_error *err),
+                                  void *ctx, int64_t deadline, rg_error *err);
 
 /* Remove the quarantine directory and free. Accepts NULL. */
 void rgit_quarantine_free(rgit_quarantine *q);

@@ -33,6 +33,7 @@ typedef struct subject {
 typedef struct update {
     subject repo, ref, run;
     config_action action;
+    const policy_facts *facts; /* may be NULL */
 } update;
 
 /*
@@ -99,16 +100,48 @@ static int run_matches(const config_rule *r, const subject *run)
     return r->runs == NULL || any_glob_matches(r->runs, r->runs_ends, r->nruns, run);
 }
 
-static int rule_matches(const config_rule *r, const update *u)
+int policy_cond_assumed(const config_rule *r)
+{
+    return r->effect != CONFIG_ALLOW;
+}
+
+/* The facts' answer for rule `i`, UNKNOWN when there is none. A delete
+ * brings no content, so no condition holds for it. */
+static policy_cond cond_of(const update *u, size_t i)
+{
+    if (u->action == CONFIG_ACTION_DELETE)
+        return POLICY_COND_FAILS;
+    if (u->facts == NULL || u->facts->cond == NULL)
+        return POLICY_COND_UNKNOWN;
+    return (policy_cond)u->facts->cond[i];
+}
+
+/* Whether rule `i`'s conditions hold (a rule without any: yes). */
+static int conditions_hold(const config_rule *r, const update *u, size_t i)
+{
+    policy_cond c;
+
+    if (r->cond.set == 0)
+        return 1;
+    c = cond_of(u, i);
+    return c == POLICY_COND_UNKNOWN ? policy_cond_assumed(r) : c == POLICY_COND_HOLDS;
+}
+
+static int selectors_match(const config_rule *r, const update *u, unsigned actions)
 {
     /* Refs first: they tell rules apart more often than repos do. */
-    return (r->actions & (unsigned)u->action) != 0 && run_matches(r, &u->run) &&
+    return (r->actions & actions) != 0 && run_matches(r, &u->run) &&
            any_glob_matches(r->refs, r->refs_ends, r->nrefs, &u->ref) &&
            any_glob_matches(r->repos, r->repos_ends, r->nrepos, &u->repo);
 }
 
+static int rule_matches(const config_rule *r, const update *u, size_t i)
+{
+    return selectors_match(r, u, (unsigned)u->action) && conditions_hold(r, u, i);
+}
+
 /* Every selector of one rule, for an explanation. */
-static void trace_rule(policy_trace_rule *t, const config_rule *r, const update *u)
+static void trace_rule(policy_trace_rule *t, const config_rule *r, const update *u, size_t i)
 {
     t->failed = 0;
     t->repo_glob = glob_index(r->repos, r->repos_ends, r->nrepos, &u->repo);
@@ -122,6 +155,9 @@ static void trace_rule(policy_trace_rule *t, const config_rule *r, const update 
         t->failed |= POLICY_SEL_ACTION;
     if (r->runs != NULL && t->run_glob < 0)
         t->failed |= POLICY_SEL_RUN;
+    t->conditions = r->cond.set ? (int)cond_of(u, i) : -1;
+    if (!conditions_hold(r, u, i))
+        t->failed |= POLICY_SEL_CONDITIONS;
 }
 
 /* The trace of one evaluation: what decide() reads instead of matching again. */
@@ -146,7 +182,7 @@ static void decide(int best[2], int count[2], const config_model *cfg, const tra
     count[0] = count[1] = 0;
     for (i = 0; i < cfg->nrules; i++) {
         r = &cfg->rules[i];
-        if (i < tv->n ? tv->rules[i].failed != 0 : !rule_matches(r, u))
+        if (i < tv->n ? tv->rules[i].failed != 0 : !rule_matches(r, u, i))
             continue;
         m = r->evaluate_only ? 1 : 0;
         count[m]++;
@@ -198,13 +234,23 @@ static const char *ref_shown(char buf[REF_SHOWN_MAX + 4], const char *ref)
 }
 
 static void reason_for_rule(policy_decision *out, const config_rule *r, const char *ref,
-                            config_action action)
+                            config_action action, const char *why)
 {
     char shown[REF_SHOWN_MAX + 4];
     const char *verb = r->effect == CONFIG_DENY  ? "denies"
                        : r->effect == CONFIG_ASK ? "requires approval for"
                                                  : "allows";
 
+    /* A rule decided by the push's content says what in it decided. */
+    if (r->cond.set != 0) {
+        if (r->reason != NULL)
+            reason_add(out, "%s: ", r->reason);
+        reason_add(out, "%s (rule \"%s\")",
+                   why ? why : "its conditions are unknown here, so assumed to hold", r->name);
+        if (r->effect == CONFIG_ASK)
+            reason_add(out, "; approval required, " NO_APPROVER);
+        return;
+    }
     if (r->reason != NULL) {
         reason_add(out, "%s", r->reason);
         if (r->effect == CONFIG_ASK)
@@ -245,6 +291,8 @@ const char *policy_selector_name(policy_selector s)
         return "action";
     case POLICY_SEL_RUN:
         return "run";
+    case POLICY_SEL_CONDITIONS:
+        return "conditions";
     }
     return "unknown";
 }
@@ -260,6 +308,7 @@ static void eval(policy_decision *out, const trace_view *tv, const config_model 
     out->rule_index = -1;
     out->rule_name = "default";
     out->evaluate_effect = CONFIG_ALLOW;
+    out->evaluate_rule_index = -1;
     /* A caller's mistake must not turn into an allow: fail closed. */
     if (cfg == NULL || u->repo.s == NULL || ref == NULL || !is_single_action(action)) {
         out->effect = CONFIG_DENY;
@@ -277,7 +326,8 @@ static void eval(policy_decision *out, const trace_view *tv, const config_model 
         out->rule_index = best[0];
         out->rule_name = cfg->rules[best[0]].name;
         out->rule_effect = cfg->rules[best[0]].effect;
-        reason_for_rule(out, &cfg->rules[best[0]], ref, action);
+        reason_for_rule(out, &cfg->rules[best[0]], ref, action,
+                        u->facts && u->facts->why ? u->facts->why[best[0]] : NULL);
     } else {
         out->rule_effect = cfg->default_effect;
         reason_for_default(out, cfg->default_effect, ref, action);
@@ -289,6 +339,7 @@ static void eval(policy_decision *out, const trace_view *tv, const config_model 
     if (best[1] >= 0) {
         out->evaluate_effect = cfg->rules[best[1]].effect;
         out->evaluate_rule_name = cfg->rules[best[1]].name;
+        out->evaluate_rule_index = best[1];
     }
 }
 
@@ -303,13 +354,33 @@ static subject subject_of(const char *s)
     return sub;
 }
 
+void policy_eval_facts(policy_decision *out, const config_model *cfg, const char *repo,
+                       const char *ref, const char *run, config_action action,
+                       const policy_facts *facts)
+{
+    static const trace_view none = {NULL, 0};
+    update u = {subject_of(repo), subject_of(ref), subject_of(run), action, facts};
+
+    eval(out, &none, cfg, &u);
+}
+
 void policy_eval(policy_decision *out, const config_model *cfg, const char *repo, const char *ref,
                  const char *run, config_action action)
 {
-    static const trace_view none = {NULL, 0};
-    update u = {subject_of(repo), subject_of(ref), subject_of(run), action};
+    policy_eval_facts(out, cfg, repo, ref, run, action, NULL);
+}
 
-    eval(out, &none, cfg, &u);
+int policy_conditions_matter(const config_model *cfg, const char *repo, const char *ref,
+                             const char *run, unsigned actions)
+{
+    update u = {subject_of(repo), subject_of(ref), subject_of(run), 0, NULL};
+
+    if (cfg == NULL || u.repo.s == NULL || u.ref.s == NULL)
+        return 0;
+    for (size_t i = 0; i < cfg->nrules; i++)
+        if (cfg->rules[i].cond.set != 0 && selectors_match(&cfg->rules[i], &u, actions))
+            return 1;
+    return 0;
 }
 
 void policy_eval_trace(policy_decision *out, policy_trace_rule *trace, size_t ntrace,
@@ -317,7 +388,7 @@ void policy_eval_trace(policy_decision *out, policy_trace_rule *trace, size_t nt
                        config_action action)
 {
     trace_view tv = {trace, 0};
-    update u = {subject_of(repo), subject_of(ref), subject_of(run), action};
+    update u = {subject_of(repo), subject_of(ref), subject_of(run), action, NULL};
     size_t i;
 
     /* Refused arguments are decided (denied) by eval() without a trace. */
@@ -325,7 +396,7 @@ void policy_eval_trace(policy_decision *out, policy_trace_rule *trace, size_t nt
         trace != NULL) {
         tv.n = ntrace < cfg->nrules ? ntrace : cfg->nrules;
         for (i = 0; i < tv.n; i++)
-            trace_rule(&trace[i], &cfg->rules[i], &u);
+            trace_rule(&trace[i], &cfg->rules[i], &u, i);
     }
     eval(out, &tv, cfg, &u);
 }

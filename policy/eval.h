@@ -10,6 +10,29 @@
 
 #include "config/config.h"
 
+/*
+ * Whether a rule's content conditions hold for one update, as the gateway
+ * found from the pushed pack. UNKNOWN (the zero value) when nobody looked
+ * or looking failed: fail closed, it counts as holding for deny and ask
+ * rules and as not holding for allow rules.
+ */
+typedef enum policy_cond {
+    POLICY_COND_UNKNOWN = 0,
+    POLICY_COND_HOLDS = 1,
+    POLICY_COND_FAILS = 2,
+} policy_cond;
+
+/*
+ * What is known of one update's content: for each rule (cfg->nrules
+ * entries), whether its conditions hold and, when they hold or are
+ * unknown, a short why ("push contains a secret") for the reason. The
+ * gateway owns the arrays; NULL facts, arrays or entries: all unknown.
+ */
+typedef struct policy_facts {
+    const unsigned char *cond; /* policy_cond per rule */
+    const char *const *why;    /* per rule, may be NULL */
+} policy_facts;
+
 /* Names point into the config (or are static): valid while it is. */
 typedef struct policy_decision {
     config_effect effect;      /* ALLOW or DENY: ask is resolved to deny here */
@@ -26,6 +49,7 @@ typedef struct policy_decision {
     int evaluate_matched;
     config_effect evaluate_effect;
     const char *evaluate_rule_name;
+    int evaluate_rule_index; /* -1 when none matched */
 } policy_decision;
 
 /*
@@ -41,12 +65,36 @@ typedef struct policy_decision {
 void policy_eval(policy_decision *out, const config_model *cfg, const char *repo, const char *ref,
                  const char *run, config_action action);
 
+/*
+ * policy_eval with what is known of the update's content: a rule with
+ * conditions matches when its selectors match and facts say its
+ * conditions hold (unknown: see policy_cond; never for a delete, which
+ * brings no content). policy_eval is this with
+ * NULL facts. When a rule with conditions decides, the reason says why
+ * they hold (or why they could not be checked).
+ */
+void policy_eval_facts(policy_decision *out, const config_model *cfg, const char *repo,
+                       const char *ref, const char *run, config_action action,
+                       const policy_facts *facts);
+
+/*
+ * Whether some rule with conditions (enforced or evaluate) selects `ref`
+ * for one of `actions` (config_action bits): then the push's content must
+ * be inspected before the decision.
+ */
+int policy_conditions_matter(const config_model *cfg, const char *repo, const char *ref,
+                             const char *run, unsigned actions);
+
+/* What policy_eval assumes of a rule's conditions when they are unknown. */
+int policy_cond_assumed(const config_rule *r);
+
 /* The selectors of a rule, as bits of policy_trace_rule.failed. */
 typedef enum policy_selector {
     POLICY_SEL_REPO = 1 << 0,
     POLICY_SEL_REF = 1 << 1,
     POLICY_SEL_ACTION = 1 << 2,
     POLICY_SEL_RUN = 1 << 3,
+    POLICY_SEL_CONDITIONS = 1 << 4, /* its conditions do not hold (or are assumed not to) */
 } policy_selector;
 
 /*
@@ -60,6 +108,9 @@ typedef struct policy_trace_rule {
     int repo_glob;
     int ref_glob;
     int run_glob;
+    /* A rule with conditions: what was used (a trace has no facts, so
+     * POLICY_COND_UNKNOWN, resolved as policy_cond_assumed says); else -1. */
+    int conditions;
 } policy_trace_rule;
 
 /*
@@ -73,7 +124,7 @@ void policy_eval_trace(policy_decision *out, policy_trace_rule *trace, size_t nt
                        const config_model *cfg, const char *repo, const char *ref, const char *run,
                        config_action action);
 
-/* "repo", "ref", "action" or "run" for one selector bit; "unknown" otherwise. */
+/* "repo", "ref", "action", "run" or "conditions" for one selector bit; "unknown" otherwise. */
 const char *policy_selector_name(policy_selector s);
 
 #endif

@@ -206,7 +206,8 @@ static int selector_covers(char *const *broad, size_t nbroad, char *const *narro
 
 int policy_rule_covers(const config_rule *broad, const config_rule *narrow)
 {
-    return (narrow->actions & ~broad->actions) == 0 &&
+    /* A rule with content conditions matches only some pushes: it covers nothing. */
+    return broad->cond.set == 0 && (narrow->actions & ~broad->actions) == 0 &&
            selector_covers(broad->repos, broad->nrepos, narrow->repos, narrow->nrepos, 1) &&
            selector_covers(broad->refs, broad->nrefs, narrow->refs, narrow->nrefs, 1) &&
            selector_covers(broad->runs, broad->nruns, narrow->runs, narrow->nruns, 0);
@@ -334,7 +335,8 @@ size_t policy_lint(const config_model *cfg, policy_lint_fn fn, void *arg)
         if (lint_dead(&lr, i))
             continue;
         lint_overridden(&lr, i);
-        if (!r->evaluate_only && r->effect != CONFIG_ALLOW && r->reason == NULL)
+        /* A rule with conditions says what in the push held, so it has a reason. */
+        if (!r->evaluate_only && r->effect != CONFIG_ALLOW && r->reason == NULL && r->cond.set == 0)
             report(&lr, POLICY_LINT_NO_REASON, POLICY_LINT_WARNING, i, -1,
                    "%s without a reason: the pusher is told which rule decided, not why",
                    r->effect == CONFIG_DENY ? "denies" : "asks for approval");

@@ -63,7 +63,8 @@ const char *policy_lint_level_name(policy_lint_level l);
 /*
  * 1 when every update `narrow` matches is matched by `broad` too (as far as
  * containment can tell; 0 when not certain): their actions, and every
- * pattern of each of narrow's selectors within one of broad's.
+ * pattern of each of narrow's selectors within one of broad's. A broad
+ * rule with content conditions covers nothing (they may not hold).
  */
 int policy_rule_covers(const config_rule *broad, const config_rule *narrow);
 

@@ -25,15 +25,16 @@ static void eval_ref(policy_decision *out, const policy_plan_ref *r, const confi
 {
     policy_decision other;
 
-    policy_eval(out, cfg, repo, r->ref, r->run, action);
+    policy_eval_facts(out, cfg, repo, r->ref, r->run, action, r->facts);
     if (r->moves == NULL || !strcmp(r->moves, r->ref))
         return;
-    policy_eval(&other, cfg, repo, r->moves, r->run, action);
+    policy_eval_facts(&other, cfg, repo, r->moves, r->run, action, r->facts);
     if (other.effect >= out->effect) {
         if (other.evaluate_effect < out->evaluate_effect) {
             other.evaluate_matched = out->evaluate_matched;
             other.evaluate_effect = out->evaluate_effect;
             other.evaluate_rule_name = out->evaluate_rule_name;
+            other.evaluate_rule_index = out->evaluate_rule_index;
         }
         *out = other;
     }
@@ -44,6 +45,14 @@ static void eval_ref(policy_decision *out, const policy_plan_ref *r, const confi
     }
 }
 
+/* Whether a rule with conditions may match the command, as whichever action. */
+static int conditions_matter(const policy_plan_ref *r, const config_model *cfg, const char *repo,
+                             unsigned actions)
+{
+    return policy_conditions_matter(cfg, repo, r->ref, r->run, actions) ||
+           (r->moves != NULL && policy_conditions_matter(cfg, repo, r->moves, r->run, actions));
+}
+
 int policy_plan_classify(policy_plan_ref *r, const config_model *cfg, const char *repo)
 {
     policy_decision as_update, as_force;
@@ -51,6 +60,7 @@ int policy_plan_classify(policy_plan_ref *r, const config_model *cfg, const char
     r->classified = 1;
     r->needs_ancestry = 0;
     r->invalid = 0;
+    r->needs_inspection = 0;
     if (r->new_zero) {
         /* A zero new id is a delete whatever the old id says. */
         r->action = CONFIG_ACTION_DELETE;
@@ -61,12 +71,16 @@ int policy_plan_classify(policy_plan_ref *r, const config_model *cfg, const char
         eval_ref(&as_update, r, cfg, repo, CONFIG_ACTION_UPDATE);
         eval_ref(&as_force, r, cfg, repo, CONFIG_ACTION_FORCE);
         r->action = CONFIG_ACTION_UPDATE;
-        if (!same_decision(&as_update, &as_force))
+        r->needs_inspection =
+            conditions_matter(r, cfg, repo, CONFIG_ACTION_UPDATE | CONFIG_ACTION_FORCE);
+        if (!same_decision(&as_update, &as_force) || r->needs_inspection)
             r->needs_ancestry = 1;
         else
             r->classified = 0; /* no rule tells them apart: the pack need not be read */
     }
-    return r->needs_ancestry;
+    if (r->action == CONFIG_ACTION_CREATE)
+        r->needs_inspection = conditions_matter(r, cfg, repo, (unsigned)r->action);
+    return r->needs_ancestry || r->needs_inspection;
 }
 
 void policy_plan_set_ancestry(policy_plan_ref *r, int known, int is_ancestor)

@@ -36,12 +36,14 @@ typedef struct policy_plan_ref {
     int old_zero;      /* the old id is all zeros */
     int new_zero;      /* the new id is all zeros */
     const char *run;   /* the pushing run's name (rules' `runs`); NULL when unknown */
+    const policy_facts *facts; /* what is known of its content (conditions); NULL: nothing */
 
     /* Out of policy_plan_classify (and policy_plan_set_ancestry). */
     config_action action; /* what upstream will do; UPDATE while !classified */
     int classified;       /* action is exact (else: update or force, and no rule cares) */
     int needs_ancestry;   /* the rules tell an update from a force here */
     int invalid;          /* zero/zero: refused whatever the rules say */
+    int needs_inspection; /* a rule with conditions may match: the content decides */
 
     /* Out of policy_plan_decide. */
     policy_decision decision;
@@ -49,7 +51,12 @@ typedef struct policy_plan_ref {
     const char *atomic_ref; /* --atomic: denied only because this other ref was */
 } policy_plan_ref;
 
-/* Classify one command; returns 1 when it needs ancestry, else 0. */
+/*
+ * Classify one command; returns 1 when the pack must be read first (it
+ * needs ancestry, or inspection for rules with conditions), else 0. An
+ * update that needs inspection needs its ancestry too: with the content
+ * known, rules may tell an update from a force that could not before.
+ */
 int policy_plan_classify(policy_plan_ref *r, const config_model *cfg, const char *repo);
 
 /*

@@ -15,6 +15,8 @@ PACKAGES=(
   # tests/deploy: mandoc lints the man pages, strace and systemd-analyze
   # check the systemd unit against the gateway.
   mandoc strace systemd
+  # The unsigned condition verifies with ssh-keygen and gpg.
+  openssh-client gnupg
 )
 # The secret scanner's matcher (content/): Hyperscan is amd64-only in Debian;
 # Vectorscan, its port, provides the same libhs API elsewhere.

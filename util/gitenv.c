@@ -72,6 +72,8 @@ int rg_gitenv_new(rg_gitenv **out, const rg_gitenv_opts *opts, rg_error *err)
         rc |= gitenv_add(e, "GIT_ALTERNATE_OBJECT_DIRECTORIES=%s", opts->alternates);
     if (opts != NULL && opts->protocol != NULL)
         rc |= gitenv_add(e, "GIT_PROTOCOL=%s", opts->protocol);
+    if (opts != NULL && opts->gnupg_home != NULL)
+        rc |= gitenv_add(e, "GNUPGHOME=%s", opts->gnupg_home);
     /* Always present, so a count inherited some other way cannot apply. */
     e->count_at = e->n;
     rc |= gitenv_add(e, "GIT_CONFIG_COUNT=0");

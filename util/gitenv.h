@@ -26,11 +26,12 @@ typedef struct rg_gitenv_opts {
     const char *object_dir; /* GIT_OBJECT_DIRECTORY: the only place objects are written */
     const char *alternates; /* GIT_ALTERNATE_OBJECT_DIRECTORIES: read-only object stores */
     const char *protocol;   /* GIT_PROTOCOL: what the client asked for (checked by the caller) */
+    const char *gnupg_home; /* GNUPGHOME: a private keyring for verifying signatures */
 } rg_gitenv_opts;
 
 #define RG_GITENV_OPTS_INIT                                                                        \
     {                                                                                              \
-        NULL, NULL, NULL                                                                           \
+        NULL, NULL, NULL, NULL                                                                     \
     }
 
 /* A new environment with the fixed variables and `opts` (may be NULL). */

@@ -480,7 +480,55 @@ static struct bad_case bad_cases[] = {
     /* Unknown keys, anywhere. */
     {"unknown top-level key", "{'state_dir': 's', 'colour': 'red'}", "colour", 0,
      "unknown key (expected listen, state_dir, default, max_body_bytes, limits, control, "
-     "upstreams or rules)"},
+     "upstreams, rules, secrets or signing)"},
+    /* Content conditions (config/conditions.c) and the secrets they use. */
+    {"condition key unknown", "{'state_dir': 's', 'rules': [{'effect': 'deny', 'signed': true}]}",
+     "rules[0].signed", 0, "unknown key (expected name, repos, refs, runs, actions, effect"},
+    {"paths empty", "{'state_dir': 's', 'rules': [{'effect': 'deny', 'paths': []}]}",
+     "rules[0].paths", 0, "empty list matches nothing"},
+    {"paths absolute", "{'state_dir': 's', 'rules': [{'effect': 'deny', 'paths': ['/etc']}]}",
+     "rules[0].paths", 0, "[0] is not a pattern a changed path can match"},
+    {"paths ** inside a segment",
+     "{'state_dir': 's', 'rules': [{'effect': 'deny', 'paths': ['a/**.pem']}]}", "rules[0].paths",
+     0, "[0] is not a pattern a changed path can match"},
+    {"max_file_bytes negative",
+     "{'state_dir': 's', 'rules': [{'effect': 'deny', 'max_file_bytes': -1}]}",
+     "rules[0].max_file_bytes", 0, "expected an integer from 0 to"},
+    {"max_path_length a string",
+     "{'state_dir': 's', 'rules': [{'effect': 'deny', 'max_path_length': '9'}]}",
+     "rules[0].max_path_length", 0, "expected an integer from 0 to 4096"},
+    {"secrets false", "{'state_dir': 's', 'rules': [{'effect': 'deny', 'secrets': false}]}",
+     "rules[0].secrets", 0, "only true is meaningful"},
+    {"merge_commits a string",
+     "{'state_dir': 's', 'rules': [{'effect': 'deny', 'merge_commits': 'yes'}]}",
+     "rules[0].merge_commits", 0, "only true is meaningful"},
+    {"message_not does not compile",
+     "{'state_dir': 's', 'rules': [{'name': 'dco', 'effect': 'deny', 'message_not': '(a'}]}",
+     "rules[0].message_not", 0, "not a POSIX extended regular expression"},
+    {"author_email_not empty",
+     "{'state_dir': 's', 'rules': [{'effect': 'deny', 'author_email_not': ''}]}",
+     "rules[0].author_email_not", 0, "expected a regular expression"},
+    {"secrets unknown key", "{'state_dir': 's', 'secrets': {'allowed': []}}", "secrets.allowed", 0,
+     "unknown key (expected patterns or allow)"},
+    {"secrets pattern without a regex",
+     "{'state_dir': 's', 'secrets': {'patterns': [{'name': 'acme'}]}}", "secrets.patterns[0]", 0,
+     "expected {\"name\": \"...\", \"regex\": \"...\"}"},
+    {"secrets pattern that does not compile",
+     "{'state_dir': 's', 'secrets': {'patterns': [{'name': 'acme', 'regex': 'acme_('}]}}",
+     "secrets", 0, "acme"},
+    {"secrets allow not a fingerprint", "{'state_dir': 's', 'secrets': {'allow': ['nope']}}",
+     "secrets", 0, "fingerprint 1 is not"},
+    {"unsigned without a key",
+     "{'state_dir': 's', 'rules': [{'effect': 'deny', 'unsigned': true}]}", "rules[0].unsigned", 0,
+     "no key to verify signatures against"},
+    {"signing unknown key", "{'state_dir': 's', 'signing': {'ssh': 'x'}}", "signing.ssh", 0,
+     "unknown key (expected allowed_signers or gpg_keyring)"},
+    {"signing file missing", "{'state_dir': 's', 'signing': {'gpg_keyring': 'nope.gpg'}}",
+     "signing.gpg_keyring", 0, "@DIR@/nope.gpg is not a readable file"},
+    {"inspect_seconds zero", "{'state_dir': 's', 'limits': {'inspect_seconds': 0}}",
+     "limits.inspect_seconds", 0, "must be from 1 to 3600"},
+    {"inspect_bytes below a MiB", "{'state_dir': 's', 'limits': {'inspect_bytes': 1000}}",
+     "limits.inspect_bytes", 0, "must be from 1048576"},
     /* The control socket. */
     {"control not an object", "{'state_dir': 's', 'control': []}", "control", 0,
      "expected an object, got an array"},
@@ -836,6 +884,54 @@ ParameterizedTest(struct bad_case *c, config, rejects_bad_configs_naming_file_ke
               err.msg, prefix);
     cr_expect(strstr(err.msg, problem) != NULL, "%s: \"%s\" should say \"%s\"", c->what, err.msg,
               problem);
+}
+
+Test(config, conditions_load_onto_their_rule_and_secrets_compile_only_when_asked_for)
+{
+    rg_error err = RG_ERROR_INIT;
+    config_model *cfg = NULL;
+    const config_conditions *c;
+
+    cr_assert_eq(config_load(&cfg,
+                             write_config("c.json",
+                                          "{'state_dir': 's', 'limits': {'inspect_bytes': 2097152, "
+                                          "'inspect_seconds': 9}, 'rules': ["
+                                          "{'name': 'plain', 'effect': 'allow'},"
+                                          "{'name': 'all', 'effect': 'deny', 'paths': "
+                                          "['.github/workflows/**', '**/*.pem'], "
+                                          "'max_file_bytes': 10, 'max_path_length': 20, "
+                                          "'secrets': true, 'author_email_not': '@a\\\\.com$', "
+                                          "'committer_email_not': 'x', 'message_not': "
+                                          "'^Signed-off-by: ', 'merge_commits': true}],"
+                                          "'secrets': {'patterns': [{'name': 'acme', 'regex': "
+                                          "'acme_[0-9]{8}'}]}}"),
+                             &err),
+                 0, "%s", err.msg);
+    cr_assert_eq(cfg->rules[0].cond.set, 0u);
+    c = &cfg->rules[1].cond;
+    cr_assert_eq(c->set, (unsigned)(CONFIG_COND_PATHS | CONFIG_COND_MAX_FILE_BYTES |
+                                    CONFIG_COND_MAX_PATH_LENGTH | CONFIG_COND_SECRETS |
+                                    CONFIG_COND_AUTHOR_EMAIL_NOT | CONFIG_COND_COMMITTER_EMAIL_NOT |
+                                    CONFIG_COND_MESSAGE_NOT | CONFIG_COND_MERGE_COMMITS));
+    cr_assert_eq(c->npaths, 2u);
+    cr_assert_str_eq(c->paths[1], "**/*.pem");
+    cr_assert_eq(c->max_file_bytes, 10u);
+    cr_assert_eq(c->max_path_length, 20u);
+    cr_assert_eq(regexec(&c->author_email_not, "me@a.com", 0, NULL, 0), 0);
+    cr_assert_neq(regexec(&c->author_email_not, "me@axcom", 0, NULL, 0), 0);
+    cr_assert_eq(regexec(&c->message_not, "fix\n\nSigned-off-by: A <a@b>\n", 0, NULL, 0), 0);
+    cr_assert_not_null(cfg->secrets.scanner);
+    cr_assert_eq(cfg->limits.inspect_bytes, 2097152u);
+    cr_assert_eq(cfg->limits.inspect_seconds, 9u);
+    config_free(cfg);
+
+    /* No rule asks for secrets and none are configured: nothing is compiled. */
+    cr_assert_eq(config_load(&cfg, write_config("d.json", "{'state_dir': 's'}"), &err), 0, "%s",
+                 err.msg);
+    cr_assert_null(cfg->secrets.scanner);
+    cr_assert_eq(cfg->limits.inspect_bytes, (uint64_t)4 * 1024 * 1024 * 1024);
+    cr_assert_eq(cfg->limits.inspect_seconds, 300u);
+    config_free(cfg);
 }
 
 Test(config, a_syntax_error_in_a_file_names_the_file_line_and_column)

@@ -87,6 +87,27 @@ test_check_json_carries_the_decision_and_trace() {
   [ "$(jq '.traces[0].rules | length' "$T/out.json")" = 5 ] || fail "every rule is traced"
 }
 
+test_check_treats_content_conditions_as_unknown_and_says_so() {
+  cat >"$T/cond.json" <<JSON
+{"state_dir": "state", "upstreams": [{"host": "local", "url": "file://$T/upstream"}],
+ "rules": [{"name": "scanned-ok", "refs": ["refs/heads/scanned/**"], "secrets": true, "effect": "allow"},
+           {"name": "features", "refs": ["refs/heads/feature/**"], "effect": "allow"},
+           {"name": "no-secrets", "secrets": true, "effect": "deny"}]}
+JSON
+  local rc=0
+  "$REFGATE" policy check --config "$T/cond.json" --repo local/acme/app --ref refs/heads/feature/x \
+    --action create >"$T/out" 2>&1 || rc=$?
+  expect_rc 1 "$rc"
+  assert_contains "$T/out" "its conditions are unknown here, so assumed to hold (rule \"no-secrets\")"
+  assert_contains "$T/out" "conditions unknown without the push's content: assumed to hold  <- decides"
+  rc=0
+  "$REFGATE" policy check --config "$T/cond.json" --repo local/acme/app --ref refs/heads/scanned/x \
+    --action create --json >"$T/out.json" 2>&1 || rc=$?
+  expect_rc 1 "$rc"
+  [ "$(jq -c '.traces[0].rules[0].failed' "$T/out.json")" = '["conditions"]' ] || fail "allow rule"
+  [ "$(jq -r '.traces[0].rules[0].conditions' "$T/out.json")" = unknown ] || fail "conditions"
+}
+
 test_check_classifies_ids_in_a_real_repository() {
   local w=$T/classify
   clone app "$w"

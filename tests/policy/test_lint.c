@@ -109,6 +109,13 @@ static struct lint_case lint_cases[] = {
     {"wildcards are not judged as characters",
      "{" R("'repos': ['*/**'], 'refs': ['refs/heads/?*', 'refs/**'], 'effect': 'deny'}"), "", 0,
      ""},
+    /* Content conditions: a rule with them may not match, so it shadows nothing. */
+    {"a broad deny with conditions shadows no allow",
+     "{'secrets': true, 'effect': 'deny'},{'refs': ['refs/heads/feature/*'], 'effect': 'allow'}",
+     "", 0, ""},
+    {"an allow with conditions inside a broad deny is shadowed",
+     "{" R("'effect': 'deny'},") "{'refs': ['refs/heads/x'], 'paths': ['a'], 'effect': 'allow'}",
+     "shadowed@1/0", 1, ""},
     /* Shadowed. */
     {"an allow inside a broader deny",
      "{" R("'refs': ['refs/heads/**'], 'effect': 'deny'},") "{'refs': ['refs/heads/feature/*'], "
