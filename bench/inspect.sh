@@ -21,13 +21,9 @@ size_mb=${2:-200}
 runs=${3:-3}
 
 src=$(cd "$(dirname "$0")/.." && pwd)
-bench=${INSPECT_BENCH:-}
-if [[ -z $bench ]]; then
-    for c in "${REFGATE_BUILD:-}/bench/inspect_bench" "$src/build/bench/inspect_bench"; do
-        [[ -x $c ]] && bench=$c && break
-    done
-fi
-[[ -n $bench && -x $bench ]] || { echo "bench/inspect.sh: set INSPECT_BENCH" >&2; exit 2; }
+# shellcheck source=bench/lib.sh
+source "$(dirname "$0")/lib.sh"
+bench=$(bench_binary INSPECT_BENCH bench/inspect_bench)
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/refgate-bench-inspect.XXXXXX")
 trap 'rm -rf "$work"' EXIT
