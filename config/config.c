@@ -1447,15 +1447,55 @@ static int parse_control(config_control *out, const config_model *cfg, const par
 }
 
 /* ------------------------------------------------------------------------ */
+/* Approvals                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* An approval nobody decides (or nobody uses) goes away after a day. */
+#define APPROVALS_EXPIRE_DEFAULT (24 * 3600)
+#define APPROVALS_EXPIRE_CAP     (30 * 24 * 3600)
+
+static const char *const approvals_keys[] = {"expire", NULL};
+#define APPROVALS_KEYS_TEXT "expire"
+
+static int parse_approvals(config_approvals *out, const parse_ctx *ctx, const json_t *obj)
+{
+    const json_t *v;
+    long long secs = -1;
+    int rc;
+
+    out->expire = APPROVALS_EXPIRE_DEFAULT;
+    if (obj == NULL)
+        return 0;
+    if (!json_is_object(obj))
+        return fail_type(ctx, "approvals", "an object", obj);
+    if ((rc = check_keys(ctx, obj, "approvals", approvals_keys, APPROVALS_KEYS_TEXT)) < 0)
+        return rc;
+    v = json_object_get(obj, "expire");
+    if (v == NULL)
+        return 0;
+    if (json_is_integer(v))
+        secs = json_integer_value(v);
+    else if (json_is_string(v))
+        secs = rg_duration_parse(json_string_value(v));
+    else
+        return fail_type(ctx, "approvals.expire", "a duration (3600, \"30m\", \"24h\")", v);
+    if (secs < 1 || secs > APPROVALS_EXPIRE_CAP)
+        return fail(ctx, "approvals.expire",
+                    "expected 1 second to 30 days (e.g. 3600, \"30m\", \"24h\", \"7d\")");
+    out->expire = secs;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Loading                                                                  */
 /* ------------------------------------------------------------------------ */
 
 static const char *const top_keys[] = {
-    "listen",    "state_dir", "default", "max_body_bytes", "limits", "control",
-    "upstreams", "rules",     NULL,
+    "listen",  "state_dir", "default",   "max_body_bytes", "limits",
+    "control", "approvals", "upstreams", "rules",          NULL,
 };
 #define TOP_KEYS_TEXT                                                                              \
-    "listen, state_dir, default, max_body_bytes, limits, control, upstreams or rules"
+    "listen, state_dir, default, max_body_bytes, limits, control, approvals, upstreams or rules"
 
 static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *root)
 {
@@ -1505,6 +1545,10 @@ static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *roo
 
     v = json_object_get(root, "control");
     if ((rc = parse_control(&cfg->control, cfg, ctx, v)) < 0)
+        return rc;
+
+    v = json_object_get(root, "approvals");
+    if ((rc = parse_approvals(&cfg->approvals, ctx, v)) < 0)
         return rc;
 
     /* Upstreams first: rules check their repo patterns against the hosts. */

@@ -10,6 +10,7 @@
  *     "default": "deny",                 optional; "allow" | "deny" | "ask"
  *     "max_body_bytes": 2147483648,      optional cap on one push body
  *     "limits": { ... },                 optional; see below
+ *     "approvals": {"expire": "24h"},    optional; see below
  *     "upstreams": [ {"host": "local", "url": "file:///srv/git"} ],
  *     "rules": [ {"name": "protect-main", "repos": ["local/acme/app"],
  *                 "refs": ["refs/heads/main"], "actions": ["update","force","delete"],
@@ -72,6 +73,12 @@
  *   "url" [none]              the gateway's URL as runs reach it, for
  *                             `refgate run` when it cannot read <state_dir>/url
  *                             and the gateway does not say (http:// only).
+ * approvals: optional; what an `ask` rule's push waits for (see
+ *   approvals/approvals.h; kept in <state_dir>/approvals):
+ *   "expire" ["24h"]          how long an approval lives: a pending one from
+ *                             the push that asked, a decided one from its
+ *                             decision; seconds, or "90s", "30m", "24h", "7d"
+ *                             (1 s..30 days).
  */
 #ifndef RG_CONFIG_CONFIG_H
 #define RG_CONFIG_CONFIG_H
@@ -172,6 +179,11 @@ typedef struct config_control {
     char *url;         /* NULL when not configured */
 } config_control;
 
+/* See "approvals" above; every field is set (defaults filled in). */
+typedef struct config_approvals {
+    long long expire; /* seconds */
+} config_approvals;
+
 typedef struct config_model {
     char *path; /* the file it was loaded from (absolute) */
     char *listen_host;
@@ -181,6 +193,7 @@ typedef struct config_model {
     uint64_t max_body_bytes;
     config_limits limits;
     config_control control;
+    config_approvals approvals;
     config_upstream *upstreams;
     size_t nupstreams;
     config_rule *rules;

@@ -291,6 +291,25 @@ Test(config, control_defaults_to_a_socket_in_state_dir_and_loads_its_keys)
     config_free(cfg);
 }
 
+Test(config, approvals_expire_after_a_day_unless_configured)
+{
+    const char *path = write_config("appr.json", "{'state_dir': 's'}");
+    rg_error err = RG_ERROR_INIT;
+    config_model *cfg = NULL;
+
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_eq(cfg->approvals.expire, 24 * 3600);
+    config_free(cfg);
+    path = write_config("appr2.json", "{'state_dir': 's', 'approvals': {'expire': '30m'}}");
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_eq(cfg->approvals.expire, 1800);
+    config_free(cfg);
+    path = write_config("appr3.json", "{'state_dir': 's', 'approvals': {'expire': 5}}");
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_eq(cfg->approvals.expire, 5);
+    config_free(cfg);
+}
+
 Test(config, relative_paths_are_relative_to_the_file_not_the_working_directory)
 {
     const char *path =
@@ -480,7 +499,18 @@ static struct bad_case bad_cases[] = {
     /* Unknown keys, anywhere. */
     {"unknown top-level key", "{'state_dir': 's', 'colour': 'red'}", "colour", 0,
      "unknown key (expected listen, state_dir, default, max_body_bytes, limits, control, "
-     "upstreams or rules)"},
+     "approvals, upstreams or rules)"},
+    /* Approvals. */
+    {"approvals not an object", "{'state_dir': 's', 'approvals': 3}", "approvals", 0,
+     "expected an object, got an integer"},
+    {"unknown approvals key", "{'state_dir': 's', 'approvals': {'expires': '1h'}}",
+     "approvals.expires", 0, "unknown key (expected expire)"},
+    {"approvals expire too long", "{'state_dir': 's', 'approvals': {'expire': '31d'}}",
+     "approvals.expire", 0, "expected 1 second to 30 days"},
+    {"approvals expire zero", "{'state_dir': 's', 'approvals': {'expire': 0}}", "approvals.expire",
+     0, "expected 1 second to 30 days"},
+    {"approvals expire not a duration", "{'state_dir': 's', 'approvals': {'expire': true}}",
+     "approvals.expire", 0, "expected a duration"},
     /* The control socket. */
     {"control not an object", "{'state_dir': 's', 'control': []}", "control", 0,
      "expected an object, got an array"},
