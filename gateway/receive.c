@@ -36,6 +36,7 @@
 #include <sys/random.h>
 #include <unistd.h>
 
+#include "gateway/approve.h"
 #include "gateway/inflate.h"
 #include "gateway/merge.h"
 #include "gateway/mirror.h"
@@ -83,6 +84,7 @@ typedef struct ref_cmd {
     int unaudited;                    /* allowed, but the audit log could not take it */
     int tentative;                    /* overlap: sent upstream before the decision */
     uint64_t decision_seq;            /* its decision record, once written */
+    char approval[APPROVALS_ID_LEN + 1]; /* allowed by this approval, consumed once it lands */
     gateway_ref_result result;
 } ref_cmd;
 
@@ -670,12 +672,27 @@ static void complete_overlap(gateway_receive *r)
 
 /* --------------------------------------------------------------- decide */
 
+/* The update one ref of this push makes, as approvals name it. */
+static gateway_approval_push approval_push(const gateway_receive *r, const ref_cmd *c)
+{
+    return (gateway_approval_push){r->push_id,    r->run,       r->route.repo,
+                                   c->u->refname, c->u->old_id, c->u->new_id};
+}
+
 static void decide_all(gateway_receive *r)
 {
     const char *denied = NULL;
 
     for (size_t i = 0; i < r->req->nupdates; i++) {
-        policy_plan_decide(&r->cmds[i].plan, r->ctx->cfg, r->route.repo);
+        ref_cmd *c = &r->cmds[i];
+
+        policy_plan_decide(&c->plan, r->ctx->cfg, r->route.repo);
+        /* A ref the rules ask about passes on an approval of exactly this update. */
+        if (gateway_approval_needed(&c->plan)) {
+            gateway_approval_push push = approval_push(r, c);
+
+            gateway_approval_resolve(c->approval, &c->plan, r->ctx, &push);
+        }
         if (!r->cmds[i].plan.allowed && denied == NULL)
             denied = r->cmds[i].u->refname;
     }
@@ -934,9 +951,17 @@ static void finish_push(gateway_receive *r)
             r->have_report = 1;
     }
     for (size_t i = 0; i < r->req->nupdates; i++) {
-        gateway_merge_ref(&r->cmds[i].result, r->have_report ? &r->report : NULL,
+        ref_cmd *c = &r->cmds[i];
+
+        gateway_merge_ref(&c->result, r->have_report ? &r->report : NULL,
                           r->upstream_failed ? r->upstream_err.msg : NULL);
-        n += r->cmds[i].result.forwarded;
+        n += c->result.forwarded;
+        /* An approval is used up only by an update upstream took. */
+        if (c->approval[0] && c->result.forwarded && c->result.error[0] == '\0') {
+            gateway_approval_push push = approval_push(r, c);
+
+            gateway_approval_consume(r->ctx, c->approval, &push);
+        }
     }
     if (n == 0)
         return;

@@ -885,6 +885,12 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
         goto done;
     if (recovered > 0)
         rg_log(RG_LOG_WARNING, "audit_recovered", "completed=%zu", recovered);
+    /* Behind the audit log's lock, as the only writer of the approvals. */
+    snprintf(path, sizeof(path), "%s/approvals", cfg->state_dir);
+    rc = approvals_file_open(&s->ctx.approvals, path, cfg->approvals.expire, err);
+    if (rc < 0)
+        goto done;
+    approvals_expire(s->ctx.approvals, NULL, (int64_t)time(NULL), NULL);
     /* The audit log's lock makes this the only gateway on state_dir, so
      * whatever tmp/ holds is left from a crash: quarantines, half-made
      * mirror clones. Spools are O_TMPFILE and never have names. */
@@ -994,6 +1000,7 @@ void gateway_server_stop(gateway_server *s)
         audit_event(s, "stop", detail);
         log_audit_head(s);
     }
+    approvals_close(s->ctx.approvals);
     audit_close(s->ctx.audit);
     tokens_key_free(s->ctx.key);
     free_providers(s);

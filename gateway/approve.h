@@ -1,0 +1,84 @@
+/*
+ * Approvals in the running gateway (approvals/approvals.h is the store):
+ * what a push does with a ref a rule asks about, and the control socket's
+ * approval ops. The store is the gateway's (ctx->approvals); every change
+ * made here is an audit event in the same hash chain as the decisions.
+ *
+ * A push: a ref decided `ask` (the deciding rule, or the default, says
+ * ask; policy_eval resolved it to deny) is looked up by its exact update
+ * (repo, ref, old, new). Approved: the ref is allowed, and its reason names
+ * the approval and who approved it; the approval is consumed only once
+ * upstream reports the ref ok (gateway_approval_consume). Pending (made
+ * now, audited as approval-request, or made by an earlier push): refused,
+ * telling the pusher `refgate approve <id>`. Denied: refused with the
+ * denial. No store, or the store fails: refused, saying why (fail closed).
+ *
+ * Control ops (one JSON object per line, control.h):
+ *   {"op": "approvals"[, "all": true][, "offset": N]}
+ *       -> {"ok": true, "approvals": [APPROVAL...], "total": N, "offset": N}
+ *          pending ones (all live ones with "all"), oldest first, at most
+ *          GATEWAY_APPROVALS_PAGE per answer from "offset"
+ *   {"op": "approval", "id": ID}             -> {"ok": true, "approval": APPROVAL}
+ *   {"op": "approve", "id": ID}              -> {"ok": true, "approval": APPROVAL}
+ *   {"op": "deny", "id": ID, "reason": TEXT} -> {"ok": true, "approval": APPROVAL}
+ * APPROVAL: {"id", "state", "repo", "ref", "old", "new", "run", "rule",
+ * "reason", "by", "note", "created", "decided", "expires"}, times in RFC
+ * 3339 UTC ("decided" null while pending). A grant or denial is audited
+ * (approval-grant, approval-deny: the approval, the update, and the peer's
+ * uid, user name and pid, "via control socket") before it is made: a
+ * decision the log cannot take is not made.
+ */
+#ifndef RG_GATEWAY_APPROVE_H
+#define RG_GATEWAY_APPROVE_H
+
+#include <jansson.h>
+
+#include "approvals/approvals.h"
+#include "gateway/context.h"
+#include "policy/plan.h"
+
+#define GATEWAY_APPROVALS_PAGE 20
+
+/* One ref of a push, as approvals see it. Strings borrowed. */
+typedef struct gateway_approval_push {
+    const char *push_id;
+    const char *run;
+    const char *repo;
+    const char *ref; /* as pushed */
+    const char *old_id;
+    const char *new_id;
+} gateway_approval_push;
+
+/* Whether `plan` was refused only because approval is needed. */
+int gateway_approval_needed(const policy_plan_ref *plan);
+
+/*
+ * Settle a ref gateway_approval_needed said needs approval: on an approved
+ * update, plan->allowed becomes 1 and id_out (APPROVALS_ID_LEN + 1 bytes)
+ * gets the approval's id, to consume once upstream took the ref; otherwise
+ * id_out is empty and the ref stays refused. Either way the decision's
+ * reason says what happened and what to do.
+ */
+void gateway_approval_resolve(char *id_out, policy_plan_ref *plan, const gateway_ctx *ctx,
+                              const gateway_approval_push *push);
+
+/* The approved update `push` landed: consume approval `id` and audit it. */
+void gateway_approval_consume(const gateway_ctx *ctx, const char *id,
+                              const gateway_approval_push *push);
+
+/* Who asks over the control socket, for the records. */
+typedef struct gateway_approval_peer {
+    unsigned long uid;
+    const char *user; /* name, or the uid in decimal */
+    long pid;
+} gateway_approval_peer;
+
+/*
+ * Answer control op `op` when it is one of the approval ops: returns 1
+ * with *answer set (or err set when refused), 0 when `op` is not one.
+ */
+int gateway_approval_control(json_t **answer, const gateway_ctx *ctx,
+                             const gateway_approval_peer *peer, const char *op, const json_t *req,
+                             rg_error *err);
+
+#endif

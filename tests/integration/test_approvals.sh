@@ -1,0 +1,234 @@
+# Approvals end to end, with the real git client and a real gateway: a
+# push to a ref an `ask` rule covers is refused with an approval id;
+# `refgate approve` (over the control socket) lets exactly that update
+# through once; a new commit asks again; a denial sticks; an approval is
+# used up only when upstream takes the ref (not by an atomic push refused
+# elsewhere, not by an upstream that refuses); approvals expire; every
+# step is in the audit chain, which still verifies; a user the control
+# socket does not allow cannot approve.
+source "$(dirname "$0")/lib.sh"
+
+CFG=$T/refgate.json
+RULES='[
+  {"name": "protect-main", "refs": ["refs/heads/main"], "actions": ["update", "force", "delete"],
+   "effect": "deny", "reason": "main is protected"},
+  {"name": "features", "refs": ["refs/heads/feature/**"], "actions": ["create", "update"],
+   "effect": "allow"},
+  {"name": "release-tags", "refs": ["refs/tags/v*"], "actions": ["create"], "effect": "ask",
+   "reason": "release tags need a maintainer"},
+  {"name": "hotfix", "refs": ["refs/heads/hotfix/*"], "effect": "ask"}
+]'
+make_upstream app
+write_config "$RULES"
+start_gateway
+use_token "$(mint local/acme/app)"
+clone app "$T/w"
+
+# push OUT ARGS...: git push through the gateway; its output in OUT. Never fails.
+push() { local out=$1; shift; git -C "$T/w" push origin "$@" >"$out" 2>&1 || true; }
+# id_in FILE: the approval id the refusal names.
+id_in() { grep -o 'refgate approve [a-z2-7]\{10\}' "$1" | head -1 | cut -d' ' -f3; }
+events() { jq -r "select(.event == \"$1\") | .detail" "$T/state/audit.jsonl"; }
+
+test_an_ask_rule_refuses_the_push_and_names_an_approval() {
+  git -C "$T/w" tag v1
+  push "$T/p1" v1
+  assert_contains "$T/p1" '[remote rejected] v1 -> v1 (policy: release tags need a maintainer (approval needed: refgate approve '
+  [ -z "$(upstream_ref app refs/tags/v1)" ] || fail "v1 landed without approval"
+  id_in "$T/p1" >"$T/id1"
+  [ -s "$T/id1" ] || fail "no approval id"
+  events approval-request >"$T/ev"
+  assert_contains "$T/ev" "approval $(cat "$T/id1") requested by push"
+  assert_contains "$T/ev" "create refs/tags/v1 in local/acme/app (0000000000000000000000000000000000000000..$(git -C "$T/w" rev-parse v1))"
+}
+
+test_a_repeated_push_finds_the_same_pending_approval() {
+  push "$T/p2" v1
+  [ "$(id_in "$T/p2")" = "$(cat "$T/id1")" ] || { cat "$T/p2"; fail "a second approval was made"; }
+  [ "$(events approval-request | wc -l)" = 1 ] || fail "the repeat was audited as a new request"
+}
+
+test_approvals_lists_the_pending_one_as_json() {
+  "$REFGATE" approvals --config "$CFG" --json >"$T/l1"
+  [ "$(wc -l <"$T/l1")" = 1 ] || { cat "$T/l1"; fail "expected one line"; }
+  jq -e --arg id "$(cat "$T/id1")" --arg new "$(git -C "$T/w" rev-parse v1)" '
+    .id == $id and .state == "pending" and .repo == "local/acme/app" and .ref == "refs/tags/v1"
+    and .old == "0000000000000000000000000000000000000000" and .new == $new
+    and .reason == "release tags need a maintainer" and .rule == "release-tags"
+    and (.created | test("^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:]{8}Z$"))' "$T/l1" >/dev/null ||
+    { cat "$T/l1"; fail "fields"; }
+  "$REFGATE" approvals --config "$CFG" >"$T/l2"
+  assert_contains "$T/l2" "$(cat "$T/id1")  pending   local/acme/app  refs/tags/v1"
+  assert_contains "$T/l2" "release tags need a maintainer"
+}
+
+test_approve_lets_exactly_that_push_through() {
+  local id; id=$(cat "$T/id1")
+  "$REFGATE" approve --config "$CFG" "$id" >"$T/a1" 2>&1 || { cat "$T/a1"; fail "approve failed"; }
+  assert_contains "$T/a1" "approved $id: refs/tags/v1 in local/acme/app"
+  push "$T/p3" v1
+  assert_contains "$T/p3" '* [new tag]         v1 -> v1'
+  [ "$(upstream_ref app refs/tags/v1)" = "$(git -C "$T/w" rev-parse v1)" ] || fail "v1 did not land"
+  events approval-grant >"$T/ev"
+  assert_contains "$T/ev" "approval $id granted by peer uid $(id -u) ($(id -un)) pid"
+  assert_contains "$T/ev" "via control socket: refs/tags/v1 in local/acme/app"
+  events approval-consume >"$T/ev"
+  assert_contains "$T/ev" "approval $id used by push"
+  audit_rows | jq -c 'select(.ref == "refs/tags/v1" and .decision == "allow")' >"$T/rows"
+  assert_contains "$T/rows" "approved by uid $(id -u) ($(id -un)) via control socket (approval $id)"
+  assert_contains "$T/rows" '"rule":"release-tags"'
+  assert_contains "$T/rows" '"outcome":"forwarded: ok"'
+}
+
+test_an_approval_is_used_once() {
+  "$REFGATE" approvals --config "$CFG" --all --json >"$T/l3"
+  [ ! -s "$T/l3" ] || { cat "$T/l3"; fail "the used approval is still listed"; }
+  # The same update again (the tag removed upstream behind the gateway's back) asks again.
+  git --git-dir="$T/upstream/acme/app.git" update-ref -d refs/tags/v1
+  push "$T/p4" v1
+  assert_contains "$T/p4" '(approval needed: refgate approve '
+  [ "$(id_in "$T/p4")" != "$(cat "$T/id1")" ] || fail "the used approval was found again"
+  [ -z "$(upstream_ref app refs/tags/v1)" ] || fail "v1 landed twice on one approval"
+}
+
+test_a_new_commit_needs_a_new_approval() {
+  local id_a id_b
+  git -C "$T/w" tag v2
+  push "$T/p5" v2
+  id_a=$(id_in "$T/p5")
+  "$REFGATE" approve --config "$CFG" "$id_a" >/dev/null
+  commit "$T/w" other.txt
+  git -C "$T/w" tag -f v2 >/dev/null
+  push "$T/p6" v2
+  id_b=$(id_in "$T/p6")
+  [ -n "$id_b" ] && [ "$id_b" != "$id_a" ] || { cat "$T/p6"; fail "the other commit passed on $id_a"; }
+  [ -z "$(upstream_ref app refs/tags/v2)" ] || fail "v2 landed on another commit's approval"
+}
+
+test_deny_refuses_the_same_push_with_the_reason() {
+  git -C "$T/w" tag v3
+  push "$T/p7" v3
+  local id; id=$(id_in "$T/p7")
+  "$REFGATE" deny --config "$CFG" --reason "not before the freeze ends" "$id" >"$T/d1"
+  assert_contains "$T/d1" "denied $id"
+  push "$T/p8" v3
+  assert_contains "$T/p8" "approval $id was denied by uid $(id -u) ($(id -un)) via control socket: not before the freeze ends"
+  [ -z "$(upstream_ref app refs/tags/v3)" ] || fail "denied v3 landed"
+  events approval-deny >"$T/ev"
+  assert_contains "$T/ev" "approval $id denied by peer uid $(id -u)"
+  assert_contains "$T/ev" "reason: not before the freeze ends"
+  ! "$REFGATE" approve --config "$CFG" "$id" >"$T/d2" 2>&1 || fail "approved after a denial"
+  assert_contains "$T/d2" "refgate approve: approval $id is already denied by uid $(id -u)"
+}
+
+test_bad_ids_and_second_decisions_get_clear_errors() {
+  local rc=0
+  "$REFGATE" approve --config "$CFG" abcdefghij >"$T/e1" 2>&1 || rc=$?
+  [ "$rc" = 1 ] || fail "unknown id: exit $rc"
+  assert_contains "$T/e1" "refgate approve: no approval abcdefghij: unknown, already used, or expired"
+  rc=0; "$REFGATE" approve --config "$CFG" '../../x' >"$T/e2" 2>&1 || rc=$?
+  [ "$rc" = 1 ] || fail "malformed id: exit $rc"
+  assert_contains "$T/e2" "not an approval id"
+  rc=0; "$REFGATE" approve --config "$CFG" >"$T/e3" 2>&1 || rc=$?
+  [ "$rc" = 2 ] || fail "no id: exit $rc"
+  git -C "$T/w" tag v4
+  push "$T/p9" v4
+  local id; id=$(id_in "$T/p9")
+  "$REFGATE" approve --config "$CFG" "$id" >/dev/null
+  rc=0; "$REFGATE" approve --config "$CFG" "$id" >"$T/e4" 2>&1 || rc=$?
+  [ "$rc" = 1 ] || fail "second approve: exit $rc"
+  assert_contains "$T/e4" "approval $id is already approved by uid"
+}
+
+test_an_atomic_push_refused_elsewhere_does_not_use_the_approval() {
+  # v4 is approved (above); main cannot move, so --atomic refuses both.
+  git -C "$T/w" switch -q main
+  commit "$T/w" main.txt
+  push "$T/p10" --atomic main v4
+  assert_contains "$T/p10" 'atomic push rejected because refs/heads/main is denied'
+  [ -z "$(upstream_ref app refs/tags/v4)" ] || fail "v4 landed in a refused atomic push"
+  "$REFGATE" approvals --config "$CFG" --all --json >"$T/l4"
+  jq -e --arg t refs/tags/v4 'select(.ref == $t) | .state == "approved"' "$T/l4" >/dev/null ||
+    { cat "$T/l4"; fail "the approval of v4 was used by a push that did not land"; }
+  push "$T/p11" v4
+  [ -n "$(upstream_ref app refs/tags/v4)" ] || { cat "$T/p11"; fail "v4 did not land on its own"; }
+}
+
+test_an_approval_is_kept_when_upstream_refuses_the_ref() {
+  local hook=$T/upstream/acme/app.git/hooks/pre-receive
+  git -C "$T/w" switch -q -c hotfix/x
+  commit "$T/w" fix.txt
+  push "$T/p12" hotfix/x
+  local id; id=$(id_in "$T/p12")
+  [ -n "$id" ] || { cat "$T/p12"; fail "a default ask without a reason gave no id"; }
+  assert_contains "$T/p12" 'rule "hotfix" requires approval for create on refs/heads/hotfix/x (approval needed'
+  "$REFGATE" approve --config "$CFG" "$id" >/dev/null
+  printf '#!/bin/sh\necho "upstream says no" >&2\nexit 1\n' >"$hook"
+  chmod +x "$hook"
+  push "$T/p13" hotfix/x
+  rm -f "$hook"
+  [ -z "$(upstream_ref app refs/heads/hotfix/x)" ] || fail "landed through a refusing hook"
+  "$REFGATE" approvals show --config "$CFG" --json "$id" >"$T/s1"
+  jq -e '.state == "approved"' "$T/s1" >/dev/null || { cat "$T/p13" "$T/s1"; fail "used by a refused push"; }
+  push "$T/p14" hotfix/x
+  [ -n "$(upstream_ref app refs/heads/hotfix/x)" ] || { cat "$T/p14"; fail "did not land after the hook went"; }
+}
+
+test_a_user_the_control_socket_refuses_cannot_approve() {
+  if [ "$(id -u)" -ne 0 ] || ! command -v useradd >/dev/null || ! command -v runuser >/dev/null; then
+    echo "skipped: needs root, useradd and runuser"; return 0
+  fi
+  local u=rga$$o id
+  useradd -M -N -s /usr/sbin/nologin "$u"
+  git -C "$T/w" tag v5
+  push "$T/p15" v5
+  id=$(id_in "$T/p15")
+  chmod 711 "$T" "$T/state"
+  cp "$REFGATE_SRC/tests/support/control_client.py" "$T/client.py"
+  chmod 644 "$T/client.py"
+  runuser -u "$u" -- python3 "$T/client.py" "$T/state/control.sock" \
+    "{\"op\": \"approve\", \"id\": \"$id\"}" >"$T/o1" 2>&1 || true
+  chmod 700 "$T/state"
+  userdel "$u" 2>/dev/null || true
+  assert_contains "$T/o1" "refused: user $u"
+  "$REFGATE" approvals show --config "$CFG" --json "$id" >"$T/s2"
+  jq -e '.state == "pending"' "$T/s2" >/dev/null || { cat "$T/s2"; fail "changed by a refused peer"; }
+  [ -z "$(events approval-grant | grep "approval $id")" ] || fail "a refused peer's grant was audited"
+}
+
+test_approvals_expire() {
+  # Tests run in subshells: this gateway is stopped when this one ends, and
+  # the ones after it run without a gateway.
+  stop_gateway
+  write_config "$RULES" '"approvals": {"expire": 2}'
+  start_gateway
+  trap stop_gateway EXIT
+  use_token "$(mint local/acme/app)"
+  git -C "$T/w" tag v6
+  push "$T/p16" v6
+  local id; id=$(id_in "$T/p16")
+  "$REFGATE" approve --config "$CFG" "$id" >/dev/null
+  sleep 3
+  push "$T/p17" v6
+  [ -z "$(upstream_ref app refs/tags/v6)" ] || fail "v6 landed on an expired approval"
+  local id2; id2=$(id_in "$T/p17")
+  [ -n "$id2" ] && [ "$id2" != "$id" ] || { cat "$T/p17"; fail "expected a new approval"; }
+  sleep 3
+  local rc=0
+  "$REFGATE" approve --config "$CFG" "$id2" >"$T/x1" 2>&1 || rc=$?
+  [ "$rc" = 1 ] || fail "approved an expired approval"
+  assert_contains "$T/x1" "expired"
+}
+
+test_the_audit_chain_verifies_after_all_of_it() {
+  "$REFGATE" audit verify --config "$CFG" >"$T/v1" 2>&1 || { cat "$T/v1"; fail "verify failed"; }
+}
+
+test_without_a_running_gateway_the_cli_says_so() {
+  local rc=0
+  "$REFGATE" approvals --config "$CFG" >"$T/n1" 2>&1 || rc=$?
+  [ "$rc" = 1 ] || fail "exit $rc"
+  assert_contains "$T/n1" "refgate approvals: no gateway is running for $CFG"
+}
+
+run_tests
