@@ -657,9 +657,11 @@ static int run_find_runner(char *out, size_t cap)
 
 /*
  * What a run must not read: the gateway's state_dir (the key that mints
- * tokens), the config, every file it names (upstream credentials) and the
- * local upstream roots (repositories the token does not name), each passed
- * to refgate-run as `--hide PATH`.
+ * tokens), the config, every file it names (upstream credentials), the
+ * local upstream roots (repositories the token does not name) and the
+ * control socket, which serves the run's own user (a run that reached it
+ * could mint itself tokens and approve its own pushes), each passed to
+ * refgate-run as `--hide PATH`.
  */
 static int run_hide_args(const char **args, size_t *nargs, size_t cap, const config_model *cfg)
 {
@@ -676,6 +678,7 @@ static int run_hide_args(const char **args, size_t *nargs, size_t cap, const con
     } while (0)
     HIDE(cfg->state_dir);
     HIDE(cfg->path);
+    HIDE(cfg->control.socket);
     for (i = 0; i < cfg->nupstreams; i++) {
         const config_upstream *up = &cfg->upstreams[i];
 
