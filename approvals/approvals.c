@@ -116,6 +116,33 @@ int approvals_expire(approvals_store *s, size_t *removed, int64_t now, rg_error 
     return s->ops->expire(s, removed, now, err);
 }
 
+int approvals_keep_pack(approvals_store *s, const char *id, int fd, uint64_t len, int64_t now,
+                        rg_error *err)
+{
+    if (!approvals_id_ok(id))
+        return bad_id(err);
+    return s->ops->keep_pack(s, id, fd, len, now, err);
+}
+
+int approvals_open_pack(int *fd_out, approvals_store *s, const char *id, int64_t now, rg_error *err)
+{
+    *fd_out = -1;
+    if (!approvals_id_ok(id))
+        return bad_id(err);
+    return s->ops->open_pack(fd_out, s, id, now, err);
+}
+
+uint64_t approvals_pack_total(approvals_store *s)
+{
+    return s->ops->pack_total(s);
+}
+
+void approvals_on_release(approvals_store *s, approvals_release_fn fn, void *arg)
+{
+    s->released = fn;
+    s->released_arg = arg;
+}
+
 void approvals_close(approvals_store *s)
 {
     if (s != NULL)

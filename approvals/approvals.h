@@ -81,6 +81,7 @@ typedef struct approvals_entry {
     int64_t created;               /* Unix seconds */
     int64_t decided;               /* 0 while pending */
     int64_t expires;               /* pending: created + expire; decided: decided + expire */
+    uint64_t pack_bytes;           /* the kept pack's size; 0: none kept */
 } approvals_entry;
 
 typedef struct approvals_store approvals_store;
@@ -138,6 +139,30 @@ int approvals_deny(approvals_store *s, approvals_entry *out, const char *id, con
  */
 int approvals_consume(approvals_store *s, const char *id, const approvals_key *key, int64_t now,
                       rg_error *err);
+
+/*
+ * Keep the pack of pending approval `id` so a reviewer can see what would
+ * land: `len` bytes of `fd` from offset 0, written durably. The pack goes
+ * when its approval does, and when it is denied. -ENOENT when `id` is not
+ * pending, -EEXIST when it has a pack already.
+ */
+int approvals_keep_pack(approvals_store *s, const char *id, int fd, uint64_t len, int64_t now,
+                        rg_error *err);
+
+/* A new read-only descriptor of `id`'s kept pack; -ENOENT when none is kept. */
+int approvals_open_pack(int *fd_out, approvals_store *s, const char *id, int64_t now,
+                        rg_error *err);
+
+/* The bytes all kept packs take, as loaded or kept since. */
+uint64_t approvals_pack_total(approvals_store *s);
+
+/*
+ * Have `fn(arg, bytes)` called (under the store's lock, so it must not call
+ * the store) whenever kept packs are removed, with their size: the gateway
+ * gives the bytes back to its spool budget.
+ */
+typedef void (*approvals_release_fn)(void *arg, uint64_t bytes);
+void approvals_on_release(approvals_store *s, approvals_release_fn fn, void *arg);
 
 /* Remove every approval expired at `now`; *removed (may be NULL) gets how many. */
 int approvals_expire(approvals_store *s, size_t *removed, int64_t now, rg_error *err);

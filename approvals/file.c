@@ -1,6 +1,7 @@
 /*
  * The file store of approvals (approvals.h): one JSON file per approval,
- * <dir>/<id>.json, and an exclusive flock on <dir>/lock held while open.
+ * <dir>/<id>.json, its kept pack beside it as <dir>/<id>.pack, and an
+ * exclusive flock on <dir>/lock held while open.
  *
  * Every approval is also kept in memory: the lock makes this process the
  * only writer, so the memory copy is the truth and lookups do not read the
@@ -26,6 +27,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The largest approval file read back; ours stay far below. */
@@ -42,7 +44,11 @@ typedef struct approvals_file {
     int64_t expire;
     approvals_entry *items; /* live (or not yet swept) approvals, in creation order */
     size_t n, cap;
+    uint64_t pack_total; /* of the kept packs */
 } approvals_file;
+
+/* What a kept pack is copied in. */
+#define COPY_CHUNK (1u << 20)
 
 /* ------------------------------------------------------------------------
  * Entries as files
@@ -85,6 +91,14 @@ static json_t *text_value(const char *s)
 static int entry_path(char *out, size_t size, const approvals_file *f, const char *id)
 {
     if ((size_t)snprintf(out, size, "%s/%s.json", f->dir, id) >= size)
+        return -ENAMETOOLONG;
+    return 0;
+}
+
+static int pack_path(char *out, size_t size, const approvals_file *f, const char *id,
+                     const char *suffix)
+{
+    if ((size_t)snprintf(out, size, "%s/%s.pack%s", f->dir, id, suffix) >= size)
         return -ENAMETOOLONG;
     return 0;
 }
@@ -240,11 +254,27 @@ static int same_key(const approvals_entry *e, const approvals_key *k)
            !strcmp(e->new_id, k->new_id);
 }
 
-/* Drop item i from memory, keeping creation order. */
+/* Remove e's kept pack, if any, and give its bytes back. */
+static void remove_pack(approvals_file *f, approvals_entry *e)
+{
+    char path[PATH_MAX];
+
+    if (e->pack_bytes == 0)
+        return;
+    if (pack_path(path, sizeof(path), f, e->id, "") == 0)
+        unlink(path);
+    f->pack_total -= e->pack_bytes;
+    if (f->base.released)
+        f->base.released(f->base.released_arg, e->pack_bytes);
+    e->pack_bytes = 0;
+}
+
+/* Drop item i from memory (its pack from the disk), keeping creation order. */
 static void drop(approvals_file *f, approvals_entry *e)
 {
     size_t i = (size_t)(e - f->items);
 
+    remove_pack(f, e);
     memmove(&f->items[i], &f->items[i + 1], (f->n - i - 1) * sizeof(*f->items));
     f->n--;
 }
@@ -443,8 +473,11 @@ static int file_decide(approvals_store *s, approvals_entry *out, const char *id,
     if ((rc = entry_write(f, &next, err)) < 0)
         goto done;
     *e = next;
+    /* Nobody needs to see what a denied push would have landed. */
+    if (deny)
+        remove_pack(f, e);
     if (out)
-        *out = next;
+        *out = *e;
 done:
     pthread_mutex_unlock(&f->mu);
     return rc;
@@ -486,6 +519,142 @@ static int file_expire(approvals_store *s, size_t *removed, int64_t now, rg_erro
     return 0;
 }
 
+/* Copy len bytes of fd (from offset 0) to a new file at `path`, durably. */
+static int copy_to(const char *path, int fd, uint64_t len, rg_error *err)
+{
+    char *chunk = malloc(COPY_CHUNK);
+    uint64_t off = 0;
+    int out = -1, rc = 0;
+    ssize_t n;
+
+    if (chunk == NULL)
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    out = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (out < 0) {
+        rc = rg_error_set(err, -errno, "%s: %s", path, strerror(errno));
+        goto done;
+    }
+    /* Bounded: len bytes, each round at least one or the end. */
+    while (off < len) {
+        n = pread(fd, chunk, len - off < COPY_CHUNK ? (size_t)(len - off) : COPY_CHUNK, (off_t)off);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            rc = rg_error_set(err, n < 0 ? -errno : -EIO, "reading the pack to keep: %s",
+                              n < 0 ? strerror(errno) : "it ended early");
+            goto done;
+        }
+        if ((rc = rg_fs_write_all(out, chunk, (size_t)n)) < 0) {
+            rg_error_set(err, rc, "%s: %s", path, strerror(-rc));
+            goto done;
+        }
+        off += (uint64_t)n;
+    }
+    if (fsync(out) < 0)
+        rc = rg_error_set(err, -errno, "%s: fsync: %s", path, strerror(errno));
+done:
+    if (out >= 0)
+        close(out);
+    if (rc < 0)
+        unlink(path);
+    free(chunk);
+    return rc;
+}
+
+/* The live pending approval `id` without a pack yet, under the lock; 0 or an error. */
+static int packless_pending(approvals_entry **out, approvals_file *f, const char *id, int64_t now,
+                            rg_error *err)
+{
+    rg_error e2 = RG_ERROR_INIT;
+
+    *out = live(f, id, now, &e2);
+    if (*out == NULL)
+        return rg_error_set(err, e2.code, "%s", e2.msg);
+    if ((*out)->state != APPROVALS_PENDING)
+        return rg_error_set(err, -ENOENT, "approval %s is not pending", id);
+    if ((*out)->pack_bytes != 0)
+        return rg_error_set(err, -EEXIST, "approval %s has a kept pack already", id);
+    return 0;
+}
+
+/*
+ * The copy is made outside the lock (a pack may be large and other pushes
+ * ask meanwhile), then renamed into place under it if the approval is
+ * still pending and packless.
+ */
+static int file_keep_pack(approvals_store *s, const char *id, int fd, uint64_t len, int64_t now,
+                          rg_error *err)
+{
+    approvals_file *f = (approvals_file *)s;
+    char tmp[PATH_MAX], path[PATH_MAX];
+    approvals_entry *e;
+    int rc = 0;
+
+    if (pack_path(tmp, sizeof(tmp), f, id, ".tmp") < 0 ||
+        pack_path(path, sizeof(path), f, id, "") < 0)
+        return rg_error_set(err, -ENAMETOOLONG, "approvals %s: path too long", f->dir);
+    if (len == 0)
+        return rg_error_set(err, -EINVAL, "no pack to keep");
+    pthread_mutex_lock(&f->mu);
+    rc = packless_pending(&e, f, id, now, err);
+    pthread_mutex_unlock(&f->mu);
+    if (rc < 0 || (rc = copy_to(tmp, fd, len, err)) < 0)
+        return rc;
+    pthread_mutex_lock(&f->mu);
+    if ((rc = packless_pending(&e, f, id, now, err)) < 0) {
+        unlink(tmp);
+        goto done;
+    }
+    if (rename(tmp, path) < 0) {
+        rc = rg_error_set(err, -errno, "%s: %s", path, strerror(errno));
+        unlink(tmp);
+        goto done;
+    }
+    if ((rc = sync_dir(f, err)) < 0) {
+        unlink(path);
+        goto done;
+    }
+    e->pack_bytes = len;
+    f->pack_total += len;
+done:
+    pthread_mutex_unlock(&f->mu);
+    return rc;
+}
+
+static int file_open_pack(int *fd_out, approvals_store *s, const char *id, int64_t now,
+                          rg_error *err)
+{
+    approvals_file *f = (approvals_file *)s;
+    char path[PATH_MAX];
+    approvals_entry *e;
+    rg_error e2 = RG_ERROR_INIT;
+    int rc = 0;
+
+    pthread_mutex_lock(&f->mu);
+    e = live(f, id, now, &e2);
+    if (e == NULL)
+        rc = rg_error_set(err, e2.code, "%s", e2.msg);
+    else if (e->pack_bytes == 0)
+        rc = rg_error_set(err, -ENOENT, "approval %s has no kept pack", id);
+    else if (pack_path(path, sizeof(path), f, id, "") < 0)
+        rc = rg_error_set(err, -ENAMETOOLONG, "approvals %s: path too long", f->dir);
+    else if ((*fd_out = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+        rc = rg_error_set(err, -errno, "%s: %s", path, strerror(errno));
+    pthread_mutex_unlock(&f->mu);
+    return rc;
+}
+
+static uint64_t file_pack_total(approvals_store *s)
+{
+    approvals_file *f = (approvals_file *)s;
+    uint64_t total;
+
+    pthread_mutex_lock(&f->mu);
+    total = f->pack_total;
+    pthread_mutex_unlock(&f->mu);
+    return total;
+}
+
 static void file_close(approvals_store *s)
 {
     approvals_file *f = (approvals_file *)s;
@@ -507,12 +676,53 @@ static const approvals_store_ops file_ops = {
     .decide = file_decide,
     .consume = file_consume,
     .expire = file_expire,
+    .keep_pack = file_keep_pack,
+    .open_pack = file_open_pack,
+    .pack_total = file_pack_total,
     .close = file_close,
 };
 
 /* ------------------------------------------------------------------------
  * Opening
  * ------------------------------------------------------------------------ */
+
+/*
+ * Give each loaded approval its kept pack (only pending ones keep one);
+ * remove packs whose approval is gone or decided (a crash between the
+ * removal of an approval and of its pack).
+ */
+static int attach_packs(approvals_file *f, rg_error *err)
+{
+    DIR *d = opendir(f->dir);
+    struct dirent *de;
+    char path[PATH_MAX], id[APPROVALS_ID_LEN + 1];
+    approvals_entry *e;
+    struct stat st;
+
+    if (d == NULL)
+        return rg_error_set(err, -errno, "approvals %s: %s", f->dir, strerror(errno));
+    /* Bounded: the directory's entries. */
+    while ((de = readdir(d)) != NULL) {
+        const char *name = de->d_name;
+
+        if (strlen(name) != APPROVALS_ID_LEN + 5 || strcmp(name + APPROVALS_ID_LEN, ".pack") != 0)
+            continue;
+        memcpy(id, name, APPROVALS_ID_LEN);
+        id[APPROVALS_ID_LEN] = '\0';
+        if ((size_t)snprintf(path, sizeof(path), "%s/%s", f->dir, name) >= sizeof(path))
+            continue;
+        e = approvals_id_ok(id) ? find_id(f, id) : NULL;
+        if (e == NULL || e->state != APPROVALS_PENDING || lstat(path, &st) < 0 ||
+            !S_ISREG(st.st_mode) || st.st_size == 0) {
+            unlink(path);
+            continue;
+        }
+        e->pack_bytes = (uint64_t)st.st_size;
+        f->pack_total += e->pack_bytes;
+    }
+    closedir(d);
+    return 0;
+}
 
 /* Load every <id>.json; remove temporaries a crash left before their rename. */
 static int load_all(approvals_file *f, rg_error *err)
@@ -532,7 +742,8 @@ static int load_all(approvals_file *f, rg_error *err)
 
         if ((size_t)snprintf(path, sizeof(path), "%s/%s", f->dir, name) >= sizeof(path))
             continue;
-        if (strstr(name, ".json.tmp.") != NULL) {
+        if (strstr(name, ".json.tmp.") != NULL ||
+            (len > 9 && !strcmp(name + len - 9, ".pack.tmp"))) {
             unlink(path);
             continue;
         }
@@ -549,7 +760,7 @@ static int load_all(approvals_file *f, rg_error *err)
         f->items[f->n++] = e;
     }
     closedir(d);
-    return rc;
+    return rc < 0 ? rc : attach_packs(f, err);
 }
 
 static int by_created(const void *a, const void *b)

@@ -20,12 +20,18 @@ typedef struct approvals_store_ops {
     int (*consume)(approvals_store *s, const char *id, const approvals_key *key, int64_t now,
                    rg_error *err);
     int (*expire)(approvals_store *s, size_t *removed, int64_t now, rg_error *err);
+    int (*keep_pack)(approvals_store *s, const char *id, int fd, uint64_t len, int64_t now,
+                     rg_error *err);
+    int (*open_pack)(int *fd_out, approvals_store *s, const char *id, int64_t now, rg_error *err);
+    uint64_t (*pack_total)(approvals_store *s);
     void (*close)(approvals_store *s);
 } approvals_store_ops;
 
 /* The head of every store's own struct, which embeds it first. */
 struct approvals_store {
     const approvals_store_ops *ops;
+    approvals_release_fn released; /* may be NULL */
+    void *released_arg;
 };
 
 #endif

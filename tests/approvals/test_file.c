@@ -8,6 +8,7 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
@@ -335,4 +336,111 @@ Test(approvals, malformed_ids_are_refused_before_any_lookup)
         cr_assert_eq(approvals_get(store, &e, bad[i], T0, &err), -ENOENT);
         cr_assert_eq(approvals_approve(store, NULL, bad[i], "x", T0, &err), -ENOENT);
     }
+}
+
+/* ------------------------------------------------------------------------
+ * Kept packs
+ * ------------------------------------------------------------------------ */
+
+static uint64_t released;
+
+static void count_release(void *arg, uint64_t bytes)
+{
+    (void)arg;
+    released += bytes;
+}
+
+/* A file of `len` bytes of `c`, open for reading from its start. */
+static int pack_fd(size_t len, char c)
+{
+    char path[PATH_MAX + 16], *buf = malloc(len);
+    FILE *fp;
+    int fd;
+
+    cr_assert_not_null(buf);
+    memset(buf, c, len);
+    snprintf(path, sizeof(path), "%s/in-%c", dir, c);
+    fp = fopen(path, "w");
+    cr_assert_not_null(fp);
+    cr_assert_eq(fwrite(buf, 1, len, fp), len);
+    fclose(fp);
+    free(buf);
+    fd = open(path, O_RDONLY);
+    cr_assert_geq(fd, 0);
+    return fd;
+}
+
+Test(approvals, a_pending_approval_keeps_its_pack_until_it_is_used)
+{
+    approvals_entry a = ask(&key_ab, T0, 1), got;
+    rg_error err = RG_ERROR_INIT;
+    int fd = pack_fd(3000, 'p'), rfd = -1;
+    char buf[4000];
+
+    released = 0;
+    approvals_on_release(store, count_release, NULL);
+    cr_assert_eq(approvals_keep_pack(store, a.id, fd, 3000, T0, &err), 0, "%s", err.msg);
+    cr_assert_eq(approvals_keep_pack(store, a.id, fd, 3000, T0, &err), -EEXIST);
+    close(fd);
+    cr_assert_eq(approvals_pack_total(store), 3000);
+    cr_assert_eq(approvals_get(store, &got, a.id, T0, &err), 0);
+    cr_assert_eq(got.pack_bytes, 3000);
+    cr_assert_eq(approvals_open_pack(&rfd, store, a.id, T0, &err), 0, "%s", err.msg);
+    cr_assert_eq(read(rfd, buf, sizeof(buf)), 3000);
+    cr_assert_eq(buf[2999], 'p');
+    close(rfd);
+    /* Across a restart, the pack is found again. */
+    reopen();
+    released = 0;
+    approvals_on_release(store, count_release, NULL);
+    cr_assert_eq(approvals_pack_total(store), 3000);
+    cr_assert_eq(approvals_approve(store, NULL, a.id, "alice", T0 + 1, &err), 0);
+    cr_assert_eq(approvals_consume(store, a.id, &key_ab, T0 + 2, &err), 0);
+    cr_assert_eq(released, 3000);
+    cr_assert_eq(approvals_pack_total(store), 0);
+    cr_assert_eq(approvals_open_pack(&rfd, store, a.id, T0 + 2, &err), -ENOENT);
+}
+
+Test(approvals, a_denial_or_expiry_removes_the_kept_pack)
+{
+    approvals_entry a = ask(&key_ab, T0, 1), b = ask(&key_ac, T0, 1);
+    rg_error err = RG_ERROR_INIT;
+    int fd = pack_fd(100, 'q'), rfd = -1;
+    char path[PATH_MAX * 2];
+
+    released = 0;
+    approvals_on_release(store, count_release, NULL);
+    cr_assert_eq(approvals_keep_pack(store, a.id, fd, 100, T0, &err), 0, "%s", err.msg);
+    cr_assert_eq(approvals_keep_pack(store, b.id, fd, 60, T0, &err), 0, "%s", err.msg);
+    close(fd);
+    cr_assert_eq(approvals_deny(store, NULL, a.id, "bob", NULL, T0 + 1, &err), 0);
+    cr_assert_eq(released, 100);
+    snprintf(path, sizeof(path), "%s/%s.pack", store_dir, a.id);
+    cr_assert_eq(access(path, F_OK), -1);
+    cr_assert_eq(approvals_open_pack(&rfd, store, a.id, T0 + 1, &err), -ENOENT);
+    cr_assert_eq(approvals_expire(store, NULL, T0 + EXPIRE, &err), 0);
+    cr_assert_eq(released, 160);
+    cr_assert_eq(approvals_pack_total(store), 0);
+}
+
+Test(approvals, only_a_pending_approval_keeps_a_pack_and_strays_are_removed_at_open)
+{
+    approvals_entry a = ask(&key_ab, T0, 1);
+    rg_error err = RG_ERROR_INIT;
+    int fd = pack_fd(10, 'r');
+    char stray[PATH_MAX * 2];
+    FILE *fp;
+
+    cr_assert_eq(approvals_approve(store, NULL, a.id, "alice", T0 + 1, &err), 0);
+    cr_assert_eq(approvals_keep_pack(store, a.id, fd, 10, T0 + 1, &err), -ENOENT);
+    cr_assert_eq(approvals_keep_pack(store, "abcdefghij", fd, 10, T0 + 1, &err), -ENOENT);
+    close(fd);
+    snprintf(stray, sizeof(stray), "%s/abcdefghij.pack", store_dir);
+    fp = fopen(stray, "w");
+    cr_assert_not_null(fp);
+    fputs("PACK", fp);
+    fclose(fp);
+    reopen();
+    cr_assert_eq(access(stray, F_OK), -1);
+    cr_assert_eq(approvals_pack_total(store), 0);
 }
