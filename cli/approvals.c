@@ -36,7 +36,9 @@ static void usage(FILE *f)
                "  --all         also the approved and denied ones not yet used or expired\n"
                "  --json        one JSON object a line: id, state, repo, ref, old, new, run,\n"
                "                rule, reason, by, note, created, decided, expires\n"
-               "approvals show  one approval, whatever its state\n"
+               "approvals show  one approval, whatever its state, and what its push would land:\n"
+               "                the commits of the pack it kept (--json: \"commits\", each with\n"
+               "                id, date, author and subject)\n"
                "approve         approve a pending approval\n"
                "deny            deny a pending approval, or revoke an approved one\n"
                "  --reason TEXT the pusher is told it when the update is pushed again\n"
@@ -97,6 +99,47 @@ static int print_json(const json_t *a)
     int rc = text && printf("%s\n", text) >= 0 ? 0 : -1;
 
     free(text);
+    return rc;
+}
+
+/* The approval and, beneath it, the commits its kept pack would land. */
+static void print_show(const json_t *ans)
+{
+    const json_t *commits = json_object_get(ans, "commits"), *c;
+    size_t i;
+
+    print_entry(json_object_get(ans, "approval"));
+    if (commits == NULL) {
+        printf("  what would land cannot be shown: %s\n", str(ans, "commits_error"));
+        return;
+    }
+    printf("  would land %zu commit%s%s:\n", json_array_size(commits),
+           json_array_size(commits) == 1 ? "" : "s",
+           json_is_true(json_object_get(ans, "more_commits")) ? " (and more)" : "");
+    json_array_foreach(commits, i, c)
+    {
+        printf("    %.12s %.10s ", str(c, "id"), str(c, "date"));
+        put_text(str(c, "author"));
+        printf(": ");
+        put_text(str(c, "subject"));
+        printf("\n");
+    }
+}
+
+/* --json: the approval's object with "commits" (or "commits_error") added. */
+static int print_show_json(const json_t *ans)
+{
+    json_t *a = json_deep_copy(json_object_get(ans, "approval"));
+    const char *keys[] = {"commits", "more_commits", "commits_error"};
+    int rc;
+
+    if (a == NULL)
+        return -1;
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (json_object_get(ans, keys[i]) != NULL)
+            json_object_set(a, keys[i], json_object_get(ans, keys[i]));
+    rc = print_json(a);
+    json_decref(a);
     return rc;
 }
 
@@ -248,13 +291,13 @@ int cli_approvals(int argc, char **argv)
     if (!o.show)
         return list(&o);
     status = call(&ans, "refgate approvals show", o.config,
-                  json_pack("{s:s, s:s}", "op", "approval", "id", o.id));
+                  json_pack("{s:s, s:s, s:b}", "op", "approval", "id", o.id, "commits", 1));
     if (status != 0)
         return status;
     if (o.json)
-        status = print_json(json_object_get(ans, "approval")) < 0 ? EXIT_FAILED : 0;
+        status = print_show_json(ans) < 0 ? EXIT_FAILED : 0;
     else
-        print_entry(json_object_get(ans, "approval"));
+        print_show(ans);
     json_decref(ans);
     return fflush(stdout) == 0 ? status : EXIT_FAILED;
 }

@@ -7,13 +7,21 @@
 
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
+#include "gateway/mirror.h"
+#include "gateway/route.h"
+#include "git/quarantine.h"
 #include "util/log.h"
 
 /* Refs are shown at most this long in a reason, as policy_eval shows them. */
 #define REF_SHOWN_MAX 128
+
+/* What a kept pack is read back in, for the quarantine that shows it. */
+#define PACK_CHUNK (1u << 20)
 
 /* Append one approval event; a failure is logged and returned. */
 static int audit_event(const gateway_ctx *ctx, const char *event, const char *detail)
@@ -61,8 +69,8 @@ static void ask_reason(char *out, size_t size, const policy_plan_ref *plan, cons
         snprintf(out, size, "no rule allows %s on %.*s (default: ask)", action, REF_SHOWN_MAX, ref);
 }
 
-void gateway_approval_resolve(char *id_out, policy_plan_ref *plan, const gateway_ctx *ctx,
-                              const gateway_approval_push *push)
+void gateway_approval_resolve(gateway_approval_ref *out, policy_plan_ref *plan,
+                              const gateway_ctx *ctx, const gateway_approval_push *push)
 {
     policy_decision *d = &plan->decision;
     approvals_key key = {push->repo, push->ref, push->old_id, push->new_id};
@@ -72,7 +80,7 @@ void gateway_approval_resolve(char *id_out, policy_plan_ref *plan, const gateway
     char base[sizeof(d->reason)], detail[2048];
     int created = 0;
 
-    id_out[0] = '\0';
+    memset(out, 0, sizeof(*out));
     ask_reason(base, sizeof(base), plan, ctx, push->ref);
     info.reason = base;
     if (ctx->approvals == NULL) {
@@ -86,11 +94,12 @@ void gateway_approval_resolve(char *id_out, policy_plan_ref *plan, const gateway
                  "%s; approval required, but none can be asked for: %s", base, err.msg);
         return;
     }
+    memcpy(out->id, e.id, sizeof(e.id));
     switch (e.state) {
     case APPROVALS_APPROVED:
         plan->allowed = 1;
         d->effect = CONFIG_ALLOW;
-        memcpy(id_out, e.id, sizeof(e.id));
+        out->approved = 1;
         snprintf(d->reason, sizeof(d->reason), "%s; approved by %s (approval %s)", base, e.by,
                  e.id);
         return;
@@ -104,6 +113,7 @@ void gateway_approval_resolve(char *id_out, policy_plan_ref *plan, const gateway
     snprintf(d->reason, sizeof(d->reason), "%s (approval needed: refgate approve %s)", base, e.id);
     if (!created)
         return;
+    out->created = 1;
     snprintf(detail, sizeof(detail),
              "approval %s requested by push %s, run %s: %s %.*s in %s (%s..%s), rule %s", e.id,
              push->push_id, push->run && push->run[0] ? push->run : "(unknown)",
@@ -131,6 +141,28 @@ void gateway_approval_consume(const gateway_ctx *ctx, const char *id,
     snprintf(detail, sizeof(detail), "approval %s used by push %s: %.*s in %s is now %s", id,
              push->push_id, REF_SHOWN_MAX, push->ref, push->repo, push->new_id);
     audit_event(ctx, "approval-consume", detail);
+}
+
+void gateway_approval_keep_pack(const gateway_ctx *ctx, gateway_spool_lease *lease, const char *id,
+                                int fd, uint64_t len)
+{
+    rg_error err = RG_ERROR_INIT;
+    char q[RG_LOG_VALUE_MAX];
+
+    if (ctx->approvals == NULL || len == 0)
+        return;
+    if (gateway_spool_take(lease, len) < 0) {
+        rg_log(RG_LOG_WARNING, "approval_pack_not_kept",
+               "id=%s bytes=%llu reason=\"the spool budget (limits.spool_bytes) is taken\"", id,
+               (unsigned long long)len);
+        return;
+    }
+    if (approvals_keep_pack(ctx->approvals, id, fd, len, (int64_t)time(NULL), &err) < 0) {
+        rg_log(RG_LOG_WARNING, "approval_pack_not_kept", "id=%s error=%s", id,
+               rg_log_quote(q, sizeof(q), err.msg));
+        return;
+    }
+    gateway_spool_lease_keep(lease, len);
 }
 
 /* ------------------------------------------------------------------------
@@ -165,6 +197,156 @@ static int answer_entry(json_t **answer, const approvals_entry *e, rg_error *err
 
     *answer = v ? json_pack("{s:b, s:o}", "ok", 1, "approval", v) : NULL;
     return *answer ? 0 : rg_error_set(err, -ENOMEM, "out of memory");
+}
+
+/* ------------------------------------------------------------------------
+ * What a kept pack would land
+ * ------------------------------------------------------------------------ */
+
+/* Trailing spaces off (git's %<(N,trunc) pads). */
+static char *trim(char *s)
+{
+    size_t len = strlen(s);
+
+    while (len > 0 && s[len - 1] == ' ')
+        s[--len] = '\0';
+    return s;
+}
+
+/* git log's lines (rgit_quarantine_log) as {"id", "date", "author", "subject"} objects. */
+static json_t *commits_json(char *text, int *more)
+{
+    json_t *arr = json_array();
+    char *line, *save = NULL;
+    size_t n = 0;
+
+    *more = 0;
+    /* Bounded: the lines of a capped buffer. */
+    for (line = strtok_r(text, "\n", &save); arr && line; line = strtok_r(NULL, "\n", &save)) {
+        char *f[4] = {line, NULL, NULL, NULL};
+
+        for (int i = 1; i < 4 && f[i - 1]; i++) {
+            f[i] = strchr(f[i - 1], '\t');
+            if (f[i])
+                *f[i]++ = '\0';
+        }
+        if (f[3] == NULL)
+            continue;
+        if (++n > GATEWAY_APPROVALS_COMMITS) {
+            *more = 1;
+            break;
+        }
+        json_array_append_new(arr, json_pack("{s:s, s:s, s:s, s:s}", "id", f[0], "date", f[1],
+                                             "author", trim(f[2]), "subject", trim(f[3])));
+    }
+    return arr;
+}
+
+/*
+ * The commits `e`'s kept pack would land: indexed into a quarantine over
+ * the upstream (a local repository, or a remote's mirror) and walked from
+ * the new commit back to the old one (for a create: to what upstream has).
+ */
+static int show_commits(json_t **out, int *more, const gateway_ctx *ctx, const approvals_entry *e,
+                        rg_error *err)
+{
+    const char *slash = strchr(e->repo, '/'), *gitdir = NULL, *zero;
+    gateway_route route = {0};
+    const config_upstream *up;
+    upstream_target target = {0};
+    gateway_mirror *mirror = NULL;
+    rgit_quarantine *q = NULL;
+    rg_buf log = RG_BUF_INIT(1024 * 1024);
+    char *repo_dir = NULL, *chunk = NULL;
+    const char *have[1];
+    int fd = -1, rc;
+    ssize_t n;
+
+    *out = NULL;
+    if (slash == NULL || (size_t)(slash - e->repo) >= sizeof(route.host) ||
+        strlen(slash + 1) >= sizeof(route.path))
+        return rg_error_set(err, -EINVAL, "approval %s names no repository", e->id);
+    memcpy(route.host, e->repo, (size_t)(slash - e->repo));
+    snprintf(route.path, sizeof(route.path), "%s", slash + 1);
+    snprintf(route.repo, sizeof(route.repo), "%s", e->repo);
+    up = config_find_upstream(ctx->cfg, route.host);
+    if (up == NULL)
+        return rg_error_set(err, -ENOENT, "%s is no longer an upstream of this gateway",
+                            route.host);
+    if ((rc = approvals_open_pack(&fd, ctx->approvals, e->id, (int64_t)time(NULL), err)) < 0)
+        return rc;
+    zero = strspn(e->old_id, "0") == strlen(e->old_id) ? e->old_id : NULL;
+    if (up->root != NULL) {
+        if ((rc = gateway_route_local_dir(&repo_dir, up, &route, err)) < 0)
+            goto done;
+        gitdir = repo_dir;
+    } else {
+        target = (upstream_target){
+            .up = up, .repo_path = route.path, .read = ctx->read_creds[up - ctx->cfg->upstreams]};
+        have[0] = e->old_id;
+        if ((rc = gateway_mirror_acquire(&mirror, ctx->cfg->state_dir, &target, have, zero ? 0 : 1,
+                                         err)) < 0)
+            goto done;
+        gitdir = gateway_mirror_dir(mirror);
+    }
+    if ((rc = rgit_quarantine_new(&q, gitdir, ctx->tmp_dir, strlen(e->new_id), err)) < 0)
+        goto done;
+    chunk = malloc(PACK_CHUNK);
+    if (chunk == NULL) {
+        rc = rg_error_set(err, -ENOMEM, "out of memory");
+        goto done;
+    }
+    /* Bounded: the kept pack's size. */
+    while ((n = read(fd, chunk, PACK_CHUNK)) > 0)
+        if ((rc = rgit_quarantine_write(q, chunk, (size_t)n, err)) < 0)
+            goto done;
+    if ((rc = rgit_quarantine_finish(q, err)) < 0 ||
+        (rc = rgit_quarantine_log(&log, q, zero ? NULL : e->old_id, e->new_id,
+                                  GATEWAY_APPROVALS_COMMITS + 1, err)) < 0)
+        goto done;
+    *out = commits_json(log.data ? log.data : (char *)"", more);
+    if (*out == NULL)
+        rc = rg_error_set(err, -ENOMEM, "out of memory");
+done:
+    /* The quarantine reads the mirror's objects: it goes first. */
+    rgit_quarantine_free(q);
+    gateway_mirror_release(mirror);
+    rg_buf_free(&log);
+    free(chunk);
+    free(repo_dir);
+    if (fd >= 0)
+        close(fd);
+    return rc;
+}
+
+/* `approval` with "commits": the entry, and what its kept pack would land. */
+static int op_show(json_t **answer, const gateway_ctx *ctx, const char *id, const json_t *req,
+                   rg_error *err)
+{
+    json_t *commits = NULL;
+    approvals_entry e;
+    rg_error why = RG_ERROR_INIT;
+    int more = 0, rc;
+
+    if ((rc = approvals_get(ctx->approvals, &e, id, (int64_t)time(NULL), err)) < 0 ||
+        (rc = answer_entry(answer, &e, err)) < 0)
+        return rc;
+    if (!json_is_true(json_object_get(req, "commits")))
+        return 0;
+    /* What cannot be shown is said, not failed: the approval is still there to decide. */
+    if (e.pack_bytes == 0)
+        rg_error_set(&why, -ENOENT,
+                     "no pack was kept for this approval (a delete, a pack the "
+                     "spool budget could not take, or a decided approval)");
+    else
+        show_commits(&commits, &more, ctx, &e, &why);
+    if (commits != NULL) {
+        json_object_set_new(*answer, "commits", commits);
+        json_object_set_new(*answer, "more_commits", json_boolean(more));
+    } else {
+        json_object_set_new(*answer, "commits_error", json_string(why.msg));
+    }
+    return 0;
 }
 
 static int op_list(json_t **answer, const gateway_ctx *ctx, const json_t *req, rg_error *err)
@@ -250,7 +432,6 @@ int gateway_approval_control(json_t **answer, const gateway_ctx *ctx,
                              rg_error *err)
 {
     const char *id = json_string_value(json_object_get(req, "id"));
-    approvals_entry e;
     int list = !strcmp(op, "approvals"), show = !strcmp(op, "approval"),
         approve = !strcmp(op, "approve"), deny = !strcmp(op, "deny");
 
@@ -270,8 +451,7 @@ int gateway_approval_control(json_t **answer, const gateway_ctx *ctx,
         return 1;
     }
     if (show) {
-        if (approvals_get(ctx->approvals, &e, id, (int64_t)time(NULL), err) == 0)
-            answer_entry(answer, &e, err);
+        op_show(answer, ctx, id, req, err);
         return 1;
     }
     op_decide(answer, ctx, peer, id, deny, req, err);

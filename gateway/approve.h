@@ -4,6 +4,10 @@
  * approval ops. The store is the gateway's (ctx->approvals); every change
  * made here is an audit event in the same hash chain as the decisions.
  *
+ * A push that asks for a new approval keeps its pack with it (charged to
+ * the spool budget until the approval goes), so a reviewer sees what
+ * would land.
+ *
  * A push: a ref decided `ask` (the deciding rule, or the default, says
  * ask; policy_eval resolved it to deny) is looked up by its exact update
  * (repo, ref, old, new). Approved: the ref is allowed, and its reason names
@@ -18,7 +22,14 @@
  *       -> {"ok": true, "approvals": [APPROVAL...], "total": N, "offset": N}
  *          pending ones (all live ones with "all"), oldest first, at most
  *          GATEWAY_APPROVALS_PAGE per answer from "offset"
- *   {"op": "approval", "id": ID}             -> {"ok": true, "approval": APPROVAL}
+ *   {"op": "approval", "id": ID[, "commits": true]}
+ *       -> {"ok": true, "approval": APPROVAL[, "commits": [COMMIT...],
+ *           "more_commits": BOOL | "commits_error": TEXT]}
+ *          with "commits", what the kept pack would land: its commits not
+ *          yet reachable from the old id (a create: from any upstream
+ *          ref), newest first, at most GATEWAY_APPROVALS_COMMITS, each
+ *          {"id", "date", "author", "subject"}; indexed into a quarantine
+ *          on the control thread (other control requests wait meanwhile)
  *   {"op": "approve", "id": ID}              -> {"ok": true, "approval": APPROVAL}
  *   {"op": "deny", "id": ID, "reason": TEXT} -> {"ok": true, "approval": APPROVAL}
  * APPROVAL: {"id", "state", "repo", "ref", "old", "new", "run", "rule",
@@ -35,9 +46,11 @@
 
 #include "approvals/approvals.h"
 #include "gateway/context.h"
+#include "gateway/spool.h"
 #include "policy/plan.h"
 
-#define GATEWAY_APPROVALS_PAGE 20
+#define GATEWAY_APPROVALS_PAGE    20
+#define GATEWAY_APPROVALS_COMMITS 50
 
 /* One ref of a push, as approvals see it. Strings borrowed. */
 typedef struct gateway_approval_push {
@@ -52,15 +65,31 @@ typedef struct gateway_approval_push {
 /* Whether `plan` was refused only because approval is needed. */
 int gateway_approval_needed(const policy_plan_ref *plan);
 
+/* What approvals made of one ref. */
+typedef struct gateway_approval_ref {
+    char id[APPROVALS_ID_LEN + 1]; /* the approval it passes on or waits for; "" for none */
+    int approved;                  /* allowed by it: consumed once the ref lands */
+    int created;                   /* asked for by this push, which keeps its pack */
+} gateway_approval_ref;
+
 /*
  * Settle a ref gateway_approval_needed said needs approval: on an approved
- * update, plan->allowed becomes 1 and id_out (APPROVALS_ID_LEN + 1 bytes)
- * gets the approval's id, to consume once upstream took the ref; otherwise
- * id_out is empty and the ref stays refused. Either way the decision's
- * reason says what happened and what to do.
+ * update, plan->allowed becomes 1 (out->approved); otherwise the ref stays
+ * refused. Either way the decision's reason says what happened and what to
+ * do.
  */
-void gateway_approval_resolve(char *id_out, policy_plan_ref *plan, const gateway_ctx *ctx,
-                              const gateway_approval_push *push);
+void gateway_approval_resolve(gateway_approval_ref *out, policy_plan_ref *plan,
+                              const gateway_ctx *ctx, const gateway_approval_push *push);
+
+/*
+ * Keep the push's pack (`len` bytes of `fd` from its start) with the
+ * approval `id` it asked for, so a reviewer sees what would land. The
+ * bytes are charged to `lease` and stay charged after it is released,
+ * until the pack goes; when the budget cannot take them (or anything
+ * fails) the approval simply has no pack, and the log says why.
+ */
+void gateway_approval_keep_pack(const gateway_ctx *ctx, gateway_spool_lease *lease, const char *id,
+                                int fd, uint64_t len);
 
 /* The approved update `push` landed: consume approval `id` and audit it. */
 void gateway_approval_consume(const gateway_ctx *ctx, const char *id,

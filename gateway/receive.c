@@ -84,7 +84,7 @@ typedef struct ref_cmd {
     int unaudited;                    /* allowed, but the audit log could not take it */
     int tentative;                    /* overlap: sent upstream before the decision */
     uint64_t decision_seq;            /* its decision record, once written */
-    char approval[APPROVALS_ID_LEN + 1]; /* allowed by this approval, consumed once it lands */
+    gateway_approval_ref approval;    /* when the rules ask about it */
     gateway_ref_result result;
 } ref_cmd;
 
@@ -123,6 +123,12 @@ struct gateway_receive {
     uint64_t pack_bytes; /* of the pack (and what follows) seen so far */
     uint64_t sent;       /* of the pack sent upstream */
     unsigned cred_flags; /* TOKENS_CRED_* for the forwarded push */
+
+    /* A ref asked for an approval and the pack was not spooled: it is kept
+     * here for the approval (pack bytes after the decision). */
+    int keep_fd;
+    uint64_t keep_bytes;
+    int keep_failed;
 
     /* Upstream could not say which refs are symbolic: nothing is sent. */
     int symrefs_failed;
@@ -197,6 +203,7 @@ int gateway_receive_new(gateway_receive **out, const gateway_receive_info *info,
     r->target = *info->target;
     r->target.repo_path = r->route.path;
     r->spool_fd = -1;
+    r->keep_fd = -1;
     rg_buf_init(&r->progress, UPSTREAM_PROGRESS_MAX);
     r->lease = info->lease;
     r->repo_dir = info->target->repo_dir ? strdup(info->target->repo_dir) : NULL;
@@ -691,7 +698,7 @@ static void decide_all(gateway_receive *r)
         if (gateway_approval_needed(&c->plan)) {
             gateway_approval_push push = approval_push(r, c);
 
-            gateway_approval_resolve(c->approval, &c->plan, r->ctx, &push);
+            gateway_approval_resolve(&c->approval, &c->plan, r->ctx, &push);
         }
         if (!r->cmds[i].plan.allowed && denied == NULL)
             denied = r->cmds[i].u->refname;
@@ -957,10 +964,10 @@ static void finish_push(gateway_receive *r)
                           r->upstream_failed ? r->upstream_err.msg : NULL);
         n += c->result.forwarded;
         /* An approval is used up only by an update upstream took. */
-        if (c->approval[0] && c->result.forwarded && c->result.error[0] == '\0') {
+        if (c->approval.approved && c->result.forwarded && c->result.error[0] == '\0') {
             gateway_approval_push push = approval_push(r, c);
 
-            gateway_approval_consume(r->ctx, c->approval, &push);
+            gateway_approval_consume(r->ctx, c->approval.id, &push);
         }
     }
     if (n == 0)
@@ -984,6 +991,52 @@ static void finish_push(gateway_receive *r)
         rg_log(RG_LOG_ERR, "audit_append_failed", "push=%s error=%s", r->push_id,
                rg_log_quote(q, sizeof(q), e.msg));
     free(recs);
+}
+
+/* ----------------------------------------------------------------- keep */
+
+/* Whether a ref of this push asked for a new approval, which keeps the pack. */
+static int asked_for_approval(const gateway_receive *r)
+{
+    for (size_t i = 0; i < r->req->nupdates; i++)
+        if (r->cmds[i].approval.created)
+            return 1;
+    return 0;
+}
+
+/* Decided before the pack came: keep the pack bytes still to come. */
+static void start_keep(gateway_receive *r)
+{
+    if (!asked_for_approval(r))
+        return;
+    r->keep_fd = open(r->ctx->tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (r->keep_fd < 0)
+        r->keep_failed = 1;
+}
+
+static void keep_write(gateway_receive *r, const char *data, size_t len)
+{
+    if (r->keep_fd < 0 || r->keep_failed)
+        return;
+    /* Charged like a spool: the budget bounds what a pending push keeps. */
+    if (gateway_spool_take(r->lease, len) < 0 || rg_fs_write_all(r->keep_fd, data, len) < 0) {
+        r->keep_failed = 1;
+        return;
+    }
+    r->keep_bytes += len;
+}
+
+/* The push is over: each approval it asked for keeps a copy of its pack. */
+static void keep_packs(gateway_receive *r)
+{
+    int fd = r->keep_fd >= 0 ? r->keep_fd : r->spool_fd;
+    uint64_t len = r->keep_fd >= 0 ? r->keep_bytes : r->pack_bytes;
+
+    if (r->failed || r->keep_failed || fd < 0 || len == 0)
+        return;
+    for (size_t i = 0; i < r->req->nupdates; i++)
+        if (r->cmds[i].approval.created)
+            gateway_approval_keep_pack(r->ctx, r->lease, r->cmds[i].approval.id, fd, len);
 }
 
 /* ----------------------------------------------------------------- body */
@@ -1014,6 +1067,7 @@ static int header_done(gateway_receive *r)
         return rc;
     }
     decide_all(r);
+    start_keep(r);
     return record_and_forward(r);
 }
 
@@ -1026,6 +1080,7 @@ static int on_pack(gateway_receive *r, const char *data, size_t len)
     case MODE_STREAM:
         if (!r->upstream_failed && upstream_push_write(r->upstream, data, len, &e) < 0)
             upstream_failed(r, &e);
+        keep_write(r, data, len);
         return 0;
     case MODE_SPOOL:
         if ((rc = gateway_spool_take(r->lease, len)) < 0)
@@ -1039,6 +1094,7 @@ static int on_pack(gateway_receive *r, const char *data, size_t len)
         r->pack_bytes += len;
         return 0;
     default:
+        keep_write(r, data, len);
         return 0;
     }
 }
@@ -1190,6 +1246,7 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
         }
     }
     finish_push(r);
+    keep_packs(r);
     /* A request that went wrong after forwarding began is answered with
      * upstream's report when upstream applied anything (the client must not
      * be told an HTTP error for a push that landed), else with the error. */
@@ -1217,6 +1274,8 @@ void gateway_receive_free(gateway_receive *r)
     rgit_packscan_free(r->scan);
     if (r->spool_fd >= 0)
         close(r->spool_fd);
+    if (r->keep_fd >= 0)
+        close(r->keep_fd);
     gateway_inflate_free(r->z);
     /* The commands point into the request the parser owns: they go first. */
     for (size_t i = 0; r->cmds && i < r->req->nupdates; i++)

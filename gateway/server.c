@@ -835,6 +835,12 @@ static void head_thread_stop(gateway_server *s)
  * Starting and stopping
  * ------------------------------------------------------------------------ */
 
+/* The approvals store removed kept packs: their bytes are free again. */
+static void give_back(void *arg, uint64_t bytes)
+{
+    gateway_spool_give_back(arg, bytes);
+}
+
 int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error *err)
 {
     gateway_server *s;
@@ -890,6 +896,9 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
     rc = approvals_file_open(&s->ctx.approvals, path, cfg->approvals.expire, err);
     if (rc < 0)
         goto done;
+    /* Kept packs count against the spool budget for as long as they are kept. */
+    gateway_spool_hold(s->spool, approvals_pack_total(s->ctx.approvals));
+    approvals_on_release(s->ctx.approvals, give_back, s->spool);
     approvals_expire(s->ctx.approvals, NULL, (int64_t)time(NULL), NULL);
     /* The audit log's lock makes this the only gateway on state_dir, so
      * whatever tmp/ holds is left from a crash: quarantines, half-made
@@ -978,7 +987,6 @@ void gateway_server_stop(gateway_server *s)
     }
     /* After the daemon: every connection is closed and untracked by now. */
     gateway_conns_free(s->conns);
-    gateway_spool_free(s->spool);
     if (fd >= 0)
         close(fd);
     else if (s->listen_fd >= 0 && s->daemon == NULL)
@@ -1001,6 +1009,8 @@ void gateway_server_stop(gateway_server *s)
         log_audit_head(s);
     }
     approvals_close(s->ctx.approvals);
+    /* After the control thread and the approvals: a denial gives kept bytes back. */
+    gateway_spool_free(s->spool);
     audit_close(s->ctx.audit);
     tokens_key_free(s->ctx.key);
     free_providers(s);

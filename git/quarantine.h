@@ -14,6 +14,7 @@
 
 #include <stddef.h>
 
+#include "util/buf.h"
 #include "util/error.h"
 
 typedef struct rgit_quarantine rgit_quarantine;
@@ -56,6 +57,17 @@ int rgit_quarantine_is_ancestor(int *out, rgit_quarantine *q, const char *ancest
  */
 int rgit_quarantine_changes_prefix(int *out, rgit_quarantine *q, const char *old_hex,
                                    const char *new_hex, const char *prefix, rg_error *err);
+
+/*
+ * What `new_hex` brings: the commits reachable from it but not from
+ * `old_hex` (NULL: from no ref of the upstream), newest first, at most
+ * `max`, appended to `out` one a line as "<id> TAB <author date, ISO 8601>
+ * TAB <author name> TAB <subject>" (name and subject cut to 80 and 200
+ * characters and padded with spaces, which callers trim). `new_hex` must
+ * name a commit in the upstream or the pack (RG_E_PROTOCOL if not).
+ */
+int rgit_quarantine_log(rg_buf *out, rgit_quarantine *q, const char *old_hex, const char *new_hex,
+                        unsigned max, rg_error *err);
 
 /* Remove the quarantine directory and free. Accepts NULL. */
 void rgit_quarantine_free(rgit_quarantine *q);

@@ -31,6 +31,7 @@ id_in() { grep -o 'refgate approve [a-z2-7]\{10\}' "$1" | head -1 | cut -d' ' -f
 events() { jq -r "select(.event == \"$1\") | .detail" "$T/state/audit.jsonl"; }
 
 test_an_ask_rule_refuses_the_push_and_names_an_approval() {
+  commit "$T/w" release.txt
   git -C "$T/w" tag v1
   push "$T/p1" v1
   assert_contains "$T/p1" '[remote rejected] v1 -> v1 (policy: release tags need a maintainer (approval needed: refgate approve '
@@ -62,6 +63,36 @@ test_approvals_lists_the_pending_one_as_json() {
   assert_contains "$T/l2" "release tags need a maintainer"
 }
 
+test_the_pending_approval_keeps_the_pack_and_show_lists_what_would_land() {
+  local id; id=$(cat "$T/id1")
+  [ -s "$T/state/approvals/$id.pack" ] || fail "no kept pack"
+  "$REFGATE" approvals show --config "$CFG" "$id" >"$T/s0" 2>&1 || { cat "$T/s0"; fail "show failed"; }
+  assert_contains "$T/s0" "would land 1 commit:"
+  assert_contains "$T/s0" "$(git -C "$T/w" rev-parse --short=12 v1)"
+  "$REFGATE" approvals show --config "$CFG" --json "$id" >"$T/s0j"
+  jq -e --arg new "$(git -C "$T/w" rev-parse v1)" \
+    '.commits | length == 1 and .[0].id == $new and .[0].author == "Tester" and .[0].subject == "change release.txt"' \
+    "$T/s0j" >/dev/null || { cat "$T/s0j"; fail "commits"; }
+}
+
+test_show_lists_an_updates_commits_from_old_to_new() {
+  local id
+  # The branch exists upstream (made behind the gateway's back): this push updates it.
+  git -C "$T/w" switch -q -c hotfix/show origin/main
+  git --git-dir="$T/upstream/acme/app.git" update-ref refs/heads/hotfix/show "$(git -C "$T/w" rev-parse HEAD)"
+  commit "$T/w" a.txt
+  commit "$T/w" b.txt
+  push "$T/ps" hotfix/show
+  id=$(id_in "$T/ps")
+  [ -n "$id" ] || { cat "$T/ps"; fail "no approval for the update"; }
+  "$REFGATE" approvals show --config "$CFG" --json "$id" >"$T/ss"
+  jq -e '[.commits[].subject] == ["change b.txt", "change a.txt"]' "$T/ss" >/dev/null ||
+    { cat "$T/ss"; fail "expected the two new commits, newest first"; }
+  "$REFGATE" deny --config "$CFG" "$id" >/dev/null
+  [ ! -e "$T/state/approvals/$id.pack" ] || fail "the denied approval's pack was kept"
+  git -C "$T/w" switch -q main
+}
+
 test_approve_lets_exactly_that_push_through() {
   local id; id=$(cat "$T/id1")
   "$REFGATE" approve --config "$CFG" "$id" >"$T/a1" 2>&1 || { cat "$T/a1"; fail "approve failed"; }
@@ -78,11 +109,13 @@ test_approve_lets_exactly_that_push_through() {
   assert_contains "$T/rows" "approved by uid $(id -u) ($(id -un)) via control socket (approval $id)"
   assert_contains "$T/rows" '"rule":"release-tags"'
   assert_contains "$T/rows" '"outcome":"forwarded: ok"'
+  [ ! -e "$T/state/approvals/$id.pack" ] || fail "the used approval's pack was kept"
 }
 
 test_an_approval_is_used_once() {
   "$REFGATE" approvals --config "$CFG" --all --json >"$T/l3"
-  [ ! -s "$T/l3" ] || { cat "$T/l3"; fail "the used approval is still listed"; }
+  [ -z "$(jq -c --arg id "$(cat "$T/id1")" 'select(.id == $id)' "$T/l3")" ] ||
+    { cat "$T/l3"; fail "the used approval is still listed"; }
   # The same update again (the tag removed upstream behind the gateway's back) asks again.
   git --git-dir="$T/upstream/acme/app.git" update-ref -d refs/tags/v1
   push "$T/p4" v1
