@@ -1032,11 +1032,19 @@ static void keep_packs(gateway_receive *r)
     int fd = r->keep_fd >= 0 ? r->keep_fd : r->spool_fd;
     uint64_t len = r->keep_fd >= 0 ? r->keep_bytes : r->pack_bytes;
 
-    if (r->failed || r->keep_failed || fd < 0 || len == 0)
+    if (r->failed || fd < 0 || (len == 0 && !r->keep_failed))
         return;
-    for (size_t i = 0; i < r->req->nupdates; i++)
-        if (r->cmds[i].approval.created)
+    for (size_t i = 0; i < r->req->nupdates; i++) {
+        if (!r->cmds[i].approval.created)
+            continue;
+        if (r->keep_failed)
+            rg_log(RG_LOG_WARNING, "approval_pack_not_kept",
+                   "id=%s reason=\"the spool budget (limits.spool_bytes) is taken, or the pack "
+                   "could not be spooled\"",
+                   r->cmds[i].approval.id);
+        else
             gateway_approval_keep_pack(r->ctx, r->lease, r->cmds[i].approval.id, fd, len);
+    }
 }
 
 /* ----------------------------------------------------------------- body */

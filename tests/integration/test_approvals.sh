@@ -233,13 +233,21 @@ test_approvals_expire() {
   # Tests run in subshells: this gateway is stopped when this one ends, and
   # the ones after it run without a gateway.
   stop_gateway
-  write_config "$RULES" '"approvals": {"expire": 2}'
+  write_config "$RULES" '"approvals": {"expire": 2}, "limits": {"spool_bytes": 1048576}'
   start_gateway
   trap stop_gateway EXIT
   use_token "$(mint local/acme/app)"
+  # A pack over the spool budget is not kept: the approval works without it.
+  head -c 1200000 /dev/urandom >"$T/w/big.bin"
+  git -C "$T/w" add big.bin
+  git -C "$T/w" commit -q -m big
   git -C "$T/w" tag v6
   push "$T/p16" v6
   local id; id=$(id_in "$T/p16")
+  [ ! -e "$T/state/approvals/$id.pack" ] || fail "a pack over the budget was kept"
+  assert_contains "$T/gateway.log" "approval_pack_not_kept id=$id"
+  "$REFGATE" approvals show --config "$CFG" "$id" >"$T/s3"
+  assert_contains "$T/s3" "what would land cannot be shown: no pack was kept"
   "$REFGATE" approve --config "$CFG" "$id" >/dev/null
   sleep 3
   push "$T/p17" v6
