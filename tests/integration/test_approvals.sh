@@ -16,7 +16,9 @@ RULES='[
    "effect": "allow"},
   {"name": "release-tags", "refs": ["refs/tags/v*"], "actions": ["create"], "effect": "ask",
    "reason": "release tags need a maintainer"},
-  {"name": "hotfix", "refs": ["refs/heads/hotfix/*"], "effect": "ask"}
+  {"name": "hotfix", "refs": ["refs/heads/hotfix/*"], "effect": "ask"},
+  {"name": "hotfix-no-force", "refs": ["refs/heads/hotfix/*"], "actions": ["force"],
+   "effect": "deny", "reason": "hotfix branches only move forward"}
 ]'
 make_upstream app
 write_config "$RULES"
@@ -205,6 +207,34 @@ test_an_approval_is_kept_when_upstream_refuses_the_ref() {
   jq -e '.state == "approved"' "$T/s1" >/dev/null || { cat "$T/p13" "$T/s1"; fail "used by a refused push"; }
   push "$T/p14" hotfix/x
   [ -n "$(upstream_ref app refs/heads/hotfix/x)" ] || { cat "$T/p14"; fail "did not land after the hook went"; }
+}
+
+# hotfix/* tells an update (ask) from a force (deny): the pack is spooled
+# and indexed, and the approved update takes the spooled path.
+test_an_update_decided_from_the_pack_is_approved_and_passes() {
+  local id
+  git -C "$T/w" switch -q hotfix/x
+  commit "$T/w" fix2.txt
+  push "$T/p20" hotfix/x
+  id=$(id_in "$T/p20")
+  [ -n "$id" ] || { cat "$T/p20"; fail "no approval for the update"; }
+  [ -s "$T/state/approvals/$id.pack" ] || fail "the spooled pack was not kept"
+  "$REFGATE" approvals show --config "$CFG" --json "$id" >"$T/s20"
+  jq -e '[.commits[].subject] == ["change fix2.txt"]' "$T/s20" >/dev/null || { cat "$T/s20"; fail "commits"; }
+  "$REFGATE" approve --config "$CFG" "$id" >/dev/null
+  push "$T/p21" hotfix/x
+  [ "$(upstream_ref app refs/heads/hotfix/x)" = "$(git -C "$T/w" rev-parse HEAD)" ] ||
+    { cat "$T/p21"; fail "the approved update did not land"; }
+  audit_rows | jq -c 'select(.ref == "refs/heads/hotfix/x" and .decision == "allow")' | tail -1 >"$T/r21"
+  assert_contains "$T/r21" '"action":"update"'
+  assert_contains "$T/r21" "(approval $id)"
+  # A force over it is denied whatever was approved.
+  git -C "$T/w" reset -q --hard HEAD~2
+  commit "$T/w" other-fix.txt
+  push "$T/p22" --force hotfix/x
+  assert_contains "$T/p22" 'hotfix branches only move forward'
+  assert_not_contains "$T/p22" 'refgate approve'
+  git -C "$T/w" switch -q main
 }
 
 test_a_user_the_control_socket_refuses_cannot_approve() {
