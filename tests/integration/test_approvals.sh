@@ -237,6 +237,43 @@ test_an_update_decided_from_the_pack_is_approved_and_passes() {
   git -C "$T/w" switch -q main
 }
 
+# Over the wire (tests/support/rawpush.py), not git: what git never sends.
+RAW="python3 $REFGATE_SRC/tests/support/rawpush.py"
+ZERO=0000000000000000000000000000000000000000
+
+test_over_the_wire_an_approval_is_for_its_exact_ref_and_a_cut_pack_does_not_use_it() {
+  local url="$GW/local/acme/app.git" new id other
+  commit "$T/w" wire.txt
+  new=$(git -C "$T/w" rev-parse HEAD)
+  $RAW "$url" "$REFGATE_TOKEN" "$ZERO:$new:refs/tags/v-wire" \
+    --pack-repo "$T/w" --pack-revs "$new ^origin/main" >"$T/r1"
+  assert_contains "$T/r1" "ng refs/tags/v-wire policy: release tags need a maintainer (approval needed"
+  id=$(id_in "$T/r1")
+  "$REFGATE" approve --config "$CFG" "$id" >/dev/null
+  # Another ref with the same commit is another update.
+  $RAW "$url" "$REFGATE_TOKEN" "$ZERO:$new:refs/tags/v-wire2" \
+    --pack-repo "$T/w" --pack-revs "$new ^origin/main" >"$T/r2"
+  other=$(id_in "$T/r2")
+  [ -n "$other" ] && [ "$other" != "$id" ] || { cat "$T/r2"; fail "v-wire's approval let v-wire2 through"; }
+  # The approved update with its pack cut short: forwarded, nothing lands,
+  # and the approval is still there.
+  $RAW "$url" "$REFGATE_TOKEN" "$ZERO:$new:refs/tags/v-wire" \
+    --pack-repo "$T/w" --pack-revs "$new ^origin/main" --cut 30 >"$T/r3" || true
+  [ -z "$(upstream_ref app refs/tags/v-wire)" ] || fail "a cut pack landed"
+  "$REFGATE" approvals show --config "$CFG" --json "$id" >"$T/r3s"
+  jq -e '.state == "approved"' "$T/r3s" >/dev/null || { cat "$T/r3" "$T/r3s"; fail "used by a push that did not land"; }
+  # Whole, from a client that hangs up once it landed: landed, and used.
+  $RAW "$url" "$REFGATE_TOKEN" "$ZERO:$new:refs/tags/v-wire" \
+    --pack-repo "$T/w" --pack-revs "$new ^origin/main" \
+    --hangup-when "git --git-dir='$T/upstream/acme/app.git' rev-parse -q --verify refs/tags/v-wire" >"$T/r4" || true
+  [ "$(upstream_ref app refs/tags/v-wire)" = "$new" ] || fail "the approved update did not land"
+  for _ in $(seq 1 100); do
+    events approval-consume | grep -q "approval $id used" && break
+    sleep 0.05
+  done
+  events approval-consume | grep -q "approval $id used" || fail "the approval was not used up"
+}
+
 test_a_user_the_control_socket_refuses_cannot_approve() {
   if [ "$(id -u)" -ne 0 ] || ! command -v useradd >/dev/null || ! command -v runuser >/dev/null; then
     echo "skipped: needs root, useradd and runuser"; return 0
