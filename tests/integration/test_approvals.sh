@@ -339,4 +339,9 @@ test_without_a_running_gateway_the_cli_says_so() {
   assert_contains "$T/n1" "refgate approvals: no gateway is running for $CFG"
 }
 
+test_the_gateways_said_nothing_of_a_sanitizer() {
+  assert_not_contains "$T/gateway.log" "Sanitizer"
+  assert_not_contains "$T/gateway.log" "runtime error:"
+}
+
 run_tests
