@@ -1052,9 +1052,12 @@ static int parse_upstreams(config_model *cfg, const parse_ctx *ctx, const json_t
 /* ------------------------------------------------------------------------ */
 
 static const char *const rule_keys[] = {
-    "name", "repos", "refs", "runs", "actions", "effect", "reason", "mode", NULL,
+    "name", "repos", "refs", "runs", "actions", "effect", "reason", "mode", "hold", NULL,
 };
-#define RULE_KEYS_TEXT "name, repos, refs, runs, actions, effect, reason or mode"
+#define RULE_KEYS_TEXT "name, repos, refs, runs, actions, effect, reason, mode or hold"
+
+/* The longest an ask rule may keep a push open waiting for its approval. */
+#define HOLD_MAX_SECONDS 3600
 
 typedef enum pattern_kind {
     PATTERN_REPO,
@@ -1206,6 +1209,27 @@ static int parse_actions(unsigned *out, const parse_ctx *ctx, const json_t *rule
     return 0;
 }
 
+/* "hold": seconds an ask rule keeps the push open for its approval. */
+static int parse_hold(config_rule *r, const parse_ctx *ctx, const json_t *v, const char *kp)
+{
+    char sub[KEYPATH_MAX];
+    long long secs = -1;
+
+    keypath_key(sub, kp, "hold");
+    if (r->effect != CONFIG_ASK)
+        return fail(ctx, sub, "only a rule with \"effect\": \"ask\" can hold a push");
+    if (json_is_integer(v))
+        secs = json_integer_value(v);
+    else if (json_is_string(v))
+        secs = rg_duration_parse(json_string_value(v));
+    else
+        return fail_type(ctx, sub, "a duration (60, \"90s\", \"10m\")", v);
+    if (secs < 1 || secs > HOLD_MAX_SECONDS)
+        return fail(ctx, sub, "expected 1 second to 1 hour (e.g. 60, \"90s\", \"10m\")");
+    r->hold = (unsigned)secs;
+    return 0;
+}
+
 static int parse_rule(config_rule *r, const config_model *cfg, const parse_ctx *ctx,
                       const json_t *obj, size_t index)
 {
@@ -1259,6 +1283,8 @@ static int parse_rule(config_rule *r, const config_model *cfg, const parse_ctx *
         else if (strcmp(mode, "enforce"))
             rc = fail(ctx, sub, "unknown mode \"%s\" (expected enforce or evaluate)", mode);
     }
+    if (rc == 0 && json_object_get(obj, "hold") != NULL)
+        rc = parse_hold(r, ctx, json_object_get(obj, "hold"), kp);
     return rc;
 }
 

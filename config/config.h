@@ -15,7 +15,7 @@
  *     "rules": [ {"name": "protect-main", "repos": ["local/acme/app"],
  *                 "refs": ["refs/heads/main"], "actions": ["update","force","delete"],
  *                 "runs": ["release-*"], "effect": "deny", "reason": "main is protected",
- *                 "mode": "enforce" | "evaluate"} ]
+ *                 "mode": "enforce" | "evaluate", "hold": 300} ]
  *   }
  *
  * listen: "a.b.c.d:port" or "[v6]:port", numeric addresses only.
@@ -36,7 +36,10 @@
  *   wins, so a run's exception is an allow with `runs` where the other
  *   runs fall to the default or to a weaker rule, never to a deny. `effect` is
  *   required; `mode` defaults to "enforce"; `name` defaults to
- *   "rules[<index>]", names are unique and "default" is reserved. Patterns
+ *   "rules[<index>]", names are unique and "default" is reserved. `hold`
+ *   (ask rules only; seconds or "90s", "10m"; 1 s..1 h) keeps a push the rule
+ *   asks about open until its approval is decided or the time is up, when
+ *   the client speaks side-band (gateway/approve.h). Patterns
  *   that can never match (empty segments, a repo ending in .git or naming
  *   no configured host, a ref outside refs, `***`, a `**` that is not a
  *   whole segment, `[` or `\`; in `runs`, a character no run name holds:
@@ -123,6 +126,7 @@ typedef struct config_rule {
     config_effect effect;
     char *reason;      /* may be NULL */
     int evaluate_only; /* "mode": "evaluate": logged, never enforced */
+    unsigned hold;     /* "hold": seconds an ask keeps the push open; 0: refuse at once */
 } config_rule;
 
 /* How the gateway authenticates to an upstream (remote upstreams only). */

@@ -78,9 +78,10 @@ void gateway_approval_resolve(gateway_approval_ref *out, policy_plan_ref *plan,
     approvals_entry e;
     rg_error err = RG_ERROR_INIT;
     char base[sizeof(d->reason)], detail[2048];
-    int created = 0;
+    int created = 0, asked = out->created;
 
     memset(out, 0, sizeof(*out));
+    out->created = asked;
     ask_reason(base, sizeof(base), plan, ctx, push->ref);
     info.reason = base;
     if (ctx->approvals == NULL) {
@@ -121,6 +122,40 @@ void gateway_approval_resolve(gateway_approval_ref *out, policy_plan_ref *plan,
              push->new_id, d->rule_name);
     audit_event(ctx, "approval-request", detail);
     rg_log(RG_LOG_NOTICE, "approval_requested", "id=%s push=%s", e.id, push->push_id);
+}
+
+/* The hold of the rule deciding a copy of `plan` as it stands. */
+static unsigned hold_as(const policy_plan_ref *plan, const config_model *cfg, const char *repo)
+{
+    policy_plan_ref t = *plan;
+
+    policy_plan_decide(&t, cfg, repo);
+    if (t.allowed || t.decision.rule_effect != CONFIG_ASK || t.decision.rule_index < 0 ||
+        (size_t)t.decision.rule_index >= cfg->nrules)
+        return 0;
+    return cfg->rules[t.decision.rule_index].hold;
+}
+
+unsigned gateway_approval_hold(const policy_plan_ref *plan, const config_model *cfg,
+                               const char *repo)
+{
+    policy_plan_ref as_update = *plan;
+    unsigned force = hold_as(plan, cfg, repo), update;
+
+    if (!plan->needs_ancestry)
+        return force;
+    policy_plan_set_ancestry(&as_update, 1, 1);
+    update = hold_as(&as_update, cfg, repo);
+    return update > force ? update : force;
+}
+
+int gateway_approval_pending(const gateway_ctx *ctx, const char *id)
+{
+    approvals_entry e;
+
+    return ctx->approvals != NULL &&
+           approvals_get(ctx->approvals, &e, id, (int64_t)time(NULL), NULL) == 0 &&
+           e.state == APPROVALS_PENDING;
 }
 
 void gateway_approval_consume(const gateway_ctx *ctx, const char *id,

@@ -4,6 +4,10 @@
  * approval ops. The store is the gateway's (ctx->approvals); every change
  * made here is an audit event in the same hash chain as the decisions.
  *
+ * An ask rule with "hold" keeps the push open instead, when the client
+ * speaks side-band: the gateway waits (sending keepalives) until the
+ * approval is decided or the hold is up, then decides the push again.
+ *
  * A push that asks for a new approval keeps its pack with it (charged to
  * the spool budget until the approval goes), so a reviewer sees what
  * would land.
@@ -69,7 +73,7 @@ int gateway_approval_needed(const policy_plan_ref *plan);
 typedef struct gateway_approval_ref {
     char id[APPROVALS_ID_LEN + 1]; /* the approval it passes on or waits for; "" for none */
     int approved;                  /* allowed by it: consumed once the ref lands */
-    int created;                   /* asked for by this push, which keeps its pack */
+    int created; /* asked for by this push, which keeps its pack (stays set when resolved again) */
 } gateway_approval_ref;
 
 /*
@@ -80,6 +84,18 @@ typedef struct gateway_approval_ref {
  */
 void gateway_approval_resolve(gateway_approval_ref *out, policy_plan_ref *plan,
                               const gateway_ctx *ctx, const gateway_approval_push *push);
+
+/*
+ * Hold: how many seconds the ask rule that decides `plan` keeps the push
+ * open for its approval (config rule "hold"), whatever its ancestry turns
+ * out to be (the longer); 0 when no rule with a hold would ask. For a plan
+ * classified but not yet decided.
+ */
+unsigned gateway_approval_hold(const policy_plan_ref *plan, const config_model *cfg,
+                               const char *repo);
+
+/* Whether approval `id` is still pending (a held push keeps waiting). */
+int gateway_approval_pending(const gateway_ctx *ctx, const char *id);
 
 /*
  * Keep the push's pack (`len` bytes of `fd` from its start) with the

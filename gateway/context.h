@@ -7,6 +7,8 @@
 #ifndef RG_GATEWAY_CONTEXT_H
 #define RG_GATEWAY_CONTEXT_H
 
+#include <stdatomic.h>
+
 #include "approvals/approvals.h"
 #include "audit/audit.h"
 #include "config/config.h"
@@ -21,7 +23,8 @@ typedef struct gateway_ctx {
     /* Per upstream, indexed like cfg->upstreams; NULL entries for local ones. */
     tokens_provider **read_creds;
     tokens_provider **write_creds;
-    char tmp_dir[4096]; /* <state_dir>/tmp: spools and quarantines */
+    char tmp_dir[4096];  /* <state_dir>/tmp: spools and quarantines */
+    atomic_int stopping; /* set when the server stops: held pushes end */
 } gateway_ctx;
 
 #endif

@@ -34,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gateway/approve.h"
@@ -60,6 +61,10 @@
 /* How much a pack may inflate to, per byte of max_body_bytes, before the
  * scanner gives up; the push then takes the spooled path. */
 #define PACKSCAN_INFLATE_RATIO 32
+
+/* A held push: a keepalive this often, and the approvals looked at this often. */
+#define HOLD_KEEPALIVE_MS 5000
+#define HOLD_POLL_MS      250
 
 /* What every ng for a ref the audit log could not take says. */
 #define UNAUDITED_REASON "the audit log cannot be written, so nothing was forwarded"
@@ -129,6 +134,16 @@ struct gateway_receive {
     int keep_fd;
     uint64_t keep_bytes;
     int keep_failed;
+    int kept; /* keep_packs ran */
+
+    /* Hold: an ask rule keeps the push open until its approval is decided. */
+    int may_hold;           /* a rule with a hold may ask: decide at the end */
+    int held;               /* waiting; gateway_receive_read answers */
+    int hold_done;          /* the wait is over and the answer built */
+    int64_t hold_until;     /* CLOCK_MONOTONIC ms */
+    int64_t next_keepalive; /* CLOCK_MONOTONIC ms */
+    rg_buf held_out;        /* what gateway_receive_read still has to send */
+    size_t held_off;
 
     /* Upstream could not say which refs are symbolic: nothing is sent. */
     int symrefs_failed;
@@ -205,6 +220,7 @@ int gateway_receive_new(gateway_receive **out, const gateway_receive_info *info,
     r->spool_fd = -1;
     r->keep_fd = -1;
     rg_buf_init(&r->progress, UPSTREAM_PROGRESS_MAX);
+    rg_buf_init(&r->held_out, UPSTREAM_REPORT_MAX * 2 + UPSTREAM_PROGRESS_MAX * 2);
     r->lease = info->lease;
     r->repo_dir = info->target->repo_dir ? strdup(info->target->repo_dir) : NULL;
     r->target.repo_dir = r->repo_dir;
@@ -312,6 +328,22 @@ static void *symref_job_main(void *arg)
 
 static int start_spool(gateway_receive *r);
 
+/*
+ * Whether a rule with a hold may ask about a ref of this push (so it is
+ * decided once the pack is in, where it can wait). Only a client that
+ * speaks side-band hears keepalives, and only one that asked for
+ * report-status hears the outcome: others are refused at once.
+ */
+static int may_hold(const gateway_receive *r)
+{
+    if (r->ctx->approvals == NULL || r->sideband == RGIT_SIDEBAND_NONE || !r->report_status)
+        return 0;
+    for (size_t i = 0; i < r->req->nupdates; i++)
+        if (gateway_approval_hold(&r->cmds[i].plan, r->ctx->cfg, r->route.repo) > 0)
+            return 1;
+    return 0;
+}
+
 /* Classify every command on the names alone; 1 when a pack would be read. */
 static int guess_need_pack(gateway_receive *r)
 {
@@ -373,7 +405,8 @@ static int plan_push(gateway_receive *r)
         need_pack |= policy_plan_classify(&r->cmds[i].plan, r->ctx->cfg, r->route.repo);
     }
     r->check_workflows = workflows_matter(r);
-    rc = need_pack || r->check_workflows || r->spool_fd >= 0;
+    r->may_hold = may_hold(r);
+    rc = need_pack || r->check_workflows || r->spool_fd >= 0 || r->may_hold;
 done:
     rgit_symrefs_free(job.refs);
     return rc;
@@ -554,7 +587,8 @@ static void start_overlap(gateway_receive *r)
     size_t *keep = NULL, nkeep = 0;
     int denied = 0;
 
-    if (r->check_workflows || r->q_failed ||
+    /* Nor for a push that may be held: upstream would wait out the hold. */
+    if (r->check_workflows || r->q_failed || r->may_hold ||
         (r->repo_dir == NULL && r->target.up->credentials.type == CONFIG_CRED_GITHUB_APP) ||
         rgit_packscan_new(&r->scan, req->oid_hexlen,
                           PACKSCAN_INFLATE_RATIO * r->ctx->cfg->max_body_bytes) < 0)
@@ -1032,8 +1066,9 @@ static void keep_packs(gateway_receive *r)
     int fd = r->keep_fd >= 0 ? r->keep_fd : r->spool_fd;
     uint64_t len = r->keep_fd >= 0 ? r->keep_bytes : r->pack_bytes;
 
-    if (r->failed || fd < 0 || (len == 0 && !r->keep_failed))
+    if (r->kept || r->failed || fd < 0 || (len == 0 && !r->keep_failed))
         return;
+    r->kept = 1;
     for (size_t i = 0; i < r->req->nupdates; i++) {
         if (!r->cmds[i].approval.created)
             continue;
@@ -1152,6 +1187,30 @@ int gateway_receive_body(gateway_receive *r, const char *data, size_t len)
 
 /* --------------------------------------------------------------- answer */
 
+/* Decided on the spooled pack: record, then forward (completing the overlap
+ * when it still holds). 0, or < 0 when the request failed (fail_err). */
+static int forward_spooled(gateway_receive *r)
+{
+    if (r->check_workflows)
+        resolve_workflows(r);
+    end_inspection(r);
+    /* Overlapped and still exactly right: the decisions become durable,
+     * then the trailer may go (unless the audit log refused the push,
+     * which overlap_holds then sees). */
+    if (overlap_holds(r) && record_decisions(r) < 0)
+        return -1;
+    if (r->decided && overlap_holds(r)) {
+        complete_overlap(r);
+        return 0;
+    }
+    abort_overlap(r);
+    if ((r->decided ? start_forward(r) : record_and_forward(r)) < 0)
+        return -1;
+    if (r->upstream && r->send_pack && !r->upstream_failed)
+        send_spool(r);
+    return 0;
+}
+
 static void error_response(rg_buf *response, unsigned *status, const char **ctype, unsigned code,
                            const char *msg)
 {
@@ -1207,6 +1266,127 @@ static int any_landed(const gateway_receive *r)
     return 0;
 }
 
+/* The push is decided and forwarded: its outcome, and the answer. */
+static void answer(gateway_receive *r, rg_buf *response, unsigned *status,
+                   const char **content_type)
+{
+    finish_push(r);
+    keep_packs(r);
+    /* A request that went wrong after forwarding began is answered with
+     * upstream's report when upstream applied anything (the client must not
+     * be told an HTTP error for a push that landed), else with the error. */
+    if (r->failed && !any_landed(r)) {
+        error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
+        return;
+    }
+    report_response(r, response);
+}
+
+/* ----------------------------------------------------------------- hold */
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The refs waiting for an approval that is still pending. */
+static int waiting(const gateway_receive *r)
+{
+    for (size_t i = 0; i < r->req->nupdates; i++) {
+        const ref_cmd *c = &r->cmds[i];
+
+        if (c->approval.id[0] && !c->approval.approved &&
+            gateway_approval_pending(r->ctx, c->approval.id))
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * Decided, and a ref waits for a pending approval whose rule holds: keep
+ * the push open (the reviewer sees its kept pack meanwhile). The client
+ * hears why on band 2, then keepalives until gateway_receive_read ends it.
+ */
+static int start_hold(gateway_receive *r)
+{
+    unsigned hold = 0, h;
+    char msg[300];
+
+    if (!r->may_hold || r->failed)
+        return 0;
+    for (size_t i = 0; i < r->req->nupdates; i++) {
+        ref_cmd *c = &r->cmds[i];
+
+        if (!c->approval.id[0] || c->approval.approved ||
+            !gateway_approval_pending(r->ctx, c->approval.id))
+            continue;
+        h = gateway_approval_hold(&c->plan, r->ctx->cfg, r->route.repo);
+        if (h > hold)
+            hold = h;
+        if (h > 0)
+            snprintf(msg, sizeof(msg),
+                     "refgate: waiting up to %u s for approval %s of %.128s (refgate approve %s)\n",
+                     h, c->approval.id, c->u->refname, c->approval.id);
+    }
+    if (hold == 0)
+        return 0;
+    keep_packs(r);
+    /* Nothing else needs the quarantine unless workflows are asked about. */
+    if (!r->check_workflows)
+        end_inspection(r);
+    r->held = 1;
+    r->hold_until = now_ms() + (int64_t)hold * 1000;
+    r->next_keepalive = now_ms() + HOLD_KEEPALIVE_MS;
+    rgit_sideband_write(&r->held_out, 2, msg, strlen(msg), r->sideband);
+    return 1;
+}
+
+/*
+ * One step of a held push: wait until the next keepalive (sent then) or
+ * until every awaited approval is decided, the hold is up or the gateway
+ * stops; then decide the push again, forward what is allowed and build
+ * the answer.
+ */
+static void hold_step(gateway_receive *r)
+{
+    unsigned status = 200;
+    const char *ctype = NULL;
+    rg_buf tail = RG_BUF_INIT(UPSTREAM_REPORT_MAX * 2 + UPSTREAM_PROGRESS_MAX * 2);
+    int64_t t;
+
+    /* Bounded: until the next keepalive at most. */
+    while ((t = now_ms()) < r->next_keepalive) {
+        if (t >= r->hold_until || atomic_load(&r->ctx->stopping) || !waiting(r))
+            goto decide;
+        usleep(HOLD_POLL_MS * 1000);
+    }
+    if (t < r->hold_until && !atomic_load(&r->ctx->stopping) && waiting(r)) {
+        /* An empty band-1 packet, as receive-pack's keepalive. */
+        rg_buf_append(&r->held_out, "0005\1", 5);
+        r->next_keepalive = t + HOLD_KEEPALIVE_MS;
+        return;
+    }
+decide:
+    r->hold_done = 1;
+    decide_all(r);
+    if (forward_spooled(r) < 0) {
+        char msg[700];
+
+        /* Too late for an HTTP error: side-band's error band says it. */
+        snprintf(msg, sizeof(msg), "refgate: %s\n", r->fail_err.msg);
+        rgit_sideband_write(&r->held_out, 3, msg, strlen(msg), r->sideband);
+        rg_buf_free(&tail);
+        return;
+    }
+    answer(r, &tail, &status, &ctype);
+    if (tail.len)
+        rg_buf_append(&r->held_out, tail.data, tail.len);
+    rg_buf_free(&tail);
+}
+
 void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
                          const char **content_type)
 {
@@ -1231,38 +1411,36 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
         finish_inspection(r);
         resolve_ancestry(r);
         decide_all(r);
-        if (r->check_workflows)
-            resolve_workflows(r);
-        end_inspection(r);
-        /* Overlapped and still exactly right: the decisions become durable,
-         * then the trailer may go (unless the audit log refused the push,
-         * which overlap_holds then sees). */
-        if (overlap_holds(r) && record_decisions(r) < 0) {
+        /* Waiting for an approval: gateway_receive_read goes on from here. */
+        if (start_hold(r))
+            return;
+        if (forward_spooled(r) < 0) {
             error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
             return;
         }
-        if (r->decided && overlap_holds(r)) {
-            complete_overlap(r);
-        } else {
-            abort_overlap(r);
-            if ((r->decided ? start_forward(r) : record_and_forward(r)) < 0) {
-                error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
-                return;
-            }
-            if (r->upstream && r->send_pack && !r->upstream_failed)
-                send_spool(r);
-        }
     }
-    finish_push(r);
-    keep_packs(r);
-    /* A request that went wrong after forwarding began is answered with
-     * upstream's report when upstream applied anything (the client must not
-     * be told an HTTP error for a push that landed), else with the error. */
-    if (r->failed && !any_landed(r)) {
-        error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
-        return;
-    }
-    report_response(r, response);
+    answer(r, response, status, content_type);
+}
+
+int gateway_receive_held(const gateway_receive *r)
+{
+    return r->held;
+}
+
+size_t gateway_receive_read(gateway_receive *r, char *buf, size_t max)
+{
+    size_t n;
+
+    /* Bounded: each round either waits out part of the hold or ends it. */
+    while (r->held_off == r->held_out.len && !r->hold_done)
+        hold_step(r);
+    n = r->held_out.len - r->held_off;
+    if (n > max)
+        n = max;
+    if (n)
+        memcpy(buf, r->held_out.data + r->held_off, n);
+    r->held_off += n;
+    return n;
 }
 
 void gateway_receive_free(gateway_receive *r)
@@ -1292,6 +1470,7 @@ void gateway_receive_free(gateway_receive *r)
     rgit_push_parser_free(r->parser);
     rgit_report_free(&r->report);
     rg_buf_free(&r->progress);
+    rg_buf_free(&r->held_out);
     free(r->repo_dir);
     free(r->run);
     free(r);

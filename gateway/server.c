@@ -276,6 +276,33 @@ static enum MHD_Result fetch_respond(struct MHD_Connection *c, const upstream_ta
     return ret;
 }
 
+/* A held push's answer, read as it comes (keepalives, then the report). */
+static ssize_t held_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    size_t n = gateway_receive_read(cls, buf, max);
+
+    (void)pos;
+    return n > 0 ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+/* The push waits for an approval: stream its answer. The push is freed
+ * with the request, after the response. */
+static enum MHD_Result respond_held(struct MHD_Connection *c, gateway_receive *push,
+                                    const char *ctype)
+{
+    struct MHD_Response *resp;
+    enum MHD_Result ret;
+
+    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, held_reader, push, NULL);
+    if (resp == NULL)
+        return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    ret = MHD_queue_response(c, 200, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 static int fetch_fail(request *req, unsigned status, int code, const char *msg)
 {
     if (!req->failed) {
@@ -570,6 +597,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (req->fetch)
         return fetch_end(c, req);
     gateway_receive_end(req->push, &response, &status, &ctype);
+    if (gateway_receive_held(req->push)) {
+        rg_buf_free(&response);
+        return respond_held(c, req->push, ctype);
+    }
     ret = respond(c, status, ctype, response.data ? response.data : "", response.len);
     rg_buf_free(&response);
     return ret;
@@ -974,6 +1005,8 @@ void gateway_server_stop(gateway_server *s)
     if (s == NULL)
         return;
     if (s->daemon) {
+        /* Held pushes stop waiting and are answered. */
+        atomic_store(&s->ctx.stopping, 1);
         fd = MHD_quiesce_daemon(s->daemon);
         for (int i = 0; i < DRAIN_SECONDS * 20; i++) {
             pthread_mutex_lock(&s->lock);

@@ -291,6 +291,21 @@ Test(config, control_defaults_to_a_socket_in_state_dir_and_loads_its_keys)
     config_free(cfg);
 }
 
+Test(config, an_ask_rule_may_hold_the_push)
+{
+    const char *path = write_config(
+        "hold.json", "{'state_dir': 's', 'rules': [{'name': 'a', 'effect': 'ask', 'hold': '5m'}, "
+                     "{'name': 'b', 'effect': 'ask'}, {'name': 'c', 'effect': 'ask', 'hold': 9}]}");
+    rg_error err = RG_ERROR_INIT;
+    config_model *cfg = NULL;
+
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_eq(cfg->rules[0].hold, 300);
+    cr_expect_eq(cfg->rules[1].hold, 0);
+    cr_expect_eq(cfg->rules[2].hold, 9);
+    config_free(cfg);
+}
+
 Test(config, approvals_expire_after_a_day_unless_configured)
 {
     const char *path = write_config("appr.json", "{'state_dir': 's'}");
@@ -628,6 +643,14 @@ static struct bad_case bad_cases[] = {
      "unknown effect \"maybe\""},
     {"bad mode", "{'state_dir': 's', 'rules': [{'effect': 'deny', 'mode': 'dry-run'}]}",
      "rules[0].mode", 0, "unknown mode \"dry-run\" (expected enforce or evaluate)"},
+    {"hold on an allow rule", "{'state_dir': 's', 'rules': [{'effect': 'allow', 'hold': 60}]}",
+     "rules[0].hold", 0, "only a rule with \"effect\": \"ask\" can hold a push"},
+    {"hold too long", "{'state_dir': 's', 'rules': [{'effect': 'ask', 'hold': '2h'}]}",
+     "rules[0].hold", 0, "expected 1 second to 1 hour"},
+    {"hold zero", "{'state_dir': 's', 'rules': [{'effect': 'ask', 'hold': 0}]}", "rules[0].hold", 0,
+     "expected 1 second to 1 hour"},
+    {"hold not a duration", "{'state_dir': 's', 'rules': [{'effect': 'ask', 'hold': []}]}",
+     "rules[0].hold", 0, "expected a duration"},
     {"duplicate rule name",
      "{'state_dir': 's', 'rules': [{'name': 'a', 'effect': 'deny'}, {'name': 'a', 'effect': "
      "'allow'}]}",

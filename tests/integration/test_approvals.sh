@@ -3,9 +3,12 @@
 # `refgate approve` (over the control socket) lets exactly that update
 # through once; a new commit asks again; a denial sticks; an approval is
 # used up only when upstream takes the ref (not by an atomic push refused
-# elsewhere, not by an upstream that refuses); approvals expire; every
-# step is in the audit chain, which still verifies; a user the control
-# socket does not allow cannot approve.
+# elsewhere, not by an upstream that refuses, not by a cut pack); the
+# pending approval keeps the pack and `approvals show` lists what would
+# land; a rule's "hold" keeps the push open with keepalives until it is
+# decided, runs out, or the gateway stops; approvals expire; every step is
+# in the audit chain, which still verifies; a user the control socket does
+# not allow cannot approve.
 source "$(dirname "$0")/lib.sh"
 
 CFG=$T/refgate.json
@@ -18,7 +21,11 @@ RULES='[
    "reason": "release tags need a maintainer"},
   {"name": "hotfix", "refs": ["refs/heads/hotfix/*"], "effect": "ask"},
   {"name": "hotfix-no-force", "refs": ["refs/heads/hotfix/*"], "actions": ["force"],
-   "effect": "deny", "reason": "hotfix branches only move forward"}
+   "effect": "deny", "reason": "hotfix branches only move forward"},
+  {"name": "held-tags", "refs": ["refs/tags/h*"], "actions": ["create"], "effect": "ask",
+   "reason": "held for a maintainer", "hold": 30},
+  {"name": "short-hold", "refs": ["refs/tags/s*"], "actions": ["create"], "effect": "ask",
+   "hold": 2}
 ]'
 make_upstream app
 write_config "$RULES"
@@ -274,6 +281,89 @@ test_over_the_wire_an_approval_is_for_its_exact_ref_and_a_cut_pack_does_not_use_
   events approval-consume | grep -q "approval $id used" || fail "the approval was not used up"
 }
 
+# pending_id REF: the id of the pending approval of REF, waiting up to 20 s for it.
+pending_id() {
+  local id=
+  for _ in $(seq 1 200); do
+    id=$("$REFGATE" approvals --config "$CFG" --json | jq -r --arg r "$1" 'select(.ref == $r) | .id')
+    [ -n "$id" ] && break
+    sleep 0.1
+  done
+  echo "$id"
+}
+
+test_a_held_push_waits_for_its_approval_and_lands() {
+  local id pid start
+  commit "$T/w" held.txt
+  git -C "$T/w" tag h1
+  start=$(date +%s)
+  git -C "$T/w" push origin h1 >"$T/h1" 2>&1 &
+  pid=$!
+  id=$(pending_id refs/tags/h1)
+  [ -n "$id" ] || { kill "$pid"; fail "no pending approval while the push waits"; }
+  kill -0 "$pid" 2>/dev/null || { cat "$T/h1"; fail "the push did not wait"; }
+  # The reviewer sees what would land while it waits.
+  "$REFGATE" approvals show --config "$CFG" --json "$id" >"$T/h1s"
+  jq -e '[.commits[].subject] == ["change held.txt"]' "$T/h1s" >/dev/null || { cat "$T/h1s"; fail "show"; }
+  "$REFGATE" approve --config "$CFG" "$id" >/dev/null
+  wait "$pid" || { cat "$T/h1"; fail "the held push failed after its approval"; }
+  [ $(($(date +%s) - start)) -lt 25 ] || fail "the push waited out its hold"
+  assert_contains "$T/h1" "remote: refgate: waiting up to 30 s for approval $id of refs/tags/h1 (refgate approve $id)"
+  assert_contains "$T/h1" '* [new tag]         h1 -> h1'
+  [ "$(upstream_ref app refs/tags/h1)" = "$(git -C "$T/w" rev-parse h1)" ] || fail "h1 did not land"
+  events approval-consume | grep -q "approval $id used" || fail "not used up"
+}
+
+test_a_held_push_denied_meanwhile_is_refused_with_the_denial() {
+  local id pid
+  git -C "$T/w" tag h2
+  git -C "$T/w" push origin h2 >"$T/h2" 2>&1 &
+  pid=$!
+  id=$(pending_id refs/tags/h2)
+  "$REFGATE" deny --config "$CFG" --reason "not this one" "$id" >/dev/null
+  ! wait "$pid" || { cat "$T/h2"; fail "a denied held push succeeded"; }
+  assert_contains "$T/h2" "(policy: held for a maintainer; approval $id was denied by uid $(id -u) ($(id -un)) via control socket: not this one)"
+  [ -z "$(upstream_ref app refs/tags/h2)" ] || fail "h2 landed"
+}
+
+test_a_hold_that_runs_out_refuses_with_the_approval_id() {
+  local start
+  git -C "$T/w" tag s1
+  start=$(date +%s)
+  push "$T/s1" s1
+  [ $(($(date +%s) - start)) -ge 2 ] || fail "it did not hold"
+  assert_contains "$T/s1" 'remote: refgate: waiting up to 2 s for approval'
+  assert_contains "$T/s1" '(approval needed: refgate approve '
+  [ -z "$(upstream_ref app refs/tags/s1)" ] || fail "s1 landed"
+  # Approved afterwards, the same push passes at once.
+  "$REFGATE" approve --config "$CFG" "$(id_in "$T/s1")" >/dev/null
+  push "$T/s1b" s1
+  [ -n "$(upstream_ref app refs/tags/s1)" ] || { cat "$T/s1b"; fail "s1 did not land once approved"; }
+}
+
+test_over_the_wire_a_held_push_sends_keepalives_and_without_side_band_is_not_held() {
+  local url="$GW/local/acme/app.git" new rpid id start
+  commit "$T/w" keep.txt
+  new=$(git -C "$T/w" rev-parse HEAD)
+  # Without side-band nothing could keep the connection alive: refused at once.
+  start=$(date +%s)
+  $RAW "$url" "$REFGATE_TOKEN" "$ZERO:$new:refs/tags/h-plain" --caps "report-status" \
+    --pack-repo "$T/w" --pack-revs "$new ^origin/main" >"$T/k0"
+  [ $(($(date +%s) - start)) -lt 5 ] || fail "held without side-band"
+  assert_contains "$T/k0" "ng refs/tags/h-plain policy: held for a maintainer (approval needed"
+  # With side-band-64k: keepalives every 5 s while it waits, then the report.
+  $RAW "$url" "$REFGATE_TOKEN" "$ZERO:$new:refs/tags/h-keep" \
+    --pack-repo "$T/w" --pack-revs "$new ^origin/main" >"$T/k1" &
+  rpid=$!
+  id=$(pending_id refs/tags/h-keep)
+  sleep 6
+  "$REFGATE" approve --config "$CFG" "$id" >/dev/null
+  wait "$rpid" || { cat "$T/k1"; fail "rawpush failed"; }
+  assert_contains "$T/k1" "remote: refgate: waiting up to 30 s for approval $id"
+  assert_contains "$T/k1" "keepalive"
+  assert_contains "$T/k1" "ok refs/tags/h-keep"
+}
+
 test_a_user_the_control_socket_refuses_cannot_approve() {
   if [ "$(id -u)" -ne 0 ] || ! command -v useradd >/dev/null || ! command -v runuser >/dev/null; then
     echo "skipped: needs root, useradd and runuser"; return 0
@@ -294,6 +384,20 @@ test_a_user_the_control_socket_refuses_cannot_approve() {
   "$REFGATE" approvals show --config "$CFG" --json "$id" >"$T/s2"
   jq -e '.state == "pending"' "$T/s2" >/dev/null || { cat "$T/s2"; fail "changed by a refused peer"; }
   [ -z "$(events approval-grant | grep "approval $id")" ] || fail "a refused peer's grant was audited"
+}
+
+test_a_stopping_gateway_answers_a_held_push_at_once() {
+  local pid start
+  git -C "$T/w" tag h3
+  git -C "$T/w" push origin h3 >"$T/h3" 2>&1 &
+  pid=$!
+  [ -n "$(pending_id refs/tags/h3)" ] || fail "no pending approval"
+  start=$(date +%s)
+  stop_gateway
+  [ $(($(date +%s) - start)) -lt 10 ] || fail "the gateway waited out the hold before stopping"
+  ! wait "$pid" || { cat "$T/h3"; fail "the held push succeeded"; }
+  assert_contains "$T/h3" '(approval needed: refgate approve '
+  [ -z "$(upstream_ref app refs/tags/h3)" ] || fail "h3 landed"
 }
 
 test_approvals_expire() {
