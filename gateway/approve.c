@@ -5,6 +5,7 @@
  */
 #include "gateway/approve.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -354,6 +355,45 @@ done:
     return rc;
 }
 
+typedef struct show_job {
+    const gateway_ctx *ctx;
+    const approvals_entry *e;
+    json_t *commits;
+    int more;
+    rg_error err;
+} show_job;
+
+static void *show_job_main(void *arg)
+{
+    show_job *j = arg;
+
+    show_commits(&j->commits, &j->more, j->ctx, j->e, &j->err);
+    return NULL;
+}
+
+/*
+ * show_commits on a thread of its own: libgit2 keeps per-thread state
+ * that is freed when its thread ends, and the control thread lives as long
+ * as the gateway.
+ */
+static json_t *show_commits_threaded(int *more, const gateway_ctx *ctx, const approvals_entry *e,
+                                     rg_error *err)
+{
+    show_job j = {.ctx = ctx, .e = e};
+    pthread_t tid;
+    int rc = pthread_create(&tid, NULL, show_job_main, &j);
+
+    if (rc != 0) {
+        rg_error_set(err, -rc, "cannot start a thread: %s", strerror(rc));
+        return NULL;
+    }
+    pthread_join(tid, NULL);
+    *more = j.more;
+    if (j.commits == NULL)
+        *err = j.err;
+    return j.commits;
+}
+
 /* `approval` with "commits": the entry, and what its kept pack would land. */
 static int op_show(json_t **answer, const gateway_ctx *ctx, const char *id, const json_t *req,
                    rg_error *err)
@@ -374,7 +414,7 @@ static int op_show(json_t **answer, const gateway_ctx *ctx, const char *id, cons
                      "no pack was kept for this approval (a delete, a pack the "
                      "spool budget could not take, or a decided approval)");
     else
-        show_commits(&commits, &more, ctx, &e, &why);
+        commits = show_commits_threaded(&more, ctx, &e, &why);
     if (commits != NULL) {
         json_object_set_new(*answer, "commits", commits);
         json_object_set_new(*answer, "more_commits", json_boolean(more));

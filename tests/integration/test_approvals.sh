@@ -386,6 +386,20 @@ test_a_user_the_control_socket_refuses_cannot_approve() {
   [ -z "$(events approval-grant | grep "approval $id")" ] || fail "a refused peer's grant was audited"
 }
 
+# stop_gateway_here: stop_gateway from a test's subshell, which cannot wait
+# for the gateway (the main shell's child): wait until it has exited (a
+# zombie counts), at most 60 s.
+stop_gateway_here() {
+  local pid=$GW_PID
+  stop_gateway
+  for _ in $(seq 1 1200); do
+    [ -r "/proc/$pid/stat" ] || return 0
+    [ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" = Z ] && return 0
+    sleep 0.05
+  done
+  fail "the gateway $pid did not exit"
+}
+
 test_a_stopping_gateway_answers_a_held_push_at_once() {
   local pid start
   git -C "$T/w" tag h3
@@ -393,8 +407,8 @@ test_a_stopping_gateway_answers_a_held_push_at_once() {
   pid=$!
   [ -n "$(pending_id refs/tags/h3)" ] || fail "no pending approval"
   start=$(date +%s)
-  stop_gateway
-  [ $(($(date +%s) - start)) -lt 10 ] || fail "the gateway waited out the hold before stopping"
+  stop_gateway_here
+  [ $(($(date +%s) - start)) -lt 15 ] || fail "the gateway waited out the hold before stopping"
   ! wait "$pid" || { cat "$T/h3"; fail "the held push succeeded"; }
   assert_contains "$T/h3" '(approval needed: refgate approve '
   [ -z "$(upstream_ref app refs/tags/h3)" ] || fail "h3 landed"
@@ -403,10 +417,10 @@ test_a_stopping_gateway_answers_a_held_push_at_once() {
 test_approvals_expire() {
   # Tests run in subshells: this gateway is stopped when this one ends, and
   # the ones after it run without a gateway.
-  stop_gateway
+  stop_gateway_here
   write_config "$RULES" '"approvals": {"expire": 2}, "limits": {"spool_bytes": 1048576}'
   start_gateway
-  trap stop_gateway EXIT
+  trap stop_gateway_here EXIT
   use_token "$(mint local/acme/app)"
   # A pack over the spool budget is not kept: the approval works without it.
   head -c 1200000 /dev/urandom >"$T/w/big.bin"
