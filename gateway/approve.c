@@ -187,6 +187,14 @@ void gateway_approval_keep_pack(const gateway_ctx *ctx, gateway_spool_lease *lea
 
     if (ctx->approvals == NULL || len == 0)
         return;
+    /* Kept packs outlive their pushes: however many pushes ask, they leave
+     * half the budget to the pushes still to come. */
+    if (approvals_pack_total(ctx->approvals) + len > ctx->cfg->limits.spool_bytes / 2) {
+        rg_log(RG_LOG_WARNING, "approval_pack_not_kept",
+               "id=%s bytes=%llu reason=\"kept packs may take half of limits.spool_bytes\"", id,
+               (unsigned long long)len);
+        return;
+    }
     if (gateway_spool_take(lease, len) < 0) {
         rg_log(RG_LOG_WARNING, "approval_pack_not_kept",
                "id=%s bytes=%llu reason=\"the spool budget (limits.spool_bytes) is taken\"", id,

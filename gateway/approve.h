@@ -101,8 +101,9 @@ int gateway_approval_pending(const gateway_ctx *ctx, const char *id);
  * Keep the push's pack (`len` bytes of `fd` from its start) with the
  * approval `id` it asked for, so a reviewer sees what would land. The
  * bytes are charged to `lease` and stay charged after it is released,
- * until the pack goes; when the budget cannot take them (or anything
- * fails) the approval simply has no pack, and the log says why.
+ * until the pack goes; kept packs together take at most half of
+ * limits.spool_bytes. When the budget cannot take them (or anything fails)
+ * the approval simply has no pack, and the log says why.
  */
 void gateway_approval_keep_pack(const gateway_ctx *ctx, gateway_spool_lease *lease, const char *id,
                                 int fd, uint64_t len);
