@@ -687,9 +687,9 @@ static const approvals_store_ops file_ops = {
  * ------------------------------------------------------------------------ */
 
 /*
- * Give each loaded approval its kept pack (only pending ones keep one);
- * remove packs whose approval is gone or decided (a crash between the
- * removal of an approval and of its pack).
+ * Give each loaded approval its kept pack; remove packs whose approval is
+ * gone or denied (a crash between the removal or denial of an approval and
+ * the removal of its pack).
  */
 static int attach_packs(approvals_file *f, rg_error *err)
 {
@@ -712,7 +712,7 @@ static int attach_packs(approvals_file *f, rg_error *err)
         if ((size_t)snprintf(path, sizeof(path), "%s/%s", f->dir, name) >= sizeof(path))
             continue;
         e = approvals_id_ok(id) ? find_id(f, id) : NULL;
-        if (e == NULL || e->state != APPROVALS_PENDING || lstat(path, &st) < 0 ||
+        if (e == NULL || e->state == APPROVALS_DENIED || lstat(path, &st) < 0 ||
             !S_ISREG(st.st_mode) || st.st_size == 0) {
             unlink(path);
             continue;

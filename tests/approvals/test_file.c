@@ -395,6 +395,11 @@ Test(approvals, a_pending_approval_keeps_its_pack_until_it_is_used)
     approvals_on_release(store, count_release, NULL);
     cr_assert_eq(approvals_pack_total(store), 3000);
     cr_assert_eq(approvals_approve(store, NULL, a.id, "alice", T0 + 1, &err), 0);
+    /* Approved, it is still there to look at, restart or not, until used. */
+    reopen();
+    released = 0;
+    approvals_on_release(store, count_release, NULL);
+    cr_assert_eq(approvals_pack_total(store), 3000);
     cr_assert_eq(approvals_consume(store, a.id, &key_ab, T0 + 2, &err), 0);
     cr_assert_eq(released, 3000);
     cr_assert_eq(approvals_pack_total(store), 0);
@@ -423,7 +428,7 @@ Test(approvals, a_denial_or_expiry_removes_the_kept_pack)
     cr_assert_eq(approvals_pack_total(store), 0);
 }
 
-Test(approvals, only_a_pending_approval_keeps_a_pack_and_strays_are_removed_at_open)
+Test(approvals, only_a_pending_approval_takes_a_pack_and_strays_are_removed_at_open)
 {
     approvals_entry a = ask(&key_ab, T0, 1);
     rg_error err = RG_ERROR_INIT;
