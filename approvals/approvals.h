@@ -20,8 +20,8 @@
  * - state moves pending -> approved | denied, approved -> denied (revoked),
  *   and an approved one is removed when consumed; nothing else;
  * - a pending approval may keep the pack of the push that asked (what a
- *   reviewer looks at); the pack goes when the approval is decided as
- *   denied, consumed or expired, and the store says how many bytes went;
+ *   reviewer looks at); the pack goes when the approval is denied,
+ *   consumed or expires, and the store says how many bytes went;
  * - every change is durable when the call returns 0;
  * - ids are APPROVALS_ID_LEN characters of [a-z2-7] (50 random bits):
  *   short enough to type, too many to guess.
