@@ -802,6 +802,7 @@ static int audit_event(gateway_server *s, const char *event, const char *detail)
     return rc;
 }
 
+/* Every AUDIT_HEAD_SECONDS: log the audit head, and expire approvals. */
 static void *head_thread_main(void *arg)
 {
     gateway_server *s = arg;
@@ -819,6 +820,9 @@ static void *head_thread_main(void *arg)
             break;
         pthread_mutex_unlock(&s->head_mu);
         log_audit_head(s);
+        /* Expired approvals go when a push or a reviewer looks; at the
+         * latest here, so their kept packs leave the spool budget. */
+        approvals_expire(s->ctx.approvals, NULL, (int64_t)time(NULL), NULL);
         pthread_mutex_lock(&s->head_mu);
     }
     pthread_mutex_unlock(&s->head_mu);
