@@ -336,10 +336,18 @@ static int start_spool(gateway_receive *r);
  */
 static int may_hold(const gateway_receive *r)
 {
+    const config_model *cfg = r->ctx->cfg;
+    size_t i;
+
     if (r->ctx->approvals == NULL || r->sideband == RGIT_SIDEBAND_NONE || !r->report_status)
         return 0;
-    for (size_t i = 0; i < r->req->nupdates; i++)
-        if (gateway_approval_hold(&r->cmds[i].plan, r->ctx->cfg, r->route.repo) > 0)
+    /* Most configs hold nothing: then no ref is decided twice for it. */
+    for (i = 0; i < cfg->nrules && cfg->rules[i].hold == 0; i++)
+        ;
+    if (i == cfg->nrules)
+        return 0;
+    for (i = 0; i < r->req->nupdates; i++)
+        if (gateway_approval_hold(&r->cmds[i].plan, cfg, r->route.repo) > 0)
             return 1;
     return 0;
 }
