@@ -18,7 +18,10 @@
  *   outcome   one per forwarded ref once upstream answered or the push
  *             ended otherwise; `decision_seq` names its decision record.
  *   event     gateway events: start, stop, recovered, token-mint,
- *             token-revoke, with a free `detail` text.
+ *             token-revoke, approval-request (an `ask` made a pending
+ *             approval), approval-grant, approval-deny (a reviewer's
+ *             decision, naming who and from where), approval-consume (an
+ *             approved update landed), with a free `detail` text.
  *
  * Lines without `"v"` are v1 (one complete record per decision, written
  * after the push): they verify and list alongside v2, and new lines chain

@@ -714,9 +714,10 @@ static int print_event(void *ctx, const audit_line *line, json_t *rec)
         snprintf(when, sizeof(when), "%.19sZ", t);
         t = when;
     }
-    rc = cell_make(&ev, str_field(rec, "event"), 12, CUT_END);
+    /* 16: the longest event name, approval-consume. */
+    rc = cell_make(&ev, str_field(rec, "event"), 16, CUT_END);
     if (rc == 0 && (rc = cell_make(&detail, str_field(rec, "detail"), 120, CUT_END)) == 0) {
-        printf("%-20s  %s%*s  %s\n", t ? t : "-", ev.text, (int)(12 - ev.cols), "", detail.text);
+        printf("%-20s  %s%*s  %s\n", t ? t : "-", ev.text, (int)(16 - ev.cols), "", detail.text);
         free(detail.text);
     }
     free(ev.text);

@@ -7,6 +7,10 @@
 #ifndef RG_GATEWAY_CLI_H
 #define RG_GATEWAY_CLI_H
 
+#include <jansson.h>
+
+#include "util/error.h"
+
 int cli_serve(int argc, char **argv);
 int cli_token(int argc, char **argv);
 int cli_audit(int argc, char **argv);
@@ -14,6 +18,9 @@ int cli_demo(int argc, char **argv);
 int cli_diff(int argc, char **argv);
 int cli_run(int argc, char **argv);
 int cli_policy(int argc, char **argv);
+int cli_approvals(int argc, char **argv);
+int cli_approve(int argc, char **argv);
+int cli_deny(int argc, char **argv);
 
 /* Shared by the subcommands' option parsing. */
 
@@ -27,5 +34,16 @@ int cli_is_help(const char *arg);
  */
 int cli_opt_value(const char **value, int argc, char **argv, int *i, const char *name,
                   const char *prog);
+
+/* The longest answer line read from the control socket (a page of approvals). */
+#define CLI_CONTROL_ANSWER_MAX (1024 * 1024)
+
+/*
+ * Send `req` to the gateway's control socket at `path` and read its
+ * one-line answer (a JSON object) into *out. -ENOENT / -ECONNREFUSED: no
+ * gateway answers there. The request text (a revoke holds the token) and
+ * the answer bytes (a mint's hold one) are wiped.
+ */
+int cli_control_call(json_t **out, const char *path, const json_t *req, rg_error *err);
 
 #endif

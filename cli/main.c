@@ -18,6 +18,9 @@ static const struct {
     {"token", cli_token, "mint or revoke run tokens"},
     {"audit", cli_audit, "read or verify the audit log"},
     {"policy", cli_policy, "explain a decision (check) or find dead rules (lint)"},
+    {"approvals", cli_approvals, "list approvals a push asked for, or show one"},
+    {"approve", cli_approve, "let a pending push's exact update through, once"},
+    {"deny", cli_deny, "refuse a pending push's update (or revoke its approval)"},
     {"run", cli_run, "run a command in a sandbox with a run token that dies with it"},
     {"diff", cli_diff, "show what a sandboxed run changed in its fork"},
     {"demo", cli_demo, "push through a gateway to a throwaway upstream"},
@@ -31,7 +34,7 @@ static void usage(FILE *f)
                "A loopback smart-HTTP git gateway that enforces branch rules on pushes.\n\n"
                "Commands:\n");
     for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-        fprintf(f, "  %-7s %s\n", commands[i].name, commands[i].summary);
+        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\nRun `refgate <command> --help` for a command's options.\n");
 }
 

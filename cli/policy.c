@@ -9,7 +9,7 @@
  * id is a create or delete, an update is a force unless old is an ancestor
  * of new, and an ancestry that cannot be computed counts as a force) and
  * follows a symbolic ref to the ref it moves. Exit status: 0 allow,
- * 1 deny, 2 ask (which the gateway, having no approver, refuses), 3 error.
+ * 1 deny, 2 ask (which the gateway refuses until the update is approved), 3 error.
  *
  * `lint` reports what policy/lint.c finds. Exit status: 0 clean, 1 a
  * finding at or above --fail-on (default: any), 2 usage or a bad config.
@@ -400,7 +400,8 @@ static int report_check(const config_model *cfg, const char *repo, const policy_
     if (root == NULL) {
         printf("decision: %s\n", verdict_name(d));
         if (d->rule_effect == CONFIG_ASK)
-            printf("          (the gateway refuses it: it has no approver)\n");
+            printf("          (the gateway refuses it until the update is approved: refgate "
+                   "approvals)\n");
         if (d->rule_index >= 0)
             printf("rule:     %s (rules[%d])\n", d->rule_name, d->rule_index);
         else if (!strcmp(d->rule_name, "default"))

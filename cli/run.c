@@ -38,10 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/time.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,10 +46,6 @@
 #define EXIT_SETUP     1
 #define EXIT_USAGE     2
 #define DEFAULT_CONFIG "/etc/refgate/refgate.json"
-/* The gateway's answers are a few hundred bytes; its requests are capped at 64 KiB. */
-#define ANSWER_MAX (64 * 1024)
-/* How long the gateway may take to mint or revoke (an fsync) before we give up. */
-#define CONTROL_TIMEOUT_SECONDS 30
 /* GIT_CONFIG_* entries at most: two per rewritten prefix, three per upstream, two for the helper.
  */
 #define GIT_ENV_MAX 128
@@ -226,90 +219,6 @@ static void run_signals_install(void)
     sigemptyset(&sa.sa_mask);
     for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
         sigaction(sigs[i], &sa, NULL);
-}
-
-/* ------------------------------------------------------------------------ */
-/* The control socket                                                       */
-/* ------------------------------------------------------------------------ */
-
-/*
- * Send `req` to the gateway's control socket and read its one-line answer
- * into *out. -ENOENT / -ECONNREFUSED: no gateway answers there. The request
- * text (a revoke holds the token) is wiped after sending.
- */
-static int run_control_call(json_t **out, const char *path, const json_t *req, rg_error *err)
-{
-    struct sockaddr_un addr = {.sun_family = AF_UNIX};
-    struct timeval tv = {.tv_sec = CONTROL_TIMEOUT_SECONDS};
-    char *text = NULL, *nl = NULL, buf[ANSWER_MAX + 1];
-    size_t len = 0, tlen = 0, off = 0;
-    json_error_t jerr;
-    ssize_t n;
-    int fd, rc = 0;
-
-    *out = NULL;
-    if (strlen(path) >= sizeof(addr.sun_path))
-        return rg_error_set(err, -ENAMETOOLONG, "control socket %s: path too long", path);
-    memcpy(addr.sun_path, path, strlen(path) + 1);
-    fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return rg_error_set(err, -errno, "socket: %s", strerror(errno));
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-    if (connect(fd, (const struct sockaddr *)&addr, sizeof(addr)) < 0) {
-        rc = rg_error_set(err, -errno, "control socket %s: %s", path, strerror(errno));
-        goto done;
-    }
-    text = json_dumps(req, JSON_COMPACT);
-    if (text == NULL) {
-        rc = rg_error_set(err, -ENOMEM, "out of memory");
-        goto done;
-    }
-    tlen = strlen(text);
-    text[tlen] = '\n';
-    /* Bounded: each round sends at least one byte or fails. */
-    while (off < tlen + 1) {
-        n = send(fd, text + off, tlen + 1 - off, MSG_NOSIGNAL);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            rc = rg_error_set(err, -EIO, "control socket %s: sending: %s", path,
-                              n < 0 ? strerror(errno) : "closed");
-            goto done;
-        }
-        off += (size_t)n;
-    }
-    /* Bounded: at most ANSWER_MAX bytes are read. */
-    while (nl == NULL && len < ANSWER_MAX) {
-        n = recv(fd, buf + len, ANSWER_MAX - len, 0);
-        if (n < 0 && errno == EINTR)
-            continue;
-        if (n <= 0) {
-            rc = rg_error_set(err, -EIO, "control socket %s: %s", path,
-                              n < 0 ? strerror(errno) : "the gateway closed the connection");
-            goto done;
-        }
-        len += (size_t)n;
-        nl = memchr(buf, '\n', len);
-    }
-    if (nl == NULL) {
-        rc = rg_error_set(err, -EIO, "control socket %s: answer over %d bytes", path, ANSWER_MAX);
-        goto done;
-    }
-    *out = json_loadb(buf, (size_t)(nl - buf), 0, &jerr);
-    if (*out == NULL || !json_is_object(*out)) {
-        json_decref(*out);
-        *out = NULL;
-        rc = rg_error_set(err, -EIO, "control socket %s: the answer is not a JSON object", path);
-    }
-done:
-    if (text != NULL) {
-        explicit_bzero(text, tlen + 1); /* its NUL became the newline */
-        free(text);
-    }
-    explicit_bzero(buf, sizeof(buf));
-    close(fd);
-    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -780,9 +689,11 @@ static int run_find_runner(char *out, size_t cap)
 
 /*
  * What a run must not read: the gateway's state_dir (the key that mints
- * tokens), the config, every file it names (upstream credentials) and the
- * local upstream roots (repositories the token does not name), each passed
- * to refgate-run as `--hide PATH`.
+ * tokens), the config, every file it names (upstream credentials), the
+ * local upstream roots (repositories the token does not name) and the
+ * control socket, which serves the run's own user (a run that reached it
+ * could mint itself tokens and approve its own pushes), each passed to
+ * refgate-run as `--hide PATH`.
  */
 static int run_hide_args(const char **args, size_t *nargs, size_t cap, const config_model *cfg)
 {
@@ -799,6 +710,7 @@ static int run_hide_args(const char **args, size_t *nargs, size_t cap, const con
     } while (0)
     HIDE(cfg->state_dir);
     HIDE(cfg->path);
+    HIDE(cfg->control.socket);
     for (i = 0; i < cfg->nupstreams; i++) {
         const config_upstream *up = &cfg->upstreams[i];
 
@@ -1021,7 +933,7 @@ static int run_revoke(const char *sock, const char *token)
     json_t *req = json_pack("{s:s, s:s}", "op", "revoke", "token", token), *ans = NULL;
     int rc = -1;
 
-    if (req != NULL && run_control_call(&ans, sock, req, &err) == 0 &&
+    if (req != NULL && cli_control_call(&ans, sock, req, &err) == 0 &&
         json_is_true(json_object_get(ans, "ok")))
         rc = 0;
     else
@@ -1393,7 +1305,7 @@ int cli_run(int argc, char **argv)
         json_array_append_new(json_object_get(req, "repos"), json_string(repos[i]));
     if (req == NULL)
         goto done;
-    if (run_control_call(&ans, cfg->control.socket, req, &err) < 0) {
+    if (cli_control_call(&ans, cfg->control.socket, req, &err) < 0) {
         if (err.code == -ENOENT || err.code == -ECONNREFUSED) {
             fprintf(stderr,
                     "refgate run: no gateway is running for %s (nothing answers on %s).\n"

@@ -1064,10 +1064,10 @@ static int parse_upstreams(config_model *cfg, const parse_ctx *ctx, const json_t
 /* ------------------------------------------------------------------------ */
 
 static const char *const rule_keys[] = {
-    "name", "repos", "refs", "runs", "actions", "effect", "reason", "mode", NULL,
+    "name", "repos", "refs", "runs", "actions", "effect", "reason", "mode", "hold", NULL,
 };
 #define RULE_KEYS_TEXT                                                                             \
-    "name, repos, refs, runs, actions, effect, reason, mode, " CONFIG_CONDITION_KEYS_TEXT
+    "name, repos, refs, runs, actions, effect, reason, mode, hold, " CONFIG_CONDITION_KEYS_TEXT
 
 /* Rule keys: the selectors here and the conditions of config/conditions.c. */
 static int check_rule_keys(const parse_ctx *ctx, const json_t *obj, const char *kp)
@@ -1090,6 +1090,9 @@ static int check_rule_keys(const parse_ctx *ctx, const json_t *obj, const char *
     }
     return 0;
 }
+
+/* The longest an ask rule may keep a push open waiting for its approval. */
+#define HOLD_MAX_SECONDS 3600
 
 typedef enum pattern_kind {
     PATTERN_REPO,
@@ -1241,6 +1244,27 @@ static int parse_actions(unsigned *out, const parse_ctx *ctx, const json_t *rule
     return 0;
 }
 
+/* "hold": seconds an ask rule keeps the push open for its approval. */
+static int parse_hold(config_rule *r, const parse_ctx *ctx, const json_t *v, const char *kp)
+{
+    char sub[KEYPATH_MAX];
+    long long secs = -1;
+
+    keypath_key(sub, kp, "hold");
+    if (r->effect != CONFIG_ASK)
+        return fail(ctx, sub, "only a rule with \"effect\": \"ask\" can hold a push");
+    if (json_is_integer(v))
+        secs = json_integer_value(v);
+    else if (json_is_string(v))
+        secs = rg_duration_parse(json_string_value(v));
+    else
+        return fail_type(ctx, sub, "a duration (60, \"90s\", \"10m\")", v);
+    if (secs < 1 || secs > HOLD_MAX_SECONDS)
+        return fail(ctx, sub, "expected 1 second to 1 hour (e.g. 60, \"90s\", \"10m\")");
+    r->hold = (unsigned)secs;
+    return 0;
+}
+
 static int parse_rule(config_rule *r, const config_model *cfg, const parse_ctx *ctx,
                       const json_t *obj, size_t index)
 {
@@ -1296,6 +1320,8 @@ static int parse_rule(config_rule *r, const config_model *cfg, const parse_ctx *
     }
     if (rc == 0)
         rc = config_conditions_parse(&r->cond, obj, ctx->file, kp, ctx->err);
+    if (rc == 0 && json_object_get(obj, "hold") != NULL)
+        rc = parse_hold(r, ctx, json_object_get(obj, "hold"), kp);
     return rc;
 }
 
@@ -1484,16 +1510,56 @@ static int parse_control(config_control *out, const config_model *cfg, const par
 }
 
 /* ------------------------------------------------------------------------ */
+/* Approvals                                                                */
+/* ------------------------------------------------------------------------ */
+
+/* An approval nobody decides (or nobody uses) goes away after a day. */
+#define APPROVALS_EXPIRE_DEFAULT (24 * 3600)
+#define APPROVALS_EXPIRE_CAP     (30 * 24 * 3600)
+
+static const char *const approvals_keys[] = {"expire", NULL};
+#define APPROVALS_KEYS_TEXT "expire"
+
+static int parse_approvals(config_approvals *out, const parse_ctx *ctx, const json_t *obj)
+{
+    const json_t *v;
+    long long secs = -1;
+    int rc;
+
+    out->expire = APPROVALS_EXPIRE_DEFAULT;
+    if (obj == NULL)
+        return 0;
+    if (!json_is_object(obj))
+        return fail_type(ctx, "approvals", "an object", obj);
+    if ((rc = check_keys(ctx, obj, "approvals", approvals_keys, APPROVALS_KEYS_TEXT)) < 0)
+        return rc;
+    v = json_object_get(obj, "expire");
+    if (v == NULL)
+        return 0;
+    if (json_is_integer(v))
+        secs = json_integer_value(v);
+    else if (json_is_string(v))
+        secs = rg_duration_parse(json_string_value(v));
+    else
+        return fail_type(ctx, "approvals.expire", "a duration (3600, \"30m\", \"24h\")", v);
+    if (secs < 1 || secs > APPROVALS_EXPIRE_CAP)
+        return fail(ctx, "approvals.expire",
+                    "expected 1 second to 30 days (e.g. 3600, \"30m\", \"24h\", \"7d\")");
+    out->expire = secs;
+    return 0;
+}
+
+/* ------------------------------------------------------------------------ */
 /* Loading                                                                  */
 /* ------------------------------------------------------------------------ */
 
 static const char *const top_keys[] = {
     "listen",    "state_dir", "default", "max_body_bytes", "limits", "control",
-    "upstreams", "rules",     "secrets", "signing",        NULL,
+    "approvals", "upstreams", "rules",   "secrets",        "signing", NULL,
 };
 #define TOP_KEYS_TEXT                                                                              \
-    "listen, state_dir, default, max_body_bytes, limits, control, upstreams, rules, secrets or "   \
-    "signing"
+    "listen, state_dir, default, max_body_bytes, limits, control, approvals, upstreams, rules, "   \
+    "secrets or signing"
 
 /* Whether a rule has condition `c`: its scanner is compiled only then. */
 static int any_rule_wants(const config_model *cfg, config_condition c)
@@ -1552,6 +1618,10 @@ static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *roo
 
     v = json_object_get(root, "control");
     if ((rc = parse_control(&cfg->control, cfg, ctx, v)) < 0)
+        return rc;
+
+    v = json_object_get(root, "approvals");
+    if ((rc = parse_approvals(&cfg->approvals, ctx, v)) < 0)
         return rc;
 
     /* Upstreams first: rules check their repo patterns against the hosts. */

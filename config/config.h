@@ -10,11 +10,12 @@
  *     "default": "deny",                 optional; "allow" | "deny" | "ask"
  *     "max_body_bytes": 2147483648,      optional cap on one push body
  *     "limits": { ... },                 optional; see below
+ *     "approvals": {"expire": "24h"},    optional; see below
  *     "upstreams": [ {"host": "local", "url": "file:///srv/git"} ],
  *     "rules": [ {"name": "protect-main", "repos": ["local/acme/app"],
  *                 "refs": ["refs/heads/main"], "actions": ["update","force","delete"],
  *                 "runs": ["release-*"], "effect": "deny", "reason": "main is protected",
- *                 "mode": "enforce" | "evaluate",
+ *                 "mode": "enforce" | "evaluate", "hold": 300,
  *                 "paths": ["CODEOWNERS"], "secrets": true, ...} ],
  *     "secrets": {"patterns": [{"name", "regex"}], "allow": ["<fingerprint>"]},
  *     "signing": {"allowed_signers": "FILE", "gpg_keyring": "FILE"}
@@ -38,7 +39,10 @@
  *   wins, so a run's exception is an allow with `runs` where the other
  *   runs fall to the default or to a weaker rule, never to a deny. `effect` is
  *   required; `mode` defaults to "enforce"; `name` defaults to
- *   "rules[<index>]", names are unique and "default" is reserved. Patterns
+ *   "rules[<index>]", names are unique and "default" is reserved. `hold`
+ *   (ask rules only; seconds or "90s", "10m"; 1 s..1 h) keeps a push the rule
+ *   asks about open until its approval is decided or the time is up, when
+ *   the client speaks side-band (gateway/approve.h). Patterns
  *   that can never match (empty segments, a repo ending in .git or naming
  *   no configured host, a ref outside refs, `***`, a `**` that is not a
  *   whole segment, `[` or `\`; in `runs`, a character no run name holds:
@@ -84,6 +88,12 @@
  *   "url" [none]              the gateway's URL as runs reach it, for
  *                             `refgate run` when it cannot read <state_dir>/url
  *                             and the gateway does not say (http:// only).
+ * approvals: optional; what an `ask` rule's push waits for (see
+ *   approvals/approvals.h; kept in <state_dir>/approvals):
+ *   "expire" ["24h"]          how long an approval lives: a pending one from
+ *                             the push that asked, a decided one from its
+ *                             decision; seconds, or "90s", "30m", "24h", "7d"
+ *                             (1 s..30 days).
  */
 #ifndef RG_CONFIG_CONFIG_H
 #define RG_CONFIG_CONFIG_H
@@ -129,6 +139,7 @@ typedef struct config_rule {
     config_effect effect;
     char *reason;           /* may be NULL */
     int evaluate_only;      /* "mode": "evaluate": logged, never enforced */
+    unsigned hold;          /* "hold": seconds an ask keeps the push open; 0: refuse at once */
     config_conditions cond; /* content conditions (config/conditions.h); cond.set 0: none */
 } config_rule;
 
@@ -188,6 +199,11 @@ typedef struct config_control {
     char *url;         /* NULL when not configured */
 } config_control;
 
+/* See "approvals" above; every field is set (defaults filled in). */
+typedef struct config_approvals {
+    long long expire; /* seconds */
+} config_approvals;
+
 typedef struct config_model {
     char *path; /* the file it was loaded from (absolute) */
     char *listen_host;
@@ -197,6 +213,7 @@ typedef struct config_model {
     uint64_t max_body_bytes;
     config_limits limits;
     config_control control;
+    config_approvals approvals;
     config_upstream *upstreams;
     size_t nupstreams;
     config_rule *rules;

@@ -1,11 +1,15 @@
 /*
  * What every request of a running gateway shares: the configuration, the
- * token key and the audit log. Created by the server, read-only to requests
- * (the audit log does its own locking).
+ * token key, the audit log and the approvals. Created by the server,
+ * read-only to requests (the audit log and the approvals store do their
+ * own locking).
  */
 #ifndef RG_GATEWAY_CONTEXT_H
 #define RG_GATEWAY_CONTEXT_H
 
+#include <stdatomic.h>
+
+#include "approvals/approvals.h"
 #include "audit/audit.h"
 #include "config/config.h"
 #include "tokens/credentials.h"
@@ -15,10 +19,12 @@ typedef struct gateway_ctx {
     const config_model *cfg;
     tokens_key *key;
     audit_log *audit;
+    approvals_store *approvals; /* NULL: `ask` stays a deny */
     /* Per upstream, indexed like cfg->upstreams; NULL entries for local ones. */
     tokens_provider **read_creds;
     tokens_provider **write_creds;
-    char tmp_dir[4096]; /* <state_dir>/tmp: spools and quarantines */
+    char tmp_dir[4096];  /* <state_dir>/tmp: spools and quarantines */
+    atomic_int stopping; /* set when the server stops: held pushes end */
 } gateway_ctx;
 
 #endif

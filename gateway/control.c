@@ -7,6 +7,7 @@
  * is non-blocking and a client that does not take its answer is dropped.
  */
 #include "gateway/control.h"
+#include "gateway/approve.h"
 
 #include "util/log.h"
 #include "util/text.h"
@@ -377,6 +378,7 @@ static int control_handle_line(gateway_control *c, control_client *cl, const cha
     json_error_t jerr;
     json_t *req, *answer = NULL;
     rg_error err = RG_ERROR_INIT;
+    gateway_approval_peer peer;
     const char *op;
 
     req = json_loadb(line, len, JSON_REJECT_DUPLICATES, &jerr);
@@ -386,12 +388,15 @@ static int control_handle_line(gateway_control *c, control_client *cl, const cha
                                   req ? "not an object" : jerr.text);
     }
     op = json_string_value(json_object_get(req, "op"));
+    peer = (gateway_approval_peer){cl->cred.uid, cl->user, (long)cl->cred.pid};
     if (op != NULL && !strcmp(op, "mint"))
         control_mint(&answer, c, cl, req, &err);
     else if (op != NULL && !strcmp(op, "revoke"))
         control_revoke(&answer, c, cl, req, &err);
-    else
-        rg_error_set(&err, -EINVAL, "op: expected \"mint\" or \"revoke\"");
+    else if (op == NULL || !gateway_approval_control(&answer, c->ctx, &peer, op, req, &err))
+        rg_error_set(&err, -EINVAL,
+                     "op: expected \"mint\", \"revoke\", \"approvals\", \"approval\", "
+                     "\"approve\" or \"deny\"");
     json_decref(req);
     if (answer == NULL)
         return control_send_error(cl->fd, "%s", err.msg);

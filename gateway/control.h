@@ -2,8 +2,8 @@
  * The gateway's local control socket: a unix stream socket (config
  * `control.socket`, default <state_dir>/control.sock) through which a
  * developer who cannot read state_dir gets run tokens minted and revoked by
- * the running gateway — `refgate run` uses it, and later the state-changing
- * CLI commands (approvals) will.
+ * the running gateway — `refgate run` uses it — and through which
+ * `refgate approvals`, `approve` and `deny` reach the approvals.
  *
  * Authorisation is by the peer's credentials (SO_PEERCRED), never by the
  * socket file's mode (0666): the gateway's own uid, a user in
@@ -14,6 +14,7 @@
  *   {"op": "mint", "repos": ["HOST/PATH", ...], "ttl": "2h" | 7200, "run": "NAME"}
  *     -> {"ok": true, "token": "...", "run": "...", "expires": UNIX, "url": "http://..."}
  *   {"op": "revoke", "token": "..."}  -> {"ok": true}
+ *   {"op": "approvals" | "approval" | "approve" | "deny", ...}: see approve.h
  *   anything else                     -> {"ok": false, "error": "..."}
  * A request line is at most GATEWAY_CONTROL_REQUEST_MAX bytes, a connection
  * silent for GATEWAY_CONTROL_IDLE_SECONDS is closed, and at most

@@ -38,9 +38,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "gateway/conditions.h"
+#include "gateway/approve.h"
 #include "gateway/inflate.h"
 #include "gateway/merge.h"
 #include "gateway/mirror.h"
@@ -64,6 +66,10 @@
 /* How much a pack may inflate to, per byte of max_body_bytes, before the
  * scanner gives up; the push then takes the spooled path. */
 #define PACKSCAN_INFLATE_RATIO 32
+
+/* A held push: a keepalive this often, and the approvals looked at this often. */
+#define HOLD_KEEPALIVE_MS 5000
+#define HOLD_POLL_MS      250
 
 /* What every ng for a ref the audit log could not take says. */
 #define UNAUDITED_REASON "the audit log cannot be written, so nothing was forwarded"
@@ -90,6 +96,7 @@ typedef struct ref_cmd {
     int unaudited;                          /* allowed, but the audit log could not take it */
     int tentative;                          /* overlap: sent upstream before the decision */
     uint64_t decision_seq;                  /* its decision record, once written */
+    gateway_approval_ref approval;          /* when the rules ask about it */
     gateway_ref_result result;
 } ref_cmd;
 
@@ -124,6 +131,7 @@ struct gateway_receive {
     int inspect;         /* a rule with content conditions may match: no overlap */
     gateway_conditions *conds;
     const char *content_denied; /* the ref a content condition denied: the push is refused */
+    int conditions_told;        /* band 2 said what made the conditions hold */
     /* Overlap: the pack goes upstream as it arrives, all but its trailing
      * checksum (not where the write credential is minted per push). */
     rgit_packscan *scan;
@@ -131,6 +139,22 @@ struct gateway_receive {
     uint64_t pack_bytes; /* of the pack (and what follows) seen so far */
     uint64_t sent;       /* of the pack sent upstream */
     unsigned cred_flags; /* TOKENS_CRED_* for the forwarded push */
+
+    /* A ref asked for an approval and the pack was not spooled: it is kept
+     * here for the approval (pack bytes after the decision). */
+    int keep_fd;
+    uint64_t keep_bytes;
+    int keep_failed;
+    int kept; /* keep_packs ran */
+
+    /* Hold: an ask rule keeps the push open until its approval is decided. */
+    int may_hold;           /* a rule with a hold may ask: decide at the end */
+    int held;               /* waiting; gateway_receive_read answers */
+    int hold_done;          /* the wait is over and the answer built */
+    int64_t hold_until;     /* CLOCK_MONOTONIC ms */
+    int64_t next_keepalive; /* CLOCK_MONOTONIC ms */
+    rg_buf held_out;        /* what gateway_receive_read still has to send */
+    size_t held_off;
 
     /* Upstream could not say which refs are symbolic: nothing is sent. */
     int symrefs_failed;
@@ -205,7 +229,9 @@ int gateway_receive_new(gateway_receive **out, const gateway_receive_info *info,
     r->target = *info->target;
     r->target.repo_path = r->route.path;
     r->spool_fd = -1;
+    r->keep_fd = -1;
     rg_buf_init(&r->progress, UPSTREAM_PROGRESS_MAX);
+    rg_buf_init(&r->held_out, UPSTREAM_REPORT_MAX * 2 + UPSTREAM_PROGRESS_MAX * 2);
     r->lease = info->lease;
     r->repo_dir = info->target->repo_dir ? strdup(info->target->repo_dir) : NULL;
     r->target.repo_dir = r->repo_dir;
@@ -313,6 +339,30 @@ static void *symref_job_main(void *arg)
 
 static int start_spool(gateway_receive *r);
 
+/*
+ * Whether a rule with a hold may ask about a ref of this push (so it is
+ * decided once the pack is in, where it can wait). Only a client that
+ * speaks side-band hears keepalives, and only one that asked for
+ * report-status hears the outcome: others are refused at once.
+ */
+static int may_hold(const gateway_receive *r)
+{
+    const config_model *cfg = r->ctx->cfg;
+    size_t i;
+
+    if (r->ctx->approvals == NULL || r->sideband == RGIT_SIDEBAND_NONE || !r->report_status)
+        return 0;
+    /* Most configs hold nothing: then no ref is decided twice for it. */
+    for (i = 0; i < cfg->nrules && cfg->rules[i].hold == 0; i++)
+        ;
+    if (i == cfg->nrules)
+        return 0;
+    for (i = 0; i < r->req->nupdates; i++)
+        if (gateway_approval_hold(&r->cmds[i].plan, cfg, r->route.repo) > 0)
+            return 1;
+    return 0;
+}
+
 /* Classify every command on the names alone; 1 when a pack would be read. */
 static int guess_need_pack(gateway_receive *r)
 {
@@ -376,7 +426,8 @@ static int plan_push(gateway_receive *r)
     for (size_t i = 0; i < r->req->nupdates; i++)
         r->inspect |= r->cmds[i].plan.needs_inspection;
     r->check_workflows = workflows_matter(r);
-    rc = need_pack || r->check_workflows || r->spool_fd >= 0;
+    r->may_hold = may_hold(r);
+    rc = need_pack || r->check_workflows || r->spool_fd >= 0 || r->may_hold;
 done:
     rgit_symrefs_free(job.refs);
     return rc;
@@ -570,6 +621,8 @@ static void settle_conditions(gateway_receive *r)
     char *said = calloc(cfg->nrules ? cfg->nrules : 1, 1);
     char label[200];
 
+    /* Decided again after a hold: an approval may have settled an ask. */
+    r->content_denied = NULL;
     if (!r->inspect)
         goto done;
     for (size_t i = 0; i < r->req->nupdates; i++) {
@@ -582,16 +635,17 @@ static void settle_conditions(gateway_receive *r)
             gateway_conditions_first(r->conds, i, (size_t)idx, r->cmds[i].detail,
                                      sizeof(r->cmds[i].detail));
             snprintf(label, sizeof(label), "rule \"%s\"", cfg->rules[idx].name);
-            if (said && !said[idx]++)
+            if (said && !said[idx]++ && !r->conditions_told)
                 gateway_conditions_explain(r->conds, i, (size_t)idx, label, &r->progress);
         }
         if (ev >= 0 && cfg->rules[ev].cond.set && d->evaluate_effect != CONFIG_ALLOW) {
             snprintf(label, sizeof(label), "rule \"%s\" (evaluate mode, would %s)",
                      cfg->rules[ev].name, config_effect_name(d->evaluate_effect));
-            if (said && !said[ev]++)
+            if (said && !said[ev]++ && !r->conditions_told)
                 gateway_conditions_explain(r->conds, i, (size_t)ev, label, &r->progress);
         }
     }
+    r->conditions_told = 1;
     for (size_t i = 0; r->content_denied && i < r->req->nupdates; i++)
         policy_plan_deny_atomic(&r->cmds[i].plan, r->content_denied);
 done:
@@ -626,7 +680,8 @@ static void start_overlap(gateway_receive *r)
     size_t *keep = NULL, nkeep = 0;
     int denied = 0;
 
-    if (r->check_workflows || r->inspect || r->q_failed ||
+    /* Nor for a push that may be held: upstream would wait out the hold. */
+    if (r->check_workflows || r->inspect || r->q_failed || r->may_hold ||
         (r->repo_dir == NULL && r->target.up->credentials.type == CONFIG_CRED_GITHUB_APP) ||
         rgit_packscan_new(&r->scan, req->oid_hexlen,
                           PACKSCAN_INFLATE_RATIO * r->ctx->cfg->max_body_bytes) < 0)
@@ -751,12 +806,27 @@ static void complete_overlap(gateway_receive *r)
 
 /* --------------------------------------------------------------- decide */
 
+/* The update one ref of this push makes, as approvals name it. */
+static gateway_approval_push approval_push(const gateway_receive *r, const ref_cmd *c)
+{
+    return (gateway_approval_push){r->push_id,    r->run,       r->route.repo,
+                                   c->u->refname, c->u->old_id, c->u->new_id};
+}
+
 static void decide_all(gateway_receive *r)
 {
     const char *denied = NULL;
 
     for (size_t i = 0; i < r->req->nupdates; i++) {
-        policy_plan_decide(&r->cmds[i].plan, r->ctx->cfg, r->route.repo);
+        ref_cmd *c = &r->cmds[i];
+
+        policy_plan_decide(&c->plan, r->ctx->cfg, r->route.repo);
+        /* A ref the rules ask about passes on an approval of exactly this update. */
+        if (gateway_approval_needed(&c->plan)) {
+            gateway_approval_push push = approval_push(r, c);
+
+            gateway_approval_resolve(&c->approval, &c->plan, r->ctx, &push);
+        }
         if (!r->cmds[i].plan.allowed && denied == NULL)
             denied = r->cmds[i].u->refname;
     }
@@ -1034,9 +1104,17 @@ static void finish_push(gateway_receive *r)
             r->have_report = 1;
     }
     for (size_t i = 0; i < r->req->nupdates; i++) {
-        gateway_merge_ref(&r->cmds[i].result, r->have_report ? &r->report : NULL,
+        ref_cmd *c = &r->cmds[i];
+
+        gateway_merge_ref(&c->result, r->have_report ? &r->report : NULL,
                           r->upstream_failed ? r->upstream_err.msg : NULL);
-        n += r->cmds[i].result.forwarded;
+        n += c->result.forwarded;
+        /* An approval is used up only by an update upstream took. */
+        if (c->approval.approved && c->result.forwarded && c->result.error[0] == '\0') {
+            gateway_approval_push push = approval_push(r, c);
+
+            gateway_approval_consume(r->ctx, c->approval.id, &push);
+        }
     }
     if (n == 0)
         return;
@@ -1059,6 +1137,61 @@ static void finish_push(gateway_receive *r)
         rg_log(RG_LOG_ERR, "audit_append_failed", "push=%s error=%s", r->push_id,
                rg_log_quote(q, sizeof(q), e.msg));
     free(recs);
+}
+
+/* ----------------------------------------------------------------- keep */
+
+/* Whether a ref of this push asked for a new approval, which keeps the pack. */
+static int asked_for_approval(const gateway_receive *r)
+{
+    for (size_t i = 0; i < r->req->nupdates; i++)
+        if (r->cmds[i].approval.created)
+            return 1;
+    return 0;
+}
+
+/* Decided before the pack came: keep the pack bytes still to come. */
+static void start_keep(gateway_receive *r)
+{
+    if (!asked_for_approval(r))
+        return;
+    r->keep_fd = open(r->ctx->tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (r->keep_fd < 0)
+        r->keep_failed = 1;
+}
+
+static void keep_write(gateway_receive *r, const char *data, size_t len)
+{
+    if (r->keep_fd < 0 || r->keep_failed)
+        return;
+    /* Charged like a spool: the budget bounds what a pending push keeps. */
+    if (gateway_spool_take(r->lease, len) < 0 || rg_fs_write_all(r->keep_fd, data, len) < 0) {
+        r->keep_failed = 1;
+        return;
+    }
+    r->keep_bytes += len;
+}
+
+/* The push is over: each approval it asked for keeps a copy of its pack. */
+static void keep_packs(gateway_receive *r)
+{
+    int fd = r->keep_fd >= 0 ? r->keep_fd : r->spool_fd;
+    uint64_t len = r->keep_fd >= 0 ? r->keep_bytes : r->pack_bytes;
+
+    if (r->kept || r->failed || fd < 0 || (len == 0 && !r->keep_failed))
+        return;
+    r->kept = 1;
+    for (size_t i = 0; i < r->req->nupdates; i++) {
+        if (!r->cmds[i].approval.created)
+            continue;
+        if (r->keep_failed)
+            rg_log(RG_LOG_WARNING, "approval_pack_not_kept",
+                   "id=%s reason=\"the spool budget (limits.spool_bytes) is taken, or the pack "
+                   "could not be spooled\"",
+                   r->cmds[i].approval.id);
+        else
+            gateway_approval_keep_pack(r->ctx, r->lease, r->cmds[i].approval.id, fd, len);
+    }
 }
 
 /* ----------------------------------------------------------------- body */
@@ -1089,6 +1222,7 @@ static int header_done(gateway_receive *r)
         return rc;
     }
     decide_all(r);
+    start_keep(r);
     return record_and_forward(r);
 }
 
@@ -1101,6 +1235,7 @@ static int on_pack(gateway_receive *r, const char *data, size_t len)
     case MODE_STREAM:
         if (!r->upstream_failed && upstream_push_write(r->upstream, data, len, &e) < 0)
             upstream_failed(r, &e);
+        keep_write(r, data, len);
         return 0;
     case MODE_SPOOL:
         if ((rc = gateway_spool_take(r->lease, len)) < 0)
@@ -1114,6 +1249,7 @@ static int on_pack(gateway_receive *r, const char *data, size_t len)
         r->pack_bytes += len;
         return 0;
     default:
+        keep_write(r, data, len);
         return 0;
     }
 }
@@ -1162,6 +1298,30 @@ int gateway_receive_body(gateway_receive *r, const char *data, size_t len)
 }
 
 /* --------------------------------------------------------------- answer */
+
+/* Decided on the spooled pack: record, then forward (completing the overlap
+ * when it still holds). 0, or < 0 when the request failed (fail_err). */
+static int forward_spooled(gateway_receive *r)
+{
+    if (r->check_workflows)
+        resolve_workflows(r);
+    end_inspection(r);
+    /* Overlapped and still exactly right: the decisions become durable,
+     * then the trailer may go (unless the audit log refused the push,
+     * which overlap_holds then sees). */
+    if (overlap_holds(r) && record_decisions(r) < 0)
+        return -1;
+    if (r->decided && overlap_holds(r)) {
+        complete_overlap(r);
+        return 0;
+    }
+    abort_overlap(r);
+    if ((r->decided ? start_forward(r) : record_and_forward(r)) < 0)
+        return -1;
+    if (r->upstream && r->send_pack && !r->upstream_failed)
+        send_spool(r);
+    return 0;
+}
 
 static void error_response(rg_buf *response, unsigned *status, const char **ctype, unsigned code,
                            const char *msg)
@@ -1218,6 +1378,128 @@ static int any_landed(const gateway_receive *r)
     return 0;
 }
 
+/* The push is decided and forwarded: its outcome, and the answer. */
+static void answer(gateway_receive *r, rg_buf *response, unsigned *status,
+                   const char **content_type)
+{
+    finish_push(r);
+    keep_packs(r);
+    /* A request that went wrong after forwarding began is answered with
+     * upstream's report when upstream applied anything (the client must not
+     * be told an HTTP error for a push that landed), else with the error. */
+    if (r->failed && !any_landed(r)) {
+        error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
+        return;
+    }
+    report_response(r, response);
+}
+
+/* ----------------------------------------------------------------- hold */
+
+static int64_t now_ms(void)
+{
+    struct timespec ts;
+
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The refs waiting for an approval that is still pending. */
+static int waiting(const gateway_receive *r)
+{
+    for (size_t i = 0; i < r->req->nupdates; i++) {
+        const ref_cmd *c = &r->cmds[i];
+
+        if (c->approval.id[0] && !c->approval.approved &&
+            gateway_approval_pending(r->ctx, c->approval.id))
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * Decided, and a ref waits for a pending approval whose rule holds: keep
+ * the push open (the reviewer sees its kept pack meanwhile). The client
+ * hears why on band 2, then keepalives until gateway_receive_read ends it.
+ */
+static int start_hold(gateway_receive *r)
+{
+    unsigned hold = 0, h;
+    char msg[300];
+
+    if (!r->may_hold || r->failed)
+        return 0;
+    for (size_t i = 0; i < r->req->nupdates; i++) {
+        ref_cmd *c = &r->cmds[i];
+
+        if (!c->approval.id[0] || c->approval.approved ||
+            !gateway_approval_pending(r->ctx, c->approval.id))
+            continue;
+        h = gateway_approval_hold(&c->plan, r->ctx->cfg, r->route.repo);
+        if (h > hold)
+            hold = h;
+        if (h > 0)
+            snprintf(msg, sizeof(msg),
+                     "refgate: waiting up to %u s for approval %s of %.128s (refgate approve %s)\n",
+                     h, c->approval.id, c->u->refname, c->approval.id);
+    }
+    if (hold == 0)
+        return 0;
+    keep_packs(r);
+    /* Nothing else needs the quarantine unless workflows are asked about. */
+    if (!r->check_workflows)
+        end_inspection(r);
+    r->held = 1;
+    r->hold_until = now_ms() + (int64_t)hold * 1000;
+    r->next_keepalive = now_ms() + HOLD_KEEPALIVE_MS;
+    rgit_sideband_write(&r->held_out, 2, msg, strlen(msg), r->sideband);
+    return 1;
+}
+
+/*
+ * One step of a held push: wait until the next keepalive (sent then) or
+ * until every awaited approval is decided, the hold is up or the gateway
+ * stops; then decide the push again, forward what is allowed and build
+ * the answer.
+ */
+static void hold_step(gateway_receive *r)
+{
+    unsigned status = 200;
+    const char *ctype = NULL;
+    rg_buf tail = RG_BUF_INIT(UPSTREAM_REPORT_MAX * 2 + UPSTREAM_PROGRESS_MAX * 2);
+    int64_t t;
+
+    /* Bounded: until the next keepalive at most. */
+    while ((t = now_ms()) < r->next_keepalive) {
+        if (t >= r->hold_until || atomic_load(&r->ctx->stopping) || !waiting(r))
+            goto decide;
+        usleep(HOLD_POLL_MS * 1000);
+    }
+    if (t < r->hold_until && !atomic_load(&r->ctx->stopping) && waiting(r)) {
+        /* An empty band-1 packet, as receive-pack's keepalive. */
+        rg_buf_append(&r->held_out, "0005\1", 5);
+        r->next_keepalive = t + HOLD_KEEPALIVE_MS;
+        return;
+    }
+decide:
+    r->hold_done = 1;
+    decide_all(r);
+    settle_conditions(r);
+    if (forward_spooled(r) < 0) {
+        char msg[700];
+
+        /* Too late for an HTTP error: side-band's error band says it. */
+        snprintf(msg, sizeof(msg), "refgate: %s\n", r->fail_err.msg);
+        rgit_sideband_write(&r->held_out, 3, msg, strlen(msg), r->sideband);
+        rg_buf_free(&tail);
+        return;
+    }
+    answer(r, &tail, &status, &ctype);
+    if (tail.len)
+        rg_buf_append(&r->held_out, tail.data, tail.len);
+    rg_buf_free(&tail);
+}
+
 void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
                          const char **content_type)
 {
@@ -1244,37 +1526,36 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
         inspect_conditions(r);
         decide_all(r);
         settle_conditions(r);
-        if (r->check_workflows)
-            resolve_workflows(r);
-        end_inspection(r);
-        /* Overlapped and still exactly right: the decisions become durable,
-         * then the trailer may go (unless the audit log refused the push,
-         * which overlap_holds then sees). */
-        if (overlap_holds(r) && record_decisions(r) < 0) {
+        /* Waiting for an approval: gateway_receive_read goes on from here. */
+        if (start_hold(r))
+            return;
+        if (forward_spooled(r) < 0) {
             error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
             return;
         }
-        if (r->decided && overlap_holds(r)) {
-            complete_overlap(r);
-        } else {
-            abort_overlap(r);
-            if ((r->decided ? start_forward(r) : record_and_forward(r)) < 0) {
-                error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
-                return;
-            }
-            if (r->upstream && r->send_pack && !r->upstream_failed)
-                send_spool(r);
-        }
     }
-    finish_push(r);
-    /* A request that went wrong after forwarding began is answered with
-     * upstream's report when upstream applied anything (the client must not
-     * be told an HTTP error for a push that landed), else with the error. */
-    if (r->failed && !any_landed(r)) {
-        error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
-        return;
-    }
-    report_response(r, response);
+    answer(r, response, status, content_type);
+}
+
+int gateway_receive_held(const gateway_receive *r)
+{
+    return r->held;
+}
+
+size_t gateway_receive_read(gateway_receive *r, char *buf, size_t max)
+{
+    size_t n;
+
+    /* Bounded: each round either waits out part of the hold or ends it. */
+    while (r->held_off == r->held_out.len && !r->hold_done)
+        hold_step(r);
+    n = r->held_out.len - r->held_off;
+    if (n > max)
+        n = max;
+    if (n)
+        memcpy(buf, r->held_out.data + r->held_off, n);
+    r->held_off += n;
+    return n;
 }
 
 void gateway_receive_free(gateway_receive *r)
@@ -1295,6 +1576,8 @@ void gateway_receive_free(gateway_receive *r)
     rgit_packscan_free(r->scan);
     if (r->spool_fd >= 0)
         close(r->spool_fd);
+    if (r->keep_fd >= 0)
+        close(r->keep_fd);
     gateway_inflate_free(r->z);
     /* The commands point into the request the parser owns: they go first. */
     for (size_t i = 0; r->cmds && i < r->req->nupdates; i++)
@@ -1303,6 +1586,7 @@ void gateway_receive_free(gateway_receive *r)
     rgit_push_parser_free(r->parser);
     rgit_report_free(&r->report);
     rg_buf_free(&r->progress);
+    rg_buf_free(&r->held_out);
     free(r->repo_dir);
     free(r->run);
     free(r);

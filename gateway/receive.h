@@ -57,6 +57,23 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
                          const char **content_type);
 
 /*
+ * Whether gateway_receive_end held the push for an approval (an ask rule's
+ * "hold", gateway/approve.h): then its response is empty and the answer is
+ * streamed with gateway_receive_read instead (HTTP 200, the same content
+ * type).
+ */
+int gateway_receive_held(const gateway_receive *r);
+
+/*
+ * The held push's answer, as it comes: a band-2 line saying what it waits
+ * for, keepalives (empty band-1 packets) every few seconds, then, once the
+ * approval is decided or the hold is up, the report of the push decided
+ * again. Up to `max` bytes into buf; blocks until there are some (a
+ * keepalive's time at most); 0 at the end.
+ */
+size_t gateway_receive_read(gateway_receive *r, char *buf, size_t max);
+
+/*
  * Free. When the push was forwarded and not yet finished (the client went
  * away), upstream's answer is collected first and the outcome recorded.
  */

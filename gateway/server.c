@@ -276,6 +276,33 @@ static enum MHD_Result fetch_respond(struct MHD_Connection *c, const upstream_ta
     return ret;
 }
 
+/* A held push's answer, read as it comes (keepalives, then the report). */
+static ssize_t held_reader(void *cls, uint64_t pos, char *buf, size_t max)
+{
+    size_t n = gateway_receive_read(cls, buf, max);
+
+    (void)pos;
+    return n > 0 ? (ssize_t)n : MHD_CONTENT_READER_END_OF_STREAM;
+}
+
+/* The push waits for an approval: stream its answer. The push is freed
+ * with the request, after the response. */
+static enum MHD_Result respond_held(struct MHD_Connection *c, gateway_receive *push,
+                                    const char *ctype)
+{
+    struct MHD_Response *resp;
+    enum MHD_Result ret;
+
+    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, held_reader, push, NULL);
+    if (resp == NULL)
+        return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+    ret = MHD_queue_response(c, 200, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
 static int fetch_fail(request *req, unsigned status, int code, const char *msg)
 {
     if (!req->failed) {
@@ -570,6 +597,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     if (req->fetch)
         return fetch_end(c, req);
     gateway_receive_end(req->push, &response, &status, &ctype);
+    if (gateway_receive_held(req->push)) {
+        rg_buf_free(&response);
+        return respond_held(c, req->push, ctype);
+    }
     ret = respond(c, status, ctype, response.data ? response.data : "", response.len);
     rg_buf_free(&response);
     return ret;
@@ -771,6 +802,7 @@ static int audit_event(gateway_server *s, const char *event, const char *detail)
     return rc;
 }
 
+/* Every AUDIT_HEAD_SECONDS: log the audit head, and expire approvals. */
 static void *head_thread_main(void *arg)
 {
     gateway_server *s = arg;
@@ -788,6 +820,9 @@ static void *head_thread_main(void *arg)
             break;
         pthread_mutex_unlock(&s->head_mu);
         log_audit_head(s);
+        /* Expired approvals go when a push or a reviewer looks; at the
+         * latest here, so their kept packs leave the spool budget. */
+        approvals_expire(s->ctx.approvals, NULL, (int64_t)time(NULL), NULL);
         pthread_mutex_lock(&s->head_mu);
     }
     pthread_mutex_unlock(&s->head_mu);
@@ -834,6 +869,12 @@ static void head_thread_stop(gateway_server *s)
 /* ------------------------------------------------------------------------
  * Starting and stopping
  * ------------------------------------------------------------------------ */
+
+/* The approvals store removed kept packs: their bytes are free again. */
+static void give_back(void *arg, uint64_t bytes)
+{
+    gateway_spool_give_back(arg, bytes);
+}
 
 int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error *err)
 {
@@ -885,6 +926,15 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
         goto done;
     if (recovered > 0)
         rg_log(RG_LOG_WARNING, "audit_recovered", "completed=%zu", recovered);
+    /* Behind the audit log's lock, as the only writer of the approvals. */
+    snprintf(path, sizeof(path), "%s/approvals", cfg->state_dir);
+    rc = approvals_file_open(&s->ctx.approvals, path, cfg->approvals.expire, err);
+    if (rc < 0)
+        goto done;
+    /* Kept packs count against the spool budget for as long as they are kept. */
+    gateway_spool_hold(s->spool, approvals_pack_total(s->ctx.approvals));
+    approvals_on_release(s->ctx.approvals, give_back, s->spool);
+    approvals_expire(s->ctx.approvals, NULL, (int64_t)time(NULL), NULL);
     /* The audit log's lock makes this the only gateway on state_dir, so
      * whatever tmp/ holds is left from a crash: quarantines, half-made
      * mirror clones. Spools are O_TMPFILE and never have names. */
@@ -959,6 +1009,8 @@ void gateway_server_stop(gateway_server *s)
     if (s == NULL)
         return;
     if (s->daemon) {
+        /* Held pushes stop waiting and are answered. */
+        atomic_store(&s->ctx.stopping, 1);
         fd = MHD_quiesce_daemon(s->daemon);
         for (int i = 0; i < DRAIN_SECONDS * 20; i++) {
             pthread_mutex_lock(&s->lock);
@@ -972,7 +1024,6 @@ void gateway_server_stop(gateway_server *s)
     }
     /* After the daemon: every connection is closed and untracked by now. */
     gateway_conns_free(s->conns);
-    gateway_spool_free(s->spool);
     if (fd >= 0)
         close(fd);
     else if (s->listen_fd >= 0 && s->daemon == NULL)
@@ -994,6 +1045,9 @@ void gateway_server_stop(gateway_server *s)
         audit_event(s, "stop", detail);
         log_audit_head(s);
     }
+    approvals_close(s->ctx.approvals);
+    /* After the control thread and the approvals: a denial gives kept bytes back. */
+    gateway_spool_free(s->spool);
     audit_close(s->ctx.audit);
     tokens_key_free(s->ctx.key);
     free_providers(s);

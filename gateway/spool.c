@@ -64,3 +64,23 @@ void gateway_spool_lease_release(gateway_spool_lease *l)
     atomic_fetch_sub(&l->spool->used, l->held);
     l->held = 0;
 }
+
+int gateway_spool_lease_keep(gateway_spool_lease *l, uint64_t len)
+{
+    if (l == NULL || l->spool == NULL || l->held < len)
+        return -EINVAL;
+    l->held -= len;
+    return 0;
+}
+
+void gateway_spool_hold(gateway_spool *s, uint64_t len)
+{
+    if (s != NULL)
+        atomic_fetch_add(&s->used, len);
+}
+
+void gateway_spool_give_back(gateway_spool *s, uint64_t len)
+{
+    if (s != NULL)
+        atomic_fetch_sub(&s->used, len);
+}

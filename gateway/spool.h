@@ -4,7 +4,9 @@
  * a few large or decompressed bodies cannot fill the disk the audit log and
  * upstream repositories live on. Each request holds a lease: bytes are
  * charged to it as they are spooled and all of them go back to the budget
- * when the lease is released, at the end of the request.
+ * when the lease is released, at the end of the request, but for the ones
+ * kept beyond it (a pending approval's pack), which go back when they are
+ * deleted.
  */
 #ifndef RG_GATEWAY_SPOOL_H
 #define RG_GATEWAY_SPOOL_H
@@ -41,5 +43,19 @@ int gateway_spool_take(gateway_spool_lease *l, size_t len);
 
 /* Give everything the lease holds back; the lease may be used again. */
 void gateway_spool_lease_release(gateway_spool_lease *l);
+
+/*
+ * Bytes that outlive the request (a pending approval's kept pack): `len`
+ * of what the lease holds leave it without going back to the budget, so
+ * they stay charged after the lease is released, until
+ * gateway_spool_give_back. -EINVAL (nothing moved) when the lease holds less.
+ */
+int gateway_spool_lease_keep(gateway_spool_lease *l, uint64_t len);
+
+/* Charge bytes already on disk (kept packs found at start), past the cap if need be. */
+void gateway_spool_hold(gateway_spool *s, uint64_t len);
+
+/* Kept bytes are gone from the disk: the budget has them again. */
+void gateway_spool_give_back(gateway_spool *s, uint64_t len);
 
 #endif

@@ -793,3 +793,29 @@ void rgit_quarantine_free(rgit_quarantine *q)
         git_libgit2_shutdown();
     free(q);
 }
+
+int rgit_quarantine_log(rg_buf *out, rgit_quarantine *q, const char *old_hex, const char *new_hex,
+                        unsigned max, rg_error *err)
+{
+    char count[24];
+    const char *args[] = {"log",
+                          "--format=%H%x09%aI%x09%<(80,trunc)%an%x09%<(200,trunc)%s",
+                          "-n",
+                          count,
+                          new_hex,
+                          "--not",
+                          old_hex ? old_hex : "--all",
+                          NULL};
+    int status = -1, rc;
+
+    if (q->state != QUARANTINE_FINISHED)
+        return rg_error_set(err, -EINVAL, "the quarantine is not finished");
+    if ((rc = quarantine_git_require_commit(q, new_hex, err)) < 0 ||
+        (old_hex && (rc = quarantine_git_require_commit(q, old_hex, err)) < 0))
+        return rc;
+    snprintf(count, sizeof(count), "%u", max);
+    rc = quarantine_git(&status, out, q, args, err);
+    if (rc == 0 && status != 0)
+        rc = rg_error_set(err, RG_E_PROTOCOL, "git log failed (status %d)", status);
+    return rc;
+}

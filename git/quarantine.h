@@ -94,6 +94,17 @@ int rgit_quarantine_stream_object(rgit_quarantine *q, const char *type, const ch
                                               rg_error *err),
                                   void *ctx, int64_t deadline, rg_error *err);
 
+/*
+ * What `new_hex` brings: the commits reachable from it but not from
+ * `old_hex` (NULL: from no ref of the upstream), newest first, at most
+ * `max`, appended to `out` one a line as "<id> TAB <author date, ISO 8601>
+ * TAB <author name> TAB <subject>" (name and subject cut to 80 and 200
+ * characters and padded with spaces, which callers trim). `new_hex` must
+ * name a commit in the upstream or the pack (RG_E_PROTOCOL if not).
+ */
+int rgit_quarantine_log(rg_buf *out, rgit_quarantine *q, const char *old_hex, const char *new_hex,
+                        unsigned max, rg_error *err);
+
 /* Remove the quarantine directory and free. Accepts NULL. */
 void rgit_quarantine_free(rgit_quarantine *q);
 

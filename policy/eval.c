@@ -15,7 +15,7 @@
 
 #include "util/glob.h"
 
-#define NO_APPROVER "and no approver is configured: ask a maintainer to push it or change the rule"
+#define NO_APPROVER "refused until a reviewer approves this update (refgate approvals)"
 
 static int is_single_action(config_action a)
 {
@@ -332,7 +332,7 @@ static void eval(policy_decision *out, const trace_view *tv, const config_model 
         out->rule_effect = cfg->default_effect;
         reason_for_default(out, cfg->default_effect, ref, action);
     }
-    /* Without an approver, asking can only end in a refusal. */
+    /* Asking ends in a refusal here: approvals are the gateway's (gateway/approve.h). */
     out->effect = out->rule_effect == CONFIG_ALLOW ? CONFIG_ALLOW : CONFIG_DENY;
 
     out->evaluate_matched = count[1];

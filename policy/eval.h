@@ -1,8 +1,9 @@
 /*
  * Rule evaluation: a pure function of the rules and one ref update. Among
  * the enforced rules that match, deny wins over ask over allow; no match
- * falls to the configured default. `ask` with no approver is a deny whose
- * reason says approval is needed. Rules in evaluate mode are evaluated the
+ * falls to the configured default. `ask` is a deny here whose reason says
+ * approval is needed (the gateway then looks for an approval of the
+ * update: gateway/approve.h). Rules in evaluate mode are evaluated the
  * same way on their own, reported, and never change the decision.
  */
 #ifndef RG_POLICY_EVAL_H

@@ -291,6 +291,40 @@ Test(config, control_defaults_to_a_socket_in_state_dir_and_loads_its_keys)
     config_free(cfg);
 }
 
+Test(config, an_ask_rule_may_hold_the_push)
+{
+    const char *path = write_config(
+        "hold.json", "{'state_dir': 's', 'rules': [{'name': 'a', 'effect': 'ask', 'hold': '5m'}, "
+                     "{'name': 'b', 'effect': 'ask'}, {'name': 'c', 'effect': 'ask', 'hold': 9}]}");
+    rg_error err = RG_ERROR_INIT;
+    config_model *cfg = NULL;
+
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_eq(cfg->rules[0].hold, 300);
+    cr_expect_eq(cfg->rules[1].hold, 0);
+    cr_expect_eq(cfg->rules[2].hold, 9);
+    config_free(cfg);
+}
+
+Test(config, approvals_expire_after_a_day_unless_configured)
+{
+    const char *path = write_config("appr.json", "{'state_dir': 's'}");
+    rg_error err = RG_ERROR_INIT;
+    config_model *cfg = NULL;
+
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_eq(cfg->approvals.expire, 24 * 3600);
+    config_free(cfg);
+    path = write_config("appr2.json", "{'state_dir': 's', 'approvals': {'expire': '30m'}}");
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_eq(cfg->approvals.expire, 1800);
+    config_free(cfg);
+    path = write_config("appr3.json", "{'state_dir': 's', 'approvals': {'expire': 5}}");
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_eq(cfg->approvals.expire, 5);
+    config_free(cfg);
+}
+
 Test(config, relative_paths_are_relative_to_the_file_not_the_working_directory)
 {
     const char *path =
@@ -480,7 +514,7 @@ static struct bad_case bad_cases[] = {
     /* Unknown keys, anywhere. */
     {"unknown top-level key", "{'state_dir': 's', 'colour': 'red'}", "colour", 0,
      "unknown key (expected listen, state_dir, default, max_body_bytes, limits, control, "
-     "upstreams, rules, secrets or signing)"},
+     "approvals, upstreams, rules, secrets or signing)"},
     /* Content conditions (config/conditions.c) and the secrets they use. */
     {"condition key unknown", "{'state_dir': 's', 'rules': [{'effect': 'deny', 'signed': true}]}",
      "rules[0].signed", 0, "unknown key (expected name, repos, refs, runs, actions, effect"},
@@ -529,6 +563,17 @@ static struct bad_case bad_cases[] = {
      "limits.inspect_seconds", 0, "must be from 1 to 3600"},
     {"inspect_bytes below a MiB", "{'state_dir': 's', 'limits': {'inspect_bytes': 1000}}",
      "limits.inspect_bytes", 0, "must be from 1048576"},
+    /* Approvals. */
+    {"approvals not an object", "{'state_dir': 's', 'approvals': 3}", "approvals", 0,
+     "expected an object, got an integer"},
+    {"unknown approvals key", "{'state_dir': 's', 'approvals': {'expires': '1h'}}",
+     "approvals.expires", 0, "unknown key (expected expire)"},
+    {"approvals expire too long", "{'state_dir': 's', 'approvals': {'expire': '31d'}}",
+     "approvals.expire", 0, "expected 1 second to 30 days"},
+    {"approvals expire zero", "{'state_dir': 's', 'approvals': {'expire': 0}}", "approvals.expire",
+     0, "expected 1 second to 30 days"},
+    {"approvals expire not a duration", "{'state_dir': 's', 'approvals': {'expire': true}}",
+     "approvals.expire", 0, "expected a duration"},
     /* The control socket. */
     {"control not an object", "{'state_dir': 's', 'control': []}", "control", 0,
      "expected an object, got an array"},
@@ -646,6 +691,14 @@ static struct bad_case bad_cases[] = {
      "unknown effect \"maybe\""},
     {"bad mode", "{'state_dir': 's', 'rules': [{'effect': 'deny', 'mode': 'dry-run'}]}",
      "rules[0].mode", 0, "unknown mode \"dry-run\" (expected enforce or evaluate)"},
+    {"hold on an allow rule", "{'state_dir': 's', 'rules': [{'effect': 'allow', 'hold': 60}]}",
+     "rules[0].hold", 0, "only a rule with \"effect\": \"ask\" can hold a push"},
+    {"hold too long", "{'state_dir': 's', 'rules': [{'effect': 'ask', 'hold': '2h'}]}",
+     "rules[0].hold", 0, "expected 1 second to 1 hour"},
+    {"hold zero", "{'state_dir': 's', 'rules': [{'effect': 'ask', 'hold': 0}]}", "rules[0].hold", 0,
+     "expected 1 second to 1 hour"},
+    {"hold not a duration", "{'state_dir': 's', 'rules': [{'effect': 'ask', 'hold': []}]}",
+     "rules[0].hold", 0, "expected a duration"},
     {"duplicate rule name",
      "{'state_dir': 's', 'rules': [{'name': 'a', 'effect': 'deny'}, {'name': 'a', 'effect': "
      "'allow'}]}",

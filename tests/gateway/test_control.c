@@ -147,7 +147,8 @@ Test(control, a_stale_socket_is_replaced_a_live_one_and_a_plain_file_are_not)
     cr_assert_eq(gateway_control_start(&c, &ctx, "http://127.0.0.1:1", &err), 0, "%s", err.msg);
     ans = ask("{\"op\": \"nothing\"}\n");
     cr_expect_str_eq(json_string_value(json_object_get(ans, "error")),
-                     "op: expected \"mint\" or \"revoke\"");
+                     "op: expected \"mint\", \"revoke\", \"approvals\", \"approval\", "
+                     "\"approve\" or \"deny\"");
     json_decref(ans);
 
     /* Live: a second start refuses and leaves the first one serving. */

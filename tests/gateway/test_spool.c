@@ -65,3 +65,29 @@ Test(spool, concurrent_leases_never_charge_more_than_the_budget)
     cr_expect_eq(gateway_spool_used(s), 0);
     gateway_spool_free(s);
 }
+
+Test(spool, kept_bytes_stay_charged_after_the_lease_until_given_back)
+{
+    gateway_spool *s;
+    gateway_spool_lease l;
+
+    cr_assert_eq(gateway_spool_new(&s, 1000), 0);
+    gateway_spool_lease_init(&l, s);
+    cr_assert_eq(gateway_spool_take(&l, 600), 0);
+    cr_expect_eq(gateway_spool_lease_keep(&l, 700), -EINVAL, "more than the lease holds");
+    cr_expect_eq(gateway_spool_lease_keep(&l, 400), 0);
+    gateway_spool_lease_release(&l);
+    cr_expect_eq(gateway_spool_used(s), 400);
+    /* The kept bytes count against every later request. */
+    cr_expect_eq(gateway_spool_take(&l, 700), -ENOSPC);
+    gateway_spool_give_back(s, 400);
+    cr_expect_eq(gateway_spool_take(&l, 700), 0);
+    gateway_spool_lease_release(&l);
+    /* Held at start (packs already on disk), even past the cap. */
+    gateway_spool_hold(s, 1500);
+    cr_expect_eq(gateway_spool_used(s), 1500);
+    cr_expect_eq(gateway_spool_take(&l, 1), -ENOSPC);
+    gateway_spool_give_back(s, 1500);
+    cr_expect_eq(gateway_spool_used(s), 0);
+    gateway_spool_free(s);
+}

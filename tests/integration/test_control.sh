@@ -43,7 +43,7 @@ test_bad_requests_get_clear_errors_and_the_gateway_keeps_serving() {
   assert_contains "$T/a1" '"ok":false'
   assert_contains "$T/a1" 'expected one JSON object per line'
   ctl '{"op": "launch"}' >"$T/a2"
-  assert_contains "$T/a2" 'op: expected \"mint\" or \"revoke\"'
+  assert_contains "$T/a2" 'op: expected \"mint\", \"revoke\", \"approvals\"'
   ctl '{"op": "mint", "repos": ["elsewhere/acme/app"]}' >"$T/a3"
   assert_contains "$T/a3" "'elsewhere' is not an upstream host"
   ctl '{"op": "mint", "repos": ["local/acme/app"], "ttl": "13h"}' >"$T/a4"

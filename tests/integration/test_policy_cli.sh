@@ -40,7 +40,8 @@ test_check_exit_status_says_allow_deny_ask_or_error() {
   assert_contains "$T/out" "reason:   main is protected"
   expect_rc 2 "$(check --ref refs/heads/hotfix/1 --action create)"
   assert_contains "$T/out" "decision: ask"
-  assert_contains "$T/out" "no approver"
+  assert_contains "$T/out" "refused until a reviewer approves this update"
+  assert_contains "$T/out" "(the gateway refuses it until the update is approved: refgate approvals)"
   expect_rc 1 "$(check --ref refs/heads/other --action create)"
   assert_contains "$T/out" "rule:     default (no enforced rule matched)"
   # Errors: usage, a short ref name, an unknown host, a bad action, a bad config.

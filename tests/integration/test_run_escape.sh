@@ -50,6 +50,8 @@ cat >"$T/refgate.json" <<JSON
 }
 JSON
 start_gateway
+cp "$REFGATE_SRC/tests/support/control_client.py" "$T/client.py"
+chmod 644 "$T/client.py"
 
 # Another service on this host's loopback, which the run must not reach.
 # The log exists before the loop reads it: the background job opens it
@@ -177,6 +179,15 @@ test_the_token_key_the_config_and_the_upstream_credential_are_unreadable() {
   assert_not_contains "$FORK/escape.out" 'CONFIG-READ'
   assert_not_contains "$FORK/escape.out" 'CRED-READ'
   assert_not_contains "$FORK/escape.out" "$STATIC"
+}
+
+# The control socket mints tokens and approves pushes for its users, the
+# run's user among them: a run that reached it could approve its own push.
+# Here it is outside state_dir (control.socket), so only --hide keeps it out.
+test_the_control_socket_is_out_of_reach_so_a_run_cannot_approve_its_own_push() {
+  escape control "python3 $T/client.py $T/control.sock '{\"op\": \"approve\", \"id\": \"abcdefghij\"}' '{\"op\": \"mint\", \"repos\": [\"local/acme/app\"]}'"
+  escaped_nothing
+  assert_not_contains "$FORK/escape.out" '"ok"'
 }
 
 RUNNER=root

@@ -93,7 +93,7 @@ static struct eval_case eval_cases[] = {
     {"ask wins over allow and resolves to deny", "allow",
      "{'name': 'a', 'effect': 'allow'}, {'name': 'q', 'effect': 'ask'}", REPO, MAIN,
      CONFIG_ACTION_FORCE, DENY, ASK, 1, "q", 2, "",
-     "rule \"q\" requires approval for force on refs/heads/main, and no approver is configured", 0,
+     "rule \"q\" requires approval for force on refs/heads/main, refused until a reviewer", 0,
      ALLOW, ""},
     {"deny wins over ask", "allow",
      "{'name': 'q', 'effect': 'ask'}, {'name': 'd', 'effect': 'deny'}", REPO, MAIN,
@@ -131,14 +131,14 @@ static struct eval_case eval_cases[] = {
     {"an ask with a reason says approval is needed and how", "allow",
      "{'name': 'review', 'effect': 'ask', 'reason': 'force pushes need review'}", REPO, MAIN,
      CONFIG_ACTION_FORCE, DENY, ASK, 0, "review", 1,
-     "force pushes need review; approval required (rule \"review\"), and no approver is "
-     "configured: ask a maintainer to push it or change the rule",
+     "force pushes need review; approval required (rule \"review\"), refused until a reviewer "
+     "approves this update (refgate approvals)",
      "", 0, ALLOW, ""},
     {"an ask without a reason says approval is needed and how", "allow",
      "{'name': 'review', 'effect': 'ask'}", REPO, MAIN, CONFIG_ACTION_DELETE, DENY, ASK, 0,
      "review", 1,
-     "rule \"review\" requires approval for delete on refs/heads/main, and no approver is "
-     "configured: ask a maintainer to push it or change the rule",
+     "rule \"review\" requires approval for delete on refs/heads/main, refused until a "
+     "reviewer approves this update (refgate approvals)",
      "", 0, ALLOW, ""},
     {"the default deny explains itself", "deny", "", REPO, MAIN, CONFIG_ACTION_DELETE, DENY, DENY,
      -1, "default", 0, "no rule allows delete on refs/heads/main (default: deny)", "", 0, ALLOW,
@@ -150,8 +150,8 @@ static struct eval_case eval_cases[] = {
      ALLOW, ""},
     {"the default ask resolves to deny and says how to get approval", "ask", "", REPO, MAIN,
      CONFIG_ACTION_UPDATE, DENY, ASK, -1, "default", 0,
-     "no rule allows update on refs/heads/main (default: ask); approval required, and no "
-     "approver is configured: ask a maintainer to push it or change the rule",
+     "no rule allows update on refs/heads/main (default: ask); approval required, refused "
+     "until a reviewer approves this update (refgate approvals)",
      "", 0, ALLOW, ""},
     {"an evaluate-mode deny does not block an allow but is reported", "deny",
      "{'name': 'trial', 'effect': 'deny', 'mode': 'evaluate'}, {'name': 'ok', 'effect': 'allow'}",
@@ -364,13 +364,14 @@ static void check_matrix_case(const struct matrix_case *c)
         cr_expect_eq(d.matched, 0, "%s: matched", what);
         cr_expect(strstr(d.reason, "(default: ") != NULL, "%s: reason \"%s\"", what, d.reason);
     }
-    /* Ask has no approver here, so only an allow lets the update through. */
+    /* Ask is refused here (approvals are the gateway's), so only an allow lets the update through.
+     */
     cr_expect_eq(d.effect, d.rule_effect == CONFIG_ALLOW ? CONFIG_ALLOW : CONFIG_DENY, "%s: effect",
                  what);
     cr_expect(strstr(d.reason, config_action_name(action)) != NULL, "%s: reason \"%s\"", what,
               d.reason);
     if (d.rule_effect == CONFIG_ASK)
-        cr_expect(strstr(d.reason, "no approver is configured: ask a maintainer") != NULL,
+        cr_expect(strstr(d.reason, "refused until a reviewer approves this update") != NULL,
                   "%s: reason \"%s\"", what, d.reason);
 
     if (matches && evaluate) {
@@ -587,8 +588,9 @@ Test(eval, a_long_ref_is_shortened_at_a_character_boundary_and_the_notice_surviv
     len = strlen(d.reason);
     cr_expect_lt(len, sizeof(d.reason));
     cr_expect(strstr(d.reason, "... (default: ask)") != NULL, "%s", d.reason);
-    cr_expect(strstr(d.reason, "ask a maintainer to push it or change the rule") != NULL, "%s",
-              d.reason);
+    cr_expect(strstr(d.reason,
+                     "refused until a reviewer approves this update (refgate approvals)") != NULL,
+              "%s", d.reason);
     /* The byte before "..." ends a whole character. */
     cr_expect_eq((unsigned char)strstr(d.reason, "...")[-1], 0xa9, "%s", d.reason);
     config_free(cfg);

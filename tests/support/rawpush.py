@@ -9,8 +9,8 @@ command list and the pack itself and speaks HTTP/1.1 on a raw socket.
     rawpush.py URL TOKEN [options] OLD:NEW:REF...
 
 Prints `HTTP <status>`, then the answer: report lines (`ok ...`/`ng ...`,
-side-band demultiplexed), band-2 lines as `remote: ...`, or the body of an
-error. Exit status 0 whenever an answer (any status) was read, 3 when the
+side-band demultiplexed), band-2 lines as `remote: ...`, `keepalive` for
+each empty band-1 packet, or the body of an error. Exit status 0 whenever an answer (any status) was read, 3 when the
 gateway closed the connection without one, 4 after --hangup-when.
 """
 import argparse
@@ -132,7 +132,9 @@ def print_answer(status, body, sideband):
         for p in pktlines(body):
             if p is None or not p:
                 continue
-            if p[0] == 1:
+            if p == b"\x01":
+                print("keepalive")  # an empty band-1 packet, as receive-pack sends
+            elif p[0] == 1:
                 report += p[1:]
             elif p[0] in (2, 3):
                 for l in p[1:].decode("utf-8", "replace").splitlines():

@@ -1,0 +1,150 @@
+/*
+ * The store-independent part of approvals (approvals.h): argument checks
+ * before a store is called, and the names of states.
+ */
+#include "approvals/store.h"
+
+#include <string.h>
+
+#define ID_ALPHABET "abcdefghijklmnopqrstuvwxyz234567"
+
+const char *approvals_state_name(approvals_state st)
+{
+    switch (st) {
+    case APPROVALS_PENDING:
+        return "pending";
+    case APPROVALS_APPROVED:
+        return "approved";
+    case APPROVALS_DENIED:
+        return "denied";
+    }
+    return "unknown";
+}
+
+int approvals_id_ok(const char *id)
+{
+    return id != NULL && strlen(id) == APPROVALS_ID_LEN &&
+           strspn(id, ID_ALPHABET) == APPROVALS_ID_LEN;
+}
+
+/* What a malformed id is told: it is not echoed (it may be anything). */
+static int bad_id(rg_error *err)
+{
+    return rg_error_set(err, -ENOENT,
+                        "not an approval id: ids are %d characters of a-z and 2-7 (see "
+                        "`refgate approvals`)",
+                        APPROVALS_ID_LEN);
+}
+
+/* A key that fits an entry: every part present and within its buffer, ids hex. */
+static int key_check(const approvals_key *key, rg_error *err)
+{
+    if (key == NULL || key->repo == NULL || key->ref == NULL || key->old_id == NULL ||
+        key->new_id == NULL || key->repo[0] == '\0' || key->ref[0] == '\0')
+        return rg_error_set(err, -EINVAL, "an approval needs a repo, a ref and both ids");
+    if (strlen(key->repo) > APPROVALS_REPO_MAX || strlen(key->ref) > APPROVALS_REF_MAX)
+        return rg_error_set(err, -EINVAL,
+                            "the repo or ref name is too long for an approval (at most %d and %d "
+                            "bytes)",
+                            APPROVALS_REPO_MAX, APPROVALS_REF_MAX);
+    if (strlen(key->old_id) > APPROVALS_OID_MAX || strlen(key->new_id) > APPROVALS_OID_MAX ||
+        strspn(key->old_id, "0123456789abcdef") != strlen(key->old_id) ||
+        strspn(key->new_id, "0123456789abcdef") != strlen(key->new_id))
+        return rg_error_set(err, -EINVAL, "an approval's object ids are lowercase hex");
+    return 0;
+}
+
+int approvals_ask(approvals_store *s, approvals_entry *out, int *created, const approvals_key *key,
+                  const approvals_ask_info *info, int64_t now, rg_error *err)
+{
+    static const approvals_ask_info none = {0};
+    int rc = key_check(key, err);
+
+    if (created)
+        *created = 0;
+    if (rc < 0)
+        return rc;
+    return s->ops->ask(s, out, created, key, info ? info : &none, now, err);
+}
+
+int approvals_get(approvals_store *s, approvals_entry *out, const char *id, int64_t now,
+                  rg_error *err)
+{
+    if (!approvals_id_ok(id))
+        return bad_id(err);
+    return s->ops->get(s, out, id, now, err);
+}
+
+int approvals_list(approvals_store *s, approvals_entry **out, size_t *n, int64_t now, rg_error *err)
+{
+    *out = NULL;
+    *n = 0;
+    return s->ops->list(s, out, n, now, err);
+}
+
+int approvals_approve(approvals_store *s, approvals_entry *out, const char *id, const char *by,
+                      int64_t now, rg_error *err)
+{
+    if (!approvals_id_ok(id))
+        return bad_id(err);
+    return s->ops->decide(s, out, id, 0, by ? by : "", NULL, now, err);
+}
+
+int approvals_deny(approvals_store *s, approvals_entry *out, const char *id, const char *by,
+                   const char *note, int64_t now, rg_error *err)
+{
+    if (!approvals_id_ok(id))
+        return bad_id(err);
+    return s->ops->decide(s, out, id, 1, by ? by : "", note, now, err);
+}
+
+int approvals_consume(approvals_store *s, const char *id, const approvals_key *key, int64_t now,
+                      rg_error *err)
+{
+    int rc;
+
+    if (!approvals_id_ok(id))
+        return bad_id(err);
+    rc = key_check(key, err);
+    return rc < 0 ? rc : s->ops->consume(s, id, key, now, err);
+}
+
+int approvals_expire(approvals_store *s, size_t *removed, int64_t now, rg_error *err)
+{
+    if (removed)
+        *removed = 0;
+    return s->ops->expire(s, removed, now, err);
+}
+
+int approvals_keep_pack(approvals_store *s, const char *id, int fd, uint64_t len, int64_t now,
+                        rg_error *err)
+{
+    if (!approvals_id_ok(id))
+        return bad_id(err);
+    return s->ops->keep_pack(s, id, fd, len, now, err);
+}
+
+int approvals_open_pack(int *fd_out, approvals_store *s, const char *id, int64_t now, rg_error *err)
+{
+    *fd_out = -1;
+    if (!approvals_id_ok(id))
+        return bad_id(err);
+    return s->ops->open_pack(fd_out, s, id, now, err);
+}
+
+uint64_t approvals_pack_total(approvals_store *s)
+{
+    return s->ops->pack_total(s);
+}
+
+void approvals_on_release(approvals_store *s, approvals_release_fn fn, void *arg)
+{
+    s->released = fn;
+    s->released_arg = arg;
+}
+
+void approvals_close(approvals_store *s)
+{
+    if (s != NULL)
+        s->ops->close(s);
+}
