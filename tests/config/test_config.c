@@ -504,7 +504,7 @@ struct bad_case {
     char json[320];    /* single-quoted; @DIR@ stands for the fixture directory */
     char key[64];      /* the key path the message must name, or "" */
     int line;          /* for syntax errors: the line the message must name */
-    char problem[128]; /* what the message must say is wrong */
+    char problem[160]; /* what the message must say is wrong */
 };
 
 #define UP_CRED(c) "'upstreams': [{'host': 'h', 'url': 'https://x', 'credentials': " c "}]"
