@@ -12,6 +12,7 @@
 #include "approvals/approvals.h"
 #include "audit/audit.h"
 #include "config/config.h"
+#include "gateway/metrics.h"
 #include "tokens/credentials.h"
 #include "tokens/token.h"
 
@@ -20,6 +21,7 @@ typedef struct gateway_ctx {
     tokens_key *key;
     audit_log *audit;
     approvals_store *approvals; /* NULL: `ask` stays a deny */
+    gateway_metrics *metrics;   /* NULL: nothing is counted */
     /* Per upstream, indexed like cfg->upstreams; NULL entries for local ones. */
     tokens_provider **read_creds;
     tokens_provider **write_creds;

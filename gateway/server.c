@@ -21,7 +21,6 @@
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <microhttpd.h>
-#include <netdb.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,11 +31,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gateway/admin.h"
 #include "gateway/auth.h"
 #include "gateway/conns.h"
 #include "gateway/control.h"
 #include "gateway/context.h"
 #include "gateway/inflate.h"
+#include "gateway/listen.h"
 #include "gateway/receive.h"
 #include "gateway/route.h"
 #include "gateway/spool.h"
@@ -73,15 +74,13 @@
  */
 #define CONNECTION_STACK_BYTES ((size_t)1024 * 1024)
 
-/* Accepts queued by the kernel while the accept thread catches up. */
-#define LISTEN_BACKLOG 1024
-
 struct gateway_server {
     gateway_ctx ctx;
     struct MHD_Daemon *daemon;
     gateway_conns *conns;
     gateway_spool *spool;
     gateway_control *control; /* the local control socket (refgate run) */
+    gateway_admin *admin;     /* /healthz and /metrics, when config has "admin" */
     int listen_fd;
     char url[128];
     pthread_mutex_t lock;
@@ -678,47 +677,6 @@ static void raise_fd_limit(const config_limits *lim)
 
 /* --------------------------------------------------------------- server */
 
-static int bind_listen(gateway_server *s, rg_error *err)
-{
-    const config_model *cfg = s->ctx.cfg;
-    struct addrinfo hints = {0}, *ai = NULL;
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    char port[16], host[INET6_ADDRSTRLEN];
-    int fd = -1, one = 1, rc;
-
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    snprintf(port, sizeof(port), "%u", cfg->listen_port);
-    rc = getaddrinfo(cfg->listen_host, port, &hints, &ai);
-    if (rc != 0)
-        return rg_error_set(err, -EINVAL, "listen %s: %s", cfg->listen_host, gai_strerror(rc));
-    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-        bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, LISTEN_BACKLOG) < 0 ||
-        getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
-        rc = rg_error_set(err, -errno, "listen %s:%u: %s", cfg->listen_host, cfg->listen_port,
-                          strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        freeaddrinfo(ai);
-        return rc;
-    }
-    freeaddrinfo(ai);
-    if (ss.ss_family == AF_INET6) {
-        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof(host));
-        snprintf(s->url, sizeof(s->url), "http://[%s]:%u", host,
-                 ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
-    } else {
-        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof(host));
-        snprintf(s->url, sizeof(s->url), "http://%s:%u", host,
-                 ntohs(((struct sockaddr_in *)&ss)->sin_port));
-    }
-    s->listen_fd = fd;
-    return 0;
-}
-
 /*
  * One read and one write credential provider per remote upstream, made now
  * so that a bad key or token file refuses startup rather than a push.
@@ -870,6 +828,28 @@ static void head_thread_stop(gateway_server *s)
  * Starting and stopping
  * ------------------------------------------------------------------------ */
 
+/* What a scrape of /metrics copies in: connections and the spool. */
+static void admin_state(void *arg, gateway_metrics_state *out)
+{
+    gateway_server *s = arg;
+    gateway_conns_stats st;
+
+    gateway_conns_get_stats(&st, s->conns);
+    out->connections_open = st.open;
+    out->connections_waiting = st.waiting;
+    out->cut_header_deadline = st.cut_deadline;
+    out->cut_unauthenticated = st.cut_evicted;
+    out->refused_per_token = st.per_token_refused;
+    out->spool_bytes = gateway_spool_used(s->spool);
+    out->spool_cap = s->ctx.cfg->limits.spool_bytes;
+}
+
+/* Every audit append is timed, whoever makes it. */
+static void audit_timed(void *arg, double seconds, int ok)
+{
+    gateway_metrics_audit_append(arg, seconds, ok);
+}
+
 /* The approvals store removed kept packs: their bytes are free again. */
 static void give_back(void *arg, uint64_t bytes)
 {
@@ -896,6 +876,9 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
         goto done;
     }
     s->curl_ready = 1;
+    rc = gateway_metrics_new(&s->ctx.metrics, err);
+    if (rc < 0)
+        goto done;
     snprintf(s->ctx.tmp_dir, sizeof(s->ctx.tmp_dir), "%s/tmp", cfg->state_dir);
     rc = rg_fs_mkdir_p(s->ctx.tmp_dir, 0700, err);
     if (rc < 0)
@@ -918,6 +901,7 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
     rc = audit_open(&s->ctx.audit, path, err);
     if (rc < 0)
         goto done;
+    audit_on_append(s->ctx.audit, audit_timed, s->ctx.metrics);
     /* Before serving, and before the start event: a push the last gateway
      * forwarded without learning its outcome gets one ("unknown"), so
      * every start event closes what came before it. */
@@ -939,7 +923,8 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
      * whatever tmp/ holds is left from a crash: quarantines, half-made
      * mirror clones. Spools are O_TMPFILE and never have names. */
     clear_tmp(s->ctx.tmp_dir);
-    rc = bind_listen(s, err);
+    rc = gateway_listen_bind(&s->listen_fd, s->url, sizeof(s->url), "listen", cfg->listen_host,
+                             cfg->listen_port, err);
     if (rc < 0)
         goto done;
     snprintf(detail, sizeof(detail), "pid %ld, listening on %s", (long)getpid(), s->url);
@@ -987,6 +972,8 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
     snprintf(line, sizeof(line), "%s\n", s->url);
     rc = rg_fs_write_atomic(path, line, strlen(line), 0644, err);
     s->url_written = rc == 0;
+    if (rc == 0 && cfg->admin.listen_host != NULL)
+        rc = gateway_admin_start(&s->admin, &s->ctx, s->ctx.metrics, admin_state, s, err);
 done:
     if (rc < 0) {
         gateway_server_stop(s);
@@ -1022,6 +1009,8 @@ void gateway_server_stop(gateway_server *s)
         }
         MHD_stop_daemon(s->daemon);
     }
+    /* After the drain, during which /healthz says the gateway is stopping. */
+    gateway_admin_stop(s->admin);
     /* After the daemon: every connection is closed and untracked by now. */
     gateway_conns_free(s->conns);
     if (fd >= 0)
@@ -1049,6 +1038,7 @@ void gateway_server_stop(gateway_server *s)
     /* After the control thread and the approvals: a denial gives kept bytes back. */
     gateway_spool_free(s->spool);
     audit_close(s->ctx.audit);
+    gateway_metrics_free(s->ctx.metrics);
     tokens_key_free(s->ctx.key);
     free_providers(s);
     if (s->curl_ready)
