@@ -1,6 +1,8 @@
 /*
  * `refgate serve --config FILE`: run the gateway in the foreground until
  * SIGTERM or SIGINT, then let in-flight pushes finish and exit 0.
+ * `--check-config` loads the config and its credentials as serving would,
+ * says what is wrong and exits (for ExecReload= and CI).
  */
 #include <git2.h>
 #include <pthread.h>
@@ -13,14 +15,42 @@
 #include "gateway/server.h"
 #include "util/log.h"
 #include "config/config.h"
+#include "tokens/credentials.h"
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: refgate serve --config FILE\n\n"
+    fprintf(f, "usage: refgate serve --config FILE [--check-config]\n\n"
                "Serve git pushes on the config's \"listen\" address (default 127.0.0.1:8470;\n"
                "port 0 picks a free port) and enforce its rules. Once it accepts connections\n"
-               "the base URL is written to <state_dir>/url. SIGTERM or SIGINT stops it after\n"
-               "in-flight pushes finish.\n");
+               "the base URL is written to <state_dir>/url (and, with \"admin\", the admin\n"
+               "listener's to <state_dir>/admin.url). SIGTERM or SIGINT stops it after\n"
+               "in-flight pushes finish.\n\n"
+               "  --check-config  load the config and the upstream credentials it names as\n"
+               "                  serving would, print what is wrong and exit 1, or exit 0\n");
+}
+
+/* What serving would refuse at start, without binding or opening the state. */
+static int check_config(const config_model *cfg, rg_error *err)
+{
+    tokens_provider *p = NULL;
+    int rc = 0;
+
+    for (size_t i = 0; rc == 0 && i < cfg->nupstreams; i++) {
+        const config_upstream *up = &cfg->upstreams[i];
+
+        if (up->root != NULL)
+            continue;
+        rc = tokens_provider_new(&p, &up->credentials, up->ca_file, err);
+        tokens_provider_free(p);
+        p = NULL;
+        if (rc == 0)
+            rc = tokens_provider_new(&p, &up->read_credentials, up->ca_file, err);
+        tokens_provider_free(p);
+        p = NULL;
+        if (rc < 0)
+            rg_error_wrap(err, "upstream %s", up->host);
+    }
+    return rc;
 }
 
 int cli_serve(int argc, char **argv)
@@ -31,7 +61,7 @@ int cli_serve(int argc, char **argv)
     rg_error err = RG_ERROR_INIT;
     sigset_t set;
     static int journald;
-    int sig = 0;
+    int sig = 0, check = 0;
 
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -39,6 +69,8 @@ int cli_serve(int argc, char **argv)
             return 0;
         } else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
             config = argv[++i];
+        } else if (!strcmp(argv[i], "--check-config")) {
+            check = 1;
         } else {
             fprintf(stderr, "refgate serve: unexpected argument '%s'\n", argv[i]);
             usage(stderr);
@@ -49,9 +81,15 @@ int cli_serve(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    if (config_load(&cfg, config, &err) < 0) {
+    if (config_load(&cfg, config, &err) < 0 || (check && check_config(cfg, &err) < 0)) {
         fprintf(stderr, "refgate serve: %s\n", err.msg);
+        config_free(cfg);
         return 1;
+    }
+    if (check) {
+        printf("%s: ok (%zu upstreams, %zu rules)\n", config, cfg->nupstreams, cfg->nrules);
+        config_free(cfg);
+        return 0;
     }
     /* Writes to a receive-pack that died must fail with EPIPE, not kill us;
      * the stop signals are taken synchronously below, in this thread only,

@@ -152,4 +152,23 @@ test_healthz_fails_when_the_state_dir_cannot_take_a_file() {
   jq -e '.checks.state_dir | startswith("fail: ")' "$T/h" >/dev/null || { cat "$T/h"; fail "body"; }
 }
 
+test_check_config_passes_a_good_file_without_touching_state() {
+  sed 's/"state_dir": "state"/"state_dir": "fresh"/' "$T/refgate.json" >"$T/fresh.json"
+  "$REFGATE" serve --config "$T/fresh.json" --check-config >"$T/out" 2>&1 || { cat "$T/out"; fail "check"; }
+  assert_contains "$T/out" "fresh.json: ok (1 upstreams, 3 rules)"
+  [ ! -e "$T/fresh" ] || fail "--check-config created the state directory"
+}
+
+test_check_config_fails_naming_the_key_or_the_credential() {
+  echo '{"state_dir": "s", "admin": {"listen": "localhost:1"}}' >"$T/bad.json"
+  ! "$REFGATE" serve --check-config --config "$T/bad.json" >"$T/out" 2>&1 || fail "bad admin passed"
+  assert_contains "$T/out" "admin.listen"
+  cat >"$T/cred.json" <<JSON
+{"state_dir": "s", "upstreams": [{"host": "gh", "url": "https://git.invalid",
+  "credentials": {"type": "static", "token_file": "$T/missing-token"}}]}
+JSON
+  ! "$REFGATE" serve --check-config --config "$T/cred.json" >"$T/out" 2>&1 || fail "missing token passed"
+  assert_contains "$T/out" "upstream gh: token_file $T/missing-token"
+}
+
 run_tests
