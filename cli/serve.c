@@ -1,8 +1,10 @@
 /*
  * `refgate serve --config FILE`: run the gateway in the foreground until
  * SIGTERM or SIGINT, then let in-flight pushes finish and exit 0.
- * `--check-config` loads the config and its credentials as serving would,
- * says what is wrong and exits (for ExecReload= and CI).
+ * SIGHUP reloads the config file: new pushes use it, pushes in flight
+ * finish under the old one, and a file that does not load is logged and
+ * changes nothing. `--check-config` loads the config and its credentials
+ * as serving would, says what is wrong and exits (for CI).
  */
 #include <git2.h>
 #include <pthread.h>
@@ -24,7 +26,11 @@ static void usage(FILE *f)
                "port 0 picks a free port) and enforce its rules. Once it accepts connections\n"
                "the base URL is written to <state_dir>/url (and, with \"admin\", the admin\n"
                "listener's to <state_dir>/admin.url). SIGTERM or SIGINT stops it after\n"
-               "in-flight pushes finish.\n\n"
+               "in-flight pushes finish. SIGHUP reloads the config: new pushes use it,\n"
+               "pushes in flight finish under the old one, a file that does not load\n"
+               "changes nothing (the log says why), and keys only a restart applies\n"
+               "(listen, admin, limits on connections and spool, control, approvals) are\n"
+               "named in the log; state_dir cannot change.\n\n"
                "  --check-config  load the config and the upstream credentials it names as\n"
                "                  serving would, print what is wrong and exit 1, or exit 0\n");
 }
@@ -51,6 +57,23 @@ static int check_config(const config_model *cfg, rg_error *err)
             rg_error_wrap(err, "upstream %s", up->host);
     }
     return rc;
+}
+
+/* SIGHUP: load the file again; a bad one is logged and changes nothing. */
+static void reload(gateway_server *srv, const char *path)
+{
+    config_model *cfg = NULL;
+    rg_error err = RG_ERROR_INIT;
+    char q[RG_LOG_VALUE_MAX];
+
+    rg_log(RG_LOG_NOTICE, "reload_requested", "config=%s", rg_log_quote(q, sizeof(q), path));
+    if (config_load(&cfg, path, &err) < 0) {
+        rg_log(RG_LOG_ERR, "reload_failed", "kept=old error=%s",
+               rg_log_quote(q, sizeof(q), err.msg));
+        return;
+    }
+    /* Consumes cfg, and logs a failure (the old config stays) itself. */
+    gateway_server_reload(srv, cfg, &err);
 }
 
 int cli_serve(int argc, char **argv)
@@ -102,6 +125,7 @@ int cli_serve(int argc, char **argv)
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     /*
      * libgit2 counts its initialisations, and each push's symbolic-ref
@@ -117,7 +141,9 @@ int cli_serve(int argc, char **argv)
         return 1;
     }
     fprintf(stderr, "refgate: serving %s (state in %s)\n", gateway_server_url(srv), cfg->state_dir);
-    sigwait(&set, &sig);
+    /* Bounded by the signals sent: each SIGHUP is one reload. */
+    while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
+        reload(srv, config);
     fprintf(stderr, "refgate: %s received, finishing in-flight pushes\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM");
     gateway_server_stop(srv);

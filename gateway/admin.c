@@ -106,7 +106,7 @@ static enum MHD_Result healthz(gateway_admin *a, struct MHD_Connection *c)
     e = (rg_error)RG_ERROR_INIT;
     ready &= check(checks, "audit_log", audit_ready(ctx->audit, AUDIT_CHECK_BYTES, &e), &e);
     e = (rg_error)RG_ERROR_INIT;
-    rc = atomic_load(&ctx->stopping) ? rg_error_set(&e, -ESHUTDOWN, "the gateway is stopping") : 0;
+    rc = atomic_load(ctx->stopping) ? rg_error_set(&e, -ESHUTDOWN, "the gateway is stopping") : 0;
     ready &= check(checks, "serving", rc, &e);
     body = json_pack("{s:b, s:b, s:o}", "live", 1, "ready", ready, "checks", checks);
     if (body)

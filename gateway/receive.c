@@ -1494,11 +1494,11 @@ static void hold_step(gateway_receive *r)
 
     /* Bounded: until the next keepalive at most. */
     while ((t = now_ms()) < r->next_keepalive) {
-        if (t >= r->hold_until || atomic_load(&r->ctx->stopping) || !waiting(r))
+        if (t >= r->hold_until || atomic_load(r->ctx->stopping) || !waiting(r))
             goto decide;
         usleep(HOLD_POLL_MS * 1000);
     }
-    if (t < r->hold_until && !atomic_load(&r->ctx->stopping) && waiting(r)) {
+    if (t < r->hold_until && !atomic_load(r->ctx->stopping) && waiting(r)) {
         /* An empty band-1 packet, as receive-pack's keepalive. */
         rg_buf_append(&r->held_out, "0005\1", 5);
         r->next_keepalive = t + HOLD_KEEPALIVE_MS;
