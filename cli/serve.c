@@ -85,6 +85,7 @@ int cli_serve(int argc, char **argv)
     sigset_t set;
     static int journald;
     int sig = 0, check = 0;
+    char q[RG_LOG_VALUE_MAX];
 
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
@@ -140,12 +141,14 @@ int cli_serve(int argc, char **argv)
         config_free(cfg);
         return 1;
     }
-    fprintf(stderr, "refgate: serving %s (state in %s)\n", gateway_server_url(srv), cfg->state_dir);
+    /* Through the logger, so journald reads these lines' priority too. */
+    rg_log(RG_LOG_NOTICE, "serving", "url=%s state_dir=%s", gateway_server_url(srv),
+           rg_log_quote(q, sizeof(q), cfg->state_dir));
     /* Bounded by the signals sent: each SIGHUP is one reload. */
     while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
         reload(srv, config);
-    fprintf(stderr, "refgate: %s received, finishing in-flight pushes\n",
-            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    rg_log(RG_LOG_NOTICE, "stopping", "signal=%s (finishing in-flight pushes)",
+           sig == SIGINT ? "SIGINT" : "SIGTERM");
     gateway_server_stop(srv);
     git_libgit2_shutdown();
     config_free(cfg);

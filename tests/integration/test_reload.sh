@@ -118,4 +118,26 @@ test_pushes_keep_working_through_many_reloads() {
   kill -0 "$GW_PID" || fail "the gateway died"
 }
 
+test_under_journald_every_line_has_a_priority_and_no_token() {
+  stop_gateway
+  for _ in $(seq 200); do kill -0 "$GW_PID" 2>/dev/null || break; sleep 0.05; done
+  mv "$T/gateway.log" "$T/before.log"
+  write_config "$STANDARD_RULES"
+  JOURNAL_STREAM=8:1 start_gateway
+  use_token "$TOKEN"
+  git -C "$T/w" switch -q -c feature/journal
+  commit "$T/w" j.txt
+  git -C "$T/w" push -q origin feature/journal 2>"$T/err" || { cat "$T/err"; fail "push"; }
+  reload "reloaded config="
+  echo '{' >"$T/refgate.json"
+  reload "reload_failed"
+  kill -TERM "$GW_PID"
+  for _ in $(seq 200); do kill -0 "$GW_PID" 2>/dev/null || break; sleep 0.05; done
+  grep -q "stopping signal=SIGTERM" "$T/gateway.log" || { cat "$T/gateway.log"; fail "no stop line"; }
+  # <N>event key=value...: the journal reads N as the line's priority.
+  ! grep -vE '^<[0-7]>[a-z_]+( |$)' "$T/gateway.log" || fail "lines without a priority prefix"
+  grep -q '^<3>reload_failed ' "$T/gateway.log" || fail "a failed reload is not an error"
+  assert_not_contains "$T/gateway.log" "$TOKEN"
+}
+
 run_tests
