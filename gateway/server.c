@@ -412,7 +412,6 @@ static enum MHD_Result fetch_begin(gateway_server *s, struct MHD_Connection *c, 
                                    const gateway_route *route, const upstream_target *target,
                                    const char *proto, int gzip)
 {
-    req->fetch = 1;
     req->route = *route;
     req->target = *target;
     req->target.repo_path = req->route.path;
@@ -428,14 +427,15 @@ static enum MHD_Result fetch_begin(gateway_server *s, struct MHD_Connection *c, 
         gateway_inflate_new(&req->z, req->ctx.cfg->max_body_bytes,
                             req->ctx.cfg->limits.inflate_ratio, fetch_spool, req) < 0)
         goto oom;
+    /* A fetch in progress from here; before, only answered (the completed
+     * callback frees what was made). */
+    req->fetch = 1;
     pthread_mutex_lock(&s->lock);
     s->active++;
     req->counted = 1;
     pthread_mutex_unlock(&s->lock);
     return MHD_YES;
 oom:
-    /* Not a fetch in progress: the completed callback frees what was made. */
-    req->fetch = 0;
     return respond_text(c, 500, "out of memory");
 }
 
