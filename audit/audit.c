@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 
 int audit_open(audit_log **out, const char *path, rg_error *err)
 {
@@ -19,6 +20,7 @@ int audit_open(audit_log **out, const char *path, rg_error *err)
 int audit_append_many(audit_log *log, const audit_record *recs, size_t n, uint64_t *first_seq,
                       rg_error *err)
 {
+    struct timespec t0, t1;
     size_t i;
     int rc;
 
@@ -36,7 +38,23 @@ int audit_append_many(audit_log *log, const audit_record *recs, size_t n, uint64
         if (rc < 0)
             return err ? rg_error_wrap(err, "record %zu", i + 1) : rc;
     }
-    return log->ops->append_many(log, recs, n, first_seq, err);
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    rc = log->ops->append_many(log, recs, n, first_seq, err);
+    if (log->on_append) {
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        log->on_append(log->on_append_arg,
+                       (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9,
+                       rc == 0);
+    }
+    return rc;
+}
+
+void audit_on_append(audit_log *log, audit_append_observer fn, void *arg)
+{
+    if (log == NULL)
+        return;
+    log->on_append = fn;
+    log->on_append_arg = arg;
 }
 
 int audit_append(audit_log *log, const audit_record *rec, rg_error *err)

@@ -91,6 +91,14 @@ int audit_append_many(audit_log *log, const audit_record *recs, size_t n, uint64
 int audit_append(audit_log *log, const audit_record *rec, rg_error *err);
 
 /*
+ * Told after every append that reached the store, with its wall time in
+ * seconds (the fsync included) and whether it succeeded: for the gateway's
+ * metrics. Set before the log is shared between threads.
+ */
+typedef void (*audit_append_observer)(void *arg, double seconds, int ok);
+void audit_on_append(audit_log *log, audit_append_observer fn, void *arg);
+
+/*
  * Whether nbytes more can be appended now (tail known, room on the
  * filesystem for them plus a fixed margin). Checked before a push is
  * forwarded, so a log that cannot be written stops pushes instead of

@@ -36,6 +36,8 @@ typedef struct audit_store_ops {
 /* The head of every store's own struct, which embeds it first. */
 struct audit_log {
     const audit_store_ops *ops;
+    audit_append_observer on_append; /* NULL: nobody times appends */
+    void *on_append_arg;
 };
 
 /* The file store (file.c). */

@@ -401,7 +401,8 @@ static int parse_port(unsigned *out, const char *s)
  * localhost are refused: they may resolve to several addresses, and which
  * one the gateway binds should not depend on the resolver.
  */
-static int parse_listen(config_model *cfg, const parse_ctx *ctx, const char *s)
+static int parse_listen(char **host_out, unsigned *port_out, const parse_ctx *ctx, const char *key,
+                        const char *s)
 {
     const char *colon, *hstart;
     unsigned char addr[16];
@@ -412,37 +413,36 @@ static int parse_listen(config_model *cfg, const parse_ctx *ctx, const char *s)
         const char *close = strchr(s, ']');
 
         if (close == NULL || close[1] != ':')
-            return fail(ctx, "listen", "\"%s\" is not host:port (write [::1]:8470)", s);
+            return fail(ctx, key, "\"%s\" is not host:port (write [::1]:8470)", s);
         hstart = s + 1;
         hlen = (size_t)(close - hstart);
         colon = close + 1;
         if (hlen >= sizeof(host))
-            return fail(ctx, "listen", "\"%s\": not an IPv6 address", s);
+            return fail(ctx, key, "\"%s\": not an IPv6 address", s);
         memcpy(host, hstart, hlen);
         host[hlen] = '\0';
         if (inet_pton(AF_INET6, host, addr) != 1)
-            return fail(ctx, "listen", "\"%s\": \"%s\" is not an IPv6 address", s, host);
+            return fail(ctx, key, "\"%s\": \"%s\" is not an IPv6 address", s, host);
     } else {
         colon = strrchr(s, ':');
         if (colon == NULL)
-            return fail(ctx, "listen", "\"%s\" is not host:port (write 127.0.0.1:8470)", s);
+            return fail(ctx, key, "\"%s\" is not host:port (write 127.0.0.1:8470)", s);
         hlen = (size_t)(colon - s);
         if (memchr(s, ':', hlen) != NULL)
-            return fail(ctx, "listen", "\"%s\": put an IPv6 address in brackets, as in [::1]:8470",
-                        s);
+            return fail(ctx, key, "\"%s\": put an IPv6 address in brackets, as in [::1]:8470", s);
         if (hlen == 0 || hlen >= sizeof(host))
-            return fail(ctx, "listen", "\"%s\": missing or bad host (write 127.0.0.1:8470)", s);
+            return fail(ctx, key, "\"%s\": missing or bad host (write 127.0.0.1:8470)", s);
         memcpy(host, s, hlen);
         host[hlen] = '\0';
         if (inet_pton(AF_INET, host, addr) != 1)
-            return fail(ctx, "listen",
+            return fail(ctx, key,
                         "\"%s\": \"%s\" is not an IPv4 address (write 127.0.0.1:8470 or "
                         "[::1]:8470)",
                         s, host);
     }
-    if (parse_port(&cfg->listen_port, colon + 1) < 0)
-        return fail(ctx, "listen", "\"%s\": port must be a number from 0 to 65535", s);
-    return dup_string(&cfg->listen_host, ctx, host);
+    if (parse_port(port_out, colon + 1) < 0)
+        return fail(ctx, key, "\"%s\": port must be a number from 0 to 65535", s);
+    return dup_string(host_out, ctx, host);
 }
 
 static int parse_effect(config_effect *out, const parse_ctx *ctx, const char *key, const char *s)
@@ -1549,17 +1549,43 @@ static int parse_approvals(config_approvals *out, const parse_ctx *ctx, const js
     return 0;
 }
 
+static const char *const admin_keys[] = {"listen", NULL};
+#define ADMIN_KEYS_TEXT "listen"
+
+/* The admin listener is the operator's: never the port the runs push to. */
+static int parse_admin(config_admin *out, const config_model *cfg, const parse_ctx *ctx,
+                       const json_t *obj)
+{
+    const char *s;
+    int rc;
+
+    if (obj == NULL)
+        return 0;
+    if (!json_is_object(obj))
+        return fail_type(ctx, "admin", "an object", obj);
+    if ((rc = check_keys(ctx, obj, "admin", admin_keys, ADMIN_KEYS_TEXT)) < 0)
+        return rc;
+    rc = get_string(&s, ctx, obj, "admin", "listen", 1, "(HOST:PORT for /healthz and /metrics)");
+    if (rc == 0)
+        rc = parse_listen(&out->listen_host, &out->listen_port, ctx, "admin.listen", s);
+    if (rc == 0 && out->listen_port != 0 && out->listen_port == cfg->listen_port &&
+        !strcmp(out->listen_host, cfg->listen_host))
+        rc = fail(ctx, "admin.listen",
+                  "is the push address \"listen\": the admin listener needs a port of its own");
+    return rc;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Loading                                                                  */
 /* ------------------------------------------------------------------------ */
 
 static const char *const top_keys[] = {
-    "listen",    "state_dir", "default", "max_body_bytes", "limits", "control",
-    "approvals", "upstreams", "rules",   "secrets",        "signing", NULL,
+    "listen", "state_dir", "default", "max_body_bytes", "limits",  "control", "approvals",
+    "admin",  "upstreams", "rules",   "secrets",        "signing", NULL,
 };
 #define TOP_KEYS_TEXT                                                                              \
-    "listen, state_dir, default, max_body_bytes, limits, control, approvals, upstreams, rules, "   \
-    "secrets or signing"
+    "listen, state_dir, default, max_body_bytes, limits, control, approvals, admin, upstreams, "   \
+    "rules, secrets or signing"
 
 /* Whether a rule has condition `c`: its scanner is compiled only then. */
 static int any_rule_wants(const config_model *cfg, config_condition c)
@@ -1584,7 +1610,7 @@ static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *roo
 
     rc = get_string(&s, ctx, root, NULL, "listen", 0, NULL);
     if (rc == 0 && s != NULL)
-        rc = parse_listen(cfg, ctx, s);
+        rc = parse_listen(&cfg->listen_host, &cfg->listen_port, ctx, "listen", s);
     if (rc == 0 && s == NULL) {
         cfg->listen_port = DEFAULT_LISTEN_PORT;
         rc = dup_string(&cfg->listen_host, ctx, DEFAULT_LISTEN_HOST);
@@ -1622,6 +1648,10 @@ static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *roo
 
     v = json_object_get(root, "approvals");
     if ((rc = parse_approvals(&cfg->approvals, ctx, v)) < 0)
+        return rc;
+
+    v = json_object_get(root, "admin");
+    if ((rc = parse_admin(&cfg->admin, cfg, ctx, v)) < 0)
         return rc;
 
     /* Upstreams first: rules check their repo patterns against the hosts. */
@@ -1755,6 +1785,7 @@ void config_free(config_model *cfg)
     free(cfg->control.url);
     free(cfg->path);
     free(cfg->listen_host);
+    free(cfg->admin.listen_host);
     free(cfg->state_dir);
     free(cfg);
 }

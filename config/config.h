@@ -11,6 +11,7 @@
  *     "max_body_bytes": 2147483648,      optional cap on one push body
  *     "limits": { ... },                 optional; see below
  *     "approvals": {"expire": "24h"},    optional; see below
+ *     "admin": {"listen": "127.0.0.1:9470"}, optional; see below
  *     "upstreams": [ {"host": "local", "url": "file:///srv/git"} ],
  *     "rules": [ {"name": "protect-main", "repos": ["local/acme/app"],
  *                 "refs": ["refs/heads/main"], "actions": ["update","force","delete"],
@@ -94,6 +95,12 @@
  *                             the push that asked, a decided one from its
  *                             decision; seconds, or "90s", "30m", "24h", "7d"
  *                             (1 s..30 days).
+ * admin: optional; the operator's listener for GET /healthz and GET /metrics
+ *   (gateway/admin.h), never on the push port every run reaches:
+ *   "listen"                  required in "admin"; host:port as for
+ *                             "listen" (port 0 picks a free port; its URL is
+ *                             written to <state_dir>/admin.url); it may not
+ *                             be the push address itself.
  */
 #ifndef RG_CONFIG_CONFIG_H
 #define RG_CONFIG_CONFIG_H
@@ -204,6 +211,12 @@ typedef struct config_approvals {
     long long expire; /* seconds */
 } config_approvals;
 
+/* See "admin" above. */
+typedef struct config_admin {
+    char *listen_host;    /* NULL: no admin listener */
+    unsigned listen_port; /* 0: any free port */
+} config_admin;
+
 typedef struct config_model {
     char *path; /* the file it was loaded from (absolute) */
     char *listen_host;
@@ -214,6 +227,7 @@ typedef struct config_model {
     config_limits limits;
     config_control control;
     config_approvals approvals;
+    config_admin admin;
     config_upstream *upstreams;
     size_t nupstreams;
     config_rule *rules;

@@ -40,8 +40,8 @@ struct gateway_conns {
     int reaper_running;
     int stopping;
     gateway_conn *head, *tail; /* waiting, in the order they started waiting */
-    unsigned nwaiting;
-    unsigned long ncut, ncut_deadline, ncut_evicted;
+    unsigned nwaiting, nopen;
+    unsigned long ncut, ncut_deadline, ncut_evicted, nper_token;
     token_slot *tokens[TOKEN_BUCKETS];
 };
 
@@ -222,6 +222,7 @@ int gateway_conns_opened(gateway_conn **out, gateway_conns *t, int fd)
         return -ENOMEM;
     c->fd = fd;
     pthread_mutex_lock(&t->lock);
+    t->nopen++;
     wait_append(t, c);
     /* Evict rather than refuse: refusing the newcomer would let whoever
      * holds the waiting slots lock every pusher out. */
@@ -237,6 +238,7 @@ void gateway_conns_closed(gateway_conns *t, gateway_conn *c)
     if (c == NULL)
         return;
     pthread_mutex_lock(&t->lock);
+    t->nopen--;
     wait_remove(t, c);
     token_release(t, c);
     pthread_mutex_unlock(&t->lock);
@@ -260,6 +262,7 @@ int gateway_conns_authorised(gateway_conns *t, gateway_conn *c, const char *toke
     for (slot = *pp; slot && strcmp(slot->hash, token_hash); slot = slot->next)
         ;
     if (slot && slot->requests >= t->lim.per_token) {
+        t->nper_token++;
         rc = -EBUSY;
         goto done;
     }
@@ -297,10 +300,16 @@ void gateway_conns_request_done(gateway_conns *t, gateway_conn *c)
     pthread_mutex_unlock(&t->lock);
 }
 
-void gateway_conns_stats(unsigned *waiting, unsigned long *cut_total, gateway_conns *t)
+void gateway_conns_get_stats(gateway_conns_stats *out, gateway_conns *t)
 {
     pthread_mutex_lock(&t->lock);
-    *waiting = t->nwaiting;
-    *cut_total = t->ncut;
+    *out = (gateway_conns_stats){
+        .open = t->nopen,
+        .waiting = t->nwaiting,
+        .cut = t->ncut,
+        .cut_deadline = t->ncut_deadline,
+        .cut_evicted = t->ncut_evicted,
+        .per_token_refused = t->nper_token,
+    };
     pthread_mutex_unlock(&t->lock);
 }

@@ -57,7 +57,16 @@ int gateway_conns_authorised(gateway_conns *t, gateway_conn *c, const char *toke
  * the headers of the next one from now. NULL is ignored. */
 void gateway_conns_request_done(gateway_conns *t, gateway_conn *c);
 
-/* Connections now waiting, and cut so far (deadline or eviction). */
-void gateway_conns_stats(unsigned *waiting, unsigned long *cut, gateway_conns *t);
+/* Connections now, and what the limits refused so far (for metrics). */
+typedef struct gateway_conns_stats {
+    unsigned open;                   /* tracked: opened and not yet closed */
+    unsigned waiting;                /* open, request not yet authorised */
+    unsigned long cut;               /* cut so far, for either reason below */
+    unsigned long cut_deadline;      /* past header_seconds */
+    unsigned long cut_evicted;       /* the oldest waiting one past `unauthenticated` */
+    unsigned long per_token_refused; /* requests refused at per_token (429) */
+} gateway_conns_stats;
+
+void gateway_conns_get_stats(gateway_conns_stats *out, gateway_conns *t);
 
 #endif

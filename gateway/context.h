@@ -1,8 +1,11 @@
 /*
- * What every request of a running gateway shares: the configuration, the
- * token key, the audit log and the approvals. Created by the server,
- * read-only to requests (the audit log and the approvals store do their
- * own locking).
+ * What a request of a running gateway sees: the configuration and the
+ * credential providers of the snapshot it began under (gateway/snapshot.h),
+ * and what every request shares: the token key, the audit log, the
+ * approvals, the metrics. The server keeps one for its own threads (the
+ * config at start) and copies it per request with that request's
+ * snapshot; read-only to requests (the audit log, the approvals store and
+ * the metrics do their own locking).
  */
 #ifndef RG_GATEWAY_CONTEXT_H
 #define RG_GATEWAY_CONTEXT_H
@@ -12,6 +15,7 @@
 #include "approvals/approvals.h"
 #include "audit/audit.h"
 #include "config/config.h"
+#include "gateway/metrics.h"
 #include "tokens/credentials.h"
 #include "tokens/token.h"
 
@@ -20,11 +24,12 @@ typedef struct gateway_ctx {
     tokens_key *key;
     audit_log *audit;
     approvals_store *approvals; /* NULL: `ask` stays a deny */
+    gateway_metrics *metrics;   /* NULL: nothing is counted */
     /* Per upstream, indexed like cfg->upstreams; NULL entries for local ones. */
     tokens_provider **read_creds;
     tokens_provider **write_creds;
-    char tmp_dir[4096];  /* <state_dir>/tmp: spools and quarantines */
-    atomic_int stopping; /* set when the server stops: held pushes end */
+    char tmp_dir[4096];   /* <state_dir>/tmp: spools and quarantines */
+    atomic_int *stopping; /* set when the server stops: held pushes end */
 } gateway_ctx;
 
 #endif

@@ -389,11 +389,13 @@ static int control_handle_line(gateway_control *c, control_client *cl, const cha
     }
     op = json_string_value(json_object_get(req, "op"));
     peer = (gateway_approval_peer){cl->cred.uid, cl->user, (long)cl->cred.pid};
-    if (op != NULL && !strcmp(op, "mint"))
-        control_mint(&answer, c, cl, req, &err);
-    else if (op != NULL && !strcmp(op, "revoke"))
-        control_revoke(&answer, c, cl, req, &err);
-    else if (op == NULL || !gateway_approval_control(&answer, c->ctx, &peer, op, req, &err))
+    if (op != NULL && !strcmp(op, "mint")) {
+        if (control_mint(&answer, c, cl, req, &err) < 0)
+            gateway_metrics_token_failure(c->ctx->metrics, "mint");
+    } else if (op != NULL && !strcmp(op, "revoke")) {
+        if (control_revoke(&answer, c, cl, req, &err) < 0)
+            gateway_metrics_token_failure(c->ctx->metrics, "revoke");
+    } else if (op == NULL || !gateway_approval_control(&answer, c->ctx, &peer, op, req, &err))
         rg_error_set(&err, -EINVAL,
                      "op: expected \"mint\", \"revoke\", \"approvals\", \"approval\", "
                      "\"approve\" or \"deny\"");

@@ -45,6 +45,7 @@
 #include "gateway/approve.h"
 #include "gateway/inflate.h"
 #include "gateway/merge.h"
+#include "gateway/metrics.h"
 #include "gateway/mirror.h"
 #include "gateway/upstream.h"
 #include "git/packscan.h"
@@ -172,6 +173,10 @@ struct gateway_receive {
     rg_buf progress;
     int have_report;
 
+    /* Metrics: counted as in flight until freed; when upstream began. */
+    int in_flight;
+    double upstream_t0;
+
     /* The request failed (malformed, too large): the HTTP status and why. */
     int failed;
     unsigned fail_status;
@@ -213,6 +218,23 @@ static void add_note(ref_cmd *c, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Every byte sent upstream goes through here, so the metrics count it. */
+static int send_upstream(gateway_receive *r, const void *data, size_t len, rg_error *err)
+{
+    int rc = upstream_push_write(r->upstream, data, len, err);
+
+    if (rc == 0)
+        gateway_metrics_forwarded(r->ctx->metrics, len);
+    return rc;
+}
+
+/* Start upstream's side of the push: timed from here to its report. */
+static int start_upstream(gateway_receive *r, rg_error *err)
+{
+    r->upstream_t0 = gateway_metrics_now();
+    return upstream_push_start(&r->upstream, &r->target, r->sideband, r->cred_flags, err);
+}
+
 int gateway_receive_new(gateway_receive **out, const gateway_receive_info *info, rg_error *err)
 {
     rgit_push_limits limits = RGIT_PUSH_LIMITS_INIT;
@@ -249,6 +271,8 @@ int gateway_receive_new(gateway_receive **out, const gateway_receive_info *info,
     if (info->gzip && gateway_inflate_new(&r->z, r->ctx->cfg->max_body_bytes,
                                           r->ctx->cfg->limits.inflate_ratio, on_decoded, r) < 0)
         goto done;
+    r->in_flight = 1;
+    gateway_metrics_in_flight(r->ctx->metrics, 1);
     rc = 0;
 done:
     if (rc < 0) {
@@ -706,8 +730,7 @@ static void start_overlap(gateway_receive *r)
     if (nkeep == 0 || (denied && rgit_push_has_cap(req, "atomic")))
         goto fail;
     if (rgit_push_request_write(&header, req, keep, nkeep, "report-status") < 0 ||
-        upstream_push_start(&r->upstream, &r->target, r->sideband, r->cred_flags, &e) < 0 ||
-        upstream_push_write(r->upstream, header.data, header.len, &e) < 0)
+        start_upstream(r, &e) < 0 || send_upstream(r, header.data, header.len, &e) < 0)
         goto fail;
     free(keep);
     rg_buf_free(&header);
@@ -739,8 +762,7 @@ static void overlap_pack(gateway_receive *r, const char *data, size_t len)
     /* What is safe and unsent lies in this chunk: before the trailer
      * starts, safe is everything scanned. */
     if (safe > r->sent && !r->upstream_failed &&
-        upstream_push_write(r->upstream, data + (r->sent - start), (size_t)(safe - r->sent), &e) <
-            0)
+        send_upstream(r, data + (r->sent - start), (size_t)(safe - r->sent), &e) < 0)
         upstream_failed(r, &e);
     r->sent = safe;
 }
@@ -799,7 +821,7 @@ static void complete_overlap(gateway_receive *r)
         upstream_failed(r, &e);
         return;
     }
-    if (upstream_push_write(r->upstream, trailer, n, &e) < 0)
+    if (send_upstream(r, trailer, n, &e) < 0)
         upstream_failed(r, &e);
     r->sent = end;
 }
@@ -1030,8 +1052,7 @@ static int start_forward(gateway_receive *r)
         rc = 0;
         goto done;
     }
-    if (upstream_push_start(&r->upstream, &r->target, r->sideband, r->cred_flags, &e) < 0 ||
-        upstream_push_write(r->upstream, header.data, header.len, &e) < 0)
+    if (start_upstream(r, &e) < 0 || send_upstream(r, header.data, header.len, &e) < 0)
         upstream_failed(r, &e);
     if (r->send_pack && !r->upstream_failed)
         r->mode = MODE_STREAM;
@@ -1062,7 +1083,7 @@ static void send_spool(gateway_receive *r)
         if (end && (uint64_t)n > end - done)
             n = (ssize_t)(end - done);
         done += (uint64_t)n;
-        if (n > 0 && upstream_push_write(r->upstream, chunk, (size_t)n, &e) < 0) {
+        if (n > 0 && send_upstream(r, chunk, (size_t)n, &e) < 0) {
             upstream_failed(r, &e);
             break;
         }
@@ -1098,10 +1119,12 @@ static void finish_push(gateway_receive *r)
         return;
     r->finished = 1;
     if (r->upstream) {
-        if (upstream_push_finish(r->upstream, &r->report, &r->progress, &e) < 0)
+        if (upstream_push_finish(r->upstream, &r->report, &r->progress, &e) < 0) {
             upstream_failed(r, &e);
-        else
+        } else {
             r->have_report = 1;
+            gateway_metrics_upstream(r->ctx->metrics, gateway_metrics_now() - r->upstream_t0);
+        }
     }
     for (size_t i = 0; i < r->req->nupdates; i++) {
         ref_cmd *c = &r->cmds[i];
@@ -1233,7 +1256,7 @@ static int on_pack(gateway_receive *r, const char *data, size_t len)
 
     switch (r->mode) {
     case MODE_STREAM:
-        if (!r->upstream_failed && upstream_push_write(r->upstream, data, len, &e) < 0)
+        if (!r->upstream_failed && send_upstream(r, data, len, &e) < 0)
             upstream_failed(r, &e);
         keep_write(r, data, len);
         return 0;
@@ -1471,11 +1494,11 @@ static void hold_step(gateway_receive *r)
 
     /* Bounded: until the next keepalive at most. */
     while ((t = now_ms()) < r->next_keepalive) {
-        if (t >= r->hold_until || atomic_load(&r->ctx->stopping) || !waiting(r))
+        if (t >= r->hold_until || atomic_load(r->ctx->stopping) || !waiting(r))
             goto decide;
         usleep(HOLD_POLL_MS * 1000);
     }
-    if (t < r->hold_until && !atomic_load(&r->ctx->stopping) && waiting(r)) {
+    if (t < r->hold_until && !atomic_load(r->ctx->stopping) && waiting(r)) {
         /* An empty band-1 packet, as receive-pack's keepalive. */
         rg_buf_append(&r->held_out, "0005\1", 5);
         r->next_keepalive = t + HOLD_KEEPALIVE_MS;
@@ -1558,6 +1581,38 @@ size_t gateway_receive_read(gateway_receive *r, char *buf, size_t max)
     return n;
 }
 
+/* The metrics of a push that has ended: its refs and itself, once. */
+static void count_push(const gateway_receive *r)
+{
+    gateway_metrics *m = r->ctx->metrics;
+    size_t n = r->decided ? r->req->nupdates : 0, nallow = 0, nforward = 0, nfailed = 0;
+
+    if (n == 0) {
+        gateway_metrics_push(m, "none", "invalid");
+        return;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const ref_cmd *c = &r->cmds[i];
+        int allow = c->plan.allowed && !c->unaudited;
+        const char *outcome = !c->result.forwarded         ? "refused"
+                              : c->result.error[0] == '\0' ? "ok"
+                              : r->have_report             ? "upstream_rejected"
+                                                           : "upstream_error";
+
+        nallow += allow;
+        nforward += c->result.forwarded;
+        nfailed += c->result.forwarded && c->result.error[0] != '\0';
+        gateway_metrics_ref(m, allow ? "allow" : "deny", outcome);
+    }
+    gateway_metrics_push(m,
+                         nallow == n   ? "allow"
+                         : nallow == 0 ? "deny"
+                                       : "partial",
+                         nforward == 0 ? "refused"
+                         : nfailed     ? "upstream_error"
+                                       : "ok");
+}
+
 void gateway_receive_free(gateway_receive *r)
 {
     if (r == NULL)
@@ -1566,6 +1621,10 @@ void gateway_receive_free(gateway_receive *r)
      * have applied it already, so learn what it did and record it. Before
      * the decision an overlapped request ends without its trailer. */
     finish_push(r);
+    if (r->in_flight) {
+        count_push(r);
+        gateway_metrics_in_flight(r->ctx->metrics, -1);
+    }
     if (!r->decided)
         abort_overlap(r);
     upstream_push_free(r->upstream);

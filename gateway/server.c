@@ -21,7 +21,6 @@
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <microhttpd.h>
-#include <netdb.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,13 +31,16 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "gateway/admin.h"
 #include "gateway/auth.h"
 #include "gateway/conns.h"
 #include "gateway/control.h"
 #include "gateway/context.h"
 #include "gateway/inflate.h"
+#include "gateway/listen.h"
 #include "gateway/receive.h"
 #include "gateway/route.h"
+#include "gateway/snapshot.h"
 #include "gateway/spool.h"
 #include "gateway/upstream.h"
 #include "git/advert.h"
@@ -73,15 +75,18 @@
  */
 #define CONNECTION_STACK_BYTES ((size_t)1024 * 1024)
 
-/* Accepts queued by the kernel while the accept thread catches up. */
-#define LISTEN_BACKLOG 1024
-
 struct gateway_server {
     gateway_ctx ctx;
     struct MHD_Daemon *daemon;
     gateway_conns *conns;
     gateway_spool *spool;
     gateway_control *control; /* the local control socket (refgate run) */
+    gateway_admin *admin;     /* /healthz and /metrics, when config has "admin" */
+    /* The config at start (the caller's; what control and the admin
+     * listener read), and the one new requests begin under (under lock). */
+    gateway_snapshot *base;
+    gateway_snapshot *current;
+    atomic_int stopping; /* ctx.stopping points here */
     int listen_fd;
     char url[128];
     pthread_mutex_t lock;
@@ -98,6 +103,10 @@ struct gateway_server {
 };
 
 typedef struct request {
+    /* The config snapshot the request began under, and the context made of
+     * it and the server's shared parts: a reload never changes either. */
+    gateway_snapshot *snap;
+    gateway_ctx ctx;
     gateway_receive *push;
     /* A fetch (POST git-upload-pack): where it goes and its spooled body. */
     int fetch;
@@ -371,47 +380,62 @@ static void request_free(request *req)
     /* The spool file is gone with its descriptor: its bytes are free again. */
     gateway_spool_lease_release(&req->lease);
     free(req->repo_dir);
+    /* Last: the push, the fetch and the response used its config. */
+    gateway_snapshot_unref(req->snap);
     free(req);
 }
 
-/* A POST git-upload-pack that passed every check: set up its spool. */
-static enum MHD_Result fetch_begin(gateway_server *s, struct MHD_Connection *c,
-                                   const gateway_route *route, const upstream_target *target,
-                                   const char *proto, int gzip, void **con_cls)
+/*
+ * Every request gets its state at once, holding the current snapshot until
+ * it is freed in the completed callback, after its response is sent.
+ */
+static request *request_new(gateway_server *s)
 {
-    request *req;
+    request *req = calloc(1, sizeof(*req));
 
-    req = calloc(1, sizeof(*req));
     if (req == NULL)
-        return respond_text(c, 500, "out of memory");
-    req->fetch = 1;
+        return NULL;
+    req->spool_fd = -1;
     gateway_spool_lease_init(&req->lease, s->spool);
+    pthread_mutex_lock(&s->lock);
+    req->snap = gateway_snapshot_ref(s->current);
+    pthread_mutex_unlock(&s->lock);
+    req->ctx = s->ctx;
+    req->ctx.cfg = req->snap->cfg;
+    req->ctx.read_creds = req->snap->read_creds;
+    req->ctx.write_creds = req->snap->write_creds;
+    return req;
+}
+
+/* A POST git-upload-pack that passed every check: set up its spool. */
+static enum MHD_Result fetch_begin(gateway_server *s, struct MHD_Connection *c, request *req,
+                                   const gateway_route *route, const upstream_target *target,
+                                   const char *proto, int gzip)
+{
     req->route = *route;
     req->target = *target;
     req->target.repo_path = req->route.path;
-    req->spool_fd = -1;
     if (target->repo_dir && (req->repo_dir = strdup(target->repo_dir)) == NULL)
         goto oom;
     req->target.repo_dir = req->repo_dir;
     snprintf(req->git_protocol, sizeof(req->git_protocol), "%s", proto ? proto : "");
     req->gzip = gzip;
     req->spool_fd = open(s->ctx.tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (req->spool_fd < 0) {
-        request_free(req);
+    if (req->spool_fd < 0)
         return respond_text(c, 500, "cannot spool the request");
-    }
     if (gzip && target->repo_dir &&
-        gateway_inflate_new(&req->z, s->ctx.cfg->max_body_bytes, s->ctx.cfg->limits.inflate_ratio,
-                            fetch_spool, req) < 0)
+        gateway_inflate_new(&req->z, req->ctx.cfg->max_body_bytes,
+                            req->ctx.cfg->limits.inflate_ratio, fetch_spool, req) < 0)
         goto oom;
+    /* A fetch in progress from here; before, only answered (the completed
+     * callback frees what was made). */
+    req->fetch = 1;
     pthread_mutex_lock(&s->lock);
     s->active++;
     req->counted = 1;
     pthread_mutex_unlock(&s->lock);
-    *con_cls = req;
     return MHD_YES;
 oom:
-    request_free(req);
     return respond_text(c, 500, "out of memory");
 }
 
@@ -437,18 +461,25 @@ static enum MHD_Result begin(gateway_server *s, struct MHD_Connection *c, const 
     gateway_auth auth;
     rg_error e = RG_ERROR_INIT;
     char *repo_dir = NULL, remote[64];
+    const config_model *cfg;
     int rc, fetch, gzip;
-    request *req = NULL;
+    request *req;
     enum MHD_Result ret;
     size_t idx;
 
+    req = request_new(s);
+    if (req == NULL)
+        return respond_text(c, 500, "out of memory");
+    /* From here the completed callback frees it, however the request ends. */
+    *con_cls = req;
+    cfg = req->ctx.cfg;
     service = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "service");
     rc = gateway_route_parse(&route, method, url, service, &e);
     if (rc == -EOPNOTSUPP)
         return respond_lfs_refusal(c);
     if (rc < 0)
         return respond_text(c, rc == -EPERM ? 405 : rc == -EINVAL ? 400 : 404, e.msg);
-    up = config_find_upstream(s->ctx.cfg, route.host);
+    up = config_find_upstream(cfg, route.host);
     if (up == NULL)
         return respond_text(c, 404, "unknown upstream host in the path");
     fetch = route.service == GATEWAY_UPLOAD_PACK;
@@ -459,7 +490,7 @@ static enum MHD_Result begin(gateway_server *s, struct MHD_Connection *c, const 
         proto = NULL;
 
     /* Fetches are authorised like pushes: the token must name the repo. */
-    gateway_auth_check(&auth, &s->ctx,
+    gateway_auth_check(&auth, &req->ctx,
                        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
                        route.repo);
     if (auth.status) {
@@ -476,11 +507,11 @@ static enum MHD_Result begin(gateway_server *s, struct MHD_Connection *c, const 
                  rc == -EBUSY ? "too many concurrent requests for this run token "
                                 "(limits.per_token is %u): try again when one has finished"
                               : "out of memory",
-                 s->ctx.cfg->limits.per_token);
+                 cfg->limits.per_token);
         ret = respond_text(c, rc == -EBUSY ? 429 : 500, msg);
         goto done;
     }
-    idx = (size_t)(up - s->ctx.cfg->upstreams);
+    idx = (size_t)(up - cfg->upstreams);
     if (up->root != NULL && gateway_route_local_dir(&repo_dir, up, &route, &e) < 0) {
         ret = respond_text(c, 404, e.msg);
         goto done;
@@ -489,8 +520,8 @@ static enum MHD_Result begin(gateway_server *s, struct MHD_Connection *c, const 
         .up = up,
         .repo_path = route.path,
         .repo_dir = repo_dir,
-        .read = up->root ? NULL : s->ctx.read_creds[idx],
-        .write = up->root ? NULL : s->ctx.write_creds[idx],
+        .read = up->root ? NULL : req->ctx.read_creds[idx],
+        .write = up->root ? NULL : req->ctx.write_creds[idx],
     };
     if (route.advertise && fetch) {
         freq.advertise = 1;
@@ -518,18 +549,18 @@ static enum MHD_Result begin(gateway_server *s, struct MHD_Connection *c, const 
     }
     gzip = cenc && strcasecmp(cenc, "gzip") == 0;
     clen = MHD_lookup_connection_value(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
-    if (clen && strtoull(clen, NULL, 10) > s->ctx.cfg->max_body_bytes) {
+    if (clen && strtoull(clen, NULL, 10) > cfg->max_body_bytes) {
         ret = respond_text(c, 413, "request body larger than the configured max_body_bytes");
         goto done;
     }
     if (fetch) {
-        ret = fetch_begin(s, c, &route, &target, proto, gzip, con_cls);
+        ret = fetch_begin(s, c, req, &route, &target, proto, gzip);
         goto done;
     }
 
     client_address(remote, sizeof(remote), c);
     info = (gateway_receive_info){
-        .ctx = &s->ctx,
+        .ctx = &req->ctx,
         .route = &route,
         .target = &target,
         .claims = auth.claims,
@@ -537,16 +568,8 @@ static enum MHD_Result begin(gateway_server *s, struct MHD_Connection *c, const 
         .remote = remote,
         .gzip = gzip,
     };
-    req = calloc(1, sizeof(*req));
-    if (req == NULL) {
-        ret = respond_text(c, 500, "out of memory");
-        goto done;
-    }
-    req->spool_fd = -1;
-    gateway_spool_lease_init(&req->lease, s->spool);
     info.lease = &req->lease;
     if (gateway_receive_new(&req->push, &info, &e) < 0) {
-        free(req);
         ret = respond_text(c, 500, "out of memory");
         goto done;
     }
@@ -554,7 +577,6 @@ static enum MHD_Result begin(gateway_server *s, struct MHD_Connection *c, const 
     s->active++;
     req->counted = 1;
     pthread_mutex_unlock(&s->lock);
-    *con_cls = req;
     ret = MHD_YES;
 done:
     tokens_claims_free(auth.claims);
@@ -576,6 +598,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     (void)version;
     if (req == NULL)
         return begin(s, c, url, method, con_cls);
+    /* Answered in begin(): libmicrohttpd sends that answer and calls no more. */
+    if (req->push == NULL && !req->fetch)
+        return MHD_NO;
     if (*upload_data_size > 0) {
         /* After a failure the rest is read and dropped, up to a bound, so
          * the client still gets its answer; past the bound it is cut off. */
@@ -585,7 +610,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
             return req->discarded > DISCARD_AFTER_ERROR_MAX ? MHD_NO : MHD_YES;
         }
         if (req->fetch) {
-            fetch_body(req, upload_data, *upload_data_size, s->ctx.cfg->max_body_bytes);
+            fetch_body(req, upload_data, *upload_data_size, req->ctx.cfg->max_body_bytes);
             *upload_data_size = 0;
             return MHD_YES;
         }
@@ -677,88 +702,6 @@ static void raise_fd_limit(const config_limits *lim)
 }
 
 /* --------------------------------------------------------------- server */
-
-static int bind_listen(gateway_server *s, rg_error *err)
-{
-    const config_model *cfg = s->ctx.cfg;
-    struct addrinfo hints = {0}, *ai = NULL;
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    char port[16], host[INET6_ADDRSTRLEN];
-    int fd = -1, one = 1, rc;
-
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-    snprintf(port, sizeof(port), "%u", cfg->listen_port);
-    rc = getaddrinfo(cfg->listen_host, port, &hints, &ai);
-    if (rc != 0)
-        return rg_error_set(err, -EINVAL, "listen %s: %s", cfg->listen_host, gai_strerror(rc));
-    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-        bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, LISTEN_BACKLOG) < 0 ||
-        getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
-        rc = rg_error_set(err, -errno, "listen %s:%u: %s", cfg->listen_host, cfg->listen_port,
-                          strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        freeaddrinfo(ai);
-        return rc;
-    }
-    freeaddrinfo(ai);
-    if (ss.ss_family == AF_INET6) {
-        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof(host));
-        snprintf(s->url, sizeof(s->url), "http://[%s]:%u", host,
-                 ntohs(((struct sockaddr_in6 *)&ss)->sin6_port));
-    } else {
-        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof(host));
-        snprintf(s->url, sizeof(s->url), "http://%s:%u", host,
-                 ntohs(((struct sockaddr_in *)&ss)->sin_port));
-    }
-    s->listen_fd = fd;
-    return 0;
-}
-
-/*
- * One read and one write credential provider per remote upstream, made now
- * so that a bad key or token file refuses startup rather than a push.
- */
-static int make_providers(gateway_server *s, rg_error *err)
-{
-    const config_model *cfg = s->ctx.cfg;
-    size_t n = cfg->nupstreams ? cfg->nupstreams : 1;
-    int rc;
-
-    s->ctx.read_creds = calloc(n, sizeof(*s->ctx.read_creds));
-    s->ctx.write_creds = calloc(n, sizeof(*s->ctx.write_creds));
-    if (s->ctx.read_creds == NULL || s->ctx.write_creds == NULL)
-        return rg_error_set(err, -ENOMEM, "out of memory");
-    for (size_t i = 0; i < cfg->nupstreams; i++) {
-        const config_upstream *up = &cfg->upstreams[i];
-
-        if (up->root != NULL)
-            continue;
-        rc = tokens_provider_new(&s->ctx.write_creds[i], &up->credentials, up->ca_file, err);
-        if (rc == 0)
-            rc =
-                tokens_provider_new(&s->ctx.read_creds[i], &up->read_credentials, up->ca_file, err);
-        if (rc < 0)
-            return rg_error_wrap(err, "upstream %s", up->host);
-    }
-    return 0;
-}
-
-static void free_providers(gateway_server *s)
-{
-    for (size_t i = 0; s->ctx.cfg && i < s->ctx.cfg->nupstreams; i++) {
-        if (s->ctx.read_creds)
-            tokens_provider_free(s->ctx.read_creds[i]);
-        if (s->ctx.write_creds)
-            tokens_provider_free(s->ctx.write_creds[i]);
-    }
-    free(s->ctx.read_creds);
-    free(s->ctx.write_creds);
-}
 
 /* Spool files and quarantines a crashed gateway left behind: the directory
  * stays (it may be a mount or have its own permissions), its contents go. */
@@ -870,6 +813,28 @@ static void head_thread_stop(gateway_server *s)
  * Starting and stopping
  * ------------------------------------------------------------------------ */
 
+/* What a scrape of /metrics copies in: connections and the spool. */
+static void admin_state(void *arg, gateway_metrics_state *out)
+{
+    gateway_server *s = arg;
+    gateway_conns_stats st;
+
+    gateway_conns_get_stats(&st, s->conns);
+    out->connections_open = st.open;
+    out->connections_waiting = st.waiting;
+    out->cut_header_deadline = st.cut_deadline;
+    out->cut_unauthenticated = st.cut_evicted;
+    out->refused_per_token = st.per_token_refused;
+    out->spool_bytes = gateway_spool_used(s->spool);
+    out->spool_cap = s->ctx.cfg->limits.spool_bytes;
+}
+
+/* Every audit append is timed, whoever makes it. */
+static void audit_timed(void *arg, double seconds, int ok)
+{
+    gateway_metrics_audit_append(arg, seconds, ok);
+}
+
 /* The approvals store removed kept packs: their bytes are free again. */
 static void give_back(void *arg, uint64_t bytes)
 {
@@ -888,6 +853,7 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
     if (s == NULL)
         return rg_error_set(err, -ENOMEM, "out of memory");
     s->ctx.cfg = cfg;
+    s->ctx.stopping = &s->stopping;
     s->listen_fd = -1;
     pthread_mutex_init(&s->lock, NULL);
     /* Before any thread: libcurl's global state is set up once, here. */
@@ -896,6 +862,9 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
         goto done;
     }
     s->curl_ready = 1;
+    rc = gateway_metrics_new(&s->ctx.metrics, err);
+    if (rc < 0)
+        goto done;
     snprintf(s->ctx.tmp_dir, sizeof(s->ctx.tmp_dir), "%s/tmp", cfg->state_dir);
     rc = rg_fs_mkdir_p(s->ctx.tmp_dir, 0700, err);
     if (rc < 0)
@@ -903,9 +872,14 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
     rc = tokens_key_load(&s->ctx.key, cfg->state_dir, err);
     if (rc < 0)
         goto done;
-    rc = make_providers(s, err);
+    /* The providers are made now, so a bad key or token file refuses
+     * startup rather than a push. */
+    rc = gateway_snapshot_new(&s->base, cfg, 0, err);
     if (rc < 0)
         goto done;
+    s->ctx.read_creds = s->base->read_creds;
+    s->ctx.write_creds = s->base->write_creds;
+    s->current = gateway_snapshot_ref(s->base);
     raise_fd_limit(&cfg->limits);
     rc = gateway_conns_new(&s->conns, &cfg->limits, err);
     if (rc < 0)
@@ -918,6 +892,7 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
     rc = audit_open(&s->ctx.audit, path, err);
     if (rc < 0)
         goto done;
+    audit_on_append(s->ctx.audit, audit_timed, s->ctx.metrics);
     /* Before serving, and before the start event: a push the last gateway
      * forwarded without learning its outcome gets one ("unknown"), so
      * every start event closes what came before it. */
@@ -939,7 +914,8 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
      * whatever tmp/ holds is left from a crash: quarantines, half-made
      * mirror clones. Spools are O_TMPFILE and never have names. */
     clear_tmp(s->ctx.tmp_dir);
-    rc = bind_listen(s, err);
+    rc = gateway_listen_bind(&s->listen_fd, s->url, sizeof(s->url), "listen", cfg->listen_host,
+                             cfg->listen_port, err);
     if (rc < 0)
         goto done;
     snprintf(detail, sizeof(detail), "pid %ld, listening on %s", (long)getpid(), s->url);
@@ -987,6 +963,8 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
     snprintf(line, sizeof(line), "%s\n", s->url);
     rc = rg_fs_write_atomic(path, line, strlen(line), 0644, err);
     s->url_written = rc == 0;
+    if (rc == 0 && cfg->admin.listen_host != NULL)
+        rc = gateway_admin_start(&s->admin, &s->ctx, s->ctx.metrics, admin_state, s, err);
 done:
     if (rc < 0) {
         gateway_server_stop(s);
@@ -1001,6 +979,42 @@ const char *gateway_server_url(const gateway_server *s)
     return s->url;
 }
 
+int gateway_server_reload(gateway_server *s, config_model *cfg, rg_error *err)
+{
+    gateway_snapshot *snap = NULL, *old;
+    char keys[200], q[RG_LOG_VALUE_MAX];
+    int rc;
+
+    /* Revocations, the audit log, the key and spools live there: another
+     * directory would be another gateway. */
+    if (strcmp(cfg->state_dir, s->ctx.cfg->state_dir) != 0) {
+        rc =
+            rg_error_set(err, RG_E_CONFIG, "state_dir cannot change without a restart (%s, now %s)",
+                         s->ctx.cfg->state_dir, cfg->state_dir);
+        config_free(cfg);
+    } else {
+        rc = gateway_snapshot_new(&snap, cfg, 1, err);
+    }
+    if (rc < 0) {
+        rg_log(RG_LOG_ERR, "reload_failed", "config=%s error=%s", s->ctx.cfg->path,
+               rg_log_quote(q, sizeof(q), err->msg));
+        return rc;
+    }
+    /* What only a restart applies is said, and the rest applies now. */
+    gateway_snapshot_restart_keys(keys, sizeof(keys), s->ctx.cfg, snap->cfg);
+    if (keys[0])
+        rg_log(RG_LOG_WARNING, "reload_needs_restart", "keys=%s", keys);
+    pthread_mutex_lock(&s->lock);
+    old = s->current;
+    s->current = snap;
+    pthread_mutex_unlock(&s->lock);
+    /* Requests that began under the old snapshot keep it until they end. */
+    gateway_snapshot_unref(old);
+    rg_log(RG_LOG_NOTICE, "reloaded", "config=%s rules=%zu upstreams=%zu", snap->cfg->path,
+           snap->cfg->nrules, snap->cfg->nupstreams);
+    return 0;
+}
+
 void gateway_server_stop(gateway_server *s)
 {
     unsigned active;
@@ -1010,7 +1024,7 @@ void gateway_server_stop(gateway_server *s)
         return;
     if (s->daemon) {
         /* Held pushes stop waiting and are answered. */
-        atomic_store(&s->ctx.stopping, 1);
+        atomic_store(&s->stopping, 1);
         fd = MHD_quiesce_daemon(s->daemon);
         for (int i = 0; i < DRAIN_SECONDS * 20; i++) {
             pthread_mutex_lock(&s->lock);
@@ -1022,6 +1036,8 @@ void gateway_server_stop(gateway_server *s)
         }
         MHD_stop_daemon(s->daemon);
     }
+    /* After the drain, during which /healthz says the gateway is stopping. */
+    gateway_admin_stop(s->admin);
     /* After the daemon: every connection is closed and untracked by now. */
     gateway_conns_free(s->conns);
     if (fd >= 0)
@@ -1049,8 +1065,11 @@ void gateway_server_stop(gateway_server *s)
     /* After the control thread and the approvals: a denial gives kept bytes back. */
     gateway_spool_free(s->spool);
     audit_close(s->ctx.audit);
+    gateway_metrics_free(s->ctx.metrics);
     tokens_key_free(s->ctx.key);
-    free_providers(s);
+    /* Every request has ended: these are the last references. */
+    gateway_snapshot_unref(s->current);
+    gateway_snapshot_unref(s->base);
     if (s->curl_ready)
         curl_global_cleanup();
     pthread_mutex_destroy(&s->lock);

@@ -24,6 +24,18 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
 const char *gateway_server_url(const gateway_server *s);
 
 /*
+ * Make `cfg` (consumed, also on failure) the config new requests begin
+ * under: its credential providers are made first, and when that fails,
+ * or when its state_dir differs, the current config stays and the error
+ * is logged and returned. Requests
+ * in flight finish under the config they began with. Keys applied only at
+ * start (listen, state_dir, admin, the connection and spool limits,
+ * control, approvals) keep their start values; those that differ are
+ * named in a `reload_needs_restart` log line. Thread-safe.
+ */
+int gateway_server_reload(gateway_server *s, config_model *cfg, rg_error *err);
+
+/*
  * Stop accepting, let in-flight requests finish (bounded), stop, append a
  * stop event, log the audit head, and free.
  */

@@ -325,6 +325,22 @@ Test(config, approvals_expire_after_a_day_unless_configured)
     config_free(cfg);
 }
 
+Test(config, the_admin_listener_is_off_unless_configured)
+{
+    const char *path = write_config("admin.json", "{'state_dir': 's'}");
+    rg_error err = RG_ERROR_INIT;
+    config_model *cfg = NULL;
+
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_null(cfg->admin.listen_host);
+    config_free(cfg);
+    path = write_config("admin2.json", "{'state_dir': 's', 'admin': {'listen': '[::1]:0'}}");
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(cfg->admin.listen_host, "::1");
+    cr_expect_eq(cfg->admin.listen_port, 0);
+    config_free(cfg);
+}
+
 Test(config, relative_paths_are_relative_to_the_file_not_the_working_directory)
 {
     const char *path =
@@ -514,7 +530,18 @@ static struct bad_case bad_cases[] = {
     /* Unknown keys, anywhere. */
     {"unknown top-level key", "{'state_dir': 's', 'colour': 'red'}", "colour", 0,
      "unknown key (expected listen, state_dir, default, max_body_bytes, limits, control, "
-     "approvals, upstreams, rules, secrets or signing)"},
+     "approvals, admin, upstreams, rules, secrets or signing)"},
+    /* The admin listener. */
+    {"admin not an object", "{'state_dir': 's', 'admin': '127.0.0.1:1'}", "admin", 0,
+     "expected an object"},
+    {"admin key unknown", "{'state_dir': 's', 'admin': {'port': 1}}", "admin.port", 0,
+     "unknown key (expected listen)"},
+    {"admin without listen", "{'state_dir': 's', 'admin': {}}", "admin.listen", 0, "required"},
+    {"admin listen a name", "{'state_dir': 's', 'admin': {'listen': 'localhost:9'}}",
+     "admin.listen", 0, "is not an IPv4 address"},
+    {"admin listen is the push port",
+     "{'state_dir': 's', 'listen': '127.0.0.1:8470', 'admin': {'listen': '127.0.0.1:8470'}}",
+     "admin.listen", 0, "needs a port of its own"},
     /* Content conditions (config/conditions.c) and the secrets they use. */
     {"condition key unknown", "{'state_dir': 's', 'rules': [{'effect': 'deny', 'signed': true}]}",
      "rules[0].signed", 0, "unknown key (expected name, repos, refs, runs, actions, effect"},

@@ -35,10 +35,13 @@ echo "ok: $got"
 grep -qx "ExecStart=$P/bin/refgate serve --config /etc/refgate/refgate.json" \
   "$P/lib/systemd/system/refgate.service" ||
   { grep ExecStart "$P/lib/systemd/system/refgate.service"; fail "the unit does not run $P/bin/refgate"; }
-# Apart from ExecStart, the unit is deploy/refgate.service as it is.
-diff <(grep -v '^ExecStart=' "$REFGATE_SRC/deploy/refgate.service") \
-  <(grep -v '^ExecStart=' "$P/lib/systemd/system/refgate.service") ||
-  fail "the installed unit differs from deploy/refgate.service beyond ExecStart"
+grep -qx "ExecReload=$P/bin/refgate serve --config /etc/refgate/refgate.json --check-config" \
+  "$P/lib/systemd/system/refgate.service" ||
+  { grep ExecReload "$P/lib/systemd/system/refgate.service"; fail "the reload does not check with $P/bin/refgate"; }
+# Apart from ExecStart and ExecReload, the unit is deploy/refgate.service as it is.
+diff <(grep -vE '^Exec(Start|Reload)=' "$REFGATE_SRC/deploy/refgate.service") \
+  <(grep -vE '^Exec(Start|Reload)=' "$P/lib/systemd/system/refgate.service") ||
+  fail "the installed unit differs from deploy/refgate.service beyond ExecStart and ExecReload"
 
 if command -v man >/dev/null; then
   for page in 1:refgate 1:refgate-run 5:refgate.json; do

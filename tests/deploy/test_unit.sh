@@ -1,6 +1,6 @@
 #!/bin/bash
-# deploy/refgate.service passes `systemd-analyze verify` (with ExecStart
-# pointed at the built refgate through a temporary copy: verify checks the
+# deploy/refgate.service passes `systemd-analyze verify` (with ExecStart and
+# ExecReload pointed at the built refgate through a temporary copy: verify checks the
 # binary exists), its `systemd-analyze security --offline` exposure stays at
 # or under 2.0 (printed), and deploy/refgate.sysusers creates the user and
 # group the unit runs as. Each tool is first tried on a trivial unit: when
@@ -19,9 +19,11 @@ systemd-analyze --version | head -n1
 
 mkdir -p "$T/probe" "$T/unit"
 printf '[Service]\nExecStart=/bin/true\n' >"$T/probe/probe.service"
-sed "s#^ExecStart=/usr/local/bin/refgate #ExecStart=$REFGATE #" "$UNIT" >"$T/unit/refgate.service"
+sed -E "s#^(ExecStart|ExecReload)=/usr/local/bin/refgate #\1=$REFGATE #" "$UNIT" >"$T/unit/refgate.service"
 grep -q "^ExecStart=$REFGATE serve" "$T/unit/refgate.service" ||
   fail "the unit's ExecStart is not /usr/local/bin/refgate serve ..."
+grep -q "^ExecReload=$REFGATE serve .* --check-config" "$T/unit/refgate.service" ||
+  fail "the unit's reload does not first check the config"
 
 # verify: the pages named by Documentation= are checked where they are
 # installed (tests/deploy/test_install.sh), so not here (--man=no).

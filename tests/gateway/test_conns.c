@@ -63,8 +63,7 @@ Test(conns, past_the_waiting_cap_the_oldest_waiting_connection_is_cut)
     gateway_conns *t;
     gateway_conn *c[N];
     rg_error err = RG_ERROR_INIT;
-    unsigned waiting;
-    unsigned long cut;
+    gateway_conns_stats st;
 
     cr_assert_eq(gateway_conns_new(&t, &lim, &err), 0, "%s", err.msg);
     for (int i = 0; i < 3; i++)
@@ -78,9 +77,12 @@ Test(conns, past_the_waiting_cap_the_oldest_waiting_connection_is_cut)
     cr_expect_not(was_cut(4, 0), "the newest is not");
     cr_expect_not(was_cut(3, 0));
     cr_expect_not(was_cut(2, 0));
-    gateway_conns_stats(&waiting, &cut, t);
-    cr_expect_eq(waiting, 3);
-    cr_expect_eq(cut, 1);
+    gateway_conns_get_stats(&st, t);
+    cr_expect_eq(st.open, 5);
+    cr_expect_eq(st.waiting, 3);
+    cr_expect_eq(st.cut, 1);
+    cr_expect_eq(st.cut_evicted, 1);
+    cr_expect_eq(st.cut_deadline, 0);
     /* Its request done, c[0] waits again, as the newest: c[2] goes next. */
     gateway_conns_request_done(t, c[0]);
     cr_expect(was_cut(2, 1000));
@@ -111,6 +113,7 @@ Test(conns, a_waiting_connection_is_cut_at_the_header_deadline)
 Test(conns, one_token_runs_at_most_per_token_requests)
 {
     config_limits lim = limits(10, 2, 60);
+    gateway_conns_stats st;
     gateway_conns *t;
     gateway_conn *c[4];
     rg_error err = RG_ERROR_INIT;
@@ -130,6 +133,9 @@ Test(conns, one_token_runs_at_most_per_token_requests)
     gateway_conns_closed(t, c[1]);
     cr_expect_eq(gateway_conns_authorised(t, c[0], "aaaaaaaaaaaa"), 0);
     cr_expect_eq(gateway_conns_authorised(NULL, NULL, "aaaaaaaaaaaa"), 0, "untracked");
+    gateway_conns_get_stats(&st, t);
+    cr_expect_eq(st.per_token_refused, 1, "the refusal is counted");
+    cr_expect_eq(st.open, 3, "one of four closed");
     gateway_conns_closed(t, c[0]);
     gateway_conns_closed(t, c[2]);
     gateway_conns_closed(t, c[3]);

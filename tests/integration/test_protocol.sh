@@ -123,7 +123,7 @@ HOOK
   wait "$gw" || rc=$?
   rm "$T/upstream/acme/app.git/hooks/pre-receive"
   [ "$rc" -eq 0 ] || { cat "$T/term.log"; fail "gateway exit status $rc"; }
-  assert_contains "$T/term.log" "SIGTERM received, finishing in-flight pushes"
+  assert_contains "$T/term.log" "stopping signal=SIGTERM (finishing in-flight pushes)"
   [ -n "$(upstream_ref app refs/heads/scratch/term)" ] || fail "did not land"
   ! curl -s -o /dev/null "$gw_url/" || fail "still accepting connections"
   [ ! -e "$T/state-term/url" ] || fail "the url file outlived the gateway"

@@ -1,0 +1,226 @@
+/* The admin listener: /healthz and /metrics; see admin.h. */
+#include "gateway/admin.h"
+
+#include <fcntl.h>
+#include <jansson.h>
+#include <microhttpd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gateway/listen.h"
+#include "util/fs.h"
+#include "util/log.h"
+
+/* A scrape of every family fits in far less; the cap bounds a mistake. */
+#define METRICS_MAX (1024 * 1024)
+
+/* Scrapers and probes are few: a handful of connections, a short timeout. */
+#define ADMIN_CONNECTIONS 32
+#define ADMIN_TIMEOUT     10
+
+/* Room the audit check asks for: one record at its largest. */
+#define AUDIT_CHECK_BYTES 8192
+
+struct gateway_admin {
+    const gateway_ctx *ctx;
+    gateway_metrics *metrics;
+    gateway_admin_state_fn state;
+    void *state_arg;
+    struct MHD_Daemon *daemon;
+    int fd;
+    char url[128];
+    char url_path[4200];
+    int url_written;
+};
+
+static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *ctype,
+                               const char *body, size_t len)
+{
+    struct MHD_Response *resp;
+    enum MHD_Result ret;
+
+    resp = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
+    if (resp == NULL)
+        return MHD_NO;
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
+    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+    ret = MHD_queue_response(c, status, resp);
+    MHD_destroy_response(resp);
+    return ret;
+}
+
+static enum MHD_Result respond_text(struct MHD_Connection *c, unsigned status, const char *msg)
+{
+    return respond(c, status, "text/plain; charset=utf-8", msg, strlen(msg));
+}
+
+/* ------------------------------------------------------------ /healthz */
+
+/* One check's verdict: "ok", or "fail: why". Returns whether it passed. */
+static int check(json_t *checks, const char *name, int rc, const rg_error *e)
+{
+    char text[700];
+
+    if (rc == 0) {
+        json_object_set_new(checks, name, json_string("ok"));
+        return 1;
+    }
+    snprintf(text, sizeof(text), "fail: %s", e->msg[0] ? e->msg : "unknown error");
+    json_object_set_new(checks, name, json_string(text));
+    return 0;
+}
+
+/* The state directory takes a new file: an unnamed one, gone on close. */
+static int state_dir_writable(const char *dir, rg_error *err)
+{
+    int fd = open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);
+
+    if (fd < 0)
+        return rg_error_set(err, -errno, "%s: %s", dir, strerror(errno));
+    if (write(fd, "x", 1) != 1) {
+        int rc = rg_error_set(err, -errno, "%s: %s", dir, strerror(errno));
+        close(fd);
+        return rc;
+    }
+    close(fd);
+    return 0;
+}
+
+static enum MHD_Result healthz(gateway_admin *a, struct MHD_Connection *c)
+{
+    const gateway_ctx *ctx = a->ctx;
+    json_t *body = NULL, *checks = json_object();
+    rg_error e = RG_ERROR_INIT;
+    enum MHD_Result ret;
+    char *text = NULL;
+    int ready = 1, rc;
+
+    if (checks == NULL)
+        return respond_text(c, 500, "out of memory\n");
+    /* The server serves only with a config; a reload that fails keeps it. */
+    ready &= check(checks, "config", 0, &e);
+    ready &= check(checks, "state_dir", state_dir_writable(ctx->cfg->state_dir, &e), &e);
+    e = (rg_error)RG_ERROR_INIT;
+    ready &= check(checks, "audit_log", audit_ready(ctx->audit, AUDIT_CHECK_BYTES, &e), &e);
+    e = (rg_error)RG_ERROR_INIT;
+    rc = atomic_load(ctx->stopping) ? rg_error_set(&e, -ESHUTDOWN, "the gateway is stopping") : 0;
+    ready &= check(checks, "serving", rc, &e);
+    body = json_pack("{s:b, s:b, s:o}", "live", 1, "ready", ready, "checks", checks);
+    if (body)
+        text = json_dumps(body, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(body);
+    if (text == NULL)
+        return respond_text(c, 500, "out of memory\n");
+    ret = respond(c, ready ? 200 : 503, "application/json", text, strlen(text));
+    free(text);
+    return ret;
+}
+
+/* ------------------------------------------------------------ /metrics */
+
+static enum MHD_Result metrics(gateway_admin *a, struct MHD_Connection *c)
+{
+    gateway_metrics_state st = {0};
+    rg_buf out = RG_BUF_INIT(METRICS_MAX);
+    enum MHD_Result ret;
+
+    if (a->state)
+        a->state(a->state_arg, &st);
+    if (gateway_metrics_write(&out, a->metrics, &st) < 0) {
+        rg_buf_free(&out);
+        return respond_text(c, 500, "cannot write the metrics\n");
+    }
+    ret = respond(c, 200, "text/plain; version=0.0.4; charset=utf-8", out.data ? out.data : "",
+                  out.len);
+    rg_buf_free(&out);
+    return ret;
+}
+
+static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
+                              const char *method, const char *version, const char *upload_data,
+                              size_t *upload_data_size, void **con_cls)
+{
+    gateway_admin *a = cls;
+
+    (void)version;
+    (void)upload_data;
+    (void)con_cls;
+    /* Answered on the first call: these requests carry no body. */
+    if (*upload_data_size > 0)
+        return MHD_NO;
+    if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+        return respond_text(c, 405, "only GET\n");
+    if (!strcmp(url, "/healthz"))
+        return healthz(a, c);
+    if (!strcmp(url, "/metrics"))
+        return metrics(a, c);
+    return respond_text(c, 404, "not found: the admin listener serves /healthz and /metrics\n");
+}
+
+/* --------------------------------------------------------------- server */
+
+int gateway_admin_start(gateway_admin **out, const gateway_ctx *ctx, gateway_metrics *metrics,
+                        gateway_admin_state_fn state, void *state_arg, rg_error *err)
+{
+    const config_model *cfg = ctx->cfg;
+    gateway_admin *a;
+    char line[160];
+    int rc;
+
+    *out = NULL;
+    a = calloc(1, sizeof(*a));
+    if (a == NULL)
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    a->fd = -1;
+    a->ctx = ctx;
+    a->metrics = metrics;
+    a->state = state;
+    a->state_arg = state_arg;
+    rc = gateway_listen_bind(&a->fd, a->url, sizeof(a->url), "admin.listen", cfg->admin.listen_host,
+                             cfg->admin.listen_port, err);
+    if (rc < 0)
+        goto done;
+    a->daemon = MHD_start_daemon(
+        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC, 0, NULL, NULL, handle, a,
+        MHD_OPTION_LISTEN_SOCKET, a->fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)ADMIN_CONNECTIONS,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)ADMIN_TIMEOUT, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
+        (size_t)(64 * 1024), MHD_OPTION_END);
+    if (a->daemon == NULL) {
+        rc = rg_error_set(err, -EIO, "cannot start the admin HTTP server");
+        goto done;
+    }
+    snprintf(a->url_path, sizeof(a->url_path), "%s/admin.url", cfg->state_dir);
+    snprintf(line, sizeof(line), "%s\n", a->url);
+    rc = rg_fs_write_atomic(a->url_path, line, strlen(line), 0644, err);
+    a->url_written = rc == 0;
+    if (rc == 0)
+        rg_log(RG_LOG_NOTICE, "admin_listening", "url=%s", a->url);
+done:
+    if (rc < 0) {
+        gateway_admin_stop(a);
+        return rc;
+    }
+    *out = a;
+    return 0;
+}
+
+const char *gateway_admin_url(const gateway_admin *a)
+{
+    return a->url;
+}
+
+void gateway_admin_stop(gateway_admin *a)
+{
+    if (a == NULL)
+        return;
+    if (a->url_written)
+        unlink(a->url_path);
+    /* Stopping the daemon closes the socket it was given. */
+    if (a->daemon)
+        MHD_stop_daemon(a->daemon);
+    else if (a->fd >= 0)
+        close(a->fd);
+    free(a);
+}
