@@ -21,7 +21,8 @@
  *             token-revoke, approval-request (an `ask` made a pending
  *             approval), approval-grant, approval-deny (a reviewer's
  *             decision, naming who and from where), approval-consume (an
- *             approved update landed), with a free `detail` text.
+ *             approved update landed), console-user-add (a reviewer
+ *             account made or its password changed), with a free `detail` text.
  *
  * Lines without `"v"` are v1 (one complete record per decision, written
  * after the push): they verify and list alongside v2, and new lines chain

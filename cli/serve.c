@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "console/console.h"
 #include "gateway/server.h"
 #include "util/log.h"
 #include "config/config.h"
@@ -19,8 +20,9 @@ static void usage(FILE *f)
     fprintf(f, "usage: refgate serve --config FILE\n\n"
                "Serve git pushes on the config's \"listen\" address (default 127.0.0.1:8470;\n"
                "port 0 picks a free port) and enforce its rules. Once it accepts connections\n"
-               "the base URL is written to <state_dir>/url. SIGTERM or SIGINT stops it after\n"
-               "in-flight pushes finish.\n");
+               "the base URL is written to <state_dir>/url. With a \"console\" key the review\n"
+               "console is served too, on its own address (its URL in <state_dir>/console.url).\n"
+               "SIGTERM or SIGINT stops it after in-flight pushes finish.\n");
 }
 
 int cli_serve(int argc, char **argv)
@@ -28,6 +30,7 @@ int cli_serve(int argc, char **argv)
     const char *config = NULL;
     config_model *cfg = NULL;
     gateway_server *srv = NULL;
+    console *con = NULL;
     rg_error err = RG_ERROR_INIT;
     sigset_t set;
     static int journald;
@@ -78,10 +81,22 @@ int cli_serve(int argc, char **argv)
         config_free(cfg);
         return 1;
     }
+    /* The console serves beside the gateway, on its own listener, from its context. */
+    if (cfg->console.listen_host != NULL &&
+        console_start(&con, gateway_server_ctx(srv), &err) < 0) {
+        fprintf(stderr, "refgate serve: %s\n", err.msg);
+        gateway_server_stop(srv);
+        git_libgit2_shutdown();
+        config_free(cfg);
+        return 1;
+    }
     fprintf(stderr, "refgate: serving %s (state in %s)\n", gateway_server_url(srv), cfg->state_dir);
+    if (con != NULL)
+        fprintf(stderr, "refgate: review console at %s\n", console_url(con));
     sigwait(&set, &sig);
     fprintf(stderr, "refgate: %s received, finishing in-flight pushes\n",
             sig == SIGINT ? "SIGINT" : "SIGTERM");
+    console_stop(con);
     gateway_server_stop(srv);
     git_libgit2_shutdown();
     config_free(cfg);

@@ -401,7 +401,8 @@ static int parse_port(unsigned *out, const char *s)
  * localhost are refused: they may resolve to several addresses, and which
  * one the gateway binds should not depend on the resolver.
  */
-static int parse_listen(config_model *cfg, const parse_ctx *ctx, const char *s)
+static int parse_listen(char **out_host, unsigned *out_port, const parse_ctx *ctx,
+                        const char *key, const char *s)
 {
     const char *colon, *hstart;
     unsigned char addr[16];
@@ -412,37 +413,37 @@ static int parse_listen(config_model *cfg, const parse_ctx *ctx, const char *s)
         const char *close = strchr(s, ']');
 
         if (close == NULL || close[1] != ':')
-            return fail(ctx, "listen", "\"%s\" is not host:port (write [::1]:8470)", s);
+            return fail(ctx, key, "\"%s\" is not host:port (write [::1]:8470)", s);
         hstart = s + 1;
         hlen = (size_t)(close - hstart);
         colon = close + 1;
         if (hlen >= sizeof(host))
-            return fail(ctx, "listen", "\"%s\": not an IPv6 address", s);
+            return fail(ctx, key, "\"%s\": not an IPv6 address", s);
         memcpy(host, hstart, hlen);
         host[hlen] = '\0';
         if (inet_pton(AF_INET6, host, addr) != 1)
-            return fail(ctx, "listen", "\"%s\": \"%s\" is not an IPv6 address", s, host);
+            return fail(ctx, key, "\"%s\": \"%s\" is not an IPv6 address", s, host);
     } else {
         colon = strrchr(s, ':');
         if (colon == NULL)
-            return fail(ctx, "listen", "\"%s\" is not host:port (write 127.0.0.1:8470)", s);
+            return fail(ctx, key, "\"%s\" is not host:port (write 127.0.0.1:8470)", s);
         hlen = (size_t)(colon - s);
         if (memchr(s, ':', hlen) != NULL)
-            return fail(ctx, "listen", "\"%s\": put an IPv6 address in brackets, as in [::1]:8470",
+            return fail(ctx, key, "\"%s\": put an IPv6 address in brackets, as in [::1]:8470",
                         s);
         if (hlen == 0 || hlen >= sizeof(host))
-            return fail(ctx, "listen", "\"%s\": missing or bad host (write 127.0.0.1:8470)", s);
+            return fail(ctx, key, "\"%s\": missing or bad host (write 127.0.0.1:8470)", s);
         memcpy(host, s, hlen);
         host[hlen] = '\0';
         if (inet_pton(AF_INET, host, addr) != 1)
-            return fail(ctx, "listen",
+            return fail(ctx, key,
                         "\"%s\": \"%s\" is not an IPv4 address (write 127.0.0.1:8470 or "
                         "[::1]:8470)",
                         s, host);
     }
-    if (parse_port(&cfg->listen_port, colon + 1) < 0)
-        return fail(ctx, "listen", "\"%s\": port must be a number from 0 to 65535", s);
-    return dup_string(&cfg->listen_host, ctx, host);
+    if (parse_port(out_port, colon + 1) < 0)
+        return fail(ctx, key, "\"%s\": port must be a number from 0 to 65535", s);
+    return dup_string(out_host, ctx, host);
 }
 
 static int parse_effect(config_effect *out, const parse_ctx *ctx, const char *key, const char *s)
@@ -1549,17 +1550,44 @@ static int parse_approvals(config_approvals *out, const parse_ctx *ctx, const js
     return 0;
 }
 
+static const char *const console_keys[] = {"listen", NULL};
+#define CONSOLE_KEYS_TEXT "listen"
+
+/* The review console is off unless it has a listen address of its own. */
+static int parse_console(config_console *out, const config_model *cfg, const parse_ctx *ctx,
+                         const json_t *obj)
+{
+    const char *s = NULL;
+    int rc;
+
+    if (obj == NULL)
+        return 0;
+    if (!json_is_object(obj))
+        return fail_type(ctx, "console", "an object", obj);
+    if ((rc = check_keys(ctx, obj, "console", console_keys, CONSOLE_KEYS_TEXT)) < 0 ||
+        (rc = get_string(&s, ctx, obj, "console", "listen", 1,
+                         "(host:port the console serves on, e.g. 127.0.0.1:8471)")) < 0 ||
+        (rc = parse_listen(&out->listen_host, &out->listen_port, ctx, "console.listen", s)) < 0)
+        return rc;
+    /* Never the push port: a run token's holder must not reach the console. */
+    if (out->listen_port != 0 && out->listen_port == cfg->listen_port)
+        return fail(ctx, "console.listen",
+                    "\"%s\": the console needs a port of its own, not the gateway's (%u)", s,
+                    cfg->listen_port);
+    return 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Loading                                                                  */
 /* ------------------------------------------------------------------------ */
 
 static const char *const top_keys[] = {
-    "listen",    "state_dir", "default", "max_body_bytes", "limits", "control",
-    "approvals", "upstreams", "rules",   "secrets",        "signing", NULL,
+    "listen",    "state_dir", "default", "max_body_bytes", "limits",  "control",
+    "approvals", "console",   "upstreams", "rules",        "secrets", "signing", NULL,
 };
 #define TOP_KEYS_TEXT                                                                              \
-    "listen, state_dir, default, max_body_bytes, limits, control, approvals, upstreams, rules, "   \
-    "secrets or signing"
+    "listen, state_dir, default, max_body_bytes, limits, control, approvals, console, upstreams, " \
+    "rules, secrets or signing"
 
 /* Whether a rule has condition `c`: its scanner is compiled only then. */
 static int any_rule_wants(const config_model *cfg, config_condition c)
@@ -1584,7 +1612,7 @@ static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *roo
 
     rc = get_string(&s, ctx, root, NULL, "listen", 0, NULL);
     if (rc == 0 && s != NULL)
-        rc = parse_listen(cfg, ctx, s);
+        rc = parse_listen(&cfg->listen_host, &cfg->listen_port, ctx, "listen", s);
     if (rc == 0 && s == NULL) {
         cfg->listen_port = DEFAULT_LISTEN_PORT;
         rc = dup_string(&cfg->listen_host, ctx, DEFAULT_LISTEN_HOST);
@@ -1622,6 +1650,10 @@ static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *roo
 
     v = json_object_get(root, "approvals");
     if ((rc = parse_approvals(&cfg->approvals, ctx, v)) < 0)
+        return rc;
+
+    v = json_object_get(root, "console");
+    if ((rc = parse_console(&cfg->console, cfg, ctx, v)) < 0)
         return rc;
 
     /* Upstreams first: rules check their repo patterns against the hosts. */
@@ -1753,6 +1785,7 @@ void config_free(config_model *cfg)
     free_strings(cfg->control.users, cfg->control.nusers);
     free_strings(cfg->control.groups, cfg->control.ngroups);
     free(cfg->control.url);
+    free(cfg->console.listen_host);
     free(cfg->path);
     free(cfg->listen_host);
     free(cfg->state_dir);

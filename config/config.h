@@ -94,6 +94,11 @@
  *                             the push that asked, a decided one from its
  *                             decision; seconds, or "90s", "30m", "24h", "7d"
  *                             (1 s..30 days).
+ * console: optional; the review console (console/console.h), off without it:
+ *   "listen"                  host:port of its own listener, written like
+ *                             "listen" (port 0: any free port; never the
+ *                             gateway's port); its URL goes to
+ *                             <state_dir>/console.url.
  */
 #ifndef RG_CONFIG_CONFIG_H
 #define RG_CONFIG_CONFIG_H
@@ -204,6 +209,12 @@ typedef struct config_approvals {
     long long expire; /* seconds */
 } config_approvals;
 
+/* See "console" above. */
+typedef struct config_console {
+    char *listen_host; /* NULL: no console */
+    unsigned listen_port;
+} config_console;
+
 typedef struct config_model {
     char *path; /* the file it was loaded from (absolute) */
     char *listen_host;
@@ -214,6 +225,7 @@ typedef struct config_model {
     config_limits limits;
     config_control control;
     config_approvals approvals;
+    config_console console;
     config_upstream *upstreams;
     size_t nupstreams;
     config_rule *rules;
