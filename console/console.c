@@ -77,7 +77,9 @@ static enum MHD_Result send_response(struct MHD_Connection *c, unsigned status, 
     MHD_add_response_header(resp, "Content-Security-Policy", CSP);
     MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
     MHD_add_response_header(resp, "X-Frame-Options", "DENY");
-    MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+    /* Not no-referrer: under it browsers post "Origin: null", which the
+     * Origin check must refuse. same-origin keeps URLs from other sites. */
+    MHD_add_response_header(resp, "Referrer-Policy", "same-origin");
     MHD_add_response_header(resp, "Cross-Origin-Opener-Policy", "same-origin");
     MHD_add_response_header(resp, "Cross-Origin-Resource-Policy", "same-origin");
     if (cookie != NULL)
@@ -201,8 +203,14 @@ static enum MHD_Result get_login(console *con, struct MHD_Connection *c, const c
     console_view v = {.ctx = con->ctx};
     rg_buf body = RG_BUF_INIT(PAGE_MAX);
 
-    if (console_session_get(con->sessions, sid, user, csrf) && user[0])
-        return redirect(c, "/pushes", NULL);
+    if (console_session_get(con->sessions, sid, user, csrf)) {
+        if (user[0])
+            return redirect(c, "/pushes", NULL);
+        /* The browser's login session already: another tab's (or a
+         * favicon's redirect) must not orphan the form's token. */
+        v.csrf = csrf;
+        return send_page(c, 200, "Log in", &v, console_page_login(&body, &v, NULL), &body, NULL);
+    }
     /* The form's CSRF token lives in a session of its own, made here. */
     if (console_session_create(con->sessions, id, csrf, "") < 0)
         return send_text(c, 500, "no randomness for a session");
