@@ -154,9 +154,8 @@ int console_page_pushes(rg_buf *body, const console_view *v, const console_push_
     console_push_row *rows = NULL;
     rg_error e = RG_ERROR_INIT;
     char path[4200], num[64];
-    uint64_t total = 0;
     size_t n = 0;
-    int rc = 0;
+    int more = 0, rc = 0;
 
     log_path(path, sizeof(path), v);
     PUT(body, "<form class=\"filter\" method=\"get\" action=\"/pushes\">");
@@ -169,17 +168,21 @@ int console_page_pushes(rg_buf *body, const console_view *v, const console_push_
     if (rc == 0)
         rc = filter_input(body, "decision", f->decision);
     PUT(body, "<button type=\"submit\">Filter</button></form>");
-    if (rc == 0 && console_pushes_list(&rows, &n, &total, path, f, page, CONSOLE_PUSHES_PER_PAGE,
+    if (rc == 0 && console_pushes_list(&rows, &n, &more, path, f, page, CONSOLE_PUSHES_PER_PAGE,
                                        &e) < 0) {
         PUT(body, "<p class=\"error\">The audit log cannot be read: ");
         TEXT(body, e.msg);
         PUT(body, "</p>");
         return rc;
     }
-    snprintf(num, sizeof(num), "%llu", (unsigned long long)total);
-    PUT(body, "<p class=\"note\">");
+    if (n == 0)
+        snprintf(num, sizeof(num), "No push%s.", page ? " this far back" : "");
+    else
+        snprintf(num, sizeof(num), "Pushes %zu to %zu, newest first.",
+                 page * CONSOLE_PUSHES_PER_PAGE + 1, page * CONSOLE_PUSHES_PER_PAGE + n);
+    PUT(body, "<p class=\"note count\">");
     PUT(body, num);
-    PUT(body, " push(es), newest first.</p><table class=\"pushes\"><thead><tr><th>Time</th>"
+    PUT(body, "</p><table class=\"pushes\"><thead><tr><th>Time</th>"
               "<th>Run</th><th>Repository</th><th>Refs</th><th>Decisions</th></tr></thead><tbody>");
     for (size_t i = 0; rc == 0 && i < n; i++) {
         const console_push_row *r = &rows[i];
@@ -210,8 +213,7 @@ int console_page_pushes(rg_buf *body, const console_view *v, const console_push_
     PUT(body, "</tbody></table><p class=\"pager\">");
     if (page > 0 && rc == 0)
         rc = page_link(body, f, page - 1, "Newer");
-    if ((uint64_t)(page + 1) * CONSOLE_PUSHES_PER_PAGE < total &&
-        page + 1 < CONSOLE_PUSHES_PAGES_MAX && rc == 0)
+    if (more && page + 1 < CONSOLE_PUSHES_PAGES_MAX && rc == 0)
         rc = page_link(body, f, page + 1, "Older");
     PUT(body, "</p>");
     free(rows);

@@ -34,101 +34,90 @@ static int decision_record(const json_t *obj)
     return audit_json_kind(&version, obj) == AUDIT_DECISION;
 }
 
-/* The rows kept: the newest `cap` matching pushes, in a ring. */
-typedef struct ring {
-    console_push_row *rows;
-    size_t cap, next;
-    uint64_t total;
-} ring;
-
-static console_push_row *ring_push(ring *r)
+/* Fold decision record `obj` into `cur`, read back to front: the push's
+ * first ref and time are those of the last record seen. */
+static void fold(console_push_row *cur, const json_t *obj)
 {
-    console_push_row *row = &r->rows[r->next];
-
-    r->next = (r->next + 1) % r->cap;
-    r->total++;
-    memset(row, 0, sizeof(*row));
-    return row;
+    cur->refs++;
+    if (!strcmp(field(obj, "decision"), "allow"))
+        cur->allowed++;
+    else
+        cur->denied++;
+    snprintf(cur->time, sizeof(cur->time), "%s", field(obj, "time"));
+    snprintf(cur->run, sizeof(cur->run), "%s", field(obj, "run"));
+    snprintf(cur->repo, sizeof(cur->repo), "%s", field(obj, "repo"));
+    snprintf(cur->first_ref, sizeof(cur->first_ref), "%s", field(obj, "ref"));
 }
 
-int console_pushes_list(console_push_row **rows, size_t *n, uint64_t *total, const char *log_path,
+int console_pushes_list(console_push_row **rows, size_t *n, int *more, const char *log_path,
                         const console_push_filter *f, size_t page, size_t per_page, rg_error *err)
 {
-    ring r = {0};
-    audit_reader *rd = NULL;
-    audit_line line;
+    audit_back_reader *rd = NULL;
     console_push_row cur = {0};
+    size_t skip = page * per_page, seen = 0;
+    const char *data;
+    size_t len;
     int in_push = 0, cur_match = 0, rc;
 
     *rows = NULL;
     *n = 0;
-    *total = 0;
+    *more = 0;
     if (per_page == 0 || page >= CONSOLE_PUSHES_PAGES_MAX)
         return rg_error_set(err, -EINVAL, "page: expected 0 to %d", CONSOLE_PUSHES_PAGES_MAX - 1);
-    r.cap = (page + 1) * per_page;
-    r.rows = calloc(r.cap, sizeof(*r.rows));
-    if (r.rows == NULL)
+    *rows = calloc(per_page, sizeof(**rows));
+    if (*rows == NULL)
         return rg_error_set(err, -ENOMEM, "out of memory");
-    if ((rc = audit_reader_open(&rd, log_path, err)) < 0)
+    if ((rc = audit_back_reader_open(&rd, log_path, err)) < 0)
         goto done;
-    /* Bounded: one step per line of the log. */
-    while ((rc = audit_reader_next(rd, &line, err)) > 0) {
-        json_t *obj = line.too_long ? NULL : json_loadb(line.data, line.len, 0, NULL);
-        const char *pid = field(obj, "push_id");
-        int dec = obj != NULL && decision_record(obj) && *pid;
+    /* Bounded: one step per line, and it stops one push past the page. */
+    for (;;) {
+        json_t *obj = NULL;
+        const char *pid = "";
+        int dec = 0;
 
-        if (in_push && (!dec || strcmp(pid, cur.push_id) != 0)) {
-            if (cur_match)
-                *ring_push(&r) = cur;
+        rc = audit_back_reader_prev(rd, &data, &len, err);
+        if (rc < 0)
+            goto done;
+        if (rc > 0) {
+            obj = json_loadb(data, len, 0, NULL);
+            pid = field(obj, "push_id");
+            dec = obj != NULL && decision_record(obj) && *pid;
+        }
+        if (in_push && (rc == 0 || !dec || strcmp(pid, cur.push_id) != 0)) {
+            if (cur_match && seen++ >= skip) {
+                if (*n == per_page) {
+                    *more = 1;
+                    json_decref(obj);
+                    break;
+                }
+                (*rows)[(*n)++] = cur;
+            }
             in_push = 0;
         }
+        if (rc == 0)
+            break;
         if (dec) {
             if (!in_push) {
                 memset(&cur, 0, sizeof(cur));
                 snprintf(cur.push_id, sizeof(cur.push_id), "%s", pid);
-                snprintf(cur.time, sizeof(cur.time), "%s", field(obj, "time"));
-                snprintf(cur.run, sizeof(cur.run), "%s", field(obj, "run"));
-                snprintf(cur.repo, sizeof(cur.repo), "%s", field(obj, "repo"));
-                snprintf(cur.first_ref, sizeof(cur.first_ref), "%s", field(obj, "ref"));
                 in_push = 1;
                 cur_match = 0;
             }
-            cur.refs++;
-            if (!strcmp(field(obj, "decision"), "allow"))
-                cur.allowed++;
-            else
-                cur.denied++;
+            fold(&cur, obj);
             if (matches(f->run, field(obj, "run")) && matches(f->repo, field(obj, "repo")) &&
                 matches(f->ref, field(obj, "ref")) && matches(f->decision, field(obj, "decision")))
                 cur_match = 1;
         }
         json_decref(obj);
     }
-    if (rc < 0)
-        goto done;
-    if (in_push && cur_match)
-        *ring_push(&r) = cur;
-    *total = r.total;
-    /* The newest are just before r.next; page p skips p * per_page of them. */
-    {
-        size_t kept = r.total < r.cap ? (size_t)r.total : r.cap, skip = page * per_page;
-        size_t count = kept > skip ? kept - skip : 0;
-
-        if (count > per_page)
-            count = per_page;
-        *rows = calloc(count ? count : 1, sizeof(**rows));
-        if (*rows == NULL) {
-            rc = rg_error_set(err, -ENOMEM, "out of memory");
-            goto done;
-        }
-        for (size_t i = 0; i < count; i++)
-            (*rows)[i] = r.rows[(r.next + r.cap - 1 - skip - i) % r.cap];
-        *n = count;
-    }
     rc = 0;
 done:
-    audit_reader_free(rd);
-    free(r.rows);
+    audit_back_reader_free(rd);
+    if (rc < 0) {
+        free(*rows);
+        *rows = NULL;
+        *n = 0;
+    }
     return rc;
 }
 

@@ -1,8 +1,8 @@
 /*
  * Pushes as the console shows them, read from the audit log file
- * (audit/audit.h's reader): the decision records of one push are one
+ * (audit/audit.h's readers): the decision records of one push are one
  * batch, so a push is a run of consecutive decision records with the same
- * push_id. Reads the file front to back on every call; nothing is cached.
+ * push_id. Nothing is cached: every call reads the file.
  */
 #ifndef RG_CONSOLE_PUSHES_H
 #define RG_CONSOLE_PUSHES_H
@@ -12,7 +12,7 @@
 
 #include "util/error.h"
 
-/* The most pages back a listing goes (a ring of page * per_page rows is kept). */
+/* The most pages back a listing goes. */
 #define CONSOLE_PUSHES_PAGES_MAX 1000
 
 /* Exact-match filters; NULL or "" matches anything. A push matches when one of its refs does. */
@@ -32,10 +32,12 @@ typedef struct console_push_row {
 
 /*
  * Page `page` (0: the newest) of the pushes matching `f`, newest first,
- * `per_page` to a page, into a calloc'd array (*n rows); *total is how many
- * pushes match. page must be below CONSOLE_PUSHES_PAGES_MAX.
+ * `per_page` to a page, into a calloc'd array (*n rows); *more says whether
+ * an older page has any. The log is read from its end and only as far as
+ * the page needs (one push more), so the newest pages cost the same
+ * whatever the log's length. page must be below CONSOLE_PUSHES_PAGES_MAX.
  */
-int console_pushes_list(console_push_row **rows, size_t *n, uint64_t *total, const char *log_path,
+int console_pushes_list(console_push_row **rows, size_t *n, int *more, const char *log_path,
                         const console_push_filter *f, size_t page, size_t per_page, rg_error *err);
 
 /* One ref of one push, with what became of it. Strings are cut to fit. */

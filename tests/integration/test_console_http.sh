@@ -130,16 +130,16 @@ test_pages_carry_a_strict_csp_and_escape_what_pushes_chose() {
   assert_not_contains "$T/pushes.html" "<script"
   assert_not_contains "$T/pushes.html" "<img"
   assert_contains "$T/pushes.html" "&lt;img/src=x/onerror=document.title=&quot;pwned&quot;&gt;"
-  assert_contains "$T/pushes.html" "3 push(es)"
+  assert_contains "$T/pushes.html" "Pushes 1 to 3, newest first."
   assert_contains "$T/pushes.html" "refs/heads/feature/x&#39;onmouseover=&#39;alert(1)&#39;&amp;amp;"
 }
 
 test_the_pushes_page_filters_and_one_push_shows_its_refs() {
   load_console
   ccurl -b "$T/jar" "$CONSOLE/pushes?decision=deny" >"$T/f1"
-  assert_contains "$T/f1" "2 push(es)"
+  assert_contains "$T/f1" "Pushes 1 to 2, newest first."
   ccurl -b "$T/jar" "$CONSOLE/pushes?ref=refs/heads/main" >"$T/f2"
-  assert_contains "$T/f2" "1 push(es)"
+  assert_contains "$T/f2" "Pushes 1 to 1, newest first."
   local id
   id=$(jq -r 'select(.type == "decision" and .ref == "refs/heads/main") | .push_id' "$T/state/audit.jsonl")
   ccurl -b "$T/jar" "$CONSOLE/push?id=$id" >"$T/one"
