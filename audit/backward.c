@@ -18,9 +18,9 @@
 
 struct audit_back_reader {
     int fd;
-    off_t pos;   /* file offset of buf[0] */
-    char *buf;   /* file bytes [pos, pos + end), and room for a NUL */
-    size_t end;  /* bytes of buf not yet handed over */
+    off_t pos;    /* file offset of buf[0] */
+    char *buf;    /* file bytes [pos, pos + end), and room for a NUL */
+    size_t end;   /* bytes of buf not yet handed over */
     int skipping; /* inside a line too long to keep: drop until its start */
 };
 

@@ -24,19 +24,20 @@
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: refgate console user add [--config FILE] NAME\n"
-               "\n"
-               "Make a reviewer account for the review console (config \"console\"), or set\n"
-               "the password of an existing one. The password is read from stdin, one line\n"
-               "of %d to %d bytes (from a terminal, without echo). NAME is 1 to %d of\n"
-               "A-Z a-z 0-9 . _ -.\n"
-               "\n"
-               "  --config FILE the gateway's configuration (default $REFGATE_CONFIG, else\n"
-               "                /etc/refgate/refgate.json); only read, for the control socket\n"
-               "\n"
-               "The running gateway stores the account, hashed with yescrypt, in\n"
-               "<state_dir>/console-users and records the change in the audit log; the\n"
-               "control socket decides who may (control.users and control.groups).\n",
+    fprintf(f,
+            "usage: refgate console user add [--config FILE] NAME\n"
+            "\n"
+            "Make a reviewer account for the review console (config \"console\"), or set\n"
+            "the password of an existing one. The password is read from stdin, one line\n"
+            "of %d to %d bytes (from a terminal, without echo). NAME is 1 to %d of\n"
+            "A-Z a-z 0-9 . _ -.\n"
+            "\n"
+            "  --config FILE the gateway's configuration (default $REFGATE_CONFIG, else\n"
+            "                /etc/refgate/refgate.json); only read, for the control socket\n"
+            "\n"
+            "The running gateway stores the account, hashed with yescrypt, in\n"
+            "<state_dir>/console-users and records the change in the audit log; the\n"
+            "control socket decides who may (control.users and control.groups).\n",
             GATEWAY_REVIEWER_PASSWORD_MIN, GATEWAY_REVIEWER_PASSWORD_MAX,
             GATEWAY_REVIEWER_NAME_MAX);
 }
@@ -100,8 +101,8 @@ static int user_add(const char *config_path, const char *name)
         status = EXIT_USAGE;
         goto done;
     }
-    req = json_pack("{s:s, s:s, s:s}", "op", "console-user-add", "name", name, "password",
-                    password);
+    req =
+        json_pack("{s:s, s:s, s:s}", "op", "console-user-add", "name", name, "password", password);
     if (req == NULL) {
         fprintf(stderr, PROG ": the password is not UTF-8 text\n");
         status = EXIT_USAGE;

@@ -401,8 +401,8 @@ static int parse_port(unsigned *out, const char *s)
  * localhost are refused: they may resolve to several addresses, and which
  * one the gateway binds should not depend on the resolver.
  */
-static int parse_listen(char **out_host, unsigned *out_port, const parse_ctx *ctx,
-                        const char *key, const char *s)
+static int parse_listen(char **out_host, unsigned *out_port, const parse_ctx *ctx, const char *key,
+                        const char *s)
 {
     const char *colon, *hstart;
     unsigned char addr[16];
@@ -429,8 +429,7 @@ static int parse_listen(char **out_host, unsigned *out_port, const parse_ctx *ct
             return fail(ctx, key, "\"%s\" is not host:port (write 127.0.0.1:8470)", s);
         hlen = (size_t)(colon - s);
         if (memchr(s, ':', hlen) != NULL)
-            return fail(ctx, key, "\"%s\": put an IPv6 address in brackets, as in [::1]:8470",
-                        s);
+            return fail(ctx, key, "\"%s\": put an IPv6 address in brackets, as in [::1]:8470", s);
         if (hlen == 0 || hlen >= sizeof(host))
             return fail(ctx, key, "\"%s\": missing or bad host (write 127.0.0.1:8470)", s);
         memcpy(host, s, hlen);
@@ -1582,8 +1581,8 @@ static int parse_console(config_console *out, const config_model *cfg, const par
 /* ------------------------------------------------------------------------ */
 
 static const char *const top_keys[] = {
-    "listen",    "state_dir", "default", "max_body_bytes", "limits",  "control",
-    "approvals", "console",   "upstreams", "rules",        "secrets", "signing", NULL,
+    "listen",  "state_dir", "default", "max_body_bytes", "limits",  "control", "approvals",
+    "console", "upstreams", "rules",   "secrets",        "signing", NULL,
 };
 #define TOP_KEYS_TEXT                                                                              \
     "listen, state_dir, default, max_body_bytes, limits, control, approvals, console, upstreams, " \

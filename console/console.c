@@ -120,11 +120,11 @@ static enum MHD_Result send_page(struct MHD_Connection *c, unsigned status, cons
     if (rc == 0)
         rc = console_page_wrap(&page, title, v, body->data ? body->data : "");
     if (rc < 0)
-        ret = send_text(c, 500, rc == RG_E_TOO_BIG ? "the page would be too large"
-                                                   : "the page cannot be made");
+        ret = send_text(
+            c, 500, rc == RG_E_TOO_BIG ? "the page would be too large" : "the page cannot be made");
     else
-        ret = send_response(c, status, "text/html; charset=utf-8", page.data, page.len, cookie,
-                            NULL);
+        ret =
+            send_response(c, status, "text/html; charset=utf-8", page.data, page.len, cookie, NULL);
     rg_buf_free(&page);
     rg_buf_free(body);
     return ret;
@@ -380,8 +380,7 @@ static enum MHD_Result dispatch(console *con, struct MHD_Connection *c, const ch
 
         if (origin == NULL || strcmp(origin, con->url) != 0)
             return send_text(c, 403, "a form must come from this console's own page (Origin)");
-        if (ctype == NULL ||
-            strncasecmp(ctype, "application/x-www-form-urlencoded", 33) != 0)
+        if (ctype == NULL || strncasecmp(ctype, "application/x-www-form-urlencoded", 33) != 0)
             return send_text(c, 415, "expected a form (application/x-www-form-urlencoded)");
         if (!strcmp(url, "/login"))
             return post_login(con, c, sid, form);
@@ -491,8 +490,8 @@ static int bind_listen(console *con, rg_error *err)
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
         bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0 ||
         getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
-        rc = rg_error_set(err, -errno, "console listen %s:%u: %s", cc->listen_host,
-                          cc->listen_port, strerror(errno));
+        rc = rg_error_set(err, -errno, "console listen %s:%u: %s", cc->listen_host, cc->listen_port,
+                          strerror(errno));
         if (fd >= 0)
             close(fd);
         freeaddrinfo(ai);

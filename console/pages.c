@@ -168,8 +168,8 @@ int console_page_pushes(rg_buf *body, const console_view *v, const console_push_
     if (rc == 0)
         rc = filter_input(body, "decision", f->decision);
     PUT(body, "<button type=\"submit\">Filter</button></form>");
-    if (rc == 0 && console_pushes_list(&rows, &n, &more, path, f, page, CONSOLE_PUSHES_PER_PAGE,
-                                       &e) < 0) {
+    if (rc == 0 &&
+        console_pushes_list(&rows, &n, &more, path, f, page, CONSOLE_PUSHES_PER_PAGE, &e) < 0) {
         PUT(body, "<p class=\"error\">The audit log cannot be read: ");
         TEXT(body, e.msg);
         PUT(body, "</p>");

@@ -44,8 +44,8 @@ static int password_ok(const char *pw, rg_error *err)
     size_t n = pw ? strlen(pw) : 0;
 
     if (n < GATEWAY_REVIEWER_PASSWORD_MIN || n > GATEWAY_REVIEWER_PASSWORD_MAX)
-        return rg_error_set(err, -EINVAL, "password: %d to %d bytes",
-                            GATEWAY_REVIEWER_PASSWORD_MIN, GATEWAY_REVIEWER_PASSWORD_MAX);
+        return rg_error_set(err, -EINVAL, "password: %d to %d bytes", GATEWAY_REVIEWER_PASSWORD_MIN,
+                            GATEWAY_REVIEWER_PASSWORD_MAX);
     if (strchr(pw, '\n') != NULL)
         return rg_error_set(err, -EINVAL, "password: one line");
     return 0;
@@ -67,7 +67,6 @@ static int read_all(rg_buf *out, const char *path, rg_error *err)
         *err = (rg_error)RG_ERROR_INIT;
     return rc == -ENOENT ? 0 : rc;
 }
-
 
 /* The hash stored for `name` in `text` (NUL-terminated), copied to out; 0 when none. */
 static int find_hash(char *out, size_t outsz, const char *text, const char *name)

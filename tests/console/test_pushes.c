@@ -35,8 +35,10 @@ static void setup(void)
                 "\"push_id\":\"p121\",\"run\":\"r9\",\"repo\":\"h/a\",\"ref\":\"refs/heads/m%d\","
                 "\"decision\":\"%s\",\"rule\":\"x\",\"reason\":\"why\",\"outcome\":null}\n",
                 ++seq, r, r ? "deny" : "allow");
-    fprintf(f, "{\"v\":2,\"seq\":%d,\"prev\":\"x\",\"time\":\"t\",\"type\":\"event\","
-               "\"event\":\"stop\"}\n", ++seq);
+    fprintf(f,
+            "{\"v\":2,\"seq\":%d,\"prev\":\"x\",\"time\":\"t\",\"type\":\"event\","
+            "\"event\":\"stop\"}\n",
+            ++seq);
     fprintf(f,
             "{\"v\":2,\"seq\":%d,\"prev\":\"x\",\"time\":\"t\",\"type\":\"outcome\","
             "\"push_id\":\"p121\",\"repo\":\"h/a\",\"ref\":\"refs/heads/m0\","
@@ -79,9 +81,8 @@ Test(pushes, the_newest_come_first_and_pages_say_whether_older_ones_exist)
     cr_assert_eq(console_pushes_list(&rows, &n, &more, path, &f, 3, 50, &err), 0);
     cr_expect_eq(n, 0);
     free(rows);
-    cr_expect_lt(console_pushes_list(&rows, &n, &more, path, &f, CONSOLE_PUSHES_PAGES_MAX, 50,
-                                     &err),
-                 0);
+    cr_expect_lt(
+        console_pushes_list(&rows, &n, &more, path, &f, CONSOLE_PUSHES_PAGES_MAX, 50, &err), 0);
 }
 
 Test(pushes, filters_match_a_push_by_any_of_its_refs)
