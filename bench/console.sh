@@ -7,6 +7,7 @@
 #               the log, only as far as the page needs);
 #   page100   - page 100 of it (the newest 5,051 pushes read);
 #   filtered  - the newest page filtered on one run (1 push in 997 matches);
+#   runs      - the runs page (997 runs: the newest 51 found from the end);
 #   push      - one push's page (a scan of the whole log);
 #   integrity - the integrity page (audit verify of the whole log + head).
 # Usage: bench/console.sh [RECORDS] [RUNS]     (defaults 1000000 and 5)
@@ -79,7 +80,7 @@ size=$(stat -c %s "$T/state/audit.jsonl")
 echo "log: $RECORDS records, $((size / 1024 / 1024)) MiB; medians of $RUNS"
 printf '%-10s %8.3f s  (refgate audit --json >/dev/null)\n' "baseline" "$b"
 for p in "pushes:/pushes" "page100:/pushes?page=100" "filtered:/pushes?run=run-5" \
-  "push:/push?id=p000000000000001" "integrity:/integrity"; do
+  "runs:/runs" "push:/push?id=p000000000000001" "integrity:/integrity"; do
   s=$(time_page "${p#*:}")
   printf '%-10s %8.3f s  %5.2fx baseline\n' "${p%%:*}" "$s" "$(echo "$s / $b" | bc -l)"
 done

@@ -338,6 +338,13 @@ static enum MHD_Result get_page(console *con, struct MHD_Connection *c, console_
         return send_page(c, 200, "Pushes", v, console_page_pushes(&body, v, &f, (size_t)page),
                          &body, NULL);
     }
+    if (!strcmp(url, "/runs")) {
+        long page = page_number(MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "page"));
+
+        if (page < 0)
+            return send_text(c, 400, "page: expected a number from 0");
+        return send_page(c, 200, "Runs", v, console_page_runs(&body, v, (size_t)page), &body, NULL);
+    }
     if (!strcmp(url, "/push")) {
         const char *id = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "id");
 

@@ -61,7 +61,8 @@ int console_page_wrap(rg_buf *out, const char *title, const console_view *v, con
         return -ENOENT;
     TEXT(&t, title);
     if (v->user != NULL) {
-        PUT(&nav, "<a href=\"/pushes\">Pushes</a><a href=\"/approvals\">Approvals</a>"
+        PUT(&nav, "<a href=\"/pushes\">Pushes</a><a href=\"/runs\">Runs</a>"
+                  "<a href=\"/approvals\">Approvals</a>"
                   "<a href=\"/integrity\">Integrity</a>"
                   "<form class=\"inline\" method=\"post\" action=\"/logout\">");
         if (rc == 0)
@@ -215,6 +216,48 @@ int console_page_pushes(rg_buf *body, const console_view *v, const console_push_
         rc = page_link(body, f, page - 1, "Newer");
     if (more && page + 1 < CONSOLE_PUSHES_PAGES_MAX && rc == 0)
         rc = page_link(body, f, page + 1, "Older");
+    PUT(body, "</p>");
+    free(rows);
+    return rc;
+}
+
+int console_page_runs(rg_buf *body, const console_view *v, size_t page)
+{
+    console_run_row *rows = NULL;
+    rg_error e = RG_ERROR_INIT;
+    char path[4200], num[64];
+    size_t n = 0;
+    int more = 0, rc = 0;
+
+    log_path(path, sizeof(path), v);
+    if (console_runs_list(&rows, &n, &more, path, page, CONSOLE_PUSHES_PER_PAGE, &e) < 0) {
+        PUT(body, "<p class=\"error\">The audit log cannot be read: ");
+        TEXT(body, e.msg);
+        PUT(body, "</p>");
+        return rc;
+    }
+    PUT(body, "<table class=\"runs\"><thead><tr><th>Run</th><th>Last push</th>"
+              "<th>Repository</th></tr></thead><tbody>");
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        PUT(body, "<tr><td><a href=\"/pushes?run=");
+        QUERY(body, rows[i].run);
+        PUT(body, "\">");
+        TEXT(body, rows[i].run);
+        PUT(body, "</a></td><td>");
+        TEXT(body, rows[i].time);
+        PUT(body, "</td><td>");
+        TEXT(body, rows[i].repo);
+        PUT(body, "</td></tr>");
+    }
+    PUT(body, "</tbody></table><p class=\"pager\">");
+    if (page > 0) {
+        snprintf(num, sizeof(num), "<a href=\"/runs?page=%zu\">Newer</a>", page - 1);
+        PUT(body, num);
+    }
+    if (more && page + 1 < CONSOLE_PUSHES_PAGES_MAX) {
+        snprintf(num, sizeof(num), "<a href=\"/runs?page=%zu\">Older</a>", page + 1);
+        PUT(body, num);
+    }
     PUT(body, "</p>");
     free(rows);
     return rc;

@@ -31,6 +31,9 @@ int console_page_login(rg_buf *body, const console_view *v, const char *error);
 int console_page_pushes(rg_buf *body, const console_view *v, const console_push_filter *f,
                         size_t page);
 
+/* The runs that pushed, the most recent first, each linking to its pushes. */
+int console_page_runs(rg_buf *body, const console_view *v, size_t page);
+
 /* One push: its refs with decision, rule, reason and outcome. */
 int console_page_push(rg_buf *body, const console_view *v, const char *push_id);
 

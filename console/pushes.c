@@ -121,6 +121,74 @@ done:
     return rc;
 }
 
+int console_runs_list(console_run_row **rows, size_t *n, int *more, const char *log_path,
+                      size_t page, size_t per_page, rg_error *err)
+{
+    audit_back_reader *rd = NULL;
+    console_run_row *seen = NULL;
+    size_t want, nseen = 0;
+    const char *data;
+    size_t len;
+    int rc;
+
+    *rows = NULL;
+    *n = 0;
+    *more = 0;
+    if (per_page == 0 || page >= CONSOLE_PUSHES_PAGES_MAX)
+        return rg_error_set(err, -EINVAL, "page: expected 0 to %d", CONSOLE_PUSHES_PAGES_MAX - 1);
+    /* The runs of the pages before, this page's, and one more for *more. */
+    want = (page + 1) * per_page + 1;
+    seen = calloc(want, sizeof(*seen));
+    if (seen == NULL)
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    if ((rc = audit_back_reader_open(&rd, log_path, err)) < 0)
+        goto done;
+    /* Bounded: one step per line, and it stops once the page and one more are found. */
+    while (nseen < want && (rc = audit_back_reader_prev(rd, &data, &len, err)) > 0) {
+        json_t *obj;
+        const char *run;
+        size_t i;
+
+        /* Cheap test first: only decision records name a run (v1 lines too). */
+        if (strstr(data, "\"run\":\"") == NULL)
+            continue;
+        obj = json_loadb(data, len, 0, NULL);
+        run = field(obj, "run");
+        if (obj != NULL && decision_record(obj) && *run) {
+            for (i = 0; i < nseen && strcmp(seen[i].run, run) != 0; i++)
+                ;
+            if (i == nseen) {
+                snprintf(seen[i].run, sizeof(seen[i].run), "%s", run);
+                snprintf(seen[i].time, sizeof(seen[i].time), "%s", field(obj, "time"));
+                snprintf(seen[i].repo, sizeof(seen[i].repo), "%s", field(obj, "repo"));
+                nseen++;
+            }
+        }
+        json_decref(obj);
+    }
+    if (rc < 0)
+        goto done;
+    rc = 0;
+    *more = nseen == want;
+    {
+        size_t skip = page * per_page, count = nseen > skip ? nseen - skip : 0;
+
+        if (count > per_page)
+            count = per_page;
+        *rows = calloc(count ? count : 1, sizeof(**rows));
+        if (*rows == NULL) {
+            rc = rg_error_set(err, -ENOMEM, "out of memory");
+            goto done;
+        }
+        memcpy(*rows, seen + skip, count * sizeof(**rows));
+        *n = count;
+    }
+done:
+    audit_back_reader_free(rd);
+    free(seen);
+    return rc;
+}
+
 /* Copy what a decision record says of its ref. */
 static void ref_from(console_push_ref *out, const json_t *obj)
 {

@@ -40,6 +40,22 @@ typedef struct console_push_row {
 int console_pushes_list(console_push_row **rows, size_t *n, int *more, const char *log_path,
                         const console_push_filter *f, size_t page, size_t per_page, rg_error *err);
 
+/* One run in the runs listing: its newest push. Strings are cut to fit. */
+typedef struct console_run_row {
+    char run[160];
+    char time[40];
+    char repo[256];
+} console_run_row;
+
+/*
+ * Page `page` (0: the newest) of the runs that pushed, the most recently
+ * pushing first, `per_page` to a page, into a calloc'd array (*n rows);
+ * *more says whether an older page has any. Read from the end of the log,
+ * only as far as the page needs.
+ */
+int console_runs_list(console_run_row **rows, size_t *n, int *more, const char *log_path,
+                      size_t page, size_t per_page, rg_error *err);
+
 /* One ref of one push, with what became of it. Strings are cut to fit. */
 typedef struct console_push_ref {
     uint64_t seq;

@@ -106,6 +106,28 @@ Test(pushes, filters_match_a_push_by_any_of_its_refs)
     free(rows);
 }
 
+Test(pushes, runs_come_most_recent_first_each_once)
+{
+    console_run_row *rows = NULL;
+    rg_error err = RG_ERROR_INIT;
+    size_t n = 0;
+    int more = 0;
+
+    cr_assert_eq(console_runs_list(&rows, &n, &more, path, 0, 3, &err), 0, "%s", err.msg);
+    cr_assert_eq(n, 3);
+    cr_expect(more);
+    cr_expect_str_eq(rows[0].run, "r9");
+    cr_expect_str_eq(rows[0].time, "t121");
+    cr_expect_str_eq(rows[1].run, "r1"); /* p120 */
+    cr_expect_str_eq(rows[2].run, "r0"); /* p119 */
+    free(rows);
+    /* r0..r6 and r9: eight runs, the last page holds two. */
+    cr_assert_eq(console_runs_list(&rows, &n, &more, path, 2, 3, &err), 0, "%s", err.msg);
+    cr_assert_eq(n, 2);
+    cr_expect(!more);
+    free(rows);
+}
+
 Test(pushes, one_push_joins_its_outcomes)
 {
     console_push p;

@@ -147,6 +147,9 @@ test_the_pushes_page_filters_and_one_push_shows_its_refs() {
   assert_contains "$T/one" "protect-main"
   assert_contains "$T/one" "rejected"
   [ "$(status_of -b "$T/jar" "$CONSOLE/pushes?page=-1")" = 400 ] || fail "a negative page"
+  ccurl -b "$T/jar" "$CONSOLE/runs" >"$T/runs"
+  assert_contains "$T/runs" '<a href="/pushes?run=%3Cimg%2Fsrc%3Dx%2Fonerror%3Ddocument.title%3D%22pwned%22%3E">&lt;img/src=x/onerror=document.title=&quot;pwned&quot;&gt;</a>'
+  assert_not_contains "$T/runs" "<img"
 }
 
 test_posts_need_the_csrf_token_and_the_consoles_own_origin() {
