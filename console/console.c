@@ -352,6 +352,13 @@ static enum MHD_Result get_page(console *con, struct MHD_Connection *c, console_
             return send_text(c, 400, "id: expected a push id");
         return send_page(c, 200, "Push", v, console_page_push(&body, v, id), &body, NULL);
     }
+    if (!strcmp(url, "/approval")) {
+        const char *id = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "id");
+
+        if (id == NULL || *id == '\0' || strlen(id) > 64)
+            return send_text(c, 400, "id: expected an approval id");
+        return send_page(c, 200, "Approval", v, console_page_approval(&body, v, id), &body, NULL);
+    }
     if (!strcmp(url, "/approvals"))
         return send_page(c, 200, "Approvals", v, console_page_approvals(&body, v, NULL, 0), &body,
                          NULL);

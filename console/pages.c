@@ -327,13 +327,38 @@ static const char *str(const json_t *obj, const char *key)
     return s ? s : "";
 }
 
+/* The approve and deny forms of approval `id`. */
+static int decide_forms(rg_buf *b, const console_view *v, const char *id)
+{
+    int rc = 0;
+
+    PUT(b, "<form class=\"inline approve\" method=\"post\" action=\"/approvals\">");
+    if (rc == 0)
+        rc = csrf_field(b, v);
+    PUT(b, "<input type=\"hidden\" name=\"id\" value=\"");
+    TEXT(b, id);
+    PUT(b, "\"><input type=\"hidden\" name=\"action\" value=\"approve\">"
+           "<button type=\"submit\">Approve</button></form> "
+           "<form class=\"inline deny\" method=\"post\" action=\"/approvals\">");
+    if (rc == 0)
+        rc = csrf_field(b, v);
+    PUT(b, "<input type=\"hidden\" name=\"id\" value=\"");
+    TEXT(b, id);
+    PUT(b, "\"><input type=\"hidden\" name=\"action\" value=\"deny\">"
+           "<input name=\"reason\" placeholder=\"reason\" required>"
+           "<button type=\"submit\">Deny</button></form>");
+    return rc;
+}
+
 static int approval_row(rg_buf *b, const console_view *v, const json_t *a)
 {
     int rc = 0;
 
-    PUT(b, "<tr><td><code>");
+    PUT(b, "<tr><td><a href=\"/approval?id=");
+    QUERY(b, str(a, "id"));
+    PUT(b, "\"><code>");
     TEXT(b, str(a, "id"));
-    PUT(b, "</code></td><td>");
+    PUT(b, "</code></a></td><td>");
     TEXT(b, str(a, "repo"));
     PUT(b, "</td><td><code>");
     TEXT(b, str(a, "ref"));
@@ -347,21 +372,10 @@ static int approval_row(rg_buf *b, const console_view *v, const json_t *a)
     TEXT(b, str(a, "reason"));
     PUT(b, "</td><td>");
     TEXT(b, str(a, "expires"));
-    PUT(b, "</td><td><form class=\"inline approve\" method=\"post\" action=\"/approvals\">");
+    PUT(b, "</td><td>");
     if (rc == 0)
-        rc = csrf_field(b, v);
-    PUT(b, "<input type=\"hidden\" name=\"id\" value=\"");
-    TEXT(b, str(a, "id"));
-    PUT(b, "\"><input type=\"hidden\" name=\"action\" value=\"approve\">"
-           "<button type=\"submit\">Approve</button></form> "
-           "<form class=\"inline deny\" method=\"post\" action=\"/approvals\">");
-    if (rc == 0)
-        rc = csrf_field(b, v);
-    PUT(b, "<input type=\"hidden\" name=\"id\" value=\"");
-    TEXT(b, str(a, "id"));
-    PUT(b, "\"><input type=\"hidden\" name=\"action\" value=\"deny\">"
-           "<input name=\"reason\" placeholder=\"reason\" required>"
-           "<button type=\"submit\">Deny</button></form></td></tr>");
+        rc = decide_forms(b, v, str(a, "id"));
+    PUT(b, "</td></tr>");
     return rc;
 }
 
@@ -398,6 +412,73 @@ int console_page_approvals(rg_buf *body, const console_view *v, const char *mess
         rc = approval_row(body, v, json_array_get(list, i));
     if (json_array_size(list) > 0)
         PUT(body, "</tbody></table>");
+    json_decref(answer);
+    return rc;
+}
+
+int console_page_approval(rg_buf *body, const console_view *v, const char *id)
+{
+    gateway_approval_peer peer = {.console_user = v->user};
+    json_t *req = json_pack("{s:s, s:s, s:b}", "op", "approval", "id", id, "commits", 1);
+    json_t *answer = NULL, *a, *commits;
+    rg_error e = RG_ERROR_INIT;
+    int rc = 0;
+
+    if (req == NULL)
+        return -ENOMEM;
+    gateway_approval_control(&answer, v->ctx, &peer, "approval", req, &e);
+    json_decref(req);
+    if (answer == NULL) {
+        PUT(body, "<p class=\"error\">");
+        TEXT(body, e.msg);
+        PUT(body, "</p>");
+        return rc;
+    }
+    a = json_object_get(answer, "approval");
+    PUT(body, "<dl><dt>Approval</dt><dd><code>");
+    TEXT(body, str(a, "id"));
+    PUT(body, "</code> (");
+    TEXT(body, str(a, "state"));
+    PUT(body, ")</dd><dt>Repository</dt><dd>");
+    TEXT(body, str(a, "repo"));
+    PUT(body, "</dd><dt>Update</dt><dd><code>");
+    TEXT(body, str(a, "ref"));
+    PUT(body, " ");
+    TEXT(body, str(a, "old"));
+    PUT(body, "..");
+    TEXT(body, str(a, "new"));
+    PUT(body, "</code></dd><dt>Run</dt><dd>");
+    TEXT(body, str(a, "run"));
+    PUT(body, "</dd><dt>Why</dt><dd>");
+    TEXT(body, str(a, "reason"));
+    PUT(body, "</dd></dl>");
+    commits = json_object_get(answer, "commits");
+    if (commits == NULL) {
+        PUT(body, "<p class=\"note\">What would land cannot be shown: ");
+        TEXT(body, str(answer, "commits_error"));
+        PUT(body, "</p>");
+    } else {
+        PUT(body, "<table class=\"commits\"><thead><tr><th>Commit</th><th>Date</th>"
+                  "<th>Author</th><th>Subject</th></tr></thead><tbody>");
+        for (size_t i = 0; rc == 0 && i < json_array_size(commits); i++) {
+            const json_t *c = json_array_get(commits, i);
+
+            PUT(body, "<tr><td><code>");
+            TEXT(body, str(c, "id"));
+            PUT(body, "</code></td><td>");
+            TEXT(body, str(c, "date"));
+            PUT(body, "</td><td>");
+            TEXT(body, str(c, "author"));
+            PUT(body, "</td><td>");
+            TEXT(body, str(c, "subject"));
+            PUT(body, "</td></tr>");
+        }
+        PUT(body, "</tbody></table>");
+        if (json_is_true(json_object_get(answer, "more_commits")))
+            PUT(body, "<p class=\"note\">And more.</p>");
+    }
+    if (!strcmp(str(a, "state"), "pending") && rc == 0)
+        rc = decide_forms(body, v, str(a, "id"));
     json_decref(answer);
     return rc;
 }

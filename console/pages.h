@@ -40,6 +40,9 @@ int console_page_push(rg_buf *body, const console_view *v, const char *push_id);
 /* Pending approvals with approve and deny forms; `message` (plain text, may be NULL) on top. */
 int console_page_approvals(rg_buf *body, const console_view *v, const char *message, int is_error);
 
+/* One approval, the commits its kept pack would land, and its approve and deny forms. */
+int console_page_approval(rg_buf *body, const console_view *v, const char *id);
+
 /* The audit log's verification result and head. */
 int console_page_integrity(rg_buf *body, const console_view *v);
 

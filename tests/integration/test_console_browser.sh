@@ -2,8 +2,9 @@
 # Selenium): a reviewer logs in, sees the pushes with a hostile run name
 # shown as inert text, approves one pending push (and the next git push of
 # it lands) and denies another with a reason full of markup (and the next
-# git push of it is refused with that reason), and the push's page shows
-# the reason literally. Screenshots go to $REFGATE_BUILD/console-shots.
+# git push of it is refused with that reason), the approval's page shows
+# its commit's hostile subject and author as text, and the push's page
+# shows the reason literally. Screenshots go to $REFGATE_BUILD/console-shots.
 source "$(dirname "$0")/lib_console.sh"
 
 PY=/usr/bin/python3
@@ -15,6 +16,7 @@ fi
 SHOTS=${REFGATE_BUILD:-$T}/console-shots
 mkdir -p "$SHOTS"
 DENY_REASON='not <b>"this"</b> & not now'
+SUBJECT='<script>document.title="pwned"</script> & <b>bold</b>'
 
 make_upstream app
 start_console
@@ -28,6 +30,9 @@ test_pushes_to_review() {
   clone app "$T/w"
   commit "$T/w" a.txt
   git -C "$T/w" push -q origin "HEAD:refs/heads/feature/a" 2>"$T/p0" || { cat "$T/p0"; fail "push"; }
+  echo release >"$T/w/r.txt"
+  git -C "$T/w" add r.txt
+  GIT_AUTHOR_NAME="Eve \"&amp;\" O'Hara" git -C "$T/w" commit -q -m "$SUBJECT"
   git -C "$T/w" tag v1
   git -C "$T/w" tag v2
   ! git -C "$T/w" push origin v1 2>"$T/p1" || fail "v1 landed"
@@ -40,7 +45,7 @@ test_pushes_to_review() {
 test_a_reviewer_approves_one_and_denies_the_other_in_the_browser() {
   load_console
   "$PY" "$REFGATE_SRC/tests/support/console_browser.py" decide "$CONSOLE" "$REVIEWER" \
-    "$REVIEWER_PASSWORD" "$(cat "$T/id1")" "$(cat "$T/id2")" "$DENY_REASON" "$SHOTS"
+    "$REVIEWER_PASSWORD" "$(cat "$T/id1")" "$(cat "$T/id2")" "$DENY_REASON" "$SUBJECT" "$SHOTS"
 }
 
 test_the_approved_push_lands_and_the_denied_one_is_refused() {

@@ -1,8 +1,9 @@
 #!/usr/bin/python3
 """Drive the review console with a real, headless Chromium (Selenium).
 
-    console_browser.py decide URL USER PASSWORD APPROVE_ID DENY_ID REASON SHOTS
+    console_browser.py decide URL USER PASSWORD APPROVE_ID DENY_ID REASON SUBJECT SHOTS
         log in, see the pushes (with the hostile run name shown as text),
+        open APPROVE_ID's page (its commit's SUBJECT shown as text),
         approve one approval and deny the other with REASON
     console_browser.py push URL USER PASSWORD PUSH_ID TEXT SHOTS
         log in and open one push's page; TEXT must be shown literally
@@ -74,7 +75,7 @@ def login(d, url, user, password, shots):
     inert(d, "pushes")
 
 
-def decide(url, user, password, approve_id, deny_id, reason, shots):
+def decide(url, user, password, approve_id, deny_id, reason, subject, shots):
     d = browser()
     try:
         login(d, url, user, password, shots)
@@ -82,6 +83,17 @@ def decide(url, user, password, approve_id, deny_id, reason, shots):
         if "<img/src=x/onerror=" not in body:
             fail("the hostile run name is not shown as text on the pushes page")
         d.find_element(By.LINK_TEXT, "Approvals").click()
+        wait_title(d, "Approvals")
+        d.find_element(By.LINK_TEXT, approve_id).click()
+        wait_title(d, "Approval")
+        d.save_screenshot(os.path.join(shots, "console-approval.png"))
+        inert(d, "approval")
+        if subject not in main_text(d):
+            fail("the approval page does not show the commit subject %r literally: %s"
+                 % (subject, main_text(d)))
+        if "Eve \"&amp;\" O'Hara" not in main_text(d):
+            fail("the approval page does not show the commit's author literally")
+        d.back()
         wait_title(d, "Approvals")
         d.save_screenshot(os.path.join(shots, "console-approvals.png"))
         inert(d, "approvals")
@@ -127,7 +139,7 @@ def push(url, user, password, push_id, text, shots):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 9 and sys.argv[1] == "decide":
+    if len(sys.argv) == 10 and sys.argv[1] == "decide":
         decide(*sys.argv[2:])
     elif len(sys.argv) == 8 and sys.argv[1] == "push":
         push(*sys.argv[2:])
