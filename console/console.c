@@ -16,11 +16,13 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "console/assets.h"
 #include "console/pages.h"
 #include "console/session.h"
+#include "console/throttle.h"
 #include "gateway/approve.h"
 #include "gateway/reviewers.h"
 #include "util/fs.h"
@@ -47,6 +49,7 @@ struct console {
     const gateway_ctx *ctx;
     struct MHD_Daemon *daemon;
     console_sessions *sessions;
+    console_throttle *throttle;
     int listen_fd;
     char url[128];  /* http://HOST:PORT, also the only Origin a POST may carry */
     char host[128]; /* HOST:PORT, the only Host a request may name */
@@ -240,7 +243,21 @@ static enum MHD_Result post_login(console *con, struct MHD_Connection *c, const 
         free(password);
         return send_text(c, 403, "the login form has expired or was not ours: reload /login");
     }
-    if (form_value(name, sizeof(name), form, "user") != 1 ||
+    if (form_value(name, sizeof(name), form, "user") != 1)
+        name[0] = '\0';
+    if (!console_throttle_allows(con->throttle, name, (long long)time(NULL))) {
+        explicit_bzero(password, GATEWAY_REVIEWER_PASSWORD_MAX + 1);
+        free(password);
+        rg_log(RG_LOG_WARNING, "console_login_throttled", "user=%s",
+               rg_log_quote(q, sizeof(q), name));
+        v.csrf = csrf;
+        return send_page(c, 429, "Log in", &v,
+                         console_page_login(&body, &v,
+                                            "Too many failed logins for this user: try again "
+                                            "in 15 minutes."),
+                         &body, NULL);
+    }
+    if (name[0] == '\0' ||
         form_value(password, GATEWAY_REVIEWER_PASSWORD_MAX + 1, form, "password") != 1)
         ok = 0;
     else
@@ -250,6 +267,8 @@ static enum MHD_Result post_login(console *con, struct MHD_Connection *c, const 
     if (ok < 0)
         rg_log(RG_LOG_ERR, "console_login_failed", "error=%s", rg_log_quote(q, sizeof(q), e.msg));
     if (ok != 1) {
+        if (name[0])
+            console_throttle_failed(con->throttle, name, (long long)time(NULL));
         rg_log(RG_LOG_WARNING, "console_login_refused", "user=%s",
                rg_log_quote(q, sizeof(q), name));
         v.csrf = csrf;
@@ -257,6 +276,7 @@ static enum MHD_Result post_login(console *con, struct MHD_Connection *c, const 
                          console_page_login(&body, &v, "Wrong user name or password."), &body,
                          NULL);
     }
+    console_throttle_clear(con->throttle, name);
     /* A new id at login: one planted before it is worth nothing. */
     console_session_drop(con->sessions, sid);
     if (console_session_create(con->sessions, id, csrf, name) < 0)
@@ -540,7 +560,7 @@ int console_start(console **out, const gateway_ctx *ctx, rg_error *err)
         return rg_error_set(err, -ENOMEM, "out of memory");
     con->ctx = ctx;
     con->listen_fd = -1;
-    if (console_sessions_new(&con->sessions) < 0) {
+    if (console_sessions_new(&con->sessions) < 0 || console_throttle_new(&con->throttle) < 0) {
         rc = rg_error_set(err, -ENOMEM, "out of memory");
         goto done;
     }
@@ -589,5 +609,6 @@ void console_stop(console *con)
         unlink(path);
     }
     console_sessions_free(con->sessions);
+    console_throttle_free(con->throttle);
     free(con);
 }

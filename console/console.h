@@ -7,8 +7,9 @@
  *
  * Security invariants:
  *  - The only credential is a server-side session (session.h) made by a
- *    reviewer's login (gateway/reviewers.h accounts); an Authorization
- *    header (a run token) is refused, never looked at.
+ *    reviewer's login (gateway/reviewers.h accounts, throttle.h limiting
+ *    guesses); an Authorization header (a run token) is refused, never
+ *    looked at.
  *  - A request whose Host is not the console's own address is refused
  *    (DNS rebinding); a POST must carry an Origin equal to the console's
  *    own origin (scheme, host and port) and the session's CSRF token.

@@ -121,6 +121,22 @@ test_login_checks_the_password_and_changes_the_session_id() {
   grep -qi '^Location: /login' "$T/h2" || fail "the pre-login session logs in"
 }
 
+test_failed_logins_lock_that_name_for_a_while() {
+  load_console
+  ccurl -c "$T/jar9" "$CONSOLE/login" >"$T/l9.html"
+  local csrf code
+  csrf=$(grep -o 'name="csrf" value="[0-9a-f]*"' "$T/l9.html" | cut -d'"' -f4)
+  for i in 1 2 3 4 5; do
+    code=$(status_of -b "$T/jar9" -H "Origin: $CONSOLE" --data-urlencode "csrf=$csrf" \
+      --data-urlencode "user=mallory" --data-urlencode "password=guess $i" "$CONSOLE/login")
+    [ "$code" = 403 ] || fail "guess $i answered $code"
+  done
+  [ "$(status_of -b "$T/jar9" -H "Origin: $CONSOLE" --data-urlencode "csrf=$csrf" \
+    --data-urlencode "user=mallory" --data-urlencode "password=guess 6" "$CONSOLE/login")" = 429 ] ||
+    fail "a sixth guess was checked"
+  assert_contains "$T/gateway.log" "console_login_throttled user=mallory"
+}
+
 test_pages_carry_a_strict_csp_and_escape_what_pushes_chose() {
   load_console
   login "$T/jar" >"$T/csrf"
