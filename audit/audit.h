@@ -21,7 +21,8 @@
  *             token-revoke, approval-request (an `ask` made a pending
  *             approval), approval-grant, approval-deny (a reviewer's
  *             decision, naming who and from where), approval-consume (an
- *             approved update landed), with a free `detail` text.
+ *             approved update landed), console-user-add (a reviewer
+ *             account made or its password changed), with a free `detail` text.
  *
  * Lines without `"v"` are v1 (one complete record per decision, written
  * after the push): they verify and list alongside v2, and new lines chain
@@ -158,6 +159,24 @@ int audit_reader_open(audit_reader **out, const char *path, rg_error *err);
 int audit_reader_next(audit_reader *r, audit_line *out, rg_error *err);
 
 void audit_reader_free(audit_reader *r);
+
+/*
+ * Reading the log back to front, for the newest records first (the review
+ * console's listings) at a cost that grows with what is read, not with the
+ * log. Lines are handed over without their newline and without hashes
+ * (nothing is verified); a line longer than AUDIT_LINE_MAX is passed over.
+ */
+typedef struct audit_back_reader audit_back_reader;
+
+int audit_back_reader_open(audit_back_reader **out, const char *path, rg_error *err);
+
+/*
+ * The previous line: 1 with *data and *len set (NUL-terminated, valid until
+ * the next call), 0 at the start of the file, negative on error.
+ */
+int audit_back_reader_prev(audit_back_reader *r, const char **data, size_t *len, rg_error *err);
+
+void audit_back_reader_free(audit_back_reader *r);
 
 struct json_t;
 

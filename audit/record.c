@@ -24,9 +24,10 @@
  * seq, prev, time, type, decision_seq and the newline. */
 #define LINE_FIXED_MAX 256
 
-static const char *const event_names[] = {"start",          "stop",          "recovered",
-                                          "token-mint",     "token-revoke",  "approval-request",
-                                          "approval-grant", "approval-deny", "approval-consume"};
+static const char *const event_names[] = {"start",           "stop",          "recovered",
+                                          "token-mint",      "token-revoke",  "approval-request",
+                                          "approval-grant",  "approval-deny", "approval-consume",
+                                          "console-user-add"};
 
 int audit_sha256_hex(char out[AUDIT_HASH_HEX + 1], const void *data, size_t len)
 {

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "console/console.h"
 #include "gateway/server.h"
 #include "util/log.h"
 #include "config/config.h"
@@ -30,7 +31,9 @@ static void usage(FILE *f)
                "pushes in flight finish under the old one, a file that does not load\n"
                "changes nothing (the log says why), and keys only a restart applies\n"
                "(listen, admin, limits on connections and spool, control, approvals) are\n"
-               "named in the log; state_dir cannot change.\n\n"
+               "named in the log; state_dir cannot change. With a \"console\" key the\n"
+               "review console is served too, on its own address (its URL in\n"
+               "<state_dir>/console.url).\n\n"
                "  --check-config  load the config and the upstream credentials it names as\n"
                "                  serving would, print what is wrong and exit 1, or exit 0\n");
 }
@@ -81,6 +84,7 @@ int cli_serve(int argc, char **argv)
     const char *config = NULL;
     config_model *cfg = NULL;
     gateway_server *srv = NULL;
+    console *con = NULL;
     rg_error err = RG_ERROR_INIT;
     sigset_t set;
     static int journald;
@@ -141,14 +145,26 @@ int cli_serve(int argc, char **argv)
         config_free(cfg);
         return 1;
     }
+    /* The console serves beside the gateway, on its own listener, from its context. */
+    if (cfg->console.listen_host != NULL &&
+        console_start(&con, gateway_server_ctx(srv), &err) < 0) {
+        fprintf(stderr, "refgate serve: %s\n", err.msg);
+        gateway_server_stop(srv);
+        git_libgit2_shutdown();
+        config_free(cfg);
+        return 1;
+    }
     /* Through the logger, so journald reads these lines' priority too. */
     rg_log(RG_LOG_NOTICE, "serving", "url=%s state_dir=%s", gateway_server_url(srv),
            rg_log_quote(q, sizeof(q), cfg->state_dir));
+    if (con != NULL)
+        rg_log(RG_LOG_NOTICE, "console_serving", "url=%s", console_url(con));
     /* Bounded by the signals sent: each SIGHUP is one reload. */
     while (sigwait(&set, &sig) == 0 && sig == SIGHUP)
         reload(srv, config);
     rg_log(RG_LOG_NOTICE, "stopping", "signal=%s (finishing in-flight pushes)",
            sig == SIGINT ? "SIGINT" : "SIGTERM");
+    console_stop(con);
     gateway_server_stop(srv);
     git_libgit2_shutdown();
     config_free(cfg);

@@ -401,7 +401,7 @@ static int parse_port(unsigned *out, const char *s)
  * localhost are refused: they may resolve to several addresses, and which
  * one the gateway binds should not depend on the resolver.
  */
-static int parse_listen(char **host_out, unsigned *port_out, const parse_ctx *ctx, const char *key,
+static int parse_listen(char **out_host, unsigned *out_port, const parse_ctx *ctx, const char *key,
                         const char *s)
 {
     const char *colon, *hstart;
@@ -440,9 +440,9 @@ static int parse_listen(char **host_out, unsigned *port_out, const parse_ctx *ct
                         "[::1]:8470)",
                         s, host);
     }
-    if (parse_port(port_out, colon + 1) < 0)
+    if (parse_port(out_port, colon + 1) < 0)
         return fail(ctx, key, "\"%s\": port must be a number from 0 to 65535", s);
-    return dup_string(host_out, ctx, host);
+    return dup_string(out_host, ctx, host);
 }
 
 static int parse_effect(config_effect *out, const parse_ctx *ctx, const char *key, const char *s)
@@ -1575,17 +1575,44 @@ static int parse_admin(config_admin *out, const config_model *cfg, const parse_c
     return rc;
 }
 
+static const char *const console_keys[] = {"listen", NULL};
+#define CONSOLE_KEYS_TEXT "listen"
+
+/* The review console is off unless it has a listen address of its own. */
+static int parse_console(config_console *out, const config_model *cfg, const parse_ctx *ctx,
+                         const json_t *obj)
+{
+    const char *s = NULL;
+    int rc;
+
+    if (obj == NULL)
+        return 0;
+    if (!json_is_object(obj))
+        return fail_type(ctx, "console", "an object", obj);
+    if ((rc = check_keys(ctx, obj, "console", console_keys, CONSOLE_KEYS_TEXT)) < 0 ||
+        (rc = get_string(&s, ctx, obj, "console", "listen", 1,
+                         "(host:port the console serves on, e.g. 127.0.0.1:8471)")) < 0 ||
+        (rc = parse_listen(&out->listen_host, &out->listen_port, ctx, "console.listen", s)) < 0)
+        return rc;
+    /* Never the push port: a run token's holder must not reach the console. */
+    if (out->listen_port != 0 && out->listen_port == cfg->listen_port)
+        return fail(ctx, "console.listen",
+                    "\"%s\": the console needs a port of its own, not the gateway's (%u)", s,
+                    cfg->listen_port);
+    return 0;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Loading                                                                  */
 /* ------------------------------------------------------------------------ */
 
 static const char *const top_keys[] = {
-    "listen", "state_dir", "default", "max_body_bytes", "limits",  "control", "approvals",
-    "admin",  "upstreams", "rules",   "secrets",        "signing", NULL,
+    "listen", "state_dir", "default",   "max_body_bytes", "limits",  "control", "approvals",
+    "admin",  "console",   "upstreams", "rules",          "secrets", "signing", NULL,
 };
 #define TOP_KEYS_TEXT                                                                              \
-    "listen, state_dir, default, max_body_bytes, limits, control, approvals, admin, upstreams, "   \
-    "rules, secrets or signing"
+    "listen, state_dir, default, max_body_bytes, limits, control, approvals, admin, console, "     \
+    "upstreams, rules, secrets or signing"
 
 /* Whether a rule has condition `c`: its scanner is compiled only then. */
 static int any_rule_wants(const config_model *cfg, config_condition c)
@@ -1652,6 +1679,10 @@ static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *roo
 
     v = json_object_get(root, "admin");
     if ((rc = parse_admin(&cfg->admin, cfg, ctx, v)) < 0)
+        return rc;
+
+    v = json_object_get(root, "console");
+    if ((rc = parse_console(&cfg->console, cfg, ctx, v)) < 0)
         return rc;
 
     /* Upstreams first: rules check their repo patterns against the hosts. */
@@ -1783,6 +1814,7 @@ void config_free(config_model *cfg)
     free_strings(cfg->control.users, cfg->control.nusers);
     free_strings(cfg->control.groups, cfg->control.ngroups);
     free(cfg->control.url);
+    free(cfg->console.listen_host);
     free(cfg->path);
     free(cfg->listen_host);
     free(cfg->admin.listen_host);

@@ -101,6 +101,11 @@
  *                             "listen" (port 0 picks a free port; its URL is
  *                             written to <state_dir>/admin.url); it may not
  *                             be the push address itself.
+ * console: optional; the review console (console/console.h), off without it:
+ *   "listen"                  host:port of its own listener, written like
+ *                             "listen" (port 0: any free port; never the
+ *                             gateway's port); its URL goes to
+ *                             <state_dir>/console.url.
  */
 #ifndef RG_CONFIG_CONFIG_H
 #define RG_CONFIG_CONFIG_H
@@ -216,6 +221,11 @@ typedef struct config_admin {
     char *listen_host;    /* NULL: no admin listener */
     unsigned listen_port; /* 0: any free port */
 } config_admin;
+/* See "console" above. */
+typedef struct config_console {
+    char *listen_host; /* NULL: no console */
+    unsigned listen_port;
+} config_console;
 
 typedef struct config_model {
     char *path; /* the file it was loaded from (absolute) */
@@ -228,6 +238,7 @@ typedef struct config_model {
     config_control control;
     config_approvals approvals;
     config_admin admin;
+    config_console console;
     config_upstream *upstreams;
     size_t nupstreams;
     config_rule *rules;

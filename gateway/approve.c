@@ -472,7 +472,7 @@ static int op_decide(json_t **answer, const gateway_ctx *ctx, const gateway_appr
     const json_t *rv = json_object_get(req, "reason");
     const char *note = json_string_value(rv);
     approvals_entry e;
-    char by[APPROVALS_NAME_MAX], detail[3072];
+    char by[APPROVALS_NAME_MAX], who[APPROVALS_NAME_MAX + 64], detail[3072], q[RG_LOG_VALUE_MAX];
     int64_t now = (int64_t)time(NULL);
     int rc;
 
@@ -489,13 +489,18 @@ static int op_decide(json_t **answer, const gateway_ctx *ctx, const gateway_appr
     if (e.state == APPROVALS_DENIED || (!deny && e.state == APPROVALS_APPROVED))
         return rg_error_set(err, -EALREADY, "approval %s is already %s by %s", id,
                             approvals_state_name(e.state), e.by);
-    snprintf(by, sizeof(by), "uid %lu (%s) via control socket", peer->uid, peer->user);
-    snprintf(detail, sizeof(detail),
-             "approval %s %s by peer uid %lu (%s) pid %ld via control "
-             "socket: %.*s in %s (%s..%s), run %s%s%s",
-             id, deny ? (e.state == APPROVALS_APPROVED ? "revoked" : "denied") : "granted",
-             peer->uid, peer->user, peer->pid, REF_SHOWN_MAX, e.ref, e.repo, e.old_id, e.new_id,
-             e.run[0] ? e.run : "(unknown)", note ? ", reason: " : "", note ? note : "");
+    if (peer->console_user != NULL) {
+        snprintf(by, sizeof(by), "%s via console", peer->console_user);
+        snprintf(who, sizeof(who), "console user %s via console", peer->console_user);
+    } else {
+        snprintf(by, sizeof(by), "uid %lu (%s) via control socket", peer->uid, peer->user);
+        snprintf(who, sizeof(who), "peer uid %lu (%s) pid %ld via control socket", peer->uid,
+                 peer->user, peer->pid);
+    }
+    snprintf(detail, sizeof(detail), "approval %s %s by %s: %.*s in %s (%s..%s), run %s%s%s", id,
+             deny ? (e.state == APPROVALS_APPROVED ? "revoked" : "denied") : "granted", who,
+             REF_SHOWN_MAX, e.ref, e.repo, e.old_id, e.new_id, e.run[0] ? e.run : "(unknown)",
+             note ? ", reason: " : "", note ? note : "");
     /* The record is durable before the decision exists: an approval the
      * log does not know of never lets a push through. */
     if (audit_event(ctx, deny ? "approval-deny" : "approval-grant", detail) < 0)
@@ -505,8 +510,8 @@ static int op_decide(json_t **answer, const gateway_ctx *ctx, const gateway_appr
               : approvals_approve(ctx->approvals, &e, id, by, now, err);
     if (rc < 0)
         return rc;
-    rg_log(RG_LOG_NOTICE, deny ? "approval_denied" : "approval_granted", "id=%s uid=%lu", id,
-           peer->uid);
+    rg_log(RG_LOG_NOTICE, deny ? "approval_denied" : "approval_granted", "id=%s by=%s", id,
+           rg_log_quote(q, sizeof(q), by));
     return answer_entry(answer, &e, err);
 }
 

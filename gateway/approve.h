@@ -40,7 +40,8 @@
  * "reason", "by", "note", "created", "decided", "expires"}, times in RFC
  * 3339 UTC ("decided" null while pending). A grant or denial is audited
  * (approval-grant, approval-deny: the approval, the update, and the peer's
- * uid, user name and pid, "via control socket") before it is made: a
+ * uid, user name and pid, "via control socket", or the console reviewer's
+ * name, "via console") before it is made: a
  * decision the log cannot take is not made.
  */
 #ifndef RG_GATEWAY_APPROVE_H
@@ -112,11 +113,14 @@ void gateway_approval_keep_pack(const gateway_ctx *ctx, gateway_spool_lease *lea
 void gateway_approval_consume(const gateway_ctx *ctx, const char *id,
                               const gateway_approval_push *push);
 
-/* Who asks over the control socket, for the records. */
+/* Who asks, for the records: a control socket peer, or a console reviewer. */
 typedef struct gateway_approval_peer {
     unsigned long uid;
     const char *user; /* name, or the uid in decimal */
     long pid;
+    /* Set: a reviewer logged in to the console (console/), recorded by this
+     * name "via console"; uid and pid are then not looked at. */
+    const char *console_user;
 } gateway_approval_peer;
 
 /*

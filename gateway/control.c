@@ -8,6 +8,7 @@
  */
 #include "gateway/control.h"
 #include "gateway/approve.h"
+#include "gateway/reviewers.h"
 
 #include "util/log.h"
 #include "util/text.h"
@@ -372,6 +373,40 @@ done:
     return answer != NULL ? 0 : (err->code < 0 ? err->code : -EIO);
 }
 
+/*
+ * console-user-add: make a reviewer account for the console (or set its
+ * password), audited with the peer; the password reaches neither the log
+ * nor the audit record.
+ */
+static int control_console_user(json_t **out, gateway_control *c, const control_client *cl,
+                                const json_t *req, rg_error *err)
+{
+    audit_record rec = {.kind = AUDIT_EVENT, .event = "console-user-add"};
+    const char *name = json_string_value(json_object_get(req, "name"));
+    const char *password = json_string_value(json_object_get(req, "password"));
+    char detail[512];
+    int replaced = 0, rc;
+
+    if (name == NULL || password == NULL)
+        return rg_error_set(err, -EINVAL, "console-user-add: expected \"name\" and \"password\"");
+    if (!gateway_reviewer_name_ok(name))
+        return rg_error_set(err, -EINVAL, "name: 1 to %d of A-Z a-z 0-9 . _ -",
+                            GATEWAY_REVIEWER_NAME_MAX);
+    snprintf(detail, sizeof(detail), "console user %s set by peer uid %lu (%s) pid %ld", name,
+             (unsigned long)cl->cred.uid, cl->user, (long)cl->cred.pid);
+    rec.detail = detail;
+    /* Recorded before it is made: an account the log does not know of never exists. */
+    if ((rc = audit_append(c->ctx->audit, &rec, err)) < 0) {
+        control_audit_failed("console-user-add", err);
+        return rg_error_set(err, -EIO, "the audit log cannot be written; no account was changed");
+    }
+    if ((rc = gateway_reviewer_set(&replaced, c->ctx->cfg->state_dir, name, password, err)) < 0)
+        return rc;
+    rg_log(RG_LOG_NOTICE, "console_user_set", "name=%s uid=%lu", name, (unsigned long)cl->cred.uid);
+    *out = json_pack("{s:b, s:s, s:b}", "ok", 1, "name", name, "replaced", replaced);
+    return *out ? 0 : rg_error_set(err, -ENOMEM, "out of memory");
+}
+
 /* Answer one request line; -1 when the client is to be dropped. */
 static int control_handle_line(gateway_control *c, control_client *cl, const char *line, size_t len)
 {
@@ -388,17 +423,19 @@ static int control_handle_line(gateway_control *c, control_client *cl, const cha
                                   req ? "not an object" : jerr.text);
     }
     op = json_string_value(json_object_get(req, "op"));
-    peer = (gateway_approval_peer){cl->cred.uid, cl->user, (long)cl->cred.pid};
+    peer = (gateway_approval_peer){cl->cred.uid, cl->user, (long)cl->cred.pid, NULL};
     if (op != NULL && !strcmp(op, "mint")) {
         if (control_mint(&answer, c, cl, req, &err) < 0)
             gateway_metrics_token_failure(c->ctx->metrics, "mint");
     } else if (op != NULL && !strcmp(op, "revoke")) {
         if (control_revoke(&answer, c, cl, req, &err) < 0)
             gateway_metrics_token_failure(c->ctx->metrics, "revoke");
+    } else if (op != NULL && !strcmp(op, "console-user-add")) {
+        control_console_user(&answer, c, cl, req, &err);
     } else if (op == NULL || !gateway_approval_control(&answer, c->ctx, &peer, op, req, &err))
         rg_error_set(&err, -EINVAL,
                      "op: expected \"mint\", \"revoke\", \"approvals\", \"approval\", "
-                     "\"approve\" or \"deny\"");
+                     "\"approve\", \"deny\" or \"console-user-add\"");
     json_decref(req);
     if (answer == NULL)
         return control_send_error(cl->fd, "%s", err.msg);

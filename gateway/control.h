@@ -15,6 +15,9 @@
  *     -> {"ok": true, "token": "...", "run": "...", "expires": UNIX, "url": "http://..."}
  *   {"op": "revoke", "token": "..."}  -> {"ok": true}
  *   {"op": "approvals" | "approval" | "approve" | "deny", ...}: see approve.h
+ *   {"op": "console-user-add", "name": NAME, "password": TEXT}
+ *                                     -> {"ok": true, "name": NAME, "replaced": BOOL}
+ *       a review console account (reviewers.h), audited (console-user-add)
  *   anything else                     -> {"ok": false, "error": "..."}
  * A request line is at most GATEWAY_CONTROL_REQUEST_MAX bytes, a connection
  * silent for GATEWAY_CONTROL_IDLE_SECONDS is closed, and at most

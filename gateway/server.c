@@ -974,6 +974,11 @@ done:
     return 0;
 }
 
+const gateway_ctx *gateway_server_ctx(const gateway_server *s)
+{
+    return &s->ctx;
+}
+
 const char *gateway_server_url(const gateway_server *s)
 {
     return s->url;

@@ -8,6 +8,7 @@
 #define RG_GATEWAY_SERVER_H
 
 #include "config/config.h"
+#include "gateway/context.h"
 #include "util/error.h"
 
 typedef struct gateway_server gateway_server;
@@ -19,6 +20,13 @@ typedef struct gateway_server gateway_server;
  * base URL to <state_dir>/url. `cfg` must outlive the server.
  */
 int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error *err);
+
+/*
+ * What the gateway's requests share (configuration, audit log, approvals),
+ * for the review console (console/), which serves beside it. Valid until
+ * gateway_server_stop.
+ */
+const gateway_ctx *gateway_server_ctx(const gateway_server *s);
 
 /* The base URL, e.g. "http://127.0.0.1:41234". */
 const char *gateway_server_url(const gateway_server *s);

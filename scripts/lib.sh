@@ -17,6 +17,9 @@ PACKAGES=(
   mandoc strace systemd
   # The unsigned condition verifies with ssh-keygen and gpg.
   openssh-client gnupg
+  # The review console: yescrypt for reviewer passwords; its browser tests
+  # drive a headless Chromium with Selenium.
+  libcrypt-dev chromium chromium-driver python3-selenium
 )
 # The secret scanner's matcher (content/): Hyperscan is amd64-only in Debian;
 # Vectorscan, its port, provides the same libhs API elsewhere.

@@ -291,6 +291,22 @@ Test(config, control_defaults_to_a_socket_in_state_dir_and_loads_its_keys)
     config_free(cfg);
 }
 
+Test(config, the_console_is_off_unless_it_has_a_listen_address)
+{
+    const char *path = write_config("con.json", "{'state_dir': 's'}");
+    rg_error err = RG_ERROR_INIT;
+    config_model *cfg = NULL;
+
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_null(cfg->console.listen_host);
+    config_free(cfg);
+    path = write_config("con2.json", "{'state_dir': 's', 'console': {'listen': '[::1]:0'}}");
+    cr_assert_eq(config_load(&cfg, path, &err), 0, "%s", err.msg);
+    cr_expect_str_eq(cfg->console.listen_host, "::1");
+    cr_expect_eq(cfg->console.listen_port, 0);
+    config_free(cfg);
+}
+
 Test(config, an_ask_rule_may_hold_the_push)
 {
     const char *path = write_config(
@@ -530,7 +546,7 @@ static struct bad_case bad_cases[] = {
     /* Unknown keys, anywhere. */
     {"unknown top-level key", "{'state_dir': 's', 'colour': 'red'}", "colour", 0,
      "unknown key (expected listen, state_dir, default, max_body_bytes, limits, control, "
-     "approvals, admin, upstreams, rules, secrets or signing)"},
+     "approvals, admin, console, upstreams, rules, secrets or signing)"},
     /* The admin listener. */
     {"admin not an object", "{'state_dir': 's', 'admin': '127.0.0.1:1'}", "admin", 0,
      "expected an object"},
@@ -542,6 +558,18 @@ static struct bad_case bad_cases[] = {
     {"admin listen is the push port",
      "{'state_dir': 's', 'listen': '127.0.0.1:8470', 'admin': {'listen': '127.0.0.1:8470'}}",
      "admin.listen", 0, "needs a port of its own"},
+    /* The review console: its own listener, never the push port. */
+    {"console not an object", "{'state_dir': 's', 'console': true}", "console", 0,
+     "expected an object"},
+    {"console without listen", "{'state_dir': 's', 'console': {}}", "console.listen", 0,
+     "required"},
+    {"console unknown key", "{'state_dir': 's', 'console': {'listen': '127.0.0.1:0', 'tls': 1}}",
+     "console.tls", 0, "unknown key (expected listen)"},
+    {"console listen a name", "{'state_dir': 's', 'console': {'listen': 'localhost:8471'}}",
+     "console.listen", 0, "is not an IPv4 address"},
+    {"console on the push port",
+     "{'state_dir': 's', 'listen': '127.0.0.1:8470', 'console': {'listen': '127.0.0.1:8470'}}",
+     "console.listen", 0, "the console needs a port of its own, not the gateway's (8470)"},
     /* Content conditions (config/conditions.c) and the secrets they use. */
     {"condition key unknown", "{'state_dir': 's', 'rules': [{'effect': 'deny', 'signed': true}]}",
      "rules[0].signed", 0, "unknown key (expected name, repos, refs, runs, actions, effect"},

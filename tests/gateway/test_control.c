@@ -148,7 +148,7 @@ Test(control, a_stale_socket_is_replaced_a_live_one_and_a_plain_file_are_not)
     ans = ask("{\"op\": \"nothing\"}\n");
     cr_expect_str_eq(json_string_value(json_object_get(ans, "error")),
                      "op: expected \"mint\", \"revoke\", \"approvals\", \"approval\", "
-                     "\"approve\" or \"deny\"");
+                     "\"approve\", \"deny\" or \"console-user-add\"");
     json_decref(ans);
 
     /* Live: a second start refuses and leaves the first one serving. */
