@@ -20,6 +20,8 @@ PACKAGES=(
   # The review console: yescrypt for reviewer passwords; its browser tests
   # drive a headless Chromium with Selenium.
   libcrypt-dev chromium chromium-driver python3-selenium
+  # The admin listener's /metrics is checked with Prometheus' own promtool.
+  prometheus
 )
 # The secret scanner's matcher (content/): Hyperscan is amd64-only in Debian;
 # Vectorscan, its port, provides the same libhs API elsewhere.
