@@ -7,15 +7,12 @@
  */
 #include "console/console.h"
 
-#include <arpa/inet.h>
 #include <microhttpd.h>
-#include <netdb.h>
 #include <openssl/crypto.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,6 +21,7 @@
 #include "console/session.h"
 #include "console/throttle.h"
 #include "gateway/approve.h"
+#include "gateway/listen.h"
 #include "gateway/reviewers.h"
 #include "util/fs.h"
 #include "util/log.h"
@@ -505,45 +503,14 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 static int bind_listen(console *con, rg_error *err)
 {
     const config_console *cc = &con->ctx->cfg->console;
-    struct addrinfo hints = {0}, *ai = NULL;
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof(ss);
-    char port[16], host[INET6_ADDRSTRLEN];
-    int fd = -1, one = 1, rc;
-    unsigned p;
+    int rc;
 
-    hints.ai_family = AF_UNSPEC;
-    hints.ai_socktype = SOCK_STREAM;
-    hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV | AI_NUMERICHOST;
-    snprintf(port, sizeof(port), "%u", cc->listen_port);
-    rc = getaddrinfo(cc->listen_host, port, &hints, &ai);
-    if (rc != 0)
-        return rg_error_set(err, -EINVAL, "console listen %s: %s", cc->listen_host,
-                            gai_strerror(rc));
-    fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
-    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-        bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, 64) < 0 ||
-        getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
-        rc = rg_error_set(err, -errno, "console listen %s:%u: %s", cc->listen_host, cc->listen_port,
-                          strerror(errno));
-        if (fd >= 0)
-            close(fd);
-        freeaddrinfo(ai);
-        return rc;
-    }
-    freeaddrinfo(ai);
-    if (ss.ss_family == AF_INET6) {
-        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&ss)->sin6_addr, host, sizeof(host));
-        p = ntohs(((struct sockaddr_in6 *)&ss)->sin6_port);
-        snprintf(con->host, sizeof(con->host), "[%s]:%u", host, p);
-    } else {
-        inet_ntop(AF_INET, &((struct sockaddr_in *)&ss)->sin_addr, host, sizeof(host));
-        p = ntohs(((struct sockaddr_in *)&ss)->sin_port);
-        snprintf(con->host, sizeof(con->host), "%s:%u", host, p);
-    }
-    snprintf(con->url, sizeof(con->url), "http://%s", con->host);
-    con->listen_fd = fd;
-    return 0;
+    rc = gateway_listen_bind(&con->listen_fd, con->url, sizeof(con->url), "console.listen",
+                             cc->listen_host, cc->listen_port, err);
+    /* The Host every request must name: the URL without its scheme. */
+    if (rc == 0)
+        snprintf(con->host, sizeof(con->host), "%s", con->url + strlen("http://"));
+    return rc;
 }
 
 int console_start(console **out, const gateway_ctx *ctx, rg_error *err)
