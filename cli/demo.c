@@ -4,8 +4,11 @@
  * main and allows feature branches, starts a gateway in this process, mints
  * a run token, clones, and pushes with the real git client: a feature
  * branch (lands), main (rejected), a force push of the feature branch
- * (rejected). Then it prints the audit log and its verification, and checks
- * upstream got exactly what policy allowed (exit 1 if not).
+ * (rejected), a branch whose history holds a token (rejected, the token
+ * never shown), and a release branch a rule asks about (held for a
+ * reviewer, approved over the control socket, then lands). Then it prints
+ * the audit log and its verification, and checks upstream got exactly what
+ * policy allowed (exit 1 if not).
  */
 #include <jansson.h>
 #include <signal.h>
@@ -111,13 +114,17 @@ static int write_config(demo *d, rg_error *err)
     int rc;
 
     cfg = json_pack("{s:s, s:s, s:s, s:[{s:s, s:s}], s:[{s:s, s:[s], s:[s,s,s], s:s, s:s},"
-                    " {s:s, s:[s], s:[s,s], s:s}]}",
+                    " {s:s, s:[s], s:[s,s], s:s}, {s:s, s:b, s:s, s:s},"
+                    " {s:s, s:[s], s:[s,s], s:s, s:s}]}",
                     "listen", "127.0.0.1:0", "state_dir", "state", "default", "deny", "upstreams",
                     "host", "local", "url", d->upstream_root, "rules", "name", "protect-main",
                     "refs", "refs/heads/main", "actions", "update", "force", "delete", "effect",
                     "deny", "reason", "main is protected: open a pull request instead", "name",
                     "feature-branches", "refs", "refs/heads/feature/**", "actions", "create",
-                    "update", "effect", "allow");
+                    "update", "effect", "allow", "name", "no-secrets", "secrets", 1, "effect",
+                    "deny", "reason", "credentials never leave the machine", "name",
+                    "releases-need-review", "refs", "refs/heads/release/**", "actions", "create",
+                    "update", "effect", "ask", "reason", "a release needs a reviewer");
     text = cfg ? json_dumps(cfg, JSON_INDENT(2)) : NULL;
     json_decref(cfg);
     if (text == NULL)
@@ -190,9 +197,10 @@ static int demo_main(demo *d, int keep)
     gateway_server *srv = NULL;
     tokens_key *key = NULL;
     char *token = NULL, before_main[80], after_main[80], feature[80], clone_url[400];
+    char leaked[80], release[80], id[64] = "";
     const char *repos[] = {"local/acme/app"};
     rg_error err = RG_ERROR_INIT;
-    int rc = 1, s_feature, s_main, s_force;
+    int rc = 1, s_feature, s_main, s_force, s_secret, s_ask, s_release = 1;
 
     printf(STEP, "a throwaway upstream, a config that protects main");
     printf("directory: %s\n", d->dir);
@@ -246,8 +254,53 @@ static int demo_main(demo *d, int keep)
     GIT(d, d->work, 0, "commit", "-q", "--amend", "-m", "Add login (rewritten)");
     s_force = GIT(d, d->work, 0, "push", "--force", "origin", "feature/login");
 
+    printf(STEP, "commit a token, remove it in the next commit, push (rejected: it is history)");
+    GIT(d, d->work, 1, "switch", "-q", "-c", "feature/config", "origin/main");
+    /* A GitHub token's shape, made up; assembled so this file holds none. */
+    write_file(d, d->work, "config.env",
+               "GITHUB_TOKEN=ghp_"
+               "u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d\n");
+    GIT(d, d->work, 1, "add", "config.env");
+    GIT(d, d->work, 0, "commit", "-q", "-m", "Add config");
+    GIT(d, d->work, 0, "rm", "-q", "config.env");
+    GIT(d, d->work, 0, "commit", "-q", "-m", "Remove the token again");
+    s_secret = GIT(d, d->work, 0, "push", "origin", "feature/config");
+
+    printf(STEP, "push a release branch (a rule asks: refused until a reviewer approves)");
+    GIT(d, d->work, 1, "switch", "-q", "-c", "release/1.0", "origin/main");
+    write_file(d, d->work, "CHANGELOG.md", "# 1.0\n\nLogin.\n");
+    GIT(d, d->work, 1, "add", "CHANGELOG.md");
+    GIT(d, d->work, 0, "commit", "-q", "-m", "Release 1.0");
+    s_ask = GIT(d, d->work, 0, "push", "origin", "release/1.0");
+    {
+        json_t *req = json_pack("{s:s}", "op", "approvals"), *ans = NULL;
+        const char *got;
+
+        if (req != NULL && cli_control_call(&ans, cfg->control.socket, req, &err) == 0 &&
+            (got = json_string_value(
+                 json_object_get(json_array_get(json_object_get(ans, "approvals"), 0), "id"))))
+            snprintf(id, sizeof(id), "%s", got);
+        json_decref(req);
+        json_decref(ans);
+    }
+    printf(STEP, "a reviewer approves it (over the gateway's control socket)");
+    if (id[0]) {
+        char *args[] = {(char *)"approve", (char *)"--config", d->config, id, NULL};
+
+        printf("$ refgate approve %s\n", id);
+        fflush(stdout);
+        if (cli_approve(4, args) == 0) {
+            printf(STEP, "the same push again (lands, once)");
+            s_release = GIT(d, d->work, 0, "push", "origin", "release/1.0");
+        }
+    } else {
+        printf("no pending approval: %s\n", err.msg[0] ? err.msg : "none listed");
+    }
+
     upstream_ref(d, "refs/heads/main", after_main, sizeof(after_main));
     upstream_ref(d, "refs/heads/feature/login", feature, sizeof(feature));
+    upstream_ref(d, "refs/heads/feature/config", leaked, sizeof(leaked));
+    upstream_ref(d, "refs/heads/release/1.0", release, sizeof(release));
 
     printf(STEP, "the audit log");
     fflush(stdout);
@@ -264,11 +317,14 @@ static int demo_main(demo *d, int keep)
 
     printf(STEP, "result");
     if (s_feature == 0 && feature[0] && s_main != 0 && !strcmp(before_main, after_main) &&
-        s_force != 0) {
-        printf("upstream has feature/login; main is unchanged; the force push was refused.\n");
+        s_force != 0 && s_secret != 0 && !leaked[0] && s_ask != 0 && s_release == 0 && release[0]) {
+        printf("upstream has feature/login and, once approved, release/1.0; main is unchanged;\n"
+               "the force push was refused; the token never reached upstream.\n");
     } else {
-        printf("UNEXPECTED: feature push %d, main push %d, force push %d, main %s\n", s_feature,
-               s_main, s_force, strcmp(before_main, after_main) ? "changed" : "unchanged");
+        printf("UNEXPECTED: feature push %d, main push %d, force push %d, token push %d (%s "
+               "upstream), release push %d then %d, main %s\n",
+               s_feature, s_main, s_force, s_secret, leaked[0] ? "reached" : "not", s_ask,
+               s_release, strcmp(before_main, after_main) ? "changed" : "unchanged");
         rc = 1;
     }
 done:
@@ -293,8 +349,10 @@ int cli_demo(int argc, char **argv)
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: refgate demo [--keep]\n\n"
                    "Push through a gateway to a throwaway local upstream with the real git\n"
-                   "client: a feature branch lands, a push to main and a force push are\n"
-                   "rejected in git's own output, and the audit log shows all three.\n"
+                   "client: a feature branch lands; a push to main, a force push and a\n"
+                   "branch whose history holds a token are rejected in git's own output; a\n"
+                   "release branch waits for a reviewer's approval, then lands. The audit\n"
+                   "log shows it all.\n"
                    "--keep leaves the directory (upstream, config, state) for a look.\n");
             return 0;
         } else if (!strcmp(argv[i], "--keep")) {

@@ -142,7 +142,13 @@ test_demo_runs_and_checks_itself() {
   assert_contains "$T/demo" "! [remote rejected] main -> main (policy: main is protected"
   assert_contains "$T/demo" "! [remote rejected] feature/login -> feature/login (policy: "
   # The gateway's start event and the three decisions.
-  assert_contains "$T/demo" "audit log intact: 5 records"
+  assert_contains "$T/demo" 'remote: refgate: rule "no-secrets": github-token in config.env line 1'
+  assert_contains "$T/demo" "! [remote rejected] feature/config -> feature/config (policy: credentials never leave the machine"
+  ! grep -q "u8jzPde0IgxLd6GncfBAepfJBd0Kh8oOOL8d" <(grep -v '^\$\|GITHUB_TOKEN' "$T/demo") || fail "the demo's output shows the token"
+  assert_contains "$T/demo" "! [remote rejected] release/1.0 -> release/1.0 (policy: a release needs a reviewer (approval needed: refgate approve "
+  assert_contains "$T/demo" " * [new branch]      release/1.0 -> release/1.0"
+  assert_contains "$T/demo" "audit log intact: 12 records"
+  assert_contains "$T/demo" "the token never reached upstream."
   ! ls -d "$T"/refgate-demo.* 2>/dev/null || fail "the demo left its directory"
 }
 
