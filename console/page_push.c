@@ -207,7 +207,7 @@ static int paths_list(rg_buf *b, const console_refgit *g)
 }
 
 /* What ref `r` brought, read from `gitdir` (NULL: dir_err says why there is none). */
-static int ref_content(rg_buf *b, const char *gitdir, const rg_error *dir_err,
+static int ref_content(rg_buf *b, const char *gitdir, int mirror, const rg_error *dir_err,
                        const console_push_ref *r)
 {
     console_refgit g;
@@ -229,7 +229,9 @@ static int ref_content(rg_buf *b, const char *gitdir, const rg_error *dir_err,
     }
     if (!g.available) {
         PUT(b, "<p class=\"note unavailable\">");
-        TEXT(b, g.why);
+        /* A denied ref was never forwarded; an allowed one may be upstream and not mirrored yet. */
+        TEXT(b,
+             mirror && !strcmp(r->decision, "allow") ? CONSOLE_REFGIT_UNAVAILABLE_MIRROR : g.why);
         PUT(b, "</p>");
     } else {
         if (rc == 0)
@@ -281,7 +283,7 @@ int console_page_push(rg_buf *body, const console_view *v, const char *push_id)
     console_push p;
     rg_error e = RG_ERROR_INIT, dir_err = RG_ERROR_INIT;
     char path[4200], *gitdir = NULL;
-    int rc = 0;
+    int mirror = 0, rc = 0;
 
     snprintf(path, sizeof(path), "%s/audit.jsonl", cfg->state_dir);
     if (console_push_get(&p, path, push_id, &e) < 0) {
@@ -301,7 +303,7 @@ int console_page_push(rg_buf *body, const console_view *v, const char *push_id)
     PUT(body, "</dd></dl>");
     if (rc == 0)
         rc = refs_table(body, &p);
-    console_refgit_dir(&gitdir, cfg, p.repo, &dir_err);
+    console_refgit_dir(&gitdir, &mirror, cfg, p.repo, &dir_err);
     git_libgit2_init();
     for (size_t i = 0; rc == 0 && i < p.nrefs; i++) {
         const console_push_ref *r = &p.refs[i];
@@ -312,7 +314,7 @@ int console_page_push(rg_buf *body, const console_view *v, const char *push_id)
         if (rc == 0)
             rc = ref_trace(body, cfg, &p, r);
         if (rc == 0 && i < CONSOLE_PUSH_REFS_READ)
-            rc = ref_content(body, gitdir, &dir_err, r);
+            rc = ref_content(body, gitdir, mirror, &dir_err, r);
         else
             PUT(body, "<p class=\"note cut\">Commits not read: only the first refs of a push "
                       "are read from upstream.</p>");

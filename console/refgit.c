@@ -13,7 +13,8 @@
 
 #include "gateway/route.h"
 
-int console_refgit_dir(char **out, const config_model *cfg, const char *repo, rg_error *err)
+int console_refgit_dir(char **out, int *mirror, const config_model *cfg, const char *repo,
+                       rg_error *err)
 {
     gateway_route route;
     const config_upstream *up;
@@ -21,6 +22,7 @@ int console_refgit_dir(char **out, const config_model *cfg, const char *repo, rg
     struct stat st;
 
     *out = NULL;
+    *mirror = 0;
     /* The audit record's name is checked as a request's would be: it becomes a path. */
     if ((size_t)snprintf(url, sizeof(url), "/%s/info/refs", repo) >= sizeof(url) ||
         gateway_route_parse(&route, "GET", url, "git-receive-pack", err) < 0)
@@ -40,6 +42,7 @@ int console_refgit_dir(char **out, const config_model *cfg, const char *repo, rg
         *out = NULL;
         return rg_error_set(err, -ENOENT, "there is no mirror of %s here", route.repo);
     }
+    *mirror = 1;
     return 0;
 }
 

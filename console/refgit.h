@@ -25,6 +25,14 @@
 /* What console_refgit_read says when the new commit is not in the repository. */
 #define CONSOLE_REFGIT_UNAVAILABLE "unavailable: the objects never reached upstream"
 
+/*
+ * What to say instead when that repository is a remote's mirror: it is
+ * fetched before a push is inspected, not after one lands, so it may lag.
+ */
+#define CONSOLE_REFGIT_UNAVAILABLE_MIRROR                                                          \
+    "unavailable: the objects are not in this gateway's mirror of upstream (they never reached "   \
+    "upstream, or the mirror has not fetched since they did)"
+
 typedef struct console_commit {
     char id[13]; /* short id */
     char author[256];
@@ -52,11 +60,13 @@ typedef struct console_refgit {
 
 /*
  * The git directory that holds the objects of `repo` ("<host>/<path>", as
- * the audit log names it) under `cfg`: malloc'd into *out. -ENOENT with a
+ * the audit log names it) under `cfg`: malloc'd into *out, and *mirror set
+ * when it is a remote upstream's mirror. -ENOENT with a
  * message saying why when there is none (the upstream is gone, the
  * repository is missing, a remote upstream has no mirror here yet).
  */
-int console_refgit_dir(char **out, const config_model *cfg, const char *repo, rg_error *err);
+int console_refgit_dir(char **out, int *mirror, const config_model *cfg, const char *repo,
+                       rg_error *err);
 
 /*
  * Read update old_id..new_id of `refname` (hex ids; all zeros: none) from

@@ -188,22 +188,25 @@ Test(refgit, the_repository_is_found_for_local_and_mirrored_upstreams_only_insid
     config_upstream ups[2] = {{.host = local, .root = root}, {.host = gh, .url = url}};
     config_model cfg = {.state_dir = state, .upstreams = ups, .nupstreams = 2};
     rg_error e = RG_ERROR_INIT;
+    int mirrored = -1;
 
     snprintf(root, sizeof(root), "%s/up", base);
     snprintf(state, sizeof(state), "%s/state", base);
-    cr_assert_eq(console_refgit_dir(&dir, &cfg, "local/acme/app", &e), 0, "%s", e.msg);
+    cr_assert_eq(console_refgit_dir(&dir, &mirrored, &cfg, "local/acme/app", &e), 0, "%s", e.msg);
     cr_assert_str_eq(dir, up);
+    cr_assert_eq(mirrored, 0);
     free(dir);
-    cr_assert_eq(console_refgit_dir(&dir, &cfg, "gh/acme/app", &e), -ENOENT);
+    cr_assert_eq(console_refgit_dir(&dir, &mirrored, &cfg, "gh/acme/app", &e), -ENOENT);
     cr_assert_null(dir);
     cr_assert_str_eq(e.msg, "there is no mirror of gh/acme/app here");
     snprintf(mirror, sizeof(mirror), "%s/mirrors/gh/acme/app.git", state);
     test_run("mkdir -p '%s'", mirror);
-    cr_assert_eq(console_refgit_dir(&dir, &cfg, "gh/acme/app", &e), 0, "%s", e.msg);
+    cr_assert_eq(console_refgit_dir(&dir, &mirrored, &cfg, "gh/acme/app", &e), 0, "%s", e.msg);
     cr_assert_str_eq(dir, mirror);
+    cr_assert_eq(mirrored, 1);
     free(dir);
-    cr_assert_eq(console_refgit_dir(&dir, &cfg, "gh/../../etc", &e), -ENOENT);
-    cr_assert_eq(console_refgit_dir(&dir, &cfg, "local/acme/../acme/app", &e), -ENOENT);
-    cr_assert_eq(console_refgit_dir(&dir, &cfg, "gone/acme/app", &e), -ENOENT);
+    cr_assert_eq(console_refgit_dir(&dir, &mirrored, &cfg, "gh/../../etc", &e), -ENOENT);
+    cr_assert_eq(console_refgit_dir(&dir, &mirrored, &cfg, "local/acme/../acme/app", &e), -ENOENT);
+    cr_assert_eq(console_refgit_dir(&dir, &mirrored, &cfg, "gone/acme/app", &e), -ENOENT);
     cr_assert_null(dir);
 }
