@@ -90,7 +90,8 @@ static int ref_trace(rg_buf *b, const config_model *cfg, const console_push *p,
 
     PUT(b, "<h3>Rule trace</h3>");
     if (cfg == NULL || action == 0 || p->repo[0] == '\0' || r->ref[0] == '\0') {
-        PUT(b, "<p class=\"note\">No trace: the record holds no single action (");
+        PUT(b, "<p class=\"note\">No trace: the record holds no repository, ref or single "
+               "action (");
         TEXT(b, r->action);
         PUT(b, "), so the rules cannot be evaluated again.</p>");
         return rc;
