@@ -199,41 +199,64 @@ static char status_char(git_delta_t s)
     }
 }
 
+typedef struct paths_acc {
+    console_refgit *out;
+    int oom;
+} paths_acc;
+
+/*
+ * Each delta as the diff finds it (in path order): kept here, skipped by
+ * the diff itself, and the diff stopped one past the cap, so its cost
+ * ends with the cap however many paths changed.
+ */
+static int on_delta(const git_diff *so_far, const git_diff_delta *d, const char *pathspec,
+                    void *payload)
+{
+    paths_acc *acc = payload;
+    console_refgit *out = acc->out;
+    const char *p = d->status == GIT_DELTA_DELETED ? d->old_file.path : d->new_file.path;
+
+    (void)so_far;
+    (void)pathspec;
+    if (out->npaths == CONSOLE_REFGIT_PATHS_MAX) {
+        out->paths_cut = 1;
+        return GIT_EUSER;
+    }
+    out->paths[out->npaths].status = status_char(d->status);
+    out->paths[out->npaths].path = strdup(p ? p : "");
+    if (out->paths[out->npaths].path == NULL) {
+        acc->oom = 1;
+        return GIT_EUSER;
+    }
+    out->npaths++;
+    return 1;
+}
+
 /* The paths that differ between base's tree (NULL: empty) and new's, capped. */
 static int changed_paths(console_refgit *out, git_repository *repo, const git_commit *base,
                          const git_commit *new, rg_error *err)
 {
+    git_diff_options o;
+    paths_acc acc = {.out = out};
     git_tree *from = NULL, *to = NULL;
     git_diff *diff = NULL;
-    size_t n;
-    int rc = 0;
+    int grc, rc = 0;
 
-    if ((base != NULL && git_commit_tree(&from, base) < 0) || git_commit_tree(&to, new) < 0 ||
-        git_diff_tree_to_tree(&diff, repo, from, to, NULL) < 0) {
-        rc = git_fail(err, "the trees cannot be compared");
+    out->paths = calloc(CONSOLE_REFGIT_PATHS_MAX, sizeof(*out->paths));
+    if (out->paths == NULL)
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    git_diff_options_init(&o, GIT_DIFF_OPTIONS_VERSION);
+    o.notify_cb = on_delta;
+    o.payload = &acc;
+    if ((base != NULL && git_commit_tree(&from, base) < 0) || git_commit_tree(&to, new) < 0) {
+        rc = git_fail(err, "the trees cannot be read");
         goto done;
     }
-    n = git_diff_num_deltas(diff);
-    out->paths_cut = n > CONSOLE_REFGIT_PATHS_MAX;
-    if (n > CONSOLE_REFGIT_PATHS_MAX)
-        n = CONSOLE_REFGIT_PATHS_MAX;
-    out->paths = calloc(n ? n : 1, sizeof(*out->paths));
-    if (out->paths == NULL) {
+    grc = git_diff_tree_to_tree(&diff, repo, from, to, &o);
+    if (acc.oom)
         rc = rg_error_set(err, -ENOMEM, "out of memory");
-        goto done;
-    }
-    for (size_t i = 0; i < n; i++) {
-        const git_diff_delta *d = git_diff_get_delta(diff, i);
-        const char *p = d->status == GIT_DELTA_DELETED ? d->old_file.path : d->new_file.path;
-
-        out->paths[i].status = status_char(d->status);
-        out->paths[i].path = strdup(p ? p : "");
-        if (out->paths[i].path == NULL) {
-            rc = rg_error_set(err, -ENOMEM, "out of memory");
-            goto done;
-        }
-        out->npaths++;
-    }
+    else if (grc < 0 && !(grc == GIT_EUSER && out->paths_cut))
+        rc = git_fail(err, "the trees cannot be compared");
 done:
     git_diff_free(diff);
     git_tree_free(from);
