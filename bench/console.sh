@@ -8,7 +8,12 @@
 #   page100   - page 100 of it (the newest 5,051 pushes read);
 #   filtered  - the newest page filtered on one run (1 push in 997 matches);
 #   runs      - the runs page (997 runs: the newest 51 found from the end);
-#   push      - one push's page (a scan of the whole log);
+#   push      - one push's page (a scan of the whole log), whose ref is
+#               a created branch of 60 commits over 300 changed paths in a
+#               real upstream: its trace, 50 commits and 200 paths read
+#               with libgit2;
+#   push-nogit - another push's page, whose new commit upstream lacks (the
+#               same scan, no commits read): push minus this is the git part;
 #   integrity - the integrity page (audit verify of the whole log + head).
 # Usage: bench/console.sh [RECORDS] [RUNS]     (defaults 1000000 and 5)
 # Needs a built tree: REFGATE=path/to/refgate (default build/cli/refgate).
@@ -24,17 +29,35 @@ GW_PID=
 trap '[ -n "$GW_PID" ] && kill $GW_PID 2>/dev/null; wait 2>/dev/null; [ -n "${KEEP:-}" ] || rm -rf "$T"' EXIT
 mkdir -p "$T/state" "$T/up"
 
+# The upstream: main, and refs/heads/feature/1 (what the first record
+# created) 60 commits ahead of it, touching 5 new paths each.
+git init -q --bare "$T/up/acme/app.git"
+git init -q "$T/w"
+(
+  cd "$T/w"
+  export GIT_AUTHOR_NAME=bench GIT_AUTHOR_EMAIL=b@example.com GIT_COMMITTER_NAME=bench \
+    GIT_COMMITTER_EMAIL=b@example.com
+  echo base >README && git add README && git commit -qm base && git branch -M main
+  git checkout -qb feature
+  for i in $(seq 1 60); do
+    for j in 1 2 3 4 5; do echo "$i $j" >"f$i-$j"; done
+    git add . && git commit -qm "commit $i"
+  done
+  git push -q "$T/up/acme/app.git" main feature:refs/heads/feature/1
+)
+NEW1=$(git -C "$T/w" rev-parse feature)
+
 # A chained log of RECORDS decision records, as the gateway writes them.
-python3 - "$T/state/audit.jsonl" "$RECORDS" <<'PY'
+python3 - "$T/state/audit.jsonl" "$RECORDS" "$NEW1" <<'PY'
 import hashlib, json, sys
-path, n = sys.argv[1], int(sys.argv[2])
+path, n, new1 = sys.argv[1], int(sys.argv[2]), sys.argv[3]
 prev = "0" * 64
 with open(path, "wb") as f:
     for i in range(1, n + 1):
         rec = {"v": 2, "seq": i, "prev": prev, "time": "2026-01-01T00:00:00.000Z",
                "type": "decision", "push_id": "p%015x" % i, "run": "run-%d" % (i % 997),
                "token": "0123456789ab", "remote": "127.0.0.1", "repo": "local/acme/app",
-               "ref": "refs/heads/feature/%d" % (i % 101), "old": "0" * 40, "new": "1" * 40,
+               "ref": "refs/heads/feature/%d" % (i % 101), "old": "0" * 40, "new": new1 if i == 1 else "1" * 40,
                "action": "create", "decision": "allow" if i % 3 else "deny",
                "rule": "features", "reason": "feature branches are open",
                "outcome": "rejected"}
@@ -66,6 +89,7 @@ time_page() {
   done
   grep -q '<main>' "$T/page" || { echo "no page for $1" >&2; exit 1; }
   ! grep -q 'class="error"\|chain is broken' "$T/page" || { echo "an error page for $1" >&2; exit 1; }
+  case $1 in /push\?id=p000000000000001) grep -q 'Only the first 200 paths' "$T/page" || { echo "no paths for $1" >&2; exit 1; } ;; esac
   case $1 in /pushes*) grep -q 'Pushes [0-9]* to [0-9]*,' "$T/page" || { echo "no rows for $1" >&2; exit 1; } ;; esac
   median "${t[@]}"
 }
@@ -80,7 +104,8 @@ size=$(stat -c %s "$T/state/audit.jsonl")
 echo "log: $RECORDS records, $((size / 1024 / 1024)) MiB; medians of $RUNS"
 printf '%-10s %8.3f s  (refgate audit --json >/dev/null)\n' "baseline" "$b"
 for p in "pushes:/pushes" "page100:/pushes?page=100" "filtered:/pushes?run=run-5" \
-  "runs:/runs" "push:/push?id=p000000000000001" "integrity:/integrity"; do
+  "runs:/runs" "push:/push?id=p000000000000001" "push-nogit:/push?id=p000000000000002" \
+  "integrity:/integrity"; do
   s=$(time_page "${p#*:}")
   printf '%-10s %8.3f s  %5.2fx baseline\n' "${p%%:*}" "$s" "$(echo "$s / $b" | bc -l)"
 done

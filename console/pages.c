@@ -14,24 +14,8 @@
 #include "audit/audit.h"
 #include "console/assets.h"
 #include "console/html.h"
+#include "console/markup.h"
 #include "gateway/approve.h"
-
-/* A buffer operation's failure ends the page; only the first error counts. */
-#define PUT(b, s)                                                                                  \
-    do {                                                                                           \
-        if (rc == 0)                                                                               \
-            rc = rg_buf_puts((b), (s));                                                            \
-    } while (0)
-#define TEXT(b, s)                                                                                 \
-    do {                                                                                           \
-        if (rc == 0)                                                                               \
-            rc = console_html_text((b), (s));                                                      \
-    } while (0)
-#define QUERY(b, s)                                                                                \
-    do {                                                                                           \
-        if (rc == 0)                                                                               \
-            rc = console_html_query((b), (s));                                                     \
-    } while (0)
 
 static void log_path(char *out, size_t outsz, const console_view *v)
 {
@@ -260,59 +244,6 @@ int console_page_runs(rg_buf *body, const console_view *v, size_t page)
     }
     PUT(body, "</p>");
     free(rows);
-    return rc;
-}
-
-int console_page_push(rg_buf *body, const console_view *v, const char *push_id)
-{
-    console_push p;
-    rg_error e = RG_ERROR_INIT;
-    char path[4200];
-    int rc = 0;
-
-    log_path(path, sizeof(path), v);
-    if (console_push_get(&p, path, push_id, &e) < 0) {
-        PUT(body, "<p class=\"error\">");
-        TEXT(body, e.msg);
-        PUT(body, "</p>");
-        return rc;
-    }
-    PUT(body, "<dl><dt>Push</dt><dd><code>");
-    TEXT(body, p.push_id);
-    PUT(body, "</code></dd><dt>Time</dt><dd>");
-    TEXT(body, p.time);
-    PUT(body, "</dd><dt>Run</dt><dd>");
-    TEXT(body, p.run);
-    PUT(body, "</dd><dt>Repository</dt><dd>");
-    TEXT(body, p.repo);
-    PUT(body, "</dd></dl><table class=\"refs\"><thead><tr><th>Ref</th><th>Action</th>"
-              "<th>Old..new</th><th>Decision</th><th>Rule</th><th>Reason</th><th>Outcome</th>"
-              "</tr></thead><tbody>");
-    for (size_t i = 0; rc == 0 && i < p.nrefs; i++) {
-        const console_push_ref *r = &p.refs[i];
-
-        PUT(body, "<tr><td><code>");
-        TEXT(body, r->ref);
-        PUT(body, "</code></td><td>");
-        TEXT(body, r->action);
-        PUT(body, "</td><td><code>");
-        TEXT(body, r->old_id);
-        PUT(body, "..");
-        TEXT(body, r->new_id);
-        PUT(body, "</code></td><td class=\"");
-        PUT(body, !strcmp(r->decision, "allow") ? "allow" : "deny");
-        PUT(body, "\">");
-        TEXT(body, r->decision);
-        PUT(body, "</td><td>");
-        TEXT(body, r->rule);
-        PUT(body, "</td><td>");
-        TEXT(body, r->reason);
-        PUT(body, "</td><td>");
-        TEXT(body, r->outcome);
-        PUT(body, "</td></tr>");
-    }
-    PUT(body, "</tbody></table>");
-    console_push_clear(&p);
     return rc;
 }
 

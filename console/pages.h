@@ -34,7 +34,11 @@ int console_page_pushes(rg_buf *body, const console_view *v, const console_push_
 /* The runs that pushed, the most recent first, each linking to its pushes. */
 int console_page_runs(rg_buf *body, const console_view *v, size_t page);
 
-/* One push: its refs with decision, rule, reason and outcome. */
+/*
+ * One push: its refs with decision, rule, reason and outcome, then per ref
+ * its rule trace and the commits and changed paths it brought, read from
+ * upstream (page_push.c).
+ */
 int console_page_push(rg_buf *body, const console_view *v, const char *push_id);
 
 /* Pending approvals with approve and deny forms; `message` (plain text, may be NULL) on top. */

@@ -4,7 +4,9 @@
 # refused (DNS rebinding); a run token is never a credential; every POST
 # needs the session's CSRF token and the console's own Origin (port
 # included); the pages carry a strict CSP and show pushes, one push's refs,
-# approvals and the audit head; an approval decided here lets the next push
+# approvals and the audit head; one push's page lists each ref's commits
+# and changed paths read from upstream (escaped), says unavailable for a
+# denied ref, and traces the rules; an approval decided here lets the next push
 # land and is audited "via console".
 source "$(dirname "$0")/lib_console.sh"
 
@@ -166,6 +168,57 @@ test_the_pushes_page_filters_and_one_push_shows_its_refs() {
   ccurl -b "$T/jar" "$CONSOLE/runs" >"$T/runs"
   assert_contains "$T/runs" '<a href="/pushes?run=%3Cimg%2Fsrc%3Dx%2Fonerror%3Ddocument.title%3D%22pwned%22%3E">&lt;img/src=x/onerror=document.title=&quot;pwned&quot;&gt;</a>'
   assert_not_contains "$T/runs" "<img"
+}
+
+# commit_as DIR FILE AUTHOR SUBJECT: a commit with an attacker-chosen author and subject.
+commit_as() {
+  echo "$RANDOM" >"$1/$2"
+  git -C "$1" add "$2"
+  GIT_AUTHOR_NAME=$3 GIT_AUTHOR_EMAIL='m@example.com' git -C "$1" commit -q -m "$4"
+}
+
+test_one_push_lists_its_commits_paths_and_rule_trace_escaped() {
+  load_console
+  use_token "$(cat "$T/token")"
+  clone app "$T/w2"
+  commit_as "$T/w2" 'a&b.txt' 'Mal "Q" & Co' '<script>alert("one")</script> & '"'q'"
+  commit_as "$T/w2" 'c"d.txt' "Eve O'Neil & Friends" 'second <script>x</script> "two" & more'
+  git -C "$T/w2" push -q origin HEAD:refs/heads/feature/detail 2>"$T/d1" || { cat "$T/d1"; fail "push"; }
+  local id
+  id=$(jq -r 'select(.type == "decision" and .ref == "refs/heads/feature/detail") | .push_id' \
+    "$T/state/audit.jsonl")
+  ccurl -b "$T/jar" "$CONSOLE/push?id=$id" >"$T/d.html"
+  assert_not_contains "$T/d.html" "<script"
+  # A created ref: its two commits (none is on another ref), newest first, and their paths.
+  assert_contains "$T/d.html" "<td>Eve O&#39;Neil &amp; Friends &lt;m@example.com&gt;</td><td>second &lt;script&gt;x&lt;/script&gt; &quot;two&quot; &amp; more</td>"
+  assert_contains "$T/d.html" "<td>Mal &quot;Q&quot; &amp; Co &lt;m@example.com&gt;</td><td>&lt;script&gt;alert(&quot;one&quot;)&lt;/script&gt; &amp; &#39;q&#39;</td>"
+  [ "$(grep -o '<tr><td><code>[0-9a-f]\{12\}</code>' "$T/d.html" | wc -l)" = 2 ] || fail "not two commits"
+  assert_contains "$T/d.html" "<li><code>A a&amp;b.txt</code></li>"
+  assert_contains "$T/d.html" "<li><code>A c&quot;d.txt</code></li>"
+  assert_contains "$T/d.html" '<tr class="decides"><td>features</td><td>allow</td><td>enforce</td><td>matched</td><td>decided</td></tr>'
+  # An update: old..new only.
+  commit_as "$T/w2" 'e.txt' 'Third & Last' 'third'
+  git -C "$T/w2" push -q origin HEAD:refs/heads/feature/detail 2>"$T/d2" || { cat "$T/d2"; fail "push 2"; }
+  id=$(jq -r 'select(.type == "decision" and .ref == "refs/heads/feature/detail") | .push_id' \
+    "$T/state/audit.jsonl" | tail -1)
+  ccurl -b "$T/jar" "$CONSOLE/push?id=$id" >"$T/d3.html"
+  [ "$(grep -o '<tr><td><code>[0-9a-f]\{12\}</code>' "$T/d3.html" | wc -l)" = 1 ] || fail "not one commit"
+  assert_contains "$T/d3.html" "<td>third</td>"
+  assert_contains "$T/d3.html" "<li><code>A e.txt</code></li>"
+  assert_not_contains "$T/d3.html" "a&amp;b.txt"
+}
+
+test_a_denied_ref_is_unavailable_and_its_trace_names_the_deciding_rule() {
+  load_console
+  local id
+  id=$(jq -r 'select(.type == "decision" and .ref == "refs/heads/main") | .push_id' "$T/state/audit.jsonl")
+  ccurl -b "$T/jar" "$CONSOLE/push?id=$id" >"$T/m.html"
+  assert_contains "$T/m.html" '<p class="note unavailable">unavailable: the objects never reached upstream</p>'
+  assert_contains "$T/m.html" 'Decided by (as recorded): <strong class="decided-by">protect-main</strong>.'
+  assert_contains "$T/m.html" '<tr class="decides"><td>protect-main</td><td>deny</td><td>enforce</td><td>matched</td><td>decided</td></tr>'
+  assert_contains "$T/m.html" '<tr><td>features</td><td>allow</td><td>enforce</td><td>not matched: ref does not match</td><td></td></tr>'
+  assert_contains "$T/m.html" '<tr><td>release-tags</td><td>ask</td><td>enforce</td><td>not matched: ref, action do not match</td><td></td></tr>'
+  assert_contains "$T/m.html" "Content conditions are shown as recorded"
 }
 
 test_posts_need_the_csrf_token_and_the_consoles_own_origin() {
