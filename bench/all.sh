@@ -45,17 +45,23 @@ trap 'rm -rf "$logs"' EXIT
 cd "$src"
 
 # table FILE: the figure lines of a bench script's output as a markdown
-# table, each split at its first ": " or run of spaces ("== title" lines
-# become bold rows; progress and raw lines are left out).
+# table, each split at its first run of spaces or ": " outside parentheses
+# ("== title" lines become bold rows; progress and raw lines are left out).
 table() {
-    awk 'BEGIN { print "| measure | figure |"; print "| --- | --- |" }
+    awk 'function balanced(s) { return gsub(/\(/, "", s) == gsub(/\)/, "", s) }
+        BEGIN { print "| measure | figure |"; print "| --- | --- |" }
         { sub(/^ +/, ""); gsub(/\|/, "\\|") }
         $0 == "" || /^(raw:|generating|planted|refgate-diff-digest|log in)/ { next }
         /^== / { print "| **" substr($0, 4) "** | |"; next }
-        match($0, /(: +|  +)/) {
-            rest = substr($0, RSTART + RLENGTH); gsub(/  +/, " ", rest)
-            print "| " substr($0, 1, RSTART - 1) " | " rest " |"; next }
-        { print "| " $0 " | |" }' "$1"
+        {
+            at = match($0, /  +/) ? RSTART : 0; len = RLENGTH
+            if (match($0, /: +/) && (!at || RSTART < at) && balanced(substr($0, 1, RSTART - 1))) {
+                at = RSTART; len = RLENGTH
+            }
+            if (!at) { print "| " $0 " | |"; next }
+            rest = substr($0, at + len); gsub(/  +/, " ", rest)
+            print "| " substr($0, 1, at - 1) " | " rest " |"
+        }' "$1"
 }
 
 # bench CMD...: run one bench command (a word list, run from the top of the
@@ -74,7 +80,7 @@ bench() {
         return 0
     fi
     table "$logs/$n.out"
-    printf '\n(%d s)\n' $((SECONDS - t0))
+    printf '\n(the script took %d s)\n' $((SECONDS - t0))
 }
 
 section() { printf '\n## %s\n\n%s\n' "$1" "$2"; }
