@@ -9,8 +9,8 @@
 #
 #   bench/all.sh [OUT]
 #
-# Sizes (about 15 minutes on 2 cores); each is overridden by setting the
-# variable, e.g. ARGS_LOAD="64 10" bench/all.sh:
+# Sizes (11 minutes in all on 2 shared cores); each is overridden by
+# setting its variable, e.g. ARGS_LOAD="64 10" bench/all.sh:
 #   ARGS_PUSH_SMALL="1 9"   ARGS_PUSH="100 5"     push.sh, push_http.sh: MB, runs
 #   ARGS_LOAD="64 30"       load.sh: clients, seconds
 #   ARGS_CLONE="100 5"      clone.sh: MB, runs
@@ -155,7 +155,8 @@ EOF
         "Decision records appended through the audit library to a log on disk (/var/tmp), every call fsynced before it returns: one record per call from one thread and from several, and a batch per call (a push of many refs)."
     bench bench/audit.sh $ARGS_AUDIT
 
-    printf '\nLoad average at the end: %s.\n' "$(cut -d' ' -f1-3 /proc/loadavg)"
+    printf '\nLoad average at the end: %s. The whole run took %d s.\n' \
+        "$(cut -d' ' -f1-3 /proc/loadavg)" "$SECONDS"
 } >"$out.tmp"
 mv "$out.tmp" "$out"
 echo "bench/all.sh: wrote $out" >&2
