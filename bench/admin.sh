@@ -20,9 +20,7 @@ REFGATE=$(bench_binary REFGATE cli/refgate)
 T=$(mktemp -d "${TMPDIR:-/tmp}/refgate-bench-admin.XXXXXX")
 GW_PID=
 trap '[ -n "$GW_PID" ] && kill $GW_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
-export HOME=$T GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
-export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@b GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@b
-git config --global init.defaultBranch main
+bench_git_env "$T"
 
 git init -q --bare "$T/up/acme/app.git"
 git init -q "$T/src"

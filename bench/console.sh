@@ -21,8 +21,9 @@ set -euo pipefail
 RECORDS=${1:-1000000}
 RUNS=${2:-5}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-REFGATE=${REFGATE:-$REPO/build/cli/refgate}
-[ -x "$REFGATE" ] || { echo "build first: $REFGATE not found" >&2; exit 2; }
+# shellcheck source=bench/lib.sh
+source "$REPO/bench/lib.sh"
+REFGATE=$(bench_binary REFGATE cli/refgate)
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/refgate-bench.XXXXXX")
 GW_PID=

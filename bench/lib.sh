@@ -13,3 +13,12 @@ bench_binary() {
     echo "bench/$(basename "$0"): set $var to the $(basename "$rel") binary (or REFGATE_BUILD to a build directory)" >&2
     exit 2
 }
+
+# bench_git_env HOME: git that reads no config of the machine's or the
+# user's, commits as one fixed identity, and makes `main` by default.
+bench_git_env() {
+    export HOME=$1 GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
+    export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@b GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@b
+    mkdir -p "$1"
+    git config --global init.defaultBranch main
+}

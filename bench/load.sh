@@ -10,8 +10,9 @@ set -euo pipefail
 CLIENTS=${1:-64}
 SECONDS_=${2:-30}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-REFGATE=${REFGATE:-$REPO/build/cli/refgate}
-[ -x "$REFGATE" ] || { echo "build first: $REFGATE not found" >&2; exit 2; }
+# shellcheck source=bench/lib.sh
+source "$REPO/bench/lib.sh"
+REFGATE=$(bench_binary REFGATE cli/refgate)
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/refgate-load.XXXXXX")
 GW_PID=

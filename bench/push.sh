@@ -14,15 +14,14 @@ set -euo pipefail
 SIZE_MB=${1:-100}
 RUNS=${2:-5}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-REFGATE=${REFGATE:-$REPO/build/cli/refgate}
-[ -x "$REFGATE" ] || { echo "build first: $REFGATE not found" >&2; exit 2; }
+# shellcheck source=bench/lib.sh
+source "$REPO/bench/lib.sh"
+REFGATE=$(bench_binary REFGATE cli/refgate)
 
 T=$(mktemp -d "${TMPDIR:-/tmp}/refgate-bench.XXXXXX")
 GW_PID=
 trap '[ -n "$GW_PID" ] && kill $GW_PID 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
-export HOME=$T GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
-export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@b GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@b
-git config --global init.defaultBranch main
+bench_git_env "$T"
 
 # The commit to push: a base commit, then SIZE_MB of random bytes on top.
 git init -q "$T/src"

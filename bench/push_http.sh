@@ -18,8 +18,10 @@ set -euo pipefail
 SIZE_MB=${1:-100}
 RUNS=${2:-5}
 REPO=$(cd "$(dirname "$0")/.." && pwd)
-export REFGATE=${REFGATE:-$REPO/build/cli/refgate}
-[ -x "$REFGATE" ] || { echo "build first: $REFGATE not found" >&2; exit 2; }
+# shellcheck source=bench/lib.sh
+source "$REPO/bench/lib.sh"
+REFGATE=$(bench_binary REFGATE cli/refgate)
+export REFGATE
 
 # The integration tests' helpers: a throwaway $T, the gateway, nginx.
 # shellcheck source=../tests/integration/lib.sh

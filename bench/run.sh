@@ -10,16 +10,16 @@
 #
 #   bench/run.sh [RUNS]     (default 100)
 #
-# Needs a built tree: REFGATE (default build/cli/refgate) and REFGATE_RUN
-# (default: refgate-run next to it), python3, jq and git.
+# Needs a built tree: REFGATE and REFGATE_RUN (default: refgate-run next to
+# it; see bench/lib.sh for the lookup), python3, jq and git.
 set -euo pipefail
 runs=${1:-100}
 src=$(cd "$(dirname "$0")/.." && pwd)
-REFGATE=${REFGATE:-$src/build/cli/refgate}
+# shellcheck source=bench/lib.sh
+source "$src/bench/lib.sh"
+REFGATE=$(bench_binary REFGATE cli/refgate)
 REFGATE_RUN=${REFGATE_RUN:-$(dirname "$(dirname "$REFGATE")")/sandbox/refgate-run}
-for b in "$REFGATE" "$REFGATE_RUN"; do
-    [[ -x $b ]] || { echo "bench/run.sh: build first: $b not found" >&2; exit 2; }
-done
+REFGATE_RUN=$(bench_binary REFGATE_RUN sandbox/refgate-run)
 for tool in jq git python3; do
     command -v "$tool" >/dev/null || { echo "bench/run.sh: needs $tool" >&2; exit 2; }
 done
@@ -28,10 +28,8 @@ export REFGATE_RUN
 T=$(mktemp -d "${TMPDIR:-/tmp}/refgate-bench-run.XXXXXX")
 GW_PID=
 trap '[[ -n $GW_PID ]] && kill "$GW_PID" 2>/dev/null; wait 2>/dev/null; rm -rf "$T"' EXIT
-export HOME=$T/home GIT_CONFIG_NOSYSTEM=1 GIT_TERMINAL_PROMPT=0
-export GIT_AUTHOR_NAME=b GIT_AUTHOR_EMAIL=b@b GIT_COMMITTER_NAME=b GIT_COMMITTER_EMAIL=b@b
-mkdir -p "$HOME" "$T/up/acme"
-git config --global init.defaultBranch main
+bench_git_env "$T/home"
+mkdir -p "$T/up/acme"
 
 # A small repository (200 files) and its clone, the directory runs start in.
 git init -q "$T/seed"
