@@ -9,13 +9,12 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "gateway/conditions.h"
+#include "support/gitfix.h"
 #include "support/shell.h"
 #include "util/fs.h"
 
@@ -26,21 +25,8 @@ static char upstream[512], work[512], tmp_parent[512];
 
 static void setup(void)
 {
-    char home[600];
-
-    signal(SIGPIPE, SIG_IGN);
-    cr_assert_not_null(mkdtemp(base));
-    snprintf(upstream, sizeof(upstream), "%s/upstream.git", base);
-    snprintf(work, sizeof(work), "%s/work", base);
-    snprintf(tmp_parent, sizeof(tmp_parent), "%s/tmp", base);
-    snprintf(home, sizeof(home), "%s/home", base);
-    cr_assert_eq(mkdir(tmp_parent, 0755), 0);
-    cr_assert_eq(mkdir(home, 0755), 0);
-    test_git_env(home);
-    test_run("git init -q --bare -b main '%s' && git init -q -b main '%s' && cd '%s' && "
-             "echo '# app' > README.md && git add -A && git commit -q -m base && "
-             "git push -q '%s' main && git tag base",
-             upstream, work, work, upstream);
+    test_gitfix_setup(base, upstream, work, tmp_parent, sizeof(upstream),
+                      "echo '# app' > README.md");
 }
 
 static void teardown(void)
