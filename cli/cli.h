@@ -22,6 +22,7 @@ int cli_approvals(int argc, char **argv);
 int cli_approve(int argc, char **argv);
 int cli_deny(int argc, char **argv);
 int cli_console(int argc, char **argv);
+int cli_db(int argc, char **argv);
 
 /* Shared by the subcommands' option parsing. */
 

@@ -22,6 +22,7 @@ static const struct {
     {"approve", cli_approve, "let a pending push's exact update through, once"},
     {"deny", cli_deny, "refuse a pending push's update (or revoke its approval)"},
     {"console", cli_console, "manage the review console's reviewer accounts"},
+    {"db", cli_db, "create or migrate the shared PostgreSQL database"},
     {"run", cli_run, "run a command in a sandbox with a run token that dies with it"},
     {"diff", cli_diff, "show what a sandboxed run changed in its fork"},
     {"demo", cli_demo, "push through a gateway to a throwaway upstream"},

@@ -1608,11 +1608,11 @@ static int parse_console(config_console *out, const config_model *cfg, const par
 
 static const char *const top_keys[] = {
     "listen", "state_dir", "default",   "max_body_bytes", "limits",  "control", "approvals",
-    "admin",  "console",   "upstreams", "rules",          "secrets", "signing", NULL,
+    "admin",  "console",   "upstreams", "rules",          "secrets", "signing", "state", NULL,
 };
 #define TOP_KEYS_TEXT                                                                              \
     "listen, state_dir, default, max_body_bytes, limits, control, approvals, admin, console, "     \
-    "upstreams, rules, secrets or signing"
+    "upstreams, rules, secrets, signing or state"
 
 /* Whether a rule has condition `c`: its scanner is compiled only then. */
 static int any_rule_wants(const config_model *cfg, config_condition c)
@@ -1692,7 +1692,10 @@ static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *roo
     v = json_object_get(root, "rules");
     if (v != NULL && (rc = parse_rules(cfg, ctx, v)) < 0)
         return rc;
-    rc = config_secrets_parse(&cfg->secrets, json_object_get(root, "secrets"),
+    rc = config_state_parse(&cfg->state, json_object_get(root, "state"), ctx->file, ctx->dir,
+                            ctx->err);
+    if (rc == 0)
+        rc = config_secrets_parse(&cfg->secrets, json_object_get(root, "secrets"),
                               any_rule_wants(cfg, CONFIG_COND_SECRETS), ctx->file, ctx->err);
     if (rc == 0)
         rc = config_signing_parse(&cfg->signing, json_object_get(root, "signing"), ctx->file,
@@ -1810,6 +1813,7 @@ void config_free(config_model *cfg)
     free(cfg->rules);
     config_secrets_free(&cfg->secrets);
     config_signing_free(&cfg->signing);
+    config_state_free(&cfg->state);
     free(cfg->control.socket);
     free_strings(cfg->control.users, cfg->control.nusers);
     free_strings(cfg->control.groups, cfg->control.ngroups);

@@ -19,7 +19,8 @@
  *                 "mode": "enforce" | "evaluate", "hold": 300,
  *                 "paths": ["CODEOWNERS"], "secrets": true, ...} ],
  *     "secrets": {"patterns": [{"name", "regex"}], "allow": ["<fingerprint>"]},
- *     "signing": {"allowed_signers": "FILE", "gpg_keyring": "FILE"}
+ *     "signing": {"allowed_signers": "FILE", "gpg_keyring": "FILE"},
+ *     "state": {"postgres": "postgresql:///refgate?host=/run/postgresql"}
  *   }
  *
  * listen: "a.b.c.d:port" or "[v6]:port", numeric addresses only.
@@ -106,6 +107,8 @@
  *                             "listen" (port 0: any free port; never the
  *                             gateway's port); its URL goes to
  *                             <state_dir>/console.url.
+ * state: optional; files under state_dir without it, a shared PostgreSQL
+ *   database with it (config/state.h).
  */
 #ifndef RG_CONFIG_CONFIG_H
 #define RG_CONFIG_CONFIG_H
@@ -114,6 +117,7 @@
 #include <stdint.h>
 
 #include "config/conditions.h"
+#include "config/state.h"
 #include "util/error.h"
 #include "util/glob.h"
 
@@ -245,6 +249,7 @@ typedef struct config_model {
     size_t nrules;
     config_secrets secrets; /* scanner compiled when a rule has "secrets": true */
     config_signing signing; /* the keys "unsigned" verifies against */
+    config_state state;     /* "state": where shared state lives (config/state.h) */
 } config_model;
 
 /*

@@ -15,6 +15,7 @@
 #include "approvals/approvals.h"
 #include "audit/audit.h"
 #include "config/config.h"
+#include "db/db.h"
 #include "gateway/metrics.h"
 #include "tokens/credentials.h"
 #include "tokens/token.h"
@@ -24,7 +25,9 @@ typedef struct gateway_ctx {
     tokens_key *key;
     audit_log *audit;
     approvals_store *approvals; /* NULL: `ask` stays a deny */
-    gateway_metrics *metrics;   /* NULL: nothing is counted */
+    db_pool *db;                /* the shared database (config "state"); NULL: files only */
+    char gateway_id[DB_GATEWAY_ID_HEX + 1]; /* this process, as the database knows it */
+    gateway_metrics *metrics;               /* NULL: nothing is counted */
     /* Per upstream, indexed like cfg->upstreams; NULL entries for local ones. */
     tokens_provider **read_creds;
     tokens_provider **write_creds;

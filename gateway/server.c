@@ -865,6 +865,23 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
     rc = gateway_metrics_new(&s->ctx.metrics, err);
     if (rc < 0)
         goto done;
+    rc = db_gateway_id_new(s->ctx.gateway_id, err);
+    if (rc < 0)
+        goto done;
+    if (cfg->state.postgres != NULL) {
+        char q[sizeof(err->msg) * 2];
+        int reachable;
+
+        rc = db_pool_open(&s->ctx.db, &cfg->state, err);
+        if (rc == 0)
+            rc = db_startup_check(s->ctx.db, &reachable, err);
+        if (rc < 0)
+            goto done;
+        if (!reachable)
+            rg_log(RG_LOG_WARNING, "db_unreachable",
+                   "reason=%s until the database answers, pushes are refused",
+                   rg_log_quote(q, sizeof(q), err->msg));
+    }
     snprintf(s->ctx.tmp_dir, sizeof(s->ctx.tmp_dir), "%s/tmp", cfg->state_dir);
     rc = rg_fs_mkdir_p(s->ctx.tmp_dir, 0700, err);
     if (rc < 0)
@@ -1072,6 +1089,8 @@ void gateway_server_stop(gateway_server *s)
     audit_close(s->ctx.audit);
     gateway_metrics_free(s->ctx.metrics);
     tokens_key_free(s->ctx.key);
+    /* After every store that holds its connections. */
+    db_pool_close(s->ctx.db);
     /* Every request has ended: these are the last references. */
     gateway_snapshot_unref(s->current);
     gateway_snapshot_unref(s->base);

@@ -22,6 +22,9 @@ PACKAGES=(
   libcrypt-dev chromium chromium-driver python3-selenium
   # The admin listener's /metrics is checked with Prometheus' own promtool.
   prometheus
+  # Shared state of many gateways: libpq, and a real PostgreSQL the tests
+  # start themselves (tests/support/pg.sh).
+  libpq-dev postgresql
 )
 # The secret scanner's matcher (content/): Hyperscan is amd64-only in Debian;
 # Vectorscan, its port, provides the same libhs API elsewhere.

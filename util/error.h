@@ -19,6 +19,7 @@ enum {
     RG_E_TOO_BIG = -1005,  /* a capped buffer or body would pass its cap */
     RG_E_TAMPER = -1006,   /* an integrity check failed */
     RG_E_CHILD = -1007,    /* a child process exited with a failure */
+    RG_E_STATE = -1008,    /* the shared state database cannot be used now */
 };
 
 typedef struct rg_error {

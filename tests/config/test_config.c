@@ -546,7 +546,24 @@ static struct bad_case bad_cases[] = {
     /* Unknown keys, anywhere. */
     {"unknown top-level key", "{'state_dir': 's', 'colour': 'red'}", "colour", 0,
      "unknown key (expected listen, state_dir, default, max_body_bytes, limits, control, "
-     "approvals, admin, console, upstreams, rules, secrets or signing)"},
+     "approvals, admin, console, upstreams, rules, secrets, signing or state)"},
+    /* Shared state: a libpq connection string without a password. */
+    {"state not an object", "{'state_dir': 's', 'state': 'pg'}", "state", 0,
+     "expected an object"},
+    {"state without postgres", "{'state_dir': 's', 'state': {}}", "state.postgres", 0,
+     "required"},
+    {"state unknown key", "{'state_dir': 's', 'state': {'postgres': 'dbname=x', 'pool': 2}}",
+     "state.pool", 0, "unknown key"},
+    {"state password in the string",
+     "{'state_dir': 's', 'state': {'postgres': 'dbname=x password=hunter2'}}", "state.postgres", 0,
+     "holds a password"},
+    {"state password in a URI",
+     "{'state_dir': 's', 'state': {'postgres': 'postgresql://u:hunter2@h/x'}}", "state.postgres", 0,
+     "holds a password"},
+    {"state bad conninfo", "{'state_dir': 's', 'state': {'postgres': 'dbname'}}", "state.postgres",
+     0, "not a libpq connection string"},
+    {"state connections", "{'state_dir': 's', 'state': {'postgres': 'dbname=x', 'connections': 0}}",
+     "state.connections", 0, "from 1 to 64"},
     /* The admin listener. */
     {"admin not an object", "{'state_dir': 's', 'admin': '127.0.0.1:1'}", "admin", 0,
      "expected an object"},
@@ -990,6 +1007,7 @@ ParameterizedTest(struct bad_case *c, config, rejects_bad_configs_naming_file_ke
         snprintf(prefix, sizeof(prefix), "%s: ", path);
     cr_expect(!strncmp(err.msg, prefix, strlen(prefix)), "%s: \"%s\" should start \"%s\"", c->what,
               err.msg, prefix);
+    cr_expect(strstr(err.msg, "hunter2") == NULL, "%s: a password reached the message", c->what);
     cr_expect(strstr(err.msg, problem) != NULL, "%s: \"%s\" should say \"%s\"", c->what, err.msg,
               problem);
 }
