@@ -112,11 +112,12 @@ multi_publish() {
     { cat "$T/publish.out"; fail "policy publish"; exit 1; }
 }
 
-# gw_mint I REPO... [-- token options]: a run token minted on gateway I.
+# gw_mint I REPO... [-- TOKEN_MINT_OPTIONS]: a run token minted on gateway I.
 gw_mint() {
   local i=$1 args=(); shift
-  for r in "$@"; do args+=(--repo "$r"); done
-  "$REFGATE" token mint --config "$(gw_cfg "$i")" "${args[@]}"
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=(--repo "$1"); shift; done
+  [ $# -eq 0 ] || shift
+  "$REFGATE" token mint --config "$(gw_cfg "$i")" "${args[@]}" "$@"
 }
 
 # gw_use I|lb TOKEN: this shell's pushes go through gateway I (or the
@@ -217,6 +218,8 @@ for row in open(sys.argv[1]):
     if rec["prev"] != prev:
         sys.exit(f"chain: seq {n}: prev {rec['prev']} is not the hash of seq {n - 1}")
     prev = hashlib.sha256(line).hexdigest()
+if n == 0:
+    sys.exit("chain: the database holds no record (the gateways did not write their audit there)")
 head_seq, head_hash = open(sys.argv[2]).read().split()
 if int(head_seq) != n or head_hash != prev:
     sys.exit(f"chain: head row {head_seq}:{head_hash} but the last line is {n}:{prev}")
