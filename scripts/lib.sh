@@ -25,6 +25,8 @@ PACKAGES=(
   # Shared state of many gateways: libpq, and a real PostgreSQL the tests
   # start themselves (tests/support/pg.sh).
   libpq-dev postgresql
+  # The multi-gateway tests put a load balancer in front of the gateways.
+  haproxy
 )
 # The secret scanner's matcher (content/): Hyperscan is amd64-only in Debian;
 # Vectorscan, its port, provides the same libhs API elsewhere.

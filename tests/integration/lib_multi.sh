@@ -176,9 +176,10 @@ wait_until() {
 # ---- PostgreSQL outages ----------------------------------------------------
 
 # pg_down / pg_up: stop PostgreSQL (fast shutdown: sessions are cut) and
-# start the same cluster again.
+# start the same cluster again (nothing when it runs).
 pg_down() { pg_as_owner "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null; }
 pg_up() {
+  pg_as_owner "$PG_BIN/pg_ctl" -D "$PG_DIR/data" status >/dev/null 2>&1 && return 0
   pg_as_owner "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 \
     -o "-k $PG_DIR -c listen_addresses= -c max_connections=300" start >/dev/null
 }
