@@ -9,7 +9,7 @@
 #
 #   bench/all.sh [OUT]
 #
-# Sizes (11 minutes in all on 2 shared cores); each is overridden by
+# Sizes (13 minutes in all on 2 shared cores); each is overridden by
 # setting its variable, e.g. ARGS_LOAD="64 10" bench/all.sh:
 #   ARGS_PUSH_SMALL="1 9"   ARGS_PUSH="100 5"     push.sh, push_http.sh: MB, runs
 #   ARGS_LOAD="64 30"       load.sh: clients, seconds
@@ -21,6 +21,7 @@
 #   ARGS_POLICY="1000 20000 3"      policy.sh: rules, decisions, runs
 #   ARGS_SECRETS="128 5"    secrets.sh: MB, runs
 #   ARGS_AUDIT="2000 4 16"  audit.sh: records, threads, batch
+#   ARGS_PG="5 15 12"       pg.sh: rounds, seconds, clients
 # The ARGS_ variables are word lists, meant to split:
 # shellcheck disable=SC2086
 set -euo pipefail
@@ -30,7 +31,7 @@ out=${1:-$src/BENCHMARKS.md}
 : "${ARGS_PUSH_SMALL:=1 9}" "${ARGS_PUSH:=100 5}" "${ARGS_LOAD:=64 30}" "${ARGS_CLONE:=100 5}"
 : "${ARGS_WRAP:=1024 50000 200}" "${ARGS_RUN:=100}" "${ARGS_FORK:=90 2000 400 20000}"
 : "${ARGS_DIFF:=512 25000 100 5}" "${ARGS_POLICY:=1000 20000 3}" "${ARGS_SECRETS:=128 5}"
-: "${ARGS_AUDIT:=2000 4 16}"
+: "${ARGS_AUDIT:=2000 4 16}" "${ARGS_PG:=5 15 12}"
 
 if [[ -z ${REFGATE_BUILD:-} ]]; then
     REFGATE_BUILD=$src/build-bench
@@ -154,6 +155,10 @@ EOF
     section "Audit append rate" \
         "Decision records appended through the audit library to a log on disk (/var/tmp), every call fsynced before it returns: one record per call from one thread and from several, and a batch per call (a push of many refs)."
     bench bench/audit.sh $ARGS_AUDIT
+
+    section "Shared state in PostgreSQL against files" \
+        "Audit appends to the database's chain against the file log (alternated), a small push through a gateway on the database against one on files and direct (interleaved), and pushes/s of 1, 2 and 3 gateways on one database against 1 on files, with where the CPU went."
+    bench bench/pg.sh $ARGS_PG
 
     printf '\nLoad average at the end: %s. The whole run took %d s.\n' \
         "$(cut -d' ' -f1-3 /proc/loadavg)" "$SECONDS"

@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# Shared state in PostgreSQL against the file stores, on one machine:
+#   1. audit append rate: audit_bench (bench/audit_bench.c) appending to a
+#      file log and to the database's chain, alternated ROUNDS times; each
+#      call durable before it returns (fsync; a committed transaction);
+#      medians of records/s and ms per call, and the ratio database/file;
+#   2. a small push's latency (a one-commit new branch, the client's
+#      whole `git push`), direct to the bare upstream, through a gateway
+#      on files and through a gateway on the database, interleaved
+#      (bench/interleave.py); medians and ratios;
+#   3. throughput: CLIENTS git clients pushing small new branches for
+#      SECONDS through 1 gateway on files, then 1, 2 and 3 gateways on one
+#      database (the clients spread over them); pushes/s, and where the
+#      CPU went (the gateways with their git children, PostgreSQL, the
+#      clients' git), which is what limits it on a small machine.
+#
+#   bench/pg.sh [ROUNDS] [SECONDS] [CLIENTS]     (defaults 5, 15, 12)
+#
+# PostgreSQL is started for the run by tests/support/pg.sh (Debian's
+# postgresql package; exit 2 saying why when it cannot run), its data on
+# /tmp, the file stores under /var/tmp. The programs are $REFGATE and
+# $AUDIT_BENCH, else $REFGATE_BUILD/..., else build/... in this checkout.
+set -euo pipefail
+ROUNDS=${1:-5}
+SECS=${2:-15}
+CLIENTS=${3:-12}
+REPO=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=bench/lib.sh
+source "$REPO/bench/lib.sh"
+REFGATE=$(bench_binary REFGATE cli/refgate)
+AUDIT_BENCH=$(bench_binary AUDIT_BENCH bench/audit_bench)
+# shellcheck source=tests/support/pg.sh
+source "$REPO/tests/support/pg.sh"
+
+T=$(mktemp -d /var/tmp/refgate-bench-pg.XXXXXX)
+chmod 0755 "$T"
+PIDS=()
+cleanup() {
+  local p
+  for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  pg_stop
+  rm -rf "$T"
+}
+trap cleanup EXIT
+bench_git_env "$T/home"
+rc=0
+pg_start >"$T/pg.out" || rc=$?
+[ "$rc" = 0 ] || { cat "$T/pg.out" >&2; echo "bench/pg.sh: no PostgreSQL here" >&2; exit 2; }
+
+cat >"$T/migrate.json" <<JSON
+{"state_dir": "$T/migrate", "state": {"postgres": "$PG_URL"}}
+JSON
+"$REFGATE" db migrate --config "$T/migrate.json" >/dev/null
+
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
+div() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
+
+# ---- 1. audit append rate ----------------------------------------------------
+
+mkdir -p "$T/auditlog"
+# audit_bench prints one line per shape: "<label> N records in S s: R records/s, M ms per call".
+for r in $(seq "$ROUNDS"); do
+  "$AUDIT_BENCH" "$T/auditlog" 400 4 16 >>"$T/audit.file"
+  "$AUDIT_BENCH" "$PG_URL" 400 4 16 >>"$T/audit.pg"
+done
+echo "== audit append, $ROUNDS rounds alternated, medians (file log on $(df --output=fstype "$T" | tail -1 | tr -d ' '), fsync per call; PostgreSQL 15, commit per call, same disk)"
+for shape in "1 record per call, 1 thread" "1 record per call, 4 threads" "16 records per call, 1 thread"; do
+  rf=$(grep -F "$shape" "$T/audit.file" | sed 's/.*: *\([0-9.]*\) records\/s.*/\1/' | median)
+  rp=$(grep -F "$shape" "$T/audit.pg" | sed 's/.*: *\([0-9.]*\) records\/s.*/\1/' | median)
+  mf=$(grep -F "$shape" "$T/audit.file" | sed 's/.*, *\([0-9.]*\) ms per call.*/\1/' | median)
+  mp=$(grep -F "$shape" "$T/audit.pg" | sed 's/.*, *\([0-9.]*\) ms per call.*/\1/' | median)
+  printf '%-32s file %6.0f records/s (%.2f ms/call), database %6.0f records/s (%.2f ms/call), ratio %s\n' \
+    "$shape:" "$rf" "$mf" "$rp" "$mp" "$(div "$rp" "$rf")"
+done
+
+# ---- gateways ------------------------------------------------------------------
+
+git init -q --bare "$T/up/acme/app.git"
+git init -q "$T/seed"
+echo seed >"$T/seed/README" && git -C "$T/seed" add README && git -C "$T/seed" commit -q -m seed
+git -C "$T/seed" push -q "$T/up/acme/app.git" main
+RULES='[{"name": "features", "refs": ["refs/heads/feature/**"], "actions": ["create", "update"], "effect": "allow"}]'
+
+# gateway_config NAME STATE_JSON: write NAME's config (STATE_JSON: "" for files).
+gateway_config() {
+  local state=
+  [ -z "$2" ] || state="\"state\": $2,"
+  mkdir -p "$T/$1"
+  cat >"$T/$1/refgate.json" <<JSON
+{"listen": "127.0.0.1:0", "state_dir": "state", $state
+ "limits": {"per_token": 64},
+ "upstreams": [{"host": "local", "url": "file://$T/up"}], "rules": $RULES}
+JSON
+}
+# start NAME: serve NAME; its URL in $T/NAME/url, its pid in $T/NAME/pid.
+start() {
+  "$REFGATE" serve --config "$T/$1/refgate.json" 2>>"$T/$1/gw.log" &
+  PIDS+=($!)
+  echo $! >"$T/$1/pid"
+  for _ in $(seq 200); do [ -s "$T/$1/state/url" ] && break; sleep 0.05; done
+  [ -s "$T/$1/state/url" ] || { cat "$T/$1/gw.log" >&2; exit 1; }
+  cp "$T/$1/state/url" "$T/$1/url"
+  "$REFGATE" token mint --config "$T/$1/refgate.json" --repo local/acme/app --ttl 2h >"$T/$1/token"
+}
+gateway_config file ""
+for g in 1 2 3; do gateway_config "db$g" "{\"postgres\": \"$PG_URL\"}"; done
+if "$REFGATE" policy --help 2>&1 | grep -q 'policy publish'; then
+  "$REFGATE" policy publish --config "$T/db1/refgate.json" >/dev/null
+fi
+start file
+start db1
+
+# push.sh URL TOKEN_FILE: one small new branch (a new commit on main) pushed to URL.
+git clone -q "$T/up/acme/app.git" "$T/w"
+cat >"$T/push.sh" <<'SH'
+set -e
+export REFGATE_TOKEN_FILE=$2 GIT_CONFIG_COUNT=1 GIT_CONFIG_KEY_0=credential.helper
+export GIT_CONFIG_VALUE_0='!f() { test "$1" = get && echo username=b && echo "password=$(cat "$REFGATE_TOKEN_FILE")"; }; f'
+n=$(date +%s%N)-$RANDOM
+c=$(echo "$n" | git -C "$W" commit-tree -p main -m "$n" "main^{tree}")
+git -C "$W" push -q "$1" "$c:refs/heads/feature/b-$n"
+SH
+export W=$T/w
+
+# ---- 2. a small push's latency ------------------------------------------------
+
+python3 "$REPO/bench/interleave.py" --warmup 3 --runs $((ROUNDS * 6)) --json "$T/latency.json" \
+  "bash $T/push.sh file://$T/up/acme/app.git -" \
+  "bash $T/push.sh $(cat "$T/file/url")/local/acme/app.git $T/file/token" \
+  "bash $T/push.sh $(cat "$T/db1/url")/local/acme/app.git $T/db1/token"
+read -r direct viafile viadb < <(jq -r '[.results[].median] | map(tostring) | join(" ")' "$T/latency.json")
+echo "== a small push (one new commit, new branch), $((ROUNDS * 6)) runs interleaved, medians"
+printf 'direct (file://)                 %6.1f ms\n' "$(awk -v a="$direct" 'BEGIN {print a * 1000}')"
+printf 'gateway on files                 %6.1f ms   ratio to direct %s\n' \
+  "$(awk -v a="$viafile" 'BEGIN {print a * 1000}')" "$(div "$viafile" "$direct")"
+printf 'gateway on PostgreSQL            %6.1f ms   ratio to direct %s, to files %s\n' \
+  "$(awk -v a="$viadb" 'BEGIN {print a * 1000}')" "$(div "$viadb" "$direct")" "$(div "$viadb" "$viafile")"
+
+# ---- 3. throughput --------------------------------------------------------------
+
+TCK=$(getconf CLK_TCK)
+# cpu_ticks PID...: user+system ticks of each PID and its waited-for children.
+cpu_ticks() {
+  local p t=0
+  for p in "$@"; do
+    [ -r "/proc/$p/stat" ] || continue
+    t=$((t + $(sed 's/.*) //' "/proc/$p/stat" | awk '{print $12 + $13 + $14 + $15}')))
+  done
+  echo "$t"
+}
+pg_pids() { local pm; pm=$(head -1 "$PG_DIR/data/postmaster.pid"); echo "$pm" $(pgrep -P "$pm" || true); }
+busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
+total_ticks() { awk '/^cpu / {s = 0; for (i = 2; i <= 9; i++) s += $i; print s}' /proc/stat; }
+
+# clients NAME...: CLIENTS loops pushing through the gateways named, in
+# turn, for SECS; prints "pushes failures".
+clients() {
+  local names=("$@") k end=$((SECONDS + SECS))
+  rm -f "$T"/ok.* "$T"/ko.*
+  for ((k = 0; k < CLIENTS; k++)); do
+    local g=${names[$((k % ${#names[@]}))]}
+    (
+      git clone -q "$T/up/acme/app.git" "$T/c$k.$g" 2>/dev/null || true
+      while [ "$SECONDS" -lt "$end" ]; do
+        if W=$T/c$k.$g bash "$T/push.sh" "$(cat "$T/$g/url")/local/acme/app.git" "$T/$g/token" 2>>"$T/ko.err"; then
+          echo >>"$T/ok.$k"
+        else
+          echo >>"$T/ko.$k"
+        fi
+      done
+    ) &
+  done
+  wait
+  echo "$(cat "$T"/ok.* 2>/dev/null | wc -l) $(cat "$T"/ko.* 2>/dev/null | wc -l)"
+}
+
+# measure LABEL NAME...: one throughput row.
+measure() {
+  local label=$1 n f b0 t0 b1 t1 g0 g1 p0 p1 gw=(); shift
+  for g in "$@"; do gw+=("$(cat "$T/$g/pid")"); done
+  b0=$(busy_ticks); t0=$(total_ticks); g0=$(cpu_ticks "${gw[@]}"); p0=$(cpu_ticks $(pg_pids))
+  read -r n f < <(clients "$@")
+  b1=$(busy_ticks); t1=$(total_ticks); g1=$(cpu_ticks "${gw[@]}"); p1=$(cpu_ticks $(pg_pids))
+  awk -v l="$label" -v n="$n" -v f="$f" -v s="$SECS" -v b=$((b1 - b0)) -v t=$((t1 - t0)) \
+    -v g=$((g1 - g0)) -v p=$((p1 - p0)) -v tck="$TCK" 'BEGIN {
+      printf "%-32s %6.1f pushes/s (%d in %d s, %d failed); CPU busy %.0f%%: gateways+their git %.0f%%, PostgreSQL %.0f%%, clients and the rest %.0f%%\n",
+        l ":", n / s, n, s, f, 100 * b / t, 100 * g / b, 100 * p / b, 100 * (b - g - p) / b }'
+}
+
+echo "== throughput: $CLIENTS git clients pushing small new branches for $SECS s, $(nproc) cores (load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
+measure "1 gateway on files" file
+measure "1 gateway on PostgreSQL" db1
+start db2
+measure "2 gateways on one database" db1 db2
+start db3
+measure "3 gateways on one database" db1 db2 db3
+rows=$(pg_psql "SELECT seq FROM audit_head")
+echo "audit chain in the database at the end: $rows records"
