@@ -65,6 +65,8 @@ gw_start() {
   rm -f "$d/state/url"
   "$REFGATE" serve --config "$(gw_cfg "$1")" 2>>"$d/gateway.log" &
   pid=$!
+  # Not this shell's job: a kill prints no "Killed" line, wherever it is.
+  disown "$pid"
   echo "$pid" >"$d/pid"
   for _ in $(seq 1 400); do
     [ -s "$d/state/url" ] && return 0
@@ -163,7 +165,8 @@ CFG
   cat "$T/haproxy.log"; fail "haproxy did not listen"
 }
 
-# wait_until SECONDS CMD: poll CMD (eval'd) every 50 ms until it holds;
+# wait_until SECONDS CMD: poll CMD (eval'd here, so it sees the caller's
+# locals but not its positional parameters) every 50 ms until it holds;
 # fails after SECONDS.
 wait_until() {
   local end=$((SECONDS + $1))

@@ -69,7 +69,6 @@ test_a_push_held_on_a_is_released_by_an_approval_through_b() {
   commit "$T/w" held.txt
   (gw_use 1 "$TOKEN"; exec git -C "$T/w" push origin HEAD:refs/heads/held/1 >"$T/held.out" 2>&1) &
   pid=$!
-  "$REFGATE" approvals --config "$(gw_cfg 2)" --json >"$T/l" 2>/dev/null || true
   wait_until 20 '"$REFGATE" approvals --config "$(gw_cfg 2)" --json 2>/dev/null >"$T/l" && grep -q refs/heads/held/1 "$T/l"'
   id=$(jq -r 'select(.ref == "refs/heads/held/1") | .id' "$T/l")
   kill -0 "$pid" 2>/dev/null || { cat "$T/held.out"; fail "the push was not held"; }

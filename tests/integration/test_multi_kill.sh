@@ -61,8 +61,8 @@ slow_push_killed() {
 # completed REF DEAD_ID: wait (bounded) until REF's decision has an outcome;
 # it must be "unknown" and a recovered event must name DEAD_ID.
 completed() {
-  local t0=$SECONDS
-  wait_until 90 '[ "$(outcome_of "$1")" != pending ]'
+  local t0=$SECONDS ref=$1
+  wait_until 90 '[ "$(outcome_of "$ref")" != pending ]'
   note "$1: completed $((SECONDS - t0)) s after the kill: $(outcome_of "$1")"
   case "$(outcome_of "$1")" in
     unknown*) ;;
@@ -82,6 +82,7 @@ test_a_gateway_killed_mid_push_is_completed_by_the_other_gateway() {
 
 test_a_gateway_killed_mid_push_and_restarted_gets_it_completed() {
   local id
+  [ -n "$(gw_pid 1)" ] || gw_start 1
   id=$(slow_push_killed 1 feature/slow-2)
   gw_start 1
   completed refs/heads/feature/slow-2 "$id"
@@ -89,6 +90,7 @@ test_a_gateway_killed_mid_push_and_restarted_gets_it_completed() {
 
 test_both_gateways_serve_after_the_kills() {
   local i
+  [ -n "$(gw_pid 1)" ] || gw_start 1
   for i in 1 2; do
     git -C "$T/w" switch -q -C "feature/after-$i" main
     commit "$T/w" "after-$i.txt"
