@@ -139,7 +139,6 @@ printf 'gateway on PostgreSQL            %6.1f ms   ratio to direct %s, to files
 
 # ---- 3. throughput --------------------------------------------------------------
 
-TCK=$(getconf CLK_TCK)
 # cpu_ticks PID...: user+system ticks of each PID and its waited-for children.
 cpu_ticks() {
   local p t=0
@@ -154,9 +153,10 @@ busy_ticks() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8}' /proc/stat; }
 total_ticks() { awk '/^cpu / {s = 0; for (i = 2; i <= 9; i++) s += $i; print s}' /proc/stat; }
 
 # clients NAME...: CLIENTS loops pushing through the gateways named, in
-# turn, for SECS; prints "pushes failures".
+# turn, for SECS; prints "pushes failures". Not in a $(...): the loops must
+# be this shell's children for waited_ticks to count them.
 clients() {
-  local names=("$@") k end=$((SECONDS + SECS))
+  local names=("$@") k end=$((SECONDS + SECS)) loops=()
   rm -f "$T"/ok.* "$T"/ko.*
   for ((k = 0; k < CLIENTS; k++)); do
     local g=${names[$((k % ${#names[@]}))]}
@@ -170,22 +170,30 @@ clients() {
         fi
       done
     ) &
+    loops+=($!)
   done
-  wait
+  wait "${loops[@]}"
   echo "$(cat "$T"/ok.* 2>/dev/null | wc -l) $(cat "$T"/ko.* 2>/dev/null | wc -l)"
 }
 
-# measure LABEL NAME...: one throughput row.
+# waited_ticks: what this shell's waited-for children (the clients) used.
+waited_ticks() { sed 's/.*) //' "/proc/$$/stat" | awk '{print $14 + $15}'; }
+
+# measure LABEL NAME...: one throughput row. The CPU shares are of the
+# busy time of the whole machine; "other" is what ran besides this
+# benchmark (on a shared machine, other work).
 measure() {
-  local label=$1 n f b0 t0 b1 t1 g0 g1 p0 p1 gw=(); shift
+  local label=$1 n f b0 b1 t0 t1 g0 g1 p0 p1 c0 c1 gw=(); shift
   for g in "$@"; do gw+=("$(cat "$T/$g/pid")"); done
-  b0=$(busy_ticks); t0=$(total_ticks); g0=$(cpu_ticks "${gw[@]}"); p0=$(cpu_ticks $(pg_pids))
-  read -r n f < <(clients "$@")
-  b1=$(busy_ticks); t1=$(total_ticks); g1=$(cpu_ticks "${gw[@]}"); p1=$(cpu_ticks $(pg_pids))
+  b0=$(busy_ticks); t0=$(total_ticks); g0=$(cpu_ticks "${gw[@]}"); p0=$(cpu_ticks $(pg_pids)); c0=$(waited_ticks)
+  clients "$@" >"$T/counts"
+  read -r n f <"$T/counts"
+  b1=$(busy_ticks); t1=$(total_ticks); g1=$(cpu_ticks "${gw[@]}"); p1=$(cpu_ticks $(pg_pids)); c1=$(waited_ticks)
   awk -v l="$label" -v n="$n" -v f="$f" -v s="$SECS" -v b=$((b1 - b0)) -v t=$((t1 - t0)) \
-    -v g=$((g1 - g0)) -v p=$((p1 - p0)) -v tck="$TCK" 'BEGIN {
-      printf "%-32s %6.1f pushes/s (%d in %d s, %d failed); CPU busy %.0f%%: gateways+their git %.0f%%, PostgreSQL %.0f%%, clients and the rest %.0f%%\n",
-        l ":", n / s, n, s, f, 100 * b / t, 100 * g / b, 100 * p / b, 100 * (b - g - p) / b }'
+    -v g=$((g1 - g0)) -v p=$((p1 - p0)) -v c=$((c1 - c0)) 'BEGIN {
+      o = b - g - p - c; if (o < 0) o = 0
+      printf "%-30s %5.1f pushes/s (%d in %d s, %d failed); CPU busy %.0f%%: gateways with their git %.0f%%, PostgreSQL %.0f%%, clients (git) %.0f%%, other %.0f%%\n",
+        l ":", n / s, n, s, f, 100 * b / t, 100 * g / b, 100 * p / b, 100 * c / b, 100 * o / b }'
 }
 
 echo "== throughput: $CLIENTS git clients pushing small new branches for $SECS s, $(nproc) cores (load average before: $(cut -d' ' -f1-3 /proc/loadavg))"
