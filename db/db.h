@@ -50,6 +50,13 @@ void db_pool_close(db_pool *p);
  */
 int db_acquire(db_pool *p, PGconn **out, rg_error *err);
 
+/*
+ * What the last use of the pool found, without touching the database (for
+ * /healthz, which must answer at once): 0 when the last connect worked
+ * and no connection was since lost, else RG_E_STATE with why.
+ */
+int db_health(db_pool *p, rg_error *err);
+
 /* Give it back; one left broken or inside a transaction is closed instead. */
 void db_release(db_pool *p, PGconn *c);
 

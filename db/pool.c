@@ -30,6 +30,7 @@ struct db_pool {
     slot *slots;
     pthread_mutex_t mu;
     pthread_cond_t freed;
+    char down[300]; /* why the last connect failed or a connection was lost; "" when up */
 };
 
 int db_pool_open(db_pool **out, const config_state *st, rg_error *err)
@@ -160,6 +161,7 @@ int db_acquire(db_pool *p, PGconn **out, rg_error *err)
     }
     if (s->conn == NULL && (rc = connect_slot(p, &s->conn, err)) < 0) {
         pthread_mutex_lock(&p->mu);
+        snprintf(p->down, sizeof(p->down), "%s", err ? err->msg : "cannot connect");
         s->busy = 0;
         pthread_cond_signal(&p->freed);
         pthread_mutex_unlock(&p->mu);
@@ -167,6 +169,17 @@ int db_acquire(db_pool *p, PGconn **out, rg_error *err)
     }
     *out = s->conn;
     return 0;
+}
+
+int db_health(db_pool *p, rg_error *err)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&p->mu);
+    if (p->down[0] != '\0')
+        rc = rg_error_set(err, RG_E_STATE, "%s", p->down);
+    pthread_mutex_unlock(&p->mu);
+    return rc;
 }
 
 void db_release(db_pool *p, PGconn *c)
@@ -179,6 +192,11 @@ void db_release(db_pool *p, PGconn *c)
 
         if (s->conn != c)
             continue;
+        if (PQstatus(c) != CONNECTION_OK) {
+            snprintf(p->down, sizeof(p->down), "the database connection was lost");
+        } else {
+            p->down[0] = '\0';
+        }
         if (PQstatus(c) != CONNECTION_OK || PQtransactionStatus(c) != PQTRANS_IDLE) {
             PQfinish(c);
             s->conn = NULL;
