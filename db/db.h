@@ -5,7 +5,8 @@
  *
  * A pool of at most `connections` libpq connections per process, opened on
  * first use and opened again by the next caller after the database went
- * away, so a gateway recovers by itself when the database returns. While
+ * away (an idle connection the server dropped is noticed before use), so a
+ * gateway recovers by itself when the database returns. While
  * it cannot be reached every call fails with RG_E_STATE and a message that
  * says so; callers fail closed on it. No message ever holds a password
  * (it is never in the connection string; see config/state.h).

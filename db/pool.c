@@ -8,6 +8,7 @@
 #include "db/db.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -127,6 +128,24 @@ static int connect_slot(db_pool *p, PGconn **out, rg_error *err)
     return 0;
 }
 
+/*
+ * Whether an idle connection is no longer usable. A server that went away
+ * (a restart, an idle timeout) leaves libpq saying CONNECTION_OK until the
+ * connection is used; but its socket then reads the server's goodbye or
+ * EOF, so a connection whose socket is readable while idle is asked, and
+ * one that broke is replaced before any statement is sent on it.
+ */
+static int stale(PGconn *c)
+{
+    struct pollfd pfd = {.fd = PQsocket(c), .events = POLLIN};
+
+    if (PQstatus(c) != CONNECTION_OK || pfd.fd < 0)
+        return 1;
+    if (poll(&pfd, 1, 0) > 0 && (!PQconsumeInput(c) || PQstatus(c) != CONNECTION_OK))
+        return 1;
+    return 0;
+}
+
 int db_acquire(db_pool *p, PGconn **out, rg_error *err)
 {
     struct timespec until;
@@ -155,7 +174,7 @@ int db_acquire(db_pool *p, PGconn **out, rg_error *err)
     s->busy = 1;
     pthread_mutex_unlock(&p->mu);
 
-    if (s->conn != NULL && PQstatus(s->conn) != CONNECTION_OK) {
+    if (s->conn != NULL && stale(s->conn)) {
         PQfinish(s->conn);
         s->conn = NULL;
     }
