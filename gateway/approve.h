@@ -14,9 +14,12 @@
  *
  * A push: a ref decided `ask` (the deciding rule, or the default, says
  * ask; policy_eval resolved it to deny) is looked up by its exact update
- * (repo, ref, old, new). Approved: the ref is allowed, and its reason names
- * the approval and who approved it; the approval is consumed only once
- * upstream reports the ref ok (gateway_approval_consume). Pending (made
+ * (repo, ref, old, new). Approved: the push claims it (approvals_claim:
+ * of pushes of the same update through any gateways at once, one gets it,
+ * the others are refused "in use"), the ref is allowed, and its reason
+ * names the approval and who approved it; the approval is consumed only
+ * once upstream reports the ref ok (gateway_approval_consume), and the
+ * claim is given back otherwise (gateway_approval_release). Pending (made
  * now, audited as approval-request, or made by an earlier push): refused,
  * telling the pusher `refgate approve <id>`. Denied: refused with the
  * denial. No store, or the store fails: refused, saying why (fail closed).
@@ -75,6 +78,8 @@ typedef struct gateway_approval_ref {
     char id[APPROVALS_ID_LEN + 1]; /* the approval it passes on or waits for; "" for none */
     int approved;                  /* allowed by it: consumed once the ref lands */
     int created; /* asked for by this push, which keeps its pack (stays set when resolved again) */
+    int claimed; /* this push holds the approval's claim: consumed or released when it ends */
+    char holder[APPROVALS_HOLDER_MAX]; /* the claim's holder: "<gateway id>:<push id>" */
 } gateway_approval_ref;
 
 /*
@@ -109,9 +114,12 @@ int gateway_approval_pending(const gateway_ctx *ctx, const char *id);
 void gateway_approval_keep_pack(const gateway_ctx *ctx, gateway_spool_lease *lease, const char *id,
                                 int fd, uint64_t len);
 
-/* The approved update `push` landed: consume approval `id` and audit it. */
-void gateway_approval_consume(const gateway_ctx *ctx, const char *id,
+/* The approved update `push` landed: consume the approval `ref` claimed, and audit it. */
+void gateway_approval_consume(const gateway_ctx *ctx, gateway_approval_ref *ref,
                               const gateway_approval_push *push);
+
+/* The push ends and `ref` still holds a claim (it did not land): give it back. */
+void gateway_approval_release(const gateway_ctx *ctx, gateway_approval_ref *ref);
 
 /* Who asks, for the records: a control socket peer, or a console reviewer. */
 typedef struct gateway_approval_peer {
