@@ -7,7 +7,8 @@
 # claims the approval, the other is told it is in use); a claim given back
 # when upstream refuses lets the next push use the approval; `refgate db
 # import` moves a file store's live approvals into the database and
-# refuses duplicates.
+# refuses duplicates; without the database a push that asks is refused,
+# saying why, and the gateways recover when it returns.
 source "$(dirname "$0")/lib.sh"
 . "$REFGATE_SRC/tests/support/pg.sh"
 
@@ -175,6 +176,22 @@ test_a_claim_is_given_back_when_upstream_refuses_the_ref() {
     fail "the claim was not given back: $(pg_psql "SELECT state, claim FROM approvals WHERE id = '$id'")"
   push c "$T/f2" v3
   assert_contains "$T/f2" '* [new tag]         v3 -> v3'
+}
+
+test_without_the_database_an_asked_push_is_refused_and_it_recovers() {
+  local id
+  commit "$T/w" down.txt
+  git -C "$T/w" tag v4
+  pg_as_owner "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null
+  push a "$T/d1" v4
+  assert_contains "$T/d1" "[remote rejected] v4 -> v4 (policy: release tags need a maintainer; approval required, but none can be asked for: "
+  ! "$REFGATE" approvals --config "$T/b/refgate.json" >"$T/d2" 2>&1 || fail "listed without a database"
+  pg_as_owner "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 \
+    -o "-k $PG_DIR -c listen_addresses= -c max_connections=300" start >/dev/null
+  [ -z "$(upstream_ref app refs/tags/v4)" ] || fail "v4 landed without the database"
+  push a "$T/d3" v4
+  id=$(id_in "$T/d3")
+  [ -n "$id" ] || { cat "$T/d3"; fail "the gateway did not recover"; }
 }
 
 test_db_import_moves_a_file_stores_live_approvals_and_refuses_duplicates() {
