@@ -95,6 +95,9 @@ test_asked_on_a_approved_on_b_landed_through_c_once() {
   "$REFGATE" approvals --config "$T/b/refgate.json" --json >"$T/l1"
   jq -e --arg id "$id" 'select(.id == $id) | .state == "pending"' "$T/l1" >/dev/null ||
     { cat "$T/l1"; fail "B does not list A's approval"; }
+  # B shows what A's push kept: the pack is in the database.
+  "$REFGATE" approvals show --config "$T/b/refgate.json" --json "$id" >"$T/s1"
+  jq -e '[.commits[].subject] == ["change release.txt"]' "$T/s1" >/dev/null || { cat "$T/s1"; fail "show on B"; }
   "$REFGATE" approve --config "$T/b/refgate.json" "$id" >"$T/a1" 2>&1 || { cat "$T/a1"; fail "approve on B"; }
   events b approval-grant | grep -q "approval $id granted by peer uid" || fail "B did not audit the grant"
   push c "$T/p2" v1
@@ -176,6 +179,37 @@ test_a_claim_is_given_back_when_upstream_refuses_the_ref() {
     fail "the claim was not given back: $(pg_psql "SELECT state, claim FROM approvals WHERE id = '$id'")"
   push c "$T/f2" v3
   assert_contains "$T/f2" '* [new tag]         v3 -> v3'
+}
+
+# Over the wire (tests/support/rawpush.py): what git never sends.
+RAW="python3 $REFGATE_SRC/tests/support/rawpush.py"
+ZERO=0000000000000000000000000000000000000000
+
+test_over_the_wire_a_cut_pack_through_a_gives_the_claim_back_and_c_lands_it() {
+  local new id
+  commit "$T/w" wire.txt
+  new=$(git -C "$T/w" rev-parse HEAD)
+  $RAW "${URLS[a]}/local/acme/app.git" "$TOKEN" "$ZERO:$new:refs/tags/v-wire" \
+    --pack-repo "$T/w" --pack-revs "$new ^origin/main" >"$T/w1"
+  id=$(id_in "$T/w1")
+  [ -n "$id" ] || { cat "$T/w1"; fail "no approval asked over the wire"; }
+  "$REFGATE" approve --config "$T/b/refgate.json" "$id" >/dev/null
+  # Forwarded on the approval's claim, the pack never completes: nothing
+  # lands and the claim goes back when the request ends.
+  $RAW "${URLS[a]}/local/acme/app.git" "$TOKEN" "$ZERO:$new:refs/tags/v-wire" \
+    --pack-repo "$T/w" --pack-revs "$new ^origin/main" --cut 30 >"$T/w2" || true
+  [ -z "$(upstream_ref app refs/tags/v-wire)" ] || fail "a cut pack landed"
+  for _ in $(seq 1 100); do
+    [ "$(pg_psql "SELECT state || '/' || claim FROM approvals WHERE id = '$id'")" = "approved/" ] && break
+    sleep 0.05
+  done
+  [ "$(pg_psql "SELECT state || '/' || claim FROM approvals WHERE id = '$id'")" = "approved/" ] ||
+    fail "the claim of a push that did not land was kept: $(pg_psql "SELECT state, claim FROM approvals WHERE id = '$id'")"
+  $RAW "${URLS[c]}/local/acme/app.git" "$TOKEN" "$ZERO:$new:refs/tags/v-wire" \
+    --pack-repo "$T/w" --pack-revs "$new ^origin/main" >"$T/w3"
+  assert_contains "$T/w3" "ok refs/tags/v-wire"
+  [ "$(upstream_ref app refs/tags/v-wire)" = "$new" ] || fail "the approved update did not land"
+  [ "$(row_state "$id")" = consumed ] || fail "the row is $(row_state "$id")"
 }
 
 test_without_the_database_an_asked_push_is_refused_and_it_recovers() {
