@@ -212,12 +212,14 @@ void gateway_approval_keep_pack(const gateway_ctx *ctx, gateway_spool_lease *lea
 {
     rg_error err = RG_ERROR_INIT;
     char q[RG_LOG_VALUE_MAX];
+    uint64_t total, cap = ctx->cfg->limits.spool_bytes / 2;
 
     if (ctx->approvals == NULL || len == 0)
         return;
     /* Kept packs outlive their pushes: however many pushes ask, they leave
      * half the budget to the pushes still to come. */
-    if (approvals_pack_total(ctx->approvals) + len > ctx->cfg->limits.spool_bytes / 2) {
+    total = approvals_pack_total(ctx->approvals); /* UINT64_MAX: cannot be known */
+    if (total > cap || len > cap - total) {
         rg_log(RG_LOG_WARNING, "approval_pack_not_kept",
                "id=%s bytes=%llu reason=\"kept packs may take half of limits.spool_bytes\"", id,
                (unsigned long long)len);

@@ -8,9 +8,9 @@
  * speaks side-band: the gateway waits (sending keepalives) until the
  * approval is decided or the hold is up, then decides the push again.
  *
- * A push that asks for a new approval keeps its pack with it (charged to
- * the spool budget until the approval goes), so a reviewer sees what
- * would land.
+ * A push that asks for a new approval keeps its pack with it (on this
+ * disk, charged to the spool budget until the approval goes; or in the
+ * shared database), so a reviewer sees what would land.
  *
  * A push: a ref decided `ask` (the deciding rule, or the default, says
  * ask; policy_eval resolved it to deny) is looked up by its exact update
@@ -106,8 +106,9 @@ int gateway_approval_pending(const gateway_ctx *ctx, const char *id);
 /*
  * Keep the push's pack (`len` bytes of `fd` from its start) with the
  * approval `id` it asked for, so a reviewer sees what would land. The
- * bytes are charged to `lease` and stay charged after it is released,
- * until the pack goes; kept packs together take at most half of
+ * bytes are charged to `lease`; kept on this disk (the file store) they
+ * stay charged after it is released, until the pack goes. Kept packs
+ * together (in the database: every gateway's) take at most half of
  * limits.spool_bytes. When the budget cannot take them (or anything fails)
  * the approval simply has no pack, and the log says why.
  */
