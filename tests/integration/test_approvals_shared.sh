@@ -14,13 +14,15 @@ source "$(dirname "$0")/lib.sh"
 
 GWS="a b c"
 declare -A PIDS URLS
+# Every gateway started (tests run in subshells: their pids are in files).
 stop_all() {
-  for g in $GWS; do
-    if [ -n "${PIDS[$g]:-}" ]; then
-      kill -TERM "${PIDS[$g]}" 2>/dev/null || true
-      wait "${PIDS[$g]}" 2>/dev/null || true
-      PIDS[$g]=
-    fi
+  local f pid
+  for f in "$T"/*.pid; do
+    [ -e "$f" ] || continue
+    pid=$(cat "$f")
+    kill -TERM "$pid" 2>/dev/null || true
+    while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+    rm -f "$f"
   done
 }
 trap 'stop_all; pg_stop; rm -rf "$T"' EXIT
@@ -53,6 +55,7 @@ start() {
   rm -f "$T/$g/state/url"
   "$REFGATE" serve --config "$T/$g/refgate.json" 2>>"$T/$g.log" &
   PIDS[$g]=$!
+  echo "${PIDS[$g]}" >"$T/$g.pid"
   for _ in $(seq 1 200); do
     [ -s "$T/$g/state/url" ] && break
     kill -0 "${PIDS[$g]}" 2>/dev/null || { cat "$T/$g.log"; fail "gateway $g exited"; return 1; }
@@ -234,7 +237,6 @@ test_db_import_moves_a_file_stores_live_approvals_and_refuses_duplicates() {
   mkdir -p "$T/f/state"
   jq 'del(.state)' "$T/a/refgate.json" >"$T/f/refgate.json"
   cp -p "$T/a/state/token.key" "$T/f/state/token.key"
-  GWS="$GWS f"
   start f
   commit "$T/w" file1.txt; git -C "$T/w" tag v10
   commit "$T/w" file2.txt; git -C "$T/w" tag v11
@@ -246,7 +248,7 @@ test_db_import_moves_a_file_stores_live_approvals_and_refuses_duplicates() {
   jq --arg u "$PG_URL" '.state = {postgres: $u}' "$T/f/refgate.json" >"$T/f/db.json"
   ! "$REFGATE" db import --config "$T/f/db.json" >"$out" 2>&1 || fail "imported under a running gateway"
   assert_contains "$out" "stop the gateway first"
-  kill -TERM "${PIDS[f]}"; wait "${PIDS[f]}" || true; PIDS[f]=
+  kill -TERM "${PIDS[f]}"; wait "${PIDS[f]}" || true; rm -f "$T/f.pid"
   "$REFGATE" db import --config "$T/f/db.json" >"$out" 2>&1 || { cat "$out"; fail "import"; }
   assert_contains "$out" "approvals: 2 imported, 0 refused"
   [ "$(row_state "$id1")" = approved ] && [ "$(row_state "$id2")" = pending ] || fail "states"
