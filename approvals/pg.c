@@ -401,20 +401,21 @@ static int pg_get(approvals_store *s, approvals_entry *out, const char *id, int6
 static int pg_list(approvals_store *s, approvals_entry **out, size_t *n, int64_t now, rg_error *err)
 {
     approvals_pg *g = (approvals_pg *)s;
-    char t[24];
-    const char *p[1] = {t};
+    char t[24], max[16];
+    const char *p[2] = {t, max};
     PGresult *r = NULL;
     PGconn *c;
     int rc, rows;
 
     i64_text(t, sizeof(t), now);
+    i64_text(max, sizeof(max), APPROVALS_LIVE_MAX);
     if ((rc = acquire(g, &c, err)) < 0)
         return rc;
     if ((rc = sweep(c, NULL, now, err)) < 0 ||
         (rc = db_exec(c, &r, "listing approvals",
                       "SELECT " COLS " FROM approvals WHERE state IN " OPEN_STATES
-                      " AND expires > $1 ORDER BY created, id LIMIT 4096",
-                      1, p, err)) < 0)
+                      " AND expires > $1 ORDER BY created, id LIMIT $2",
+                      2, p, err)) < 0)
         goto done;
     rows = PQntuples(r);
     if (rows > 0) {
