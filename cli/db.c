@@ -5,15 +5,26 @@
  * an advisory lock). Gateways refuse to start on a schema they do not
  * speak, so this runs before the first `refgate serve` and after upgrades.
  *
- * Exit status: 0 done, 1 failed, 2 usage.
+ * `refgate db import [--config FILE]`: move what a gateway kept in files
+ * under its state_dir into the database, one step per store (each step a
+ * function of its own below). The gateway on that state_dir must be
+ * stopped (its stores' locks say so); the files are left as they were.
+ *
+ * Exit status: 0 done, 1 failed (or something was refused), 2 usage.
  */
+#include "approvals/approvals.h"
 #include "cli/cli.h"
 #include "config/config.h"
 #include "db/db.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #define EXIT_FAILED 1
 #define EXIT_USAGE  2
@@ -23,10 +34,14 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: refgate db migrate [--config FILE]\n"
+            "       refgate db import [--config FILE]\n"
             "\n"
             "  migrate        create the schema of the database config \"state.postgres\"\n"
             "                 names, or bring it up to this refgate's version (%d);\n"
             "                 safe to repeat and to run from several hosts at once\n"
+            "  import         move what the gateway kept in files under state_dir into\n"
+            "                 the database (live approvals); stop that gateway first;\n"
+            "                 what the database has already is refused, not replaced\n"
             "\n"
             "  --config FILE  the gateway's configuration (default $REFGATE_CONFIG, else\n"
             "                 /etc/refgate/refgate.json)\n",
@@ -78,6 +93,104 @@ done:
     return status;
 }
 
+/* ------------------------------------------------------------------------
+ * import: the approvals step
+ * ------------------------------------------------------------------------ */
+
+/* Copy a pending approval's kept pack along; one that cannot be is only said. */
+static void import_pack(approvals_store *from, approvals_store *to, const approvals_entry *e,
+                        int64_t now)
+{
+    rg_error err = RG_ERROR_INIT;
+    int fd = -1;
+
+    if (e->pack_bytes == 0 || e->state != APPROVALS_PENDING)
+        return;
+    if (approvals_open_pack(&fd, from, e->id, now, &err) < 0 ||
+        approvals_keep_pack(to, e->id, fd, e->pack_bytes, now, &err) < 0)
+        fprintf(stderr, PROG " import: approval %s: its kept pack stays behind: %s\n", e->id,
+                err.msg);
+    if (fd >= 0)
+        close(fd);
+}
+
+/*
+ * Every live approval of <state_dir>/approvals into the database, as it
+ * is (id, state, times); one the database has already (its id, or a live
+ * approval of the same update) is refused and named. 0, 1 when some were
+ * refused, -1 when the step failed.
+ */
+static int import_approvals(const config_model *cfg, db_pool *pool)
+{
+    rg_error err = RG_ERROR_INIT;
+    approvals_store *from = NULL, *to = NULL;
+    approvals_entry *list = NULL;
+    char dir[PATH_MAX];
+    int64_t now = (int64_t)time(NULL);
+    size_t n = 0, imported = 0, refused = 0;
+    struct stat st;
+    int rc = -1;
+
+    if ((size_t)snprintf(dir, sizeof(dir), "%s/approvals", cfg->state_dir) >= sizeof(dir)) {
+        fprintf(stderr, PROG " import: approvals: %s: path too long\n", cfg->state_dir);
+        return -1;
+    }
+    if (stat(dir, &st) < 0 && errno == ENOENT) {
+        printf("approvals: none (no %s)\n", dir);
+        return 0;
+    }
+    /* The file store's lock: a gateway still serving on it refuses this. */
+    if (approvals_file_open(&from, dir, cfg->approvals.expire, &err) < 0 ||
+        approvals_list(from, &list, &n, now, &err) < 0 ||
+        approvals_pg_open(&to, pool, cfg->approvals.expire, &err) < 0) {
+        fprintf(stderr, PROG " import: approvals: %s%s\n", err.msg,
+                err.code == -EBUSY ? " (stop the gateway first)" : "");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (approvals_pg_import(to, &list[i], &err) == 0) {
+            import_pack(from, to, &list[i], now);
+            imported++;
+        } else if (err.code == -EEXIST) {
+            fprintf(stderr, PROG " import: refused: %s\n", err.msg);
+            refused++;
+        } else {
+            fprintf(stderr, PROG " import: approvals: %s\n", err.msg);
+            goto done;
+        }
+    }
+    printf("approvals: %zu imported, %zu refused (already in the database)\n", imported, refused);
+    rc = refused ? 1 : 0;
+done:
+    free(list);
+    approvals_close(to);
+    approvals_close(from);
+    return rc;
+}
+
+static int import(const char *path)
+{
+    rg_error err = RG_ERROR_INIT;
+    config_model *cfg = load(path);
+    db_pool *pool = NULL;
+    int status = EXIT_FAILED, reachable = 0, rc;
+
+    if (cfg == NULL)
+        return EXIT_FAILED;
+    /* Unreachable, err says why (db_startup_check). */
+    if (db_pool_open(&pool, &cfg->state, &err) < 0 ||
+        db_startup_check(pool, &reachable, &err) < 0 || !reachable) {
+        fprintf(stderr, PROG " import: %s\n", err.msg);
+        goto done;
+    }
+    rc = import_approvals(cfg, pool);
+    status = rc == 0 ? 0 : EXIT_FAILED;
+done:
+    db_pool_close(pool);
+    config_free(cfg);
+    return status;
+}
+
 int cli_db(int argc, char **argv)
 {
     const char *config = getenv("REFGATE_CONFIG"), *value;
@@ -89,7 +202,7 @@ int cli_db(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (argc < 2 || strcmp(argv[1], "migrate") != 0) {
+    if (argc < 2 || (strcmp(argv[1], "migrate") != 0 && strcmp(argv[1], "import") != 0)) {
         usage(stderr);
         return EXIT_USAGE;
     }
@@ -108,5 +221,5 @@ int cli_db(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    return migrate(config);
+    return !strcmp(argv[1], "import") ? import(config) : migrate(config);
 }

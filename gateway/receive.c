@@ -68,9 +68,11 @@
  * scanner gives up; the push then takes the spooled path. */
 #define PACKSCAN_INFLATE_RATIO 32
 
-/* A held push: a keepalive this often, and the approvals looked at this often. */
+/* A held push: a keepalive this often, and the approvals looked at this
+ * often (in the shared database, where another gateway may decide, less). */
 #define HOLD_KEEPALIVE_MS 5000
 #define HOLD_POLL_MS      250
+#define HOLD_POLL_DB_MS   1000
 
 /* What every ng for a ref the audit log could not take says. */
 #define UNAUDITED_REASON "the audit log cannot be written, so nothing was forwarded"
@@ -1136,7 +1138,7 @@ static void finish_push(gateway_receive *r)
         if (c->approval.approved && c->result.forwarded && c->result.error[0] == '\0') {
             gateway_approval_push push = approval_push(r, c);
 
-            gateway_approval_consume(r->ctx, c->approval.id, &push);
+            gateway_approval_consume(r->ctx, &c->approval, &push);
         }
     }
     if (n == 0)
@@ -1496,7 +1498,7 @@ static void hold_step(gateway_receive *r)
     while ((t = now_ms()) < r->next_keepalive) {
         if (t >= r->hold_until || atomic_load(r->ctx->stopping) || !waiting(r))
             goto decide;
-        usleep(HOLD_POLL_MS * 1000);
+        usleep((r->ctx->db ? HOLD_POLL_DB_MS : HOLD_POLL_MS) * 1000);
     }
     if (t < r->hold_until && !atomic_load(r->ctx->stopping) && waiting(r)) {
         /* An empty band-1 packet, as receive-pack's keepalive. */
@@ -1621,6 +1623,9 @@ void gateway_receive_free(gateway_receive *r)
      * have applied it already, so learn what it did and record it. Before
      * the decision an overlapped request ends without its trailer. */
     finish_push(r);
+    /* Claims of approvals whose refs did not land go back for the next push. */
+    for (size_t i = 0; r->cmds && i < r->req->nupdates; i++)
+        gateway_approval_release(r->ctx, &r->cmds[i].approval);
     if (r->in_flight) {
         count_push(r);
         gateway_metrics_in_flight(r->ctx->metrics, -1);

@@ -918,14 +918,21 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
         goto done;
     if (recovered > 0)
         rg_log(RG_LOG_WARNING, "audit_recovered", "completed=%zu", recovered);
-    /* Behind the audit log's lock, as the only writer of the approvals. */
-    snprintf(path, sizeof(path), "%s/approvals", cfg->state_dir);
-    rc = approvals_file_open(&s->ctx.approvals, path, cfg->approvals.expire, err);
-    if (rc < 0)
-        goto done;
-    /* Kept packs count against the spool budget for as long as they are kept. */
-    gateway_spool_hold(s->spool, approvals_pack_total(s->ctx.approvals));
-    approvals_on_release(s->ctx.approvals, give_back, s->spool);
+    if (s->ctx.db != NULL) {
+        /* Shared with every gateway on the database; kept packs live there. */
+        rc = approvals_pg_open(&s->ctx.approvals, s->ctx.db, cfg->approvals.expire, err);
+        if (rc < 0)
+            goto done;
+    } else {
+        /* Behind the audit log's lock, as the only writer of the approvals. */
+        snprintf(path, sizeof(path), "%s/approvals", cfg->state_dir);
+        rc = approvals_file_open(&s->ctx.approvals, path, cfg->approvals.expire, err);
+        if (rc < 0)
+            goto done;
+        /* Kept packs count against the spool budget for as long as they are kept. */
+        gateway_spool_hold(s->spool, approvals_pack_total(s->ctx.approvals));
+        approvals_on_release(s->ctx.approvals, give_back, s->spool);
+    }
     approvals_expire(s->ctx.approvals, NULL, (int64_t)time(NULL), NULL);
     /* The audit log's lock makes this the only gateway on state_dir, so
      * whatever tmp/ holds is left from a crash: quarantines, half-made
