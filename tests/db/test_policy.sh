@@ -48,6 +48,19 @@ test_before_any_publish_every_push_is_refused_and_says_why() {
   local rec; rec=$(last_decision refs/heads/feature/a)
   [ "$(jq -r '.decision + " " + .rule' <<<"$rec")" = "deny no-policy" ] || fail "record: $rec"
   [ "$(jq -r 'has("policy")' <<<"$rec")" = false ] || fail "a refusal without a policy names one: $rec"
+  # Over the wire: a create and a delete in one raw push, each its own ng in a 200.
+  local main; main=$(upstream_ref app refs/heads/main) zero=0000000000000000000000000000000000000000
+  local l1="$zero $main refs/heads/feature/raw" l2="$main $zero refs/heads/main" caps="report-status"
+  { printf '%04x%s\0%s\n' $((4 + ${#l1} + 1 + ${#caps} + 1)) "$l1" "$caps"
+    printf '%04x%s\n' $((4 + ${#l2} + 1)) "$l2"; printf '0000'
+    git -C "$T/w" pack-objects -q --stdout </dev/null; } >"$T/body"
+  curl -sS -u "run:$TOKEN" -H 'Content-Type: application/x-git-receive-pack-request' \
+    --data-binary @"$T/body" -o "$T/answer" -w '%{http_code}\n' \
+    "$GW/local/acme/app.git/git-receive-pack" >"$T/code"
+  [ "$(cat "$T/code")" = 200 ] || fail "HTTP $(cat "$T/code")"
+  assert_contains "$T/answer" "ng refs/heads/feature/raw policy: no policy has been published: run refgate policy publish"
+  assert_contains "$T/answer" "ng refs/heads/main policy: no policy has been published"
+  [ -n "$(upstream_ref app refs/heads/main)" ] || fail "main was deleted"
   ! "$REFGATE" policy current --config "$T/refgate.json" >"$T/out" 2>&1 || fail "current without a policy"
   assert_contains "$T/out" "no policy has been published"
 }
