@@ -1797,6 +1797,11 @@ int config_with_policy(config_model **out, const config_model *local, const json
         json_object_del(root, config_policy_keys[i]);
     json_object_foreach((json_t *)policy, key, v)
     {
+        /* A policy never sets what is the host's. */
+        if (!config_policy_is_key(key)) {
+            rc = rg_error_set(err, RG_E_CONFIG, "%s: \"%s\" is not a policy key", label, key);
+            break;
+        }
         if (json_object_set(root, key, v) < 0) {
             rc = rg_error_set(err, -ENOMEM, "out of memory");
             break;

@@ -32,7 +32,7 @@ int config_policy_extract(json_t **out, const json_t *root, rg_error *err)
     return 0;
 }
 
-static int is_policy_key(const char *key)
+int config_policy_is_key(const char *key)
 {
     for (size_t i = 0; config_policy_keys[i] != NULL; i++)
         if (!strcmp(key, config_policy_keys[i]))
@@ -63,7 +63,7 @@ int config_policy_parse(json_t **out, const char *text, size_t len, const char *
     }
     json_object_foreach(root, key, v)
     {
-        if (!is_policy_key(key)) {
+        if (!config_policy_is_key(key)) {
             rg_error_set(err, RG_E_CONFIG,
                          "%s: unknown key \"%s\": a policy holds only " CONFIG_POLICY_KEYS_TEXT
                          " (the rest of a config is the host's)",

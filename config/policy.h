@@ -42,6 +42,9 @@
 extern const char *const config_policy_keys[];
 #define CONFIG_POLICY_KEYS_TEXT "default, rules or secrets"
 
+/* Whether `key` is a policy key. */
+int config_policy_is_key(const char *key);
+
 /* The policy part of a config's top-level object (a new object, the caller's). */
 int config_policy_extract(json_t **out, const json_t *root, rg_error *err);
 

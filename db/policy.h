@@ -6,9 +6,10 @@
  * is the current policy; rows are never changed or removed, so the
  * history of what was enforced stays readable.
  *
- * Publishing takes the table's EXCLUSIVE lock inside its transaction (plain
- * reads go on): two publishers at once get N+1 and N+2, never the same, and
- * a publish whose digest is already the current one adds nothing.
+ * Publishing takes an advisory lock inside its transaction (reads go on, and
+ * a publisher needs no privilege beyond SELECT and INSERT): two publishers at
+ * once get N+1 and N+2, never the same, and a publish whose digest is
+ * already the current one adds nothing.
  */
 #ifndef RG_DB_POLICY_H
 #define RG_DB_POLICY_H

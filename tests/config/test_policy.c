@@ -181,3 +181,17 @@ Test(policy, a_policy_file_holds_only_policy_keys_once_each)
         cr_assert_eq(strncmp(err.msg, "p.json", 6), 0, "%s", err.msg);
     }
 }
+
+Test(policy, merging_never_sets_a_hosts_key)
+{
+    config_model *local = parse("{" HOST_A "}");
+    json_t *policy = json_pack("{s:[], s:s}", "rules", "listen", "127.0.0.1:1");
+    rg_error err = RG_ERROR_INIT;
+    config_model *merged = NULL;
+
+    cr_assert_eq(config_with_policy(&merged, local, policy, "p", 1, &err), RG_E_CONFIG);
+    cr_assert_null(merged);
+    cr_assert_not_null(strstr(err.msg, "\"listen\" is not a policy key"), "%s", err.msg);
+    json_decref(policy);
+    config_free(local);
+}

@@ -5,7 +5,9 @@
 # database refuses every push until a policy is published, then enforces
 # it, follows a new one within about a second without a restart, keeps
 # its policy when a new one does not load on its host or the database goes
-# away, and every decision record names the digest of the policy that
+# away, keeps the published policy over its file's rules across SIGHUP
+# (and retries a version that did not load), refuses while it could never
+# read one, and every decision record names the digest of the policy that
 # decided it; a file-store gateway's records name its own config's.
 : "${REFGATE:?}" "${REFGATE_SRC:?}"
 source "$REFGATE_SRC/tests/integration/lib.sh"
@@ -192,6 +194,23 @@ test_concurrent_publishers_get_distinct_versions() {
     { cat "$T"/pub[1-4]; fail "versions: $(cat "$T/versions")"; }
   [ "$(pg_psql 'SELECT count(DISTINCT digest) FROM policies WHERE version >= 4')" = 4 ] || fail "rows"
   wait_log "policy_loaded version=7"
+}
+
+test_a_gateway_started_while_the_database_is_away_refuses_until_it_reads_the_policy() {
+  local d7; d7=$(pg_psql 'SELECT digest FROM policies WHERE version = 7')
+  stop_gateway
+  mv "$T/gateway.log" "$T/gateway.log.1" # wait_log reads this gateway's lines only
+  pg_as_owner "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null
+  start_gateway
+  use_token "$(mint local/acme/app)"
+  ! git -C "$T/w" push -q origin feature/a 2>"$T/err" || fail "pushed with no policy read"
+  assert_contains "$T/err" "the published policy could not be read from the database yet"
+  pg_as_owner "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 \
+    -o "-k $PG_DIR -c listen_addresses= -c max_connections=300" start >/dev/null
+  wait_log "policy_loaded version=7 digest=$d7"
+  ! git -C "$T/w" push -q origin feature/a 2>"$T/err" || fail "version 7 allows no feature branch"
+  assert_contains "$T/err" "no rule allows update on refs/heads/feature/a"
+  [ "$(last_decision refs/heads/feature/a | jq -r .policy)" = "$d7" ] || fail "digest"
 }
 
 test_a_file_store_gateway_records_the_digest_of_its_config_policy() {
