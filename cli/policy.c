@@ -97,6 +97,54 @@ static void usage(FILE *f)
 }
 
 /* ------------------------------------------------------------------------ */
+/* The rules that decide                                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The config whose rules the gateway enforces: the file's own, or with a
+ * database the published policy merged over the file, as every gateway
+ * there loads it (none published is an error that says so).
+ */
+static int load_enforced(config_model **out, const char *path, rg_error *err)
+{
+    config_model *local = NULL;
+    db_pool *pool = NULL;
+    PGconn *c = NULL;
+    db_policy_info info;
+    json_t *policy = NULL;
+    char label[64];
+    int rc;
+
+    *out = NULL;
+    rc = config_load(&local, path, err);
+    if (rc < 0 || local->state.postgres == NULL) {
+        *out = local;
+        return rc;
+    }
+    if ((rc = db_pool_open(&pool, &local->state, err)) < 0 ||
+        (rc = db_acquire(pool, &c, err)) < 0 || (rc = db_schema_check(c, err)) < 0 ||
+        (rc = db_policy_current(c, &info, err)) < 0)
+        goto done;
+    if (info.version == 0) {
+        rc = rg_error_set(err, RG_E_STATE,
+                          "%s uses a database where no policy has been published (gateways on "
+                          "it refuse every push): run refgate policy publish",
+                          local->path);
+        goto done;
+    }
+    snprintf(label, sizeof(label), "published policy v%lld", info.version);
+    if ((rc = db_policy_load(c, &info, &policy, err)) == 0)
+        rc = config_with_policy(out, local, policy, label, info.version, err);
+done:
+    json_decref(policy);
+    if (c != NULL)
+        db_release(pool, c);
+    db_pool_close(pool);
+    config_free(local);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
 /* check: classifying the update                                            */
 /* ------------------------------------------------------------------------ */
 
@@ -448,6 +496,9 @@ static int report_check(const config_model *cfg, const char *repo, const policy_
         if (d->evaluate_matched > 0)
             printf("evaluate: rule %s would %s (evaluate mode: reported, not enforced)\n",
                    d->evaluate_rule_name, config_effect_name(d->evaluate_effect));
+        if (cfg->policy_version > 0)
+            printf("policy:   version %lld %s (published)\n", cfg->policy_version,
+                   cfg->policy_digest);
     } else {
         json_object_set_new(root, "decision", json_string(verdict_name(d)));
         json_object_set_new(root, "rule", json_string(d->rule_name));
@@ -460,6 +511,10 @@ static int report_check(const config_model *cfg, const char *repo, const policy_
         json_object_set_new(root, "run", run && run[0] ? json_string(run) : json_null());
         json_object_set_new(root, "action", json_string(action));
         json_object_set_new(root, "classified", why[0] ? json_string(why) : json_null());
+        json_object_set_new(root, "policy", json_string(cfg->policy_digest));
+        json_object_set_new(root, "policy_version",
+                            cfg->policy_version > 0 ? json_integer(cfg->policy_version)
+                                                    : json_null());
         ev = d->evaluate_matched > 0 ? json_object() : json_null();
         if (d->evaluate_matched > 0) {
             json_object_set_new(ev, "rule", json_string(d->evaluate_rule_name));
@@ -579,7 +634,7 @@ static int policy_check(int argc, char **argv)
     memcpy(host, a.repo, (size_t)(slash - a.repo));
     host[slash - a.repo] = '\0';
 
-    if (config_load(&cfg, a.config, &err) < 0) {
+    if (load_enforced(&cfg, a.config, &err) < 0) {
         fprintf(stderr, "refgate policy check: %s\n", err.msg);
         return CHECK_ERROR;
     }
@@ -709,7 +764,7 @@ static int policy_lint_cmd(int argc, char **argv)
         fprintf(stderr, "refgate policy lint: --fail-on %s: expected warning or error\n", fail_on);
         return LINT_USAGE;
     }
-    if (config_load(&cfg, config_path, &err) < 0) {
+    if (load_enforced(&cfg, config_path, &err) < 0) {
         fprintf(stderr, "refgate policy lint: %s\n", err.msg);
         return LINT_USAGE;
     }

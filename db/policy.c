@@ -64,6 +64,26 @@ int db_policy_body(PGconn *c, long long version, char **body, size_t *len, rg_er
     return rc;
 }
 
+int db_policy_load(PGconn *c, const db_policy_info *info, json_t **out, rg_error *err)
+{
+    char digest[CONFIG_POLICY_DIGEST_SIZE], label[64], *body = NULL;
+    size_t len;
+    int rc;
+
+    *out = NULL;
+    snprintf(label, sizeof(label), "published policy v%lld", info->version);
+    rc = db_policy_body(c, info->version, &body, &len, err);
+    if (rc == 0)
+        rc = config_policy_digest_bytes(digest, body, len, err);
+    if (rc == 0 && strcmp(digest, info->digest) != 0)
+        rc = rg_error_set(err, RG_E_TAMPER, "%s: its body hashes to %s, not to its digest %s",
+                          label, digest, info->digest);
+    if (rc == 0)
+        rc = config_policy_parse(out, body, len, label, err);
+    free(body);
+    return rc;
+}
+
 int db_policy_publish(db_pool *p, db_policy_info *out, int *unchanged, const char *digest,
                       const char *body, size_t len, const char *by, rg_error *err)
 {

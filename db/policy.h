@@ -14,6 +14,7 @@
 #ifndef RG_DB_POLICY_H
 #define RG_DB_POLICY_H
 
+#include <jansson.h>
 #include <stddef.h>
 
 #include "config/policy.h"
@@ -34,6 +35,15 @@ int db_policy_current(PGconn *c, db_policy_info *out, rg_error *err);
  * RG_E_STATE when there is no such version.
  */
 int db_policy_body(PGconn *c, long long version, char **body, size_t *len, rg_error *err);
+
+/*
+ * The policy of version info->version: its body read, checked to hash to
+ * info->digest (RG_E_TAMPER when not: a body changed behind refgate's back
+ * is never enforced) and parsed as a policy (RG_E_CONFIG); RG_E_STATE when
+ * the database failed (the version may be read later). Whether it loads
+ * over a host's config is config_with_policy's to say.
+ */
+int db_policy_load(PGconn *c, const db_policy_info *info, json_t **out, rg_error *err);
 
 /*
  * Store `body` (canonical bytes whose digest is `digest`) as the next

@@ -57,32 +57,7 @@ int gateway_published_new(gateway_published **out, db_pool *db, gateway_publishe
     return 0;
 }
 
-/*
- * Read `info`'s body and check it is the policy its digest names:
- * RG_E_TAMPER or RG_E_CONFIG when it is not (the version is bad), another
- * error when the database failed (the version may be read later).
- */
-static int fetch(json_t **out, PGconn *c, const db_policy_info *info, rg_error *err)
-{
-    char digest[CONFIG_POLICY_DIGEST_SIZE], label[64], *body = NULL;
-    size_t len;
-    int rc;
-
-    *out = NULL;
-    snprintf(label, sizeof(label), "published policy v%lld", info->version);
-    rc = db_policy_body(c, info->version, &body, &len, err);
-    if (rc == 0)
-        rc = config_policy_digest_bytes(digest, body, len, err);
-    /* A body changed behind refgate's back is not enforced. */
-    if (rc == 0 && strcmp(digest, info->digest) != 0)
-        rc = rg_error_set(err, RG_E_TAMPER, "%s: its body hashes to %s, not to its digest %s",
-                          label, digest, info->digest);
-    if (rc == 0)
-        rc = config_policy_parse(out, body, len, label, err);
-    free(body);
-    return rc;
-}
-
+/* A version whose body is not the policy its digest names (db_policy_load). */
 static int bad_version(int rc)
 {
     return rc == RG_E_TAMPER || rc == RG_E_CONFIG;
@@ -105,7 +80,7 @@ int gateway_published_poll(gateway_published *f, rg_error *err)
         return rc;
     }
     if (info.version > 0)
-        rc = fetch(&policy, c, &info, err);
+        rc = db_policy_load(c, &info, &policy, err);
     db_release(f->db, c);
     /* Passed over or handed over, a version is looked at once; one the
      * database failed to give is asked for again. */

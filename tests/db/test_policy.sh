@@ -65,6 +65,8 @@ test_before_any_publish_every_push_is_refused_and_says_why() {
   [ -n "$(upstream_ref app refs/heads/main)" ] || fail "main was deleted"
   ! "$REFGATE" policy current --config "$T/refgate.json" >"$T/out" 2>&1 || fail "current without a policy"
   assert_contains "$T/out" "no policy has been published"
+  ! "$REFGATE" policy lint --config "$T/refgate.json" >"$T/out" 2>&1 || fail "lint without a policy"
+  assert_contains "$T/out" "no policy has been published"
 }
 
 test_publish_stores_version_1_with_its_digest_and_canonical_bytes() {
@@ -141,6 +143,11 @@ test_a_stricter_policy_is_followed_within_two_seconds_without_a_restart() {
   [ "$(jq -r '.decision + " " + .rule + " " + .policy' <<<"$rec")" = "deny freeze $d2" ] ||
     fail "record: $rec"
   echo "$d2" >"$T/digest2"
+  # `policy check` explains the published policy, not the file's own rules.
+  "$REFGATE" policy check --config "$T/refgate.json" --repo local/acme/app \
+    --ref refs/heads/feature/a --action update >"$T/out" && fail "check allowed" || true
+  assert_contains "$T/out" "rule:     freeze (rules[0])"
+  assert_contains "$T/out" "policy:   version 2 $d2 (published)"
 }
 
 test_a_policy_that_does_not_load_on_this_host_keeps_the_current_one() {
@@ -211,6 +218,19 @@ test_a_gateway_started_while_the_database_is_away_refuses_until_it_reads_the_pol
   ! git -C "$T/w" push -q origin feature/a 2>"$T/err" || fail "version 7 allows no feature branch"
   assert_contains "$T/err" "no rule allows update on refs/heads/feature/a"
   [ "$(last_decision refs/heads/feature/a | jq -r .policy)" = "$d7" ] || fail "digest"
+}
+
+test_a_version_whose_body_is_not_its_digest_is_never_enforced() {
+  # Written behind refgate's back: an allow-all body under version 7's digest.
+  local d7; d7=$(pg_psql 'SELECT digest FROM policies WHERE version = 7')
+  pg_psql "INSERT INTO policies (version, digest, body) VALUES (8, '$d7',
+    convert_to('{\"default\":\"allow\"}', 'UTF8'))" >/dev/null
+  wait_log "policy_poll_failed kept=current error=\"published policy v8: its body hashes to"
+  ! git -C "$T/w" push -q origin feature/a 2>"$T/err" || fail "the forged policy was enforced"
+  assert_contains "$T/err" "no rule allows update on refs/heads/feature/a"
+  ! "$REFGATE" policy check --config "$T/refgate.json" --repo local/acme/app \
+    --ref refs/heads/feature/a --action update >"$T/out" 2>&1 || fail "check used the forged policy"
+  assert_contains "$T/out" "its body hashes to"
 }
 
 test_a_file_store_gateway_records_the_digest_of_its_config_policy() {
