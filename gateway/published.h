@@ -47,8 +47,9 @@ int gateway_published_new(gateway_published **out, db_pool *db, gateway_publishe
 
 /*
  * Ask once, now: 1 when fn was told of a new version, 0 when nothing is
- * new, negative when the database could not be read or the version's
- * body is not the policy its digest names (the version is then passed
+ * new, negative when the database could not be read (asked again at the
+ * next poll) or the version's body is not the policy its digest names
+ * (RG_E_TAMPER, RG_E_CONFIG: db_policy_load; the version is then passed
  * over until gateway_published_recheck). Not while the thread runs.
  */
 int gateway_published_poll(gateway_published *f, rg_error *err);
