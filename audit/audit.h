@@ -22,7 +22,14 @@
  *             approval), approval-grant, approval-deny (a reviewer's
  *             decision, naming who and from where), approval-consume (an
  *             approved update landed), console-user-add (a reviewer
- *             account made or its password changed), with a free `detail` text.
+ *             account made or its password changed), policy (the gateway
+ *             began enforcing a published policy: its version and digest),
+ *             with a free `detail` text.
+ *
+ * A decision record names the digest of the policy that decided it in
+ * `policy`, "sha256:<hex>" (config/policy.h), between `evaluate` and
+ * `outcome`; records written before it existed have none and verify as
+ * they are.
  *
  * Lines without `"v"` are v1 (one complete record per decision, written
  * after the push): they verify and list alongside v2, and new lines chain
@@ -48,7 +55,8 @@ typedef enum audit_kind { AUDIT_DECISION = 1, AUDIT_OUTCOME, AUDIT_EVENT } audit
 
 /*
  * One record to append. Strings are borrowed for the call. NULL strings are
- * written as JSON null, except `evaluate` and `detail`, which are left out;
+ * written as JSON null, except `evaluate`, `policy` and `detail`, which are
+ * left out;
  * bytes that are not UTF-8 are written as \xHH, and a string whose written
  * form (escapes included) would pass 4 KiB is cut (ending in "..."), so a
  * hostile ref name or upstream message can neither bloat nor break a line.
@@ -57,6 +65,7 @@ typedef struct audit_record {
     audit_kind kind;
     const char *push_id, *run, *token_hash, *remote, *repo, *ref, *old_id, *new_id;
     const char *action, *decision, *rule, *reason, *evaluate; /* decision records */
+    const char *policy;         /* decision: the deciding policy's digest (config/policy.h) */
     const char *outcome;        /* decision: NULL = pending (written as null); outcome: required */
     uint64_t decision_seq;      /* outcome records */
     const char *event, *detail; /* event records */

@@ -204,6 +204,7 @@ static void ref_from(console_push_ref *out, const json_t *obj)
              json_is_string(json_object_get(obj, "outcome")) ? field(obj, "outcome") : "pending");
     snprintf(out->old_id, sizeof(out->old_id), "%s", field(obj, "old"));
     snprintf(out->new_id, sizeof(out->new_id), "%s", field(obj, "new"));
+    snprintf(out->policy, sizeof(out->policy), "%s", field(obj, "policy"));
 }
 
 int console_push_get(console_push *out, const char *log_path, const char *push_id, rg_error *err)

@@ -61,6 +61,7 @@ typedef struct console_push_ref {
     uint64_t seq;
     char ref[512], action[16], decision[16], rule[256], reason[1024], outcome[1024];
     char old_id[72], new_id[72];
+    char policy[80]; /* the digest of the policy that decided; "" when the record names none */
 } console_push_ref;
 
 /* One push's detail. */

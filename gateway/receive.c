@@ -927,6 +927,9 @@ static void decision_record(audit_record *rec, const gateway_receive *r, const r
      * until its outcome record. */
     rec->outcome = c->result.forwarded ? NULL : c->result.outcome;
     rec->evaluate = evaluate;
+    /* The snapshot this push began under decided it; a gateway that has
+     * no policy yet refuses under none, and names none. */
+    rec->policy = r->ctx->cfg->policy_digest[0] ? r->ctx->cfg->policy_digest : NULL;
 }
 
 /* The most the outcome record of a forwarded ref can take; 0 for others. */

@@ -303,6 +303,43 @@ Test(audit, fields_are_written_in_order_and_evaluate_only_when_set)
     json_decref(j);
 }
 
+Test(audit, a_decision_names_its_policy_between_evaluate_and_outcome_and_verifies)
+{
+    static const char digest[] =
+        "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    rg_error err = RG_ERROR_INIT;
+    audit_log *log = open_log();
+    audit_record r;
+    rec_bufs b;
+    json_t *j;
+    void *it;
+    const char *prev = NULL;
+
+    r = make_rec(&b, 1);
+    r.evaluate = "deny by trial";
+    r.policy = digest;
+    cr_assert_eq(audit_append(log, &r, &err), 0, "%s", err.msg);
+    /* A record without one (written before policies, or no policy decided). */
+    r.policy = NULL;
+    cr_assert_eq(audit_append(log, &r, &err), 0, "%s", err.msg);
+    audit_close(log);
+
+    j = parse_line(1);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "policy")), digest);
+    for (it = json_object_iter(j); it; it = json_object_iter_next(j, it)) {
+        if (!strcmp(json_object_iter_key(it), "policy"))
+            cr_assert_str_eq(prev, "evaluate");
+        if (!strcmp(json_object_iter_key(it), "outcome"))
+            cr_assert_str_eq(prev, "policy");
+        prev = json_object_iter_key(it);
+    }
+    json_decref(j);
+    j = parse_line(2);
+    cr_assert_null(json_object_get(j, "policy"), "left out when NULL");
+    json_decref(j);
+    assert_intact(2);
+}
+
 Test(audit, lines_are_compact_json)
 {
     char *buf;

@@ -13,7 +13,8 @@
 static char path[64];
 
 /* 120 one-ref pushes p1..p120 (every third denied, run r0..r6), then push
- * p121 with two refs, then an event, then p121's outcome for its first ref. */
+ * p121 with two refs (the first naming its policy's digest), then an event,
+ * then p121's outcome for its first ref. */
 static void setup(void)
 {
     FILE *f;
@@ -33,8 +34,8 @@ static void setup(void)
         fprintf(f,
                 "{\"v\":2,\"seq\":%d,\"prev\":\"x\",\"time\":\"t121\",\"type\":\"decision\","
                 "\"push_id\":\"p121\",\"run\":\"r9\",\"repo\":\"h/a\",\"ref\":\"refs/heads/m%d\","
-                "\"decision\":\"%s\",\"rule\":\"x\",\"reason\":\"why\",\"outcome\":null}\n",
-                ++seq, r, r ? "deny" : "allow");
+                "\"decision\":\"%s\",\"rule\":\"x\",\"reason\":\"why\"%s,\"outcome\":null}\n",
+                ++seq, r, r ? "deny" : "allow", r ? "" : ",\"policy\":\"sha256:aa\"");
     fprintf(f,
             "{\"v\":2,\"seq\":%d,\"prev\":\"x\",\"time\":\"t\",\"type\":\"event\","
             "\"event\":\"stop\"}\n",
@@ -138,6 +139,8 @@ Test(pushes, one_push_joins_its_outcomes)
     cr_expect_str_eq(p.refs[0].ref, "refs/heads/m0");
     cr_expect_str_eq(p.refs[0].outcome, "ok");
     cr_expect_str_eq(p.refs[1].outcome, "pending");
+    cr_expect_str_eq(p.refs[0].policy, "sha256:aa", "the digest of the policy that decided");
+    cr_expect_str_eq(p.refs[1].policy, "", "a record that names none");
     cr_expect_str_eq(p.run, "r9");
     console_push_clear(&p);
     cr_expect_eq(console_push_get(&p, path, "p999", &err), -ENOENT);
