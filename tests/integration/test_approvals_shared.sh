@@ -67,6 +67,7 @@ start() {
 make_upstream app
 for g in $GWS; do config $g; done
 "$REFGATE" db migrate --config "$T/a/refgate.json" >/dev/null
+"$REFGATE" policy publish --config "$T/a/refgate.json" >/dev/null
 TOKEN=$("$REFGATE" token mint --config "$T/a/refgate.json" --repo local/acme/app)
 # One run token for all three: they verify with the same key.
 for g in b c; do cp -p "$T/a/state/token.key" "$T/$g/state/token.key"; done
