@@ -59,30 +59,6 @@ typedef struct approvals_pg {
 
 static const approvals_store_ops pg_ops;
 
-/*
- * A connection of the pool that is still there: one the server closed
- * while it sat idle (a restart) shows it once its input is read, and is
- * given back (the pool closes it) for another, so the first push after
- * the database returns is not refused for it. Bounded: the pool's size.
- */
-static int acquire(approvals_pg *g, PGconn **out, rg_error *err)
-{
-    int rc;
-
-    for (unsigned i = 0; i <= CONFIG_STATE_CONNECTIONS_MAX; i++) {
-        if ((rc = db_acquire(g->db, out, err)) < 0)
-            return rc;
-        /* Twice: the first read takes the server's goodbye, the second its
-         * end of file. Neither waits: libpq's socket does not block. */
-        if (PQconsumeInput(*out) == 1 && PQconsumeInput(*out) == 1 &&
-            PQstatus(*out) == CONNECTION_OK)
-            return 0;
-        db_release(g->db, *out);
-    }
-    *out = NULL;
-    return rg_error_set(err, RG_E_STATE, "the database connection was lost");
-}
-
 /* ------------------------------------------------------------------------
  * Rows and texts
  * ------------------------------------------------------------------------ */
@@ -354,7 +330,7 @@ static int pg_ask(approvals_store *s, approvals_entry *out, int *created, const 
     if (!utf8_ok(key->repo) || !utf8_ok(key->ref))
         return rg_error_set(err, -EINVAL,
                             "the repo or ref name is not UTF-8: it cannot be approved");
-    if ((rc = acquire(g, &c, err)) < 0)
+    if ((rc = db_acquire(g->db, &c, err)) < 0)
         return rc;
     if ((rc = sweep(c, NULL, now, err)) < 0)
         goto done;
@@ -391,7 +367,7 @@ static int pg_get(approvals_store *s, approvals_entry *out, const char *id, int6
     PGconn *c;
     int rc;
 
-    if ((rc = acquire(g, &c, err)) < 0)
+    if ((rc = db_acquire(g->db, &c, err)) < 0)
         return rc;
     rc = live(c, out, id, now, err);
     db_release(g->db, c);
@@ -409,7 +385,7 @@ static int pg_list(approvals_store *s, approvals_entry **out, size_t *n, int64_t
 
     i64_text(t, sizeof(t), now);
     i64_text(max, sizeof(max), APPROVALS_LIVE_MAX);
-    if ((rc = acquire(g, &c, err)) < 0)
+    if ((rc = db_acquire(g->db, &c, err)) < 0)
         return rc;
     if ((rc = sweep(c, NULL, now, err)) < 0 ||
         (rc = db_exec(c, &r, "listing approvals",
@@ -449,7 +425,7 @@ static int pg_decide(approvals_store *s, approvals_entry *out, const char *id, i
     text_copy(why, sizeof(why), deny ? note : NULL);
     i64_text(t, sizeof(t), now);
     i64_text(exp, sizeof(exp), now + g->expire);
-    if ((rc = acquire(g, &c, err)) < 0)
+    if ((rc = db_acquire(g->db, &c, err)) < 0)
         return rc;
     /* Approving is for pending ones; denying also revokes an approval. A
      * denial drops the kept pack in the same statement. */
@@ -495,7 +471,7 @@ static int pg_claim(approvals_store *s, approvals_entry *out, const char *id,
 
     i64_text(t, sizeof(t), now);
     i64_text(until, sizeof(until), now + APPROVALS_CLAIM_SECONDS);
-    if ((rc = acquire(g, &c, err)) < 0)
+    if ((rc = db_acquire(g->db, &c, err)) < 0)
         return rc;
     /* One statement: of claims at once, the row lock lets one match and
      * the others re-check a row that has a claim by then. */
@@ -533,7 +509,7 @@ static int pg_unclaim(approvals_store *s, const char *id, const char *holder, rg
     PGconn *c;
     int rc;
 
-    if ((rc = acquire(g, &c, err)) < 0)
+    if ((rc = db_acquire(g->db, &c, err)) < 0)
         return rc;
     rc = db_exec(c, &r, "giving back an approval",
                  "UPDATE approvals SET claim = '', claim_until = 0"
@@ -559,7 +535,7 @@ static int pg_consume(approvals_store *s, const char *id, const approvals_key *k
     int rc;
 
     i64_text(t, sizeof(t), now);
-    if ((rc = acquire(g, &c, err)) < 0)
+    if ((rc = db_acquire(g->db, &c, err)) < 0)
         return rc;
     rc = db_exec(c, &r, "consuming an approval",
                  "WITH u AS (UPDATE approvals SET state = 'consumed', pack_bytes = 0, settled = $7"
@@ -582,7 +558,7 @@ static int pg_expire(approvals_store *s, size_t *removed, int64_t now, rg_error 
     PGconn *c;
     int rc;
 
-    if ((rc = acquire(g, &c, err)) < 0)
+    if ((rc = db_acquire(g->db, &c, err)) < 0)
         return rc;
     rc = sweep(c, removed, now, err);
     db_release(g->db, c);
@@ -638,7 +614,7 @@ static int pg_keep_pack(approvals_store *s, const char *id, int fd, uint64_t len
     lengths[1] = (int)len;
     i64_text(bytes, sizeof(bytes), (int64_t)len);
     i64_text(t, sizeof(t), now);
-    if ((rc = acquire(g, &c, err)) < 0)
+    if ((rc = db_acquire(g->db, &c, err)) < 0)
         goto done;
     rc = db_exec_bin(c, &r, "keeping a pack",
                      "WITH u AS (UPDATE approvals SET pack_bytes = $3"
@@ -689,7 +665,7 @@ static int pg_open_pack(int *fd_out, approvals_store *s, const char *id, int64_t
     PGconn *c;
     int rc;
 
-    if ((rc = acquire(g, &c, err)) < 0)
+    if ((rc = db_acquire(g->db, &c, err)) < 0)
         return rc;
     if ((rc = live(c, &e, id, now, err)) < 0 ||
         (rc = db_exec(c, &r, "reading a kept pack", "SELECT pack FROM approval_packs WHERE id = $1",
@@ -719,7 +695,7 @@ static uint64_t pg_pack_total(approvals_store *s)
     PGresult *r = NULL;
     PGconn *c;
 
-    if (acquire(g, &c, NULL) < 0)
+    if (db_acquire(g->db, &c, NULL) < 0)
         return total;
     /* pack_bytes is 0 on every row that has left pending or approved. */
     if (db_exec(c, &r, "summing kept packs",
@@ -799,7 +775,7 @@ int approvals_pg_import(approvals_store *s, const approvals_entry *e, rg_error *
     i64_text(created, sizeof(created), e->created);
     i64_text(decided, sizeof(decided), e->decided);
     i64_text(expires, sizeof(expires), e->expires);
-    if ((rc = acquire(g, &c, err)) < 0)
+    if ((rc = db_acquire(g->db, &c, err)) < 0)
         return rc;
     /* Any unique index refuses it: the id, or a live approval of the update. */
     rc = db_exec(c, &r, "importing an approval",

@@ -141,8 +141,10 @@ static int stale(PGconn *c)
 
     if (PQstatus(c) != CONNECTION_OK || pfd.fd < 0)
         return 1;
-    if (poll(&pfd, 1, 0) > 0 && (!PQconsumeInput(c) || PQstatus(c) != CONNECTION_OK))
-        return 1;
+    /* Twice at most: the server's goodbye, then its end of file. */
+    for (int i = 0; i < 2 && poll(&pfd, 1, 0) > 0; i++)
+        if (!PQconsumeInput(c) || PQstatus(c) != CONNECTION_OK)
+            return 1;
     return 0;
 }
 
