@@ -104,6 +104,22 @@ int audit_open(audit_log **out, const char *path, rg_error *err);
 typedef struct db_pool db_pool;
 int audit_pg_open(audit_log **out, db_pool *db, const char *gateway_id, rg_error *err);
 
+typedef struct audit_import_result {
+    uint64_t records;   /* lines imported: the head's seq */
+    uint64_t pending;   /* decisions forwarded without an outcome, now pending in the database */
+    char head_hash[65]; /* the head's hash: the last line's */
+} audit_import_result;
+
+/*
+ * Copy the file log at `path` into the database's chain, each line's exact
+ * bytes, in one transaction, the head set to the last line: `refgate db
+ * import`. Refused (nothing written) when the database's chain is not
+ * empty (RG_E_STATE), the file does not verify (RG_E_TAMPER, naming the
+ * line) or a gateway holds it (-EBUSY). Imported rows name no gateway, so
+ * their pending decisions are completed by the first gateway that sweeps.
+ */
+int audit_pg_import(audit_import_result *out, db_pool *db, const char *path, rg_error *err);
+
 /*
  * Append n records in one fsynced batch; *first_seq (may be NULL) gets the
  * first one's seq (the others follow it). Time and seq are filled in.

@@ -5,12 +5,21 @@
  * an advisory lock). Gateways refuse to start on a schema they do not
  * speak, so this runs before the first `refgate serve` and after upgrades.
  *
+ * `refgate db import [--config FILE]`: move what a gateway on files kept
+ * under state_dir into the database, one step per kind of state (each its
+ * own transaction, each saying what it moved), stopping at the first that
+ * fails. A step refuses rather than merge into state the database already
+ * has.
+ *
  * Exit status: 0 done, 1 failed, 2 usage.
  */
+#include "audit/audit.h"
 #include "cli/cli.h"
 #include "config/config.h"
 #include "db/db.h"
 
+#include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,10 +32,14 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: refgate db migrate [--config FILE]\n"
+            "       refgate db import [--config FILE]\n"
             "\n"
             "  migrate        create the schema of the database config \"state.postgres\"\n"
             "                 names, or bring it up to this refgate's version (%d);\n"
             "                 safe to repeat and to run from several hosts at once\n"
+            "  import         copy the state a gateway on files kept under state_dir\n"
+            "                 (the audit log, its chain intact) into that database,\n"
+            "                 which must not hold any yet; stop the gateway first\n"
             "\n"
             "  --config FILE  the gateway's configuration (default $REFGATE_CONFIG, else\n"
             "                 /etc/refgate/refgate.json)\n",
@@ -78,6 +91,70 @@ done:
     return status;
 }
 
+/* ------------------------------------------------------------------------
+ * Import: one step per kind of state
+ * ------------------------------------------------------------------------ */
+
+/* <state_dir>/audit.jsonl into the database's (empty) chain. */
+static int import_audit(const config_model *cfg, db_pool *pool)
+{
+    rg_error err = RG_ERROR_INIT;
+    audit_import_result res;
+    char path[4200];
+
+    snprintf(path, sizeof(path), "%s/audit.jsonl", cfg->state_dir);
+    if (audit_pg_import(&res, pool, path, &err) < 0) {
+        if (err.code == -ENOENT) {
+            printf("audit: no log at %s, nothing to import\n", path);
+            return 0;
+        }
+        fprintf(stderr, PROG " import: audit: %s\n", err.msg);
+        return -1;
+    }
+    printf("audit: imported %" PRIu64 " records from %s (%" PRIu64
+           " forwarded without an outcome, left pending); head %" PRIu64 ":%s\n",
+           res.records, path, res.pending, res.records, res.head_hash);
+    return 0;
+}
+
+typedef struct import_step {
+    const char *name;
+    int (*run)(const config_model *cfg, db_pool *pool); /* 0, or -1 after saying why */
+} import_step;
+
+static const import_step import_steps[] = {
+    {"audit", import_audit},
+};
+
+static int import(const char *path)
+{
+    rg_error err = RG_ERROR_INIT;
+    config_model *cfg = load(path);
+    db_pool *pool = NULL;
+    PGconn *c = NULL;
+    int status = EXIT_FAILED;
+
+    if (cfg == NULL)
+        return EXIT_FAILED;
+    if (db_pool_open(&pool, &cfg->state, &err) < 0 || db_acquire(pool, &c, &err) < 0 ||
+        db_schema_check(c, &err) < 0) {
+        fprintf(stderr, PROG " import: %s\n", err.msg);
+        goto done;
+    }
+    db_release(pool, c);
+    c = NULL;
+    for (size_t i = 0; i < sizeof(import_steps) / sizeof(import_steps[0]); i++)
+        if (import_steps[i].run(cfg, pool) < 0)
+            goto done;
+    status = 0;
+done:
+    if (c != NULL)
+        db_release(pool, c);
+    db_pool_close(pool);
+    config_free(cfg);
+    return status;
+}
+
 int cli_db(int argc, char **argv)
 {
     const char *config = getenv("REFGATE_CONFIG"), *value;
@@ -89,7 +166,7 @@ int cli_db(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (argc < 2 || strcmp(argv[1], "migrate") != 0) {
+    if (argc < 2 || (strcmp(argv[1], "migrate") != 0 && strcmp(argv[1], "import") != 0)) {
         usage(stderr);
         return EXIT_USAGE;
     }
@@ -108,5 +185,5 @@ int cli_db(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    return migrate(config);
+    return strcmp(argv[1], "import") == 0 ? import(config) : migrate(config);
 }
