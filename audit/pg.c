@@ -32,6 +32,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Connections tried before giving up: every stale one in the pool, and a new one. */
+#define BEGIN_TRIES (CONFIG_STATE_CONNECTIONS_MAX + 1)
+
 /* Pending decisions completed per transaction; a larger backlog takes several. */
 #define COMPLETE_BATCH 1000
 
@@ -44,6 +47,47 @@ typedef struct audit_pg {
 /* ------------------------------------------------------------------------
  * Appending
  * ------------------------------------------------------------------------ */
+
+/* A failure of the database (not a malformed record): say it is the audit log's. */
+static int db_failed(int rc, rg_error *err)
+{
+    if (rc == RG_E_STATE)
+        rg_error_wrap(err, "the audit log's database");
+    return rc;
+}
+
+/*
+ * A connection of the pool inside a new transaction. A pooled connection
+ * whose server went away (a restart) still looks connected until it is
+ * used: BEGIN on it fails having changed nothing, so it is dropped and the
+ * next one tried, and the first append after the database returns works.
+ */
+static int acquire_begin(audit_pg *g, PGconn **out, rg_error *err)
+{
+    PGconn *c;
+    int rc = 0, lost;
+
+    /* Bounded: each failed try closes the connection it used. */
+    for (int i = 0; i < BEGIN_TRIES; i++) {
+        if ((rc = db_acquire(g->db, &c, err)) < 0)
+            return rc;
+        if ((rc = db_begin(c, err)) == 0) {
+            *out = c;
+            return 0;
+        }
+        lost = PQstatus(c) != CONNECTION_OK;
+        db_release(g->db, c);
+        if (!lost)
+            break;
+    }
+    return rc;
+}
+
+static void release(audit_pg *g, PGconn *c)
+{
+    db_rollback(c);
+    db_release(g->db, c);
+}
 
 /* Take the head row's lock (the serialisation point) and read where the chain stands. */
 static int lock_head(PGconn *c, uint64_t *seq, char prev[AUDIT_HASH_HEX + 1], rg_error *err)
@@ -174,15 +218,6 @@ done:
     return rc;
 }
 
-/* A failure the database caused (not a malformed record) as RG_E_STATE, saying it is the audit log.
- */
-static int db_failed(int rc, rg_error *err)
-{
-    if (rc == RG_E_STATE)
-        rg_error_wrap(err, "the audit log's database");
-    return rc;
-}
-
 static int pg_append_many(audit_log *log, const audit_record *recs, size_t n, uint64_t *first_seq,
                           rg_error *err)
 {
@@ -192,9 +227,9 @@ static int pg_append_many(audit_log *log, const audit_record *recs, size_t n, ui
     PGconn *c;
     int rc;
 
-    if ((rc = db_acquire(g->db, &c, err)) < 0)
+    if ((rc = acquire_begin(g, &c, err)) < 0)
         return db_failed(rc, err);
-    if ((rc = db_begin(c, err)) == 0 && (rc = lock_head(c, &seq, prev, err)) == 0) {
+    if ((rc = lock_head(c, &seq, prev, err)) == 0) {
         first = seq + 1;
         rc = append_locked(g, c, recs, n, &seq, prev, err);
         if (rc == 0)
@@ -202,8 +237,7 @@ static int pg_append_many(audit_log *log, const audit_record *recs, size_t n, ui
         if (rc == 0 && first_seq != NULL)
             *first_seq = first;
     }
-    db_rollback(c);
-    db_release(g->db, c);
+    release(g, c);
     return db_failed(rc, err);
 }
 
@@ -220,10 +254,10 @@ static int pg_ready(audit_log *log, size_t nbytes, rg_error *err)
     /* The database's free space is its operator's to watch: what can be
      * known here is whether it answers now. */
     (void)nbytes;
-    if ((rc = db_acquire(g->db, &c, err)) == 0) {
+    if ((rc = acquire_begin(g, &c, err)) == 0) {
         rc = db_exec(c, NULL, "reading the audit chain's head", "SELECT seq FROM audit_head", 0,
                      NULL, err);
-        db_release(g->db, c);
+        release(g, c);
     }
     if (rc < 0)
         rg_error_wrap(err, "the audit log's database cannot be reached");
@@ -237,7 +271,7 @@ static int pg_head(audit_log *log, uint64_t *seq, char hash_hex[AUDIT_HASH_HEX +
     PGconn *c;
     int rc;
 
-    if ((rc = db_acquire(g->db, &c, err)) < 0)
+    if ((rc = acquire_begin(g, &c, err)) < 0)
         return db_failed(rc, err);
     rc = db_exec(c, &r, "reading the audit chain's head", "SELECT seq, hash FROM audit_head", 0,
                  NULL, err);
@@ -248,7 +282,7 @@ static int pg_head(audit_log *log, uint64_t *seq, char hash_hex[AUDIT_HASH_HEX +
         memcpy(hash_hex, PQgetvalue(r, 0, 1), AUDIT_HASH_HEX + 1);
     }
     PQclear(r);
-    db_release(g->db, c);
+    release(g, c);
     return db_failed(rc, err);
 }
 
@@ -310,7 +344,7 @@ static int same_gateway(const char *a, const char *b)
 }
 
 /*
- * One transaction: lock the head, find up to COMPLETE_BATCH decisions
+ * In the transaction open on c: lock the head, find up to COMPLETE_BATCH decisions
  * pending for dead gateways, and append an outcome for each plus one
  * "recovered" event per dead gateway. *done gets how many were completed.
  */
@@ -326,7 +360,7 @@ static int complete_batch(audit_pg *g, PGconn *c, size_t *done, rg_error *err)
     int rc;
 
     *done = 0;
-    if ((rc = db_begin(c, err)) < 0 || (rc = lock_head(c, &seq, prev, err)) < 0)
+    if ((rc = lock_head(c, &seq, prev, err)) < 0)
         goto done;
     /* Under the head lock: a gateway completing the same records waits
      * here, then finds them no longer pending. */
@@ -369,7 +403,6 @@ static int complete_batch(audit_pg *g, PGconn *c, size_t *done, rg_error *err)
         *done = n;
 done:
     PQclear(r);
-    db_rollback(c);
     orphans_free(list, n);
     free(recs);
     free(details);
@@ -384,14 +417,14 @@ static int pg_complete_pending(audit_log *log, size_t *completed, rg_error *err)
     int rc;
 
     *completed = 0;
-    if ((rc = db_acquire(g->db, &c, err)) < 0)
-        return db_failed(rc, err);
     /* Bounded: every round completes COMPLETE_BATCH records that stay completed. */
     do {
+        if ((rc = acquire_begin(g, &c, err)) < 0)
+            break;
         rc = complete_batch(g, c, &done, err);
+        release(g, c);
         *completed += done;
     } while (rc == 0 && done == COMPLETE_BATCH);
-    db_release(g->db, c);
     return db_failed(rc, err);
 }
 
