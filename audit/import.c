@@ -22,6 +22,9 @@
 /* Lines per INSERT: a round trip per batch, a bounded statement size. */
 #define IMPORT_BATCH 500
 
+/* The text of an array of IMPORT_BATCH elements of at most `each` bytes. */
+#define ARRAY_MAX(each) (IMPORT_BATCH * ((each) + 1) + 2)
+
 typedef struct batch {
     rg_buf seqs, lines, kinds, dseqs, pend;
     size_t n;
@@ -137,8 +140,11 @@ static int check_empty(PGconn *c, rg_error *err)
 /* Copy every line of the open reader, then set pending and the head. */
 static int copy_lines(audit_import_result *out, PGconn *c, audit_reader *rd, rg_error *err)
 {
-    batch b = {RG_BUF_INIT(SIZE_MAX), RG_BUF_INIT(SIZE_MAX), RG_BUF_INIT(SIZE_MAX),
-               RG_BUF_INIT(SIZE_MAX), RG_BUF_INIT(SIZE_MAX), 0};
+    batch b = {.seqs = RG_BUF_INIT(ARRAY_MAX(24)),
+               .lines = RG_BUF_INIT(ARRAY_MAX(2 * (size_t)AUDIT_LINE_MAX)),
+               .kinds = RG_BUF_INIT(ARRAY_MAX(24)),
+               .dseqs = RG_BUF_INIT(ARRAY_MAX(24)),
+               .pend = RG_BUF_INIT(ARRAY_MAX(24))};
     char seq[24], *params[2] = {seq, out->head_hash};
     PGresult *r = NULL;
     audit_line l;

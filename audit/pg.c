@@ -130,9 +130,11 @@ static const char *kind_text(audit_kind k)
 static int append_locked(audit_pg *g, PGconn *c, const audit_record *recs, size_t n, uint64_t *seq,
                          char prev[AUDIT_HASH_HEX + 1], rg_error *err)
 {
-    rg_buf line = RG_BUF_INIT(AUDIT_LINE_MAX + 1), lines = RG_BUF_INIT(SIZE_MAX),
-           kinds = RG_BUF_INIT(SIZE_MAX), dseqs = RG_BUF_INIT(SIZE_MAX),
-           pend = RG_BUF_INIT(SIZE_MAX), done = RG_BUF_INIT(SIZE_MAX);
+    /* Arrays of n elements: lines in hex, the rest at most 21 digits each. */
+    rg_buf line = RG_BUF_INIT(AUDIT_LINE_MAX + 1),
+           lines = RG_BUF_INIT(n * (2 * (size_t)AUDIT_LINE_MAX + 1) + 2),
+           kinds = RG_BUF_INIT(n * 24 + 2), dseqs = RG_BUF_INIT(n * 24 + 2),
+           pend = RG_BUF_INIT(n * 24 + 2), done = RG_BUF_INIT(n * 24 + 2);
     char now[AUDIT_TIME_LEN], base[24], head[24], *hex = NULL;
     uint64_t s = *seq;
     int rc = 0;
