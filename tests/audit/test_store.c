@@ -828,13 +828,15 @@ Test(store, two_gateways_appending_from_several_threads_each_make_one_chain)
 
 /* A writer of three-record pushes until told to stop, counting what it could and could not append.
  */
+#define OUTAGE_PUSHES 3000
+
 typedef struct outage_writer {
     audit_log *log;
     int id;
     volatile int stop;
-    int ok, failed, other_errors;
+    volatile int ok, failed, other_errors;
     char last_error[512];
-    int ok_after; /* successes once the database was back */
+    volatile int ok_after; /* successes once the database was back */
     volatile int back;
 } outage_writer;
 
@@ -845,11 +847,12 @@ static void *outage_thread(void *arg)
     rec_bufs b[3];
     int rc;
 
-    for (int i = 0; !w->stop && i < 900; i++) {
+    /* Bounded: at most OUTAGE_PUSHES pushes, 20 ms apart. */
+    for (int i = 0; !w->stop && i < OUTAGE_PUSHES; i++) {
         rg_error err = RG_ERROR_INIT;
 
         for (int m = 0; m < 3; m++)
-            recs[m] = make_rec(&b[m], w->id * 1000 + i);
+            recs[m] = make_rec(&b[m], w->id * OUTAGE_PUSHES + i);
         rc = audit_append_many(w->log, recs, 3, NULL, &err);
         if (rc == 0) {
             w->ok++;
@@ -864,13 +867,29 @@ static void *outage_thread(void *arg)
     return NULL;
 }
 
+/* The sum of one counter of the writers. */
 static int total(outage_writer *w, size_t n, size_t off)
 {
     int t = 0;
 
     for (size_t i = 0; i < n; i++)
-        t += *(int *)((char *)&w[i] + off);
+        t += *(volatile int *)((char *)&w[i] + off);
     return t;
+}
+
+/* Wait (at most 30 s) until every writer's counter at `off` is positive. */
+static int each_positive(outage_writer *w, size_t n, size_t off)
+{
+    for (int tries = 0; tries < 3000; tries++) {
+        size_t i;
+
+        for (i = 0; i<n &&*(volatile int *)((char *)&w[i] + off)> 0; i++)
+            ;
+        if (i == n)
+            return 1;
+        usleep(10 * 1000);
+    }
+    return 0;
 }
 
 Test(store, appends_fail_while_the_database_is_down_none_half_written_and_work_after)
@@ -880,7 +899,7 @@ Test(store, appends_fail_while_the_database_is_down_none_half_written_and_work_a
     rg_error err = RG_ERROR_INIT;
     audit_log *log;
     lines ls;
-    int count[3 * 1000] = {0};
+    static int count[3 * OUTAGE_PUSHES];
 
     use_store(STORE_PG);
     cr_assert_not_null(getenv("PG_DIR"), "the test needs the cluster's directory (PG_DIR)");
@@ -891,26 +910,25 @@ Test(store, appends_fail_while_the_database_is_down_none_half_written_and_work_a
         w[i].id = i;
         cr_assert_eq(pthread_create(&th[i], NULL, outage_thread, &w[i]), 0);
     }
-    usleep(300 * 1000);
-    cr_assert_gt(total(w, 3, offsetof(outage_writer, ok)), 0, "appends work at first");
+    cr_assert(each_positive(w, 3, offsetof(outage_writer, ok)), "appends work at first");
     /* Killed, not shut down: transactions in flight die with it. */
     cr_assert_eq(pg_sh("pg_as_owner \"$PG_BIN/pg_ctl\" -D \"$PG_DIR/data\" -m immediate -w stop "
                        ">/dev/null"),
                  0);
-    usleep(500 * 1000);
-    cr_assert_gt(total(w, 3, offsetof(outage_writer, failed)), 0, "appends fail while it is down");
+    cr_assert(each_positive(w, 3, offsetof(outage_writer, failed)),
+              "appends fail while it is down");
     cr_assert_eq(audit_ready(log, 1024, &err), RG_E_STATE);
     cr_assert_not_null(strstr(err.msg, "the audit log's database cannot be reached"), "%s",
                        err.msg);
     cr_assert_eq(pg_sh("pg_restart 2>/dev/null; pg_psql \"SELECT 1\" >/dev/null"), 0);
     for (int i = 0; i < 3; i++)
         w[i].back = 1;
-    usleep(600 * 1000);
+    cr_assert(each_positive(w, 3, offsetof(outage_writer, ok_after)),
+              "appends work again once it is back (%s)", w[0].last_error);
     for (int i = 0; i < 3; i++) {
         w[i].stop = 1;
         pthread_join(th[i], NULL);
         cr_assert_eq(w[i].other_errors, 0, "every failure is RG_E_STATE: %s", w[i].last_error);
-        cr_assert_gt(w[i].ok_after, 0, "appends work again once it is back (%s)", w[i].last_error);
     }
     cr_assert_eq(audit_ready(log, 1024, &err), 0, "%s", err.msg);
     /* Each push is there whole or not at all; every acknowledged one is there. */
@@ -920,7 +938,7 @@ Test(store, appends_fail_while_the_database_is_down_none_half_written_and_work_a
         count[atoi(jstr(j, "push_id") + 5)]++;
         json_decref(j);
     }
-    for (size_t i = 0; i < 3 * 1000; i++)
+    for (size_t i = 0; i < 3 * OUTAGE_PUSHES; i++)
         cr_assert(count[i] == 0 || count[i] == 3, "push-%zu has %d of its 3 records", i, count[i]);
     cr_assert_geq(ls.n, (size_t)total(w, 3, offsetof(outage_writer, ok)) * 3);
     assert_chain(ls.n, log);
