@@ -2,8 +2,9 @@
 # database's chain; while PostgreSQL is down a push is refused with a
 # reason the pusher sees, nothing lands, and the gateway keeps serving; once
 # it is back pushes land again without a restart; a second gateway on the
-# same state_dir is refused; and a gateway that dies with a forwarded push
-# open has it completed by the next one.
+# same state_dir is refused; a gateway that dies with a forwarded push open
+# has it completed by the next one; and a gateway started while PostgreSQL
+# is down serves, refuses pushes, and recovers by itself.
 . "$REFGATE_SRC/tests/db/lib_audit.sh"
 
 make_upstream app
@@ -99,6 +100,27 @@ test_a_gateway_killed_mid_push_has_its_open_decision_completed_by_the_next() {
   # And it serves: a push lands.
   use_token "$TOKEN"
   push after || { cat "$T/out"; fail "push after the recovery failed"; }
+}
+
+test_a_gateway_started_while_postgres_is_down_serves_and_recovers_by_itself() {
+  pg_kill
+  start_gateway_here
+  use_token "$TOKEN"
+  ! push down-at-start || fail "a push landed while the audit log's database was down"
+  assert_contains "$T/out" "(refgate: the audit log's database cannot be reached"
+  assert_contains "$T/gateway.log" "db_unreachable"
+  pg_back
+  git -C "$T/w" push origin feature/down-at-start >"$T/out" 2>&1 || { cat "$T/out"; fail "push after the database came back failed"; }
+  [ -n "$(upstream_ref app refs/heads/feature/down-at-start)" ] || fail "it did not land"
+  # Its lease is registered by its lease thread once the database answers.
+  for _ in $(seq 1 100); do
+    [ "$(pg_psql "SELECT count(*) FROM gateways WHERE stopped IS NULL AND seen > now() - interval '5 seconds'")" = 1 ] && break
+    sleep 0.1
+  done
+  [ "$(pg_psql "SELECT count(*) FROM gateways WHERE stopped IS NULL AND seen > now() - interval '5 seconds'")" = 1 ] ||
+    fail "no live lease"
+  db_dump "$T/db.jsonl"
+  chain_ok "$T/db.jsonl"
 }
 
 run_tests
