@@ -96,20 +96,18 @@ done:
  * ------------------------------------------------------------------------ */
 
 /* <state_dir>/audit.jsonl into the database's (empty) chain. */
-static int import_audit(const config_model *cfg, db_pool *pool)
+static int import_audit(const config_model *cfg, db_pool *pool, rg_error *err)
 {
-    rg_error err = RG_ERROR_INIT;
     audit_import_result res;
     char path[4200];
+    int rc;
 
     snprintf(path, sizeof(path), "%s/audit.jsonl", cfg->state_dir);
-    if (audit_pg_import(&res, pool, path, &err) < 0) {
-        if (err.code == -ENOENT) {
-            printf("audit: no log at %s, nothing to import\n", path);
-            return 0;
-        }
-        fprintf(stderr, PROG " import: audit: %s\n", err.msg);
-        return -1;
+    if ((rc = audit_pg_import(&res, pool, path, err)) < 0) {
+        if (rc != -ENOENT)
+            return rc;
+        printf("audit: no log at %s, nothing to import\n", path);
+        return 0;
     }
     printf("audit: imported %" PRIu64 " records from %s (%" PRIu64
            " forwarded without an outcome, left pending); head %" PRIu64 ":%s\n",
@@ -117,9 +115,10 @@ static int import_audit(const config_model *cfg, db_pool *pool)
     return 0;
 }
 
+/* A step prints what it moved; on failure it has moved nothing. */
 typedef struct import_step {
     const char *name;
-    int (*run)(const config_model *cfg, db_pool *pool); /* 0, or -1 after saying why */
+    int (*run)(const config_model *cfg, db_pool *pool, rg_error *err);
 } import_step;
 
 static const import_step import_steps[] = {
@@ -143,9 +142,13 @@ static int import(const char *path)
     }
     db_release(pool, c);
     c = NULL;
-    for (size_t i = 0; i < sizeof(import_steps) / sizeof(import_steps[0]); i++)
-        if (import_steps[i].run(cfg, pool) < 0)
+    for (size_t i = 0; i < sizeof(import_steps) / sizeof(import_steps[0]); i++) {
+        if (import_steps[i].run(cfg, pool, &err) < 0) {
+            fprintf(stderr, PROG " import: %s: %s%s\n", import_steps[i].name, err.msg,
+                    i > 0 ? " (the steps above were imported; the rest were not run)" : "");
             goto done;
+        }
+    }
     status = 0;
 done:
     if (c != NULL)
