@@ -86,7 +86,9 @@ int audit_open(audit_log **out, const char *path, rg_error *err);
  * Open the store in the shared database `db` (borrowed: it must outlive the
  * log; schema from `refgate db migrate`) for the gateway `gateway_id`
  * (db_gateway_id_new), whose id each record's row carries so a record it
- * leaves pending is known as its own. Nothing is connected here: a
+ * leaves pending is known as its own; the gateway holds a lease under that
+ * id (db/lease.h) while it appends, or its pending records count as a dead
+ * gateway's. Nothing is connected here: a
  * database that cannot be reached fails the calls that need it, with
  * RG_E_STATE, until it answers again. Several gateways (and several
  * handles) may append to one chain at once: each batch is one transaction

@@ -324,9 +324,15 @@ static void orphan_load(orphan *o, const PGresult *r, int i, const char *me)
     o->repo = json_field_dup(root, "repo");
     o->ref = json_field_dup(root, "ref");
     json_decref(root);
-    snprintf(o->outcome, sizeof(o->outcome),
-             "unknown: gateway %s stopped before upstream answered (completed by gateway %s)",
-             o->gateway ? o->gateway : "(imported from a file log)", me);
+    if (o->gateway != NULL)
+        snprintf(o->outcome, sizeof(o->outcome),
+                 "unknown: gateway %s stopped before upstream answered (completed by gateway %s)",
+                 o->gateway, me);
+    else
+        snprintf(o->outcome, sizeof(o->outcome),
+                 "unknown: the gateway of the imported file log stopped before upstream "
+                 "answered (completed by gateway %s)",
+                 me);
 }
 
 static void orphans_free(orphan *list, size_t n)
@@ -393,10 +399,11 @@ static int complete_batch(audit_pg *g, PGconn *c, size_t *done, rg_error *err)
                                           .decision_seq = list[from].seq,
                                           .outcome = list[from].outcome};
         snprintf(details[i], sizeof(details[i]),
-                 "gateway %s died with %zu forwarded ref update%s without an outcome; "
-                 "completed as unknown by gateway %s",
-                 list[i].gateway ? list[i].gateway : "(imported from a file log)", from - i,
-                 from - i == 1 ? "" : "s", g->gateway);
+                 "%s%s %s %zu forwarded ref update%s without an outcome; completed as unknown "
+                 "by gateway %s",
+                 list[i].gateway ? "gateway " : "the imported file log",
+                 list[i].gateway ? list[i].gateway : "", list[i].gateway ? "died with" : "had",
+                 from - i, from - i == 1 ? "" : "s", g->gateway);
         recs[nrec++] =
             (audit_record){.kind = AUDIT_EVENT, .event = "recovered", .detail = details[i]};
     }

@@ -81,9 +81,9 @@ test_a_gateway_on_the_database_chains_onto_the_import_and_completes_it() {
   head -n "$n" "$T/db.jsonl" | cmp - "$T/state/audit.jsonl" || fail "the imported records changed"
   chain_ok "$T/db.jsonl" || fail "the chain does not verify"
   # The imported pending decision belonged to no live gateway: completed at start.
-  grep -q '"event":"recovered","detail":"gateway (imported from a file log) died with 1 ' "$T/db.jsonl" ||
+  grep -q '"event":"recovered","detail":"the imported file log had 1 forwarded ref update without an outcome; completed as unknown by gateway ' "$T/db.jsonl" ||
     { cat "$T/db.jsonl"; fail "no recovered event"; }
-  grep -q '"ref":"refs/heads/feature/lost","decision_seq":'"$n"',"outcome":"unknown: ' "$T/db.jsonl" ||
+  grep -q '"ref":"refs/heads/feature/lost","decision_seq":'"$n"',"outcome":"unknown: the gateway of the imported file log stopped before upstream answered (completed by gateway ' "$T/db.jsonl" ||
     fail "the pending decision was not completed"
   [ "$(pg_psql "SELECT count(*) FROM audit_records WHERE pending")" = 0 ] || fail "still pending"
   # The file is left alone.
