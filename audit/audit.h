@@ -88,12 +88,11 @@ int audit_open(audit_log **out, const char *path, rg_error *err);
  * (db_gateway_id_new), whose id each record's row carries so a record it
  * leaves pending is known as its own; the gateway holds a lease under that
  * id (db/lease.h) while it appends, or its pending records count as a dead
- * gateway's. Nothing is connected here: a
- * database that cannot be reached fails the calls that need it, with
- * RG_E_STATE, until it answers again. Several gateways (and several
- * handles) may append to one chain at once: each batch is one transaction
- * that locks the chain's head row, takes seq and prev from it, and commits
- * (durable) before audit_append_many returns.
+ * gateway's. Nothing is connected here: a database that cannot be reached
+ * fails the calls that need it, with RG_E_STATE, until it answers again.
+ * Several gateways (and several handles) may append to one chain at once:
+ * each batch is one transaction that locks the chain's head row, takes seq
+ * and prev from it, and commits (durable) before audit_append_many returns.
  *
  * audit_ready checks the database answers now ("the audit log's database
  * cannot be reached: ..." when not). audit_complete_pending completes the
