@@ -352,9 +352,10 @@ static int same_gateway(const char *a, const char *b)
 }
 
 /*
- * In the transaction open on c: lock the head, find up to COMPLETE_BATCH decisions
- * pending for dead gateways, and append an outcome for each plus one
- * "recovered" event per dead gateway. *done gets how many were completed.
+ * In the transaction open on c: lock the head, find up to COMPLETE_BATCH
+ * decisions pending for dead gateways, and append an outcome for each plus
+ * one "recovered" event per dead gateway (per batch: a backlog larger than
+ * a batch gets one event per batch). *done gets how many were completed.
  */
 static int complete_batch(audit_pg *g, PGconn *c, size_t *done, rg_error *err)
 {
