@@ -3,8 +3,9 @@
 # reason the pusher sees, nothing lands, and the gateway keeps serving; once
 # it is back pushes land again without a restart; a second gateway on the
 # same state_dir is refused; a gateway that dies with a forwarded push open
-# has it completed by the next one; and a gateway started while PostgreSQL
-# is down serves, refuses pushes, and recovers by itself.
+# has it completed by the next one; a gateway started while PostgreSQL is
+# down serves, refuses pushes, and recovers by itself; and a live gateway's
+# open decision is left alone by another gateway's sweeps until it stops.
 . "$REFGATE_SRC/tests/db/lib_audit.sh"
 
 make_upstream app
@@ -119,6 +120,38 @@ test_a_gateway_started_while_postgres_is_down_serves_and_recovers_by_itself() {
   done
   [ "$(pg_psql "SELECT count(*) FROM gateways WHERE stopped IS NULL AND seen > now() - interval '5 seconds'")" = 1 ] ||
     fail "no live lease"
+  db_dump "$T/db.jsonl"
+  chain_ok "$T/db.jsonl"
+}
+
+test_a_live_gateways_open_decision_is_left_alone_and_completed_once_it_stops() {
+  local a b seq
+  start_gateway_here
+  use_token "$TOKEN"
+  push live-a || { cat "$T/out"; fail "push failed"; }
+  a=$(pg_psql "SELECT id FROM gateways WHERE stopped IS NULL ORDER BY started DESC LIMIT 1")
+  # Its last decision, made open again: as if its push were still in flight.
+  seq=$(pg_psql "SELECT max(seq) FROM audit_records WHERE kind = 'decision' AND gateway = '$a'")
+  pg_psql "UPDATE audit_records SET pending = true WHERE seq = $seq"
+  # A second gateway on the same database (its own state_dir) sweeps all along.
+  sed 's|"state_dir": "state"|"state_dir": "state-b"|' "$T/refgate.json" >"$T/b.json"
+  "$REFGATE" serve --config "$T/b.json" 2>>"$T/b.log" &
+  b=$!
+  sleep $((10 + 4 + 2))
+  kill -0 "$b" || { cat "$T/b.log"; fail "the second gateway exited"; }
+  [ "$(pg_psql "SELECT pending FROM audit_records WHERE seq = $seq")" = t ] ||
+    fail "a live gateway's open decision was completed"
+  stop_gateway_here
+  trap - EXIT
+  for _ in $(seq 1 200); do
+    [ "$(pg_psql "SELECT pending FROM audit_records WHERE seq = $seq")" = f ] && break
+    sleep 0.05
+  done
+  kill -TERM "$b"; wait "$b" || true
+  [ "$(pg_psql "SELECT pending FROM audit_records WHERE seq = $seq")" = f ] ||
+    fail "the stopped gateway's open decision was not completed"
+  [ "$(pg_psql "SELECT count(*) FROM audit_records WHERE kind = 'outcome' AND decision_seq = $seq AND
+        convert_from(line, 'UTF8') LIKE '%unknown: gateway $a stopped%'")" = 1 ] || fail "not completed once"
   db_dump "$T/db.jsonl"
   chain_ok "$T/db.jsonl"
 }
