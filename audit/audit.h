@@ -1,8 +1,10 @@
 /*
  * The audit log: a hash-chained record of every ref decision of every push
- * and of what became of it, kept by a store behind an ops table (the file
- * `<state_dir>/audit.jsonl` today; a PostgreSQL store can be added behind
- * the same interface).
+ * and of what became of it, kept by a store behind an ops table: the file
+ * `<state_dir>/audit.jsonl` (audit_open), or the tables audit_head and
+ * audit_records of the shared PostgreSQL database (audit_pg_open), one
+ * chain for every gateway of a team. Both stores write the same bytes for
+ * a record, so a chain verifies the same way in either.
  *
  * Record format v2. Every line is one compact JSON object that starts with
  * `"v":2,"seq":N,"prev":"<hex>","time":"<RFC 3339 UTC>","type":"<type>"`:
@@ -38,9 +40,13 @@
  * What any store must guarantee: append-only (a record once appended is
  * never changed or removed); seq contiguous per chain; the exact bytes of
  * each line kept (the chain hashes bytes, not values); a record durable
- * when audit_append_many returns 0; one writer per chain at a time (a
- * second audit_open of a chain in use fails with -EBUSY). A chain alone
- * cannot detect a cut tail: keep the head (audit_head) where the host
+ * when audit_append_many returns 0, and a failed batch not written at all
+ * or, where a crash tore it (the file), found by verify; writers that
+ * cannot fork the chain. The file store allows one writer (a second
+ * audit_open of a file in use fails with -EBUSY); the database store
+ * allows many, serialised by the lock on the head row, each batch one
+ * transaction that chains onto the line committed just before it. A chain
+ * alone cannot detect a cut tail: keep the head (audit_head) where the host
  * cannot rewrite it and verify against it.
  */
 #ifndef RG_AUDIT_AUDIT_H
@@ -84,6 +90,45 @@ typedef struct audit_log audit_log;
  * it can be cut out unseen.
  */
 int audit_open(audit_log **out, const char *path, rg_error *err);
+
+/*
+ * Open the store in the shared database `db` (borrowed: it must outlive the
+ * log; schema from `refgate db migrate`) for the gateway `gateway_id`
+ * (db_gateway_id_new), whose id each record's row carries so a record it
+ * leaves pending is known as its own; the gateway holds a lease under that
+ * id (db/lease.h) while it appends, or its pending records count as a dead
+ * gateway's. Nothing is connected here: a database that cannot be reached
+ * fails the calls that need it, with RG_E_STATE, until it answers again.
+ * Several gateways (and several handles) may append to one chain at once:
+ * each batch is one transaction that locks the chain's head row, takes seq
+ * and prev from it, and commits (durable) before audit_append_many returns.
+ *
+ * audit_ready checks the database answers now ("the audit log's database
+ * cannot be reached: ..." when not). audit_complete_pending completes the
+ * decisions left pending by gateways that are dead (no live lease in the
+ * `gateways` table, db/lease.h; never those of a live gateway nor this
+ * one's), each with an outcome naming the dead gateway and this one, plus a
+ * "recovered" event per dead gateway with the count, in one head-locked
+ * transaction so no record is completed twice.
+ */
+typedef struct db_pool db_pool;
+int audit_pg_open(audit_log **out, db_pool *db, const char *gateway_id, rg_error *err);
+
+typedef struct audit_import_result {
+    uint64_t records;   /* lines imported: the head's seq */
+    uint64_t pending;   /* decisions forwarded without an outcome, now pending in the database */
+    char head_hash[65]; /* the head's hash: the last line's */
+} audit_import_result;
+
+/*
+ * Copy the file log at `path` into the database's chain, each line's exact
+ * bytes, in one transaction, the head set to the last line: `refgate db
+ * import`. Refused (nothing written) when the database's chain is not
+ * empty (RG_E_STATE), the file does not verify (RG_E_TAMPER, naming the
+ * line) or a gateway holds it (-EBUSY). Imported rows name no gateway, so
+ * their pending decisions are completed by the first gateway that sweeps.
+ */
+int audit_pg_import(audit_import_result *out, db_pool *db, const char *path, rg_error *err);
 
 /*
  * Append n records in one fsynced batch; *first_seq (may be NULL) gets the
@@ -136,7 +181,8 @@ int audit_head(audit_log *log, uint64_t *seq, char hash_hex[65], rg_error *err);
  * gateway start, before serving: the scan goes back from the end only to
  * the last "start" or "stop" event (a start comes after this call, so
  * everything before it is complete; a stop is written once every request
- * has ended) or the last v1 line (v1 has no pending records).
+ * has ended) or the last v1 line (v1 has no pending records). This is the
+ * file store's; the database store's is described at audit_pg_open.
  */
 int audit_complete_pending(audit_log *log, size_t *completed, rg_error *err);
 

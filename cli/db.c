@@ -5,19 +5,22 @@
  * an advisory lock). Gateways refuse to start on a schema they do not
  * speak, so this runs before the first `refgate serve` and after upgrades.
  *
- * `refgate db import [--config FILE]`: move what a gateway kept in files
- * under its state_dir into the database, one step per store (each step a
- * function of its own below). The gateway on that state_dir must be
- * stopped (its stores' locks say so); the files are left as they were.
+ * `refgate db import [--config FILE]`: move what a gateway on files kept
+ * under state_dir into the database, one step per kind of state (each its
+ * own transaction, each saying what it moved), stopping at the first that
+ * fails. A step refuses rather than merge into state the database already
+ * has.
  *
- * Exit status: 0 done, 1 failed (or something was refused), 2 usage.
+ * Exit status: 0 done, 1 failed, 2 usage.
  */
 #include "approvals/approvals.h"
+#include "audit/audit.h"
 #include "cli/cli.h"
 #include "config/config.h"
 #include "db/db.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,9 +42,11 @@ static void usage(FILE *f)
             "  migrate        create the schema of the database config \"state.postgres\"\n"
             "                 names, or bring it up to this refgate's version (%d);\n"
             "                 safe to repeat and to run from several hosts at once\n"
-            "  import         move what the gateway kept in files under state_dir into\n"
-            "                 the database (live approvals); stop that gateway first;\n"
-            "                 what the database has already is refused, not replaced\n"
+            "  import         copy the state a gateway on files kept under state_dir\n"
+            "                 into that database: the audit log (its chain intact,\n"
+            "                 into an empty chain), then the live approvals (what the\n"
+            "                 database has already is refused, not replaced); stop\n"
+            "                 the gateway first\n"
             "\n"
             "  --config FILE  the gateway's configuration (default $REFGATE_CONFIG, else\n"
             "                 /etc/refgate/refgate.json)\n",
@@ -94,8 +99,28 @@ done:
 }
 
 /* ------------------------------------------------------------------------
- * import: the approvals step
+ * Import: one step per kind of state
  * ------------------------------------------------------------------------ */
+
+/* <state_dir>/audit.jsonl into the database's (empty) chain. */
+static int import_audit(const config_model *cfg, db_pool *pool, rg_error *err)
+{
+    audit_import_result res;
+    char path[4200];
+    int rc;
+
+    snprintf(path, sizeof(path), "%s/audit.jsonl", cfg->state_dir);
+    if ((rc = audit_pg_import(&res, pool, path, err)) < 0) {
+        if (rc != -ENOENT)
+            return rc;
+        printf("audit: no log at %s, nothing to import\n", path);
+        return 0;
+    }
+    printf("audit: imported %" PRIu64 " records from %s (%" PRIu64
+           " forwarded without an outcome, left pending); head %" PRIu64 ":%s\n",
+           res.records, path, res.pending, res.records, res.head_hash);
+    return 0;
+}
 
 /* Copy a pending approval's kept pack along; one that cannot be is only said. */
 static void import_pack(approvals_store *from, approvals_store *to, const approvals_entry *e,
@@ -117,50 +142,47 @@ static void import_pack(approvals_store *from, approvals_store *to, const approv
 /*
  * Every live approval of <state_dir>/approvals into the database, as it
  * is (id, state, times); one the database has already (its id, or a live
- * approval of the same update) is refused and named. 0, 1 when some were
- * refused, -1 when the step failed.
+ * approval of the same update) is refused and named, and the rest go in.
+ * 0; -EEXIST when some were refused; another negative code when the step
+ * failed.
  */
-static int import_approvals(const config_model *cfg, db_pool *pool)
+static int import_approvals(const config_model *cfg, db_pool *pool, rg_error *err)
 {
-    rg_error err = RG_ERROR_INIT;
     approvals_store *from = NULL, *to = NULL;
     approvals_entry *list = NULL;
     char dir[PATH_MAX];
     int64_t now = (int64_t)time(NULL);
     size_t n = 0, imported = 0, refused = 0;
     struct stat st;
-    int rc = -1;
+    int rc;
 
-    if ((size_t)snprintf(dir, sizeof(dir), "%s/approvals", cfg->state_dir) >= sizeof(dir)) {
-        fprintf(stderr, PROG " import: approvals: %s: path too long\n", cfg->state_dir);
-        return -1;
-    }
+    if ((size_t)snprintf(dir, sizeof(dir), "%s/approvals", cfg->state_dir) >= sizeof(dir))
+        return rg_error_set(err, -ENAMETOOLONG, "%s: path too long", cfg->state_dir);
     if (stat(dir, &st) < 0 && errno == ENOENT) {
         printf("approvals: none (no %s)\n", dir);
         return 0;
     }
     /* The file store's lock: a gateway still serving on it refuses this. */
-    if (approvals_file_open(&from, dir, cfg->approvals.expire, &err) < 0 ||
-        approvals_list(from, &list, &n, now, &err) < 0 ||
-        approvals_pg_open(&to, pool, cfg->approvals.expire, &err) < 0) {
-        fprintf(stderr, PROG " import: approvals: %s%s\n", err.msg,
-                err.code == -EBUSY ? " (stop the gateway first)" : "");
+    if ((rc = approvals_file_open(&from, dir, cfg->approvals.expire, err)) < 0 ||
+        (rc = approvals_list(from, &list, &n, now, err)) < 0 ||
+        (rc = approvals_pg_open(&to, pool, cfg->approvals.expire, err)) < 0) {
+        if (rc == -EBUSY)
+            rg_error_wrap(err, "stop the gateway first");
         goto done;
     }
     for (size_t i = 0; i < n; i++) {
-        if (approvals_pg_import(to, &list[i], &err) == 0) {
+        if ((rc = approvals_pg_import(to, &list[i], err)) == 0) {
             import_pack(from, to, &list[i], now);
             imported++;
-        } else if (err.code == -EEXIST) {
-            fprintf(stderr, PROG " import: refused: %s\n", err.msg);
+        } else if (rc == -EEXIST) {
+            fprintf(stderr, PROG " import: refused: %s\n", err->msg);
             refused++;
         } else {
-            fprintf(stderr, PROG " import: approvals: %s\n", err.msg);
             goto done;
         }
     }
     printf("approvals: %zu imported, %zu refused (already in the database)\n", imported, refused);
-    rc = refused ? 1 : 0;
+    rc = refused ? rg_error_set(err, -EEXIST, "%zu refused (already in the database)", refused) : 0;
 done:
     free(list);
     approvals_close(to);
@@ -168,24 +190,45 @@ done:
     return rc;
 }
 
+/* A step prints what it moved; on failure it says what it could not move. */
+typedef struct import_step {
+    const char *name;
+    int (*run)(const config_model *cfg, db_pool *pool, rg_error *err);
+} import_step;
+
+static const import_step import_steps[] = {
+    {"audit", import_audit},
+    {"approvals", import_approvals},
+};
+
 static int import(const char *path)
 {
     rg_error err = RG_ERROR_INIT;
     config_model *cfg = load(path);
     db_pool *pool = NULL;
-    int status = EXIT_FAILED, reachable = 0, rc;
+    PGconn *c = NULL;
+    int status = EXIT_FAILED;
 
     if (cfg == NULL)
         return EXIT_FAILED;
-    /* Unreachable, err says why (db_startup_check). */
-    if (db_pool_open(&pool, &cfg->state, &err) < 0 ||
-        db_startup_check(pool, &reachable, &err) < 0 || !reachable) {
+    if (db_pool_open(&pool, &cfg->state, &err) < 0 || db_acquire(pool, &c, &err) < 0 ||
+        db_schema_check(c, &err) < 0) {
         fprintf(stderr, PROG " import: %s\n", err.msg);
         goto done;
     }
-    rc = import_approvals(cfg, pool);
-    status = rc == 0 ? 0 : EXIT_FAILED;
+    db_release(pool, c);
+    c = NULL;
+    for (size_t i = 0; i < sizeof(import_steps) / sizeof(import_steps[0]); i++) {
+        if (import_steps[i].run(cfg, pool, &err) < 0) {
+            fprintf(stderr, PROG " import: %s: %s%s\n", import_steps[i].name, err.msg,
+                    i > 0 ? " (the steps above were imported; the rest were not run)" : "");
+            goto done;
+        }
+    }
+    status = 0;
 done:
+    if (c != NULL)
+        db_release(pool, c);
     db_pool_close(pool);
     config_free(cfg);
     return status;
@@ -221,5 +264,5 @@ int cli_db(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    return !strcmp(argv[1], "import") ? import(config) : migrate(config);
+    return strcmp(argv[1], "import") == 0 ? import(config) : migrate(config);
 }

@@ -76,6 +76,9 @@
 
 /* What every ng for a ref the audit log could not take says. */
 #define UNAUDITED_REASON "the audit log cannot be written, so nothing was forwarded"
+#define UNAUDITED_DB_REASON                                                                        \
+    "the audit log's database cannot be reached, so nothing was forwarded; push again once it is " \
+    "back"
 
 /* ---------------------------------------------------------------- state */
 
@@ -96,7 +99,7 @@ typedef struct ref_cmd {
     char refusal[GATEWAY_RESULT_MAX]; /* the ng text when not forwarded */
     char detail[300]; /* what made its deciding rule's conditions hold, for the audit log */
     char audited[GATEWAY_RESULT_MAX + 300]; /* the decision record's reason: reason; detail */
-    int unaudited;                          /* allowed, but the audit log could not take it */
+    int unaudited;                          /* allowed, the audit log refused it; 2: DB down */
     int tentative;                          /* overlap: sent upstream before the decision */
     uint64_t decision_seq;                  /* its decision record, once written */
     gateway_approval_ref approval;          /* when the rules ask about it */
@@ -865,7 +868,8 @@ static void explain(const gateway_receive *r, ref_cmd *c)
     const policy_plan_ref *p = &c->plan;
 
     if (c->unaudited)
-        snprintf(c->reason, sizeof(c->reason), UNAUDITED_REASON);
+        snprintf(c->reason, sizeof(c->reason), "%s",
+                 c->unaudited == 2 ? UNAUDITED_DB_REASON : UNAUDITED_REASON);
     else if (p->atomic_ref && r->content_denied)
         snprintf(c->reason, sizeof(c->reason),
                  "push rejected as a whole because %s is denied for its content", p->atomic_ref);
@@ -952,7 +956,7 @@ static void refuse_unaudited(gateway_receive *r, const rg_error *e)
            rg_log_quote(q, sizeof(q), e->msg));
     for (size_t i = 0; i < r->req->nupdates; i++) {
         if (r->cmds[i].plan.allowed) {
-            r->cmds[i].unaudited = 1;
+            r->cmds[i].unaudited = e->code == RG_E_STATE ? 2 : 1;
             explain(r, &r->cmds[i]);
         }
     }

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -37,6 +38,7 @@
 #include "gateway/control.h"
 #include "gateway/context.h"
 #include "gateway/inflate.h"
+#include "gateway/lease.h"
 #include "gateway/listen.h"
 #include "gateway/published.h"
 #include "gateway/receive.h"
@@ -109,6 +111,9 @@ struct gateway_server {
     int curl_ready;    /* curl_global_init succeeded */
     int url_written;   /* <state_dir>/url is ours to remove */
     int audit_started; /* the start event is in the log: a stop event follows */
+
+    gateway_lease *lease; /* this gateway's lease in the database (ctx.db set) */
+    int dir_lock_fd;      /* the state_dir lock when the audit log is in the database */
     /* The thread that logs the audit head every AUDIT_HEAD_SECONDS. */
     pthread_t head_thread;
     int head_thread_running;
@@ -725,6 +730,26 @@ static void clear_tmp(const char *dir)
     rg_fs_remove_tree(dir, RG_FS_KEEP_TOP, NULL);
 }
 
+/*
+ * The file audit log's flock made its gateway the only one on state_dir
+ * (clear_tmp and the approvals file rely on it). With the audit log in the
+ * database, gateways share the chain, so state_dir gets a lock of its own.
+ */
+static int lock_state_dir(int *fd, const char *state_dir, rg_error *err)
+{
+    char path[4200];
+
+    snprintf(path, sizeof(path), "%s/gateway.lock", state_dir);
+    *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (*fd < 0)
+        return rg_error_set(err, -errno, "%s: %s", path, strerror(errno));
+    if (flock(*fd, LOCK_EX | LOCK_NB) == 0)
+        return 0;
+    return errno == EWOULDBLOCK
+               ? rg_error_set(err, -EBUSY, "%s: in use by another gateway process", state_dir)
+               : rg_error_set(err, -errno, "%s: lock: %s", path, strerror(errno));
+}
+
 /* ------------------------------------------------------------------------
  * The audit log's head
  * ------------------------------------------------------------------------ */
@@ -1017,6 +1042,7 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
     s->ctx.cfg = cfg;
     s->ctx.stopping = &s->stopping;
     s->listen_fd = -1;
+    s->dir_lock_fd = -1;
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->policy_mu, NULL);
     s->local = cfg;
@@ -1081,15 +1107,26 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
         rc = rg_error_set(err, -ENOMEM, "out of memory");
         goto done;
     }
-    snprintf(path, sizeof(path), "%s/audit.jsonl", cfg->state_dir);
-    rc = audit_open(&s->ctx.audit, path, err);
+    if (s->ctx.db != NULL) {
+        rc = lock_state_dir(&s->dir_lock_fd, cfg->state_dir, err);
+        if (rc == 0)
+            rc = audit_pg_open(&s->ctx.audit, s->ctx.db, s->ctx.gateway_id, err);
+    } else {
+        snprintf(path, sizeof(path), "%s/audit.jsonl", cfg->state_dir);
+        rc = audit_open(&s->ctx.audit, path, err);
+    }
     if (rc < 0)
         goto done;
     audit_on_append(s->ctx.audit, audit_timed, s->ctx.metrics);
     /* Before serving, and before the start event: a push the last gateway
      * forwarded without learning its outcome gets one ("unknown"), so
-     * every start event closes what came before it. */
-    rc = audit_complete_pending(s->ctx.audit, &recovered, err);
+     * every start event closes what came before it. In the database, the
+     * lease says which gateways are dead, and its thread sweeps again. */
+    if (s->ctx.db != NULL)
+        rc = gateway_lease_start(&s->lease, s->ctx.db, s->ctx.gateway_id, s->ctx.audit, &recovered,
+                                 err);
+    else
+        rc = audit_complete_pending(s->ctx.audit, &recovered, err);
     if (rc < 0)
         goto done;
     if (recovered > 0)
@@ -1100,7 +1137,7 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
         if (rc < 0)
             goto done;
     } else {
-        /* Behind the audit log's lock, as the only writer of the approvals. */
+        /* Behind the audit log's (or state_dir's) lock, as the only writer of the approvals. */
         snprintf(path, sizeof(path), "%s/approvals", cfg->state_dir);
         rc = approvals_file_open(&s->ctx.approvals, path, cfg->approvals.expire, err);
         if (rc < 0)
@@ -1110,20 +1147,25 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
         approvals_on_release(s->ctx.approvals, give_back, s->spool);
     }
     approvals_expire(s->ctx.approvals, NULL, (int64_t)time(NULL), NULL);
-    /* The audit log's lock makes this the only gateway on state_dir, so
-     * whatever tmp/ holds is left from a crash: quarantines, half-made
-     * mirror clones. Spools are O_TMPFILE and never have names. */
+    /* The audit log's lock (state_dir's, with the database) makes this the
+     * only gateway on state_dir, so whatever tmp/ holds is left from a
+     * crash: quarantines, half-made mirror clones. Spools are O_TMPFILE
+     * and never have names. */
     clear_tmp(s->ctx.tmp_dir);
     rc = gateway_listen_bind(&s->listen_fd, s->url, sizeof(s->url), "listen", cfg->listen_host,
                              cfg->listen_port, err);
     if (rc < 0)
         goto done;
-    snprintf(detail, sizeof(detail), "pid %ld, listening on %s", (long)getpid(), s->url);
+    snprintf(detail, sizeof(detail), "%s%s%spid %ld, listening on %s", s->ctx.db ? "gateway " : "",
+             s->ctx.db ? s->ctx.gateway_id : "", s->ctx.db ? ", " : "", (long)getpid(), s->url);
     rc = audit_event(s, "start", detail);
-    if (rc < 0) {
+    /* A database that cannot be reached at start is no reason not to
+     * serve: pushes are refused until it answers (audit_ready). */
+    if (rc < 0 && s->ctx.db == NULL) {
         rg_error_set(err, rc, "cannot append the start event to the audit log");
         goto done;
     }
+    rc = 0;
     s->audit_started = 1;
     log_audit_head(s);
     /* After the start event, so the policy event that names it follows. */
@@ -1279,11 +1321,15 @@ void gateway_server_stop(gateway_server *s)
     gateway_control_stop(s->control);
     /* Every request has ended: nothing forwarded is left without an outcome. */
     if (s->audit_started) {
-        char detail[64];
-        snprintf(detail, sizeof(detail), "pid %ld", (long)getpid());
+        char detail[96];
+        snprintf(detail, sizeof(detail), "%s%s%spid %ld", s->ctx.db ? "gateway " : "",
+                 s->ctx.db ? s->ctx.gateway_id : "", s->ctx.db ? ", " : "", (long)getpid());
         audit_event(s, "stop", detail);
         log_audit_head(s);
     }
+    /* After the stop event: from now on what this gateway forwarded all
+     * has its outcome, so it may be taken for dead. */
+    gateway_lease_stop(s->lease);
     approvals_close(s->ctx.approvals);
     /* After the control thread and the approvals: a denial gives kept bytes back. */
     gateway_spool_free(s->spool);
@@ -1292,6 +1338,8 @@ void gateway_server_stop(gateway_server *s)
     tokens_key_free(s->ctx.key);
     /* After every store that holds its connections. */
     db_pool_close(s->ctx.db);
+    if (s->dir_lock_fd >= 0)
+        close(s->dir_lock_fd);
     /* Every request has ended: these are the last references. */
     gateway_snapshot_unref(s->current);
     gateway_snapshot_unref(s->base);
