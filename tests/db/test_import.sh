@@ -42,6 +42,7 @@ test_the_file_log_verifies() {
 test_import_copies_the_log_byte_for_byte() {
   write_db_config "$STANDARD_RULES"
   "$REFGATE" db migrate --config "$T/refgate.json" >/dev/null
+  "$REFGATE" policy publish --config "$T/refgate.json" >/dev/null
   local n; n=$(wc -l <"$T/state/audit.jsonl")
   "$REFGATE" db import --config "$T/refgate.json" >"$T/out" 2>&1 || { cat "$T/out"; fail "import failed"; }
   assert_contains "$T/out" "audit: imported $n records from $T/state/audit.jsonl (1 forwarded without an outcome, left pending)"
