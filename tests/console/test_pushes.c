@@ -11,6 +11,7 @@
 #include "console/pushes.h"
 
 static char path[64];
+static const audit_source src = {path, NULL};
 
 /* 120 one-ref pushes p1..p120 (every third denied, run r0..r6), then push
  * p121 with two refs, then an event, then p121's outcome for its first ref. */
@@ -62,7 +63,7 @@ Test(pushes, the_newest_come_first_and_pages_say_whether_older_ones_exist)
     size_t n = 0;
     int more = 0;
 
-    cr_assert_eq(console_pushes_list(&rows, &n, &more, path, &f, 0, 50, &err), 0, "%s", err.msg);
+    cr_assert_eq(console_pushes_list(&rows, &n, &more, &src, &f, 0, 50, &err), 0, "%s", err.msg);
     cr_assert_eq(n, 50);
     cr_expect(more);
     cr_expect_str_eq(rows[0].push_id, "p121");
@@ -73,16 +74,16 @@ Test(pushes, the_newest_come_first_and_pages_say_whether_older_ones_exist)
     cr_expect_str_eq(rows[1].push_id, "p120");
     cr_expect_str_eq(rows[49].push_id, "p72");
     free(rows);
-    cr_assert_eq(console_pushes_list(&rows, &n, &more, path, &f, 2, 50, &err), 0, "%s", err.msg);
+    cr_assert_eq(console_pushes_list(&rows, &n, &more, &src, &f, 2, 50, &err), 0, "%s", err.msg);
     cr_assert_eq(n, 21);
     cr_expect(!more);
     cr_expect_str_eq(rows[20].push_id, "p1");
     free(rows);
-    cr_assert_eq(console_pushes_list(&rows, &n, &more, path, &f, 3, 50, &err), 0);
+    cr_assert_eq(console_pushes_list(&rows, &n, &more, &src, &f, 3, 50, &err), 0);
     cr_expect_eq(n, 0);
     free(rows);
     cr_expect_lt(
-        console_pushes_list(&rows, &n, &more, path, &f, CONSOLE_PUSHES_PAGES_MAX, 50, &err), 0);
+        console_pushes_list(&rows, &n, &more, &src, &f, CONSOLE_PUSHES_PAGES_MAX, 50, &err), 0);
 }
 
 Test(pushes, filters_match_a_push_by_any_of_its_refs)
@@ -93,12 +94,12 @@ Test(pushes, filters_match_a_push_by_any_of_its_refs)
     size_t n = 0;
     int more = 0;
 
-    cr_assert_eq(console_pushes_list(&rows, &n, &more, path, &f, 0, 50, &err), 0);
+    cr_assert_eq(console_pushes_list(&rows, &n, &more, &src, &f, 0, 50, &err), 0);
     cr_assert_eq(n, 1);
     cr_expect_str_eq(rows[0].push_id, "p121");
     free(rows);
     f = (console_push_filter){.run = "r0", .decision = "deny"};
-    cr_assert_eq(console_pushes_list(&rows, &n, &more, path, &f, 0, 50, &err), 0);
+    cr_assert_eq(console_pushes_list(&rows, &n, &more, &src, &f, 0, 50, &err), 0);
     /* i % 7 == 0 and i % 3 == 0: 21, 42, ..., 105. */
     cr_assert_eq(n, 5);
     cr_expect_str_eq(rows[0].push_id, "p105");
@@ -113,7 +114,7 @@ Test(pushes, runs_come_most_recent_first_each_once)
     size_t n = 0;
     int more = 0;
 
-    cr_assert_eq(console_runs_list(&rows, &n, &more, path, 0, 3, &err), 0, "%s", err.msg);
+    cr_assert_eq(console_runs_list(&rows, &n, &more, &src, 0, 3, &err), 0, "%s", err.msg);
     cr_assert_eq(n, 3);
     cr_expect(more);
     cr_expect_str_eq(rows[0].run, "r9");
@@ -122,7 +123,7 @@ Test(pushes, runs_come_most_recent_first_each_once)
     cr_expect_str_eq(rows[2].run, "r0"); /* p119 */
     free(rows);
     /* r0..r6 and r9: eight runs, the last page holds two. */
-    cr_assert_eq(console_runs_list(&rows, &n, &more, path, 2, 3, &err), 0, "%s", err.msg);
+    cr_assert_eq(console_runs_list(&rows, &n, &more, &src, 2, 3, &err), 0, "%s", err.msg);
     cr_assert_eq(n, 2);
     cr_expect(!more);
     free(rows);
@@ -133,16 +134,16 @@ Test(pushes, one_push_joins_its_outcomes)
     console_push p;
     rg_error err = RG_ERROR_INIT;
 
-    cr_assert_eq(console_push_get(&p, path, "p121", &err), 0, "%s", err.msg);
+    cr_assert_eq(console_push_get(&p, &src, "p121", &err), 0, "%s", err.msg);
     cr_assert_eq(p.nrefs, 2);
     cr_expect_str_eq(p.refs[0].ref, "refs/heads/m0");
     cr_expect_str_eq(p.refs[0].outcome, "ok");
     cr_expect_str_eq(p.refs[1].outcome, "pending");
     cr_expect_str_eq(p.run, "r9");
     console_push_clear(&p);
-    cr_expect_eq(console_push_get(&p, path, "p999", &err), -ENOENT);
+    cr_expect_eq(console_push_get(&p, &src, "p999", &err), -ENOENT);
     /* p12 is a prefix of p121: its page holds only its own ref. */
-    cr_assert_eq(console_push_get(&p, path, "p12", &err), 0, "%s", err.msg);
+    cr_assert_eq(console_push_get(&p, &src, "p12", &err), 0, "%s", err.msg);
     cr_expect_eq(p.nrefs, 1);
     cr_expect_str_eq(p.refs[0].ref, "refs/heads/b12");
     console_push_clear(&p);
