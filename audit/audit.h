@@ -173,6 +173,16 @@ typedef struct audit_reader audit_reader;
 /* Open the log for reading from its start; -ENOENT (with a message) when the file is absent. */
 int audit_reader_open(audit_reader **out, const audit_source *src, rg_error *err);
 
+/*
+ * audit_reader_open for a caller that wants only the lines containing
+ * `needle` and checks each line itself: from the database only the rows
+ * holding those bytes are fetched (the filter runs in the server), from
+ * the file every line comes. Line numbers then count the lines handed
+ * over, not the log's.
+ */
+int audit_reader_open_containing(audit_reader **out, const audit_source *src, const char *needle,
+                                 rg_error *err);
+
 /* The next line into *out: returns 1 for a line, 0 at the end, negative on error. */
 int audit_reader_next(audit_reader *r, audit_line *out, rg_error *err);
 

@@ -42,7 +42,7 @@ int audit_back_reader_open(audit_back_reader **out, const audit_source *src, rg_
         return rg_error_set(err, -ENOMEM, "out of memory");
     r->fd = -1;
     if (src->db != NULL) {
-        if ((rc = audit_pg_read_open(&r->pg, src->db, 1, err)) < 0) {
+        if ((rc = audit_pg_read_open(&r->pg, src->db, 1, NULL, err)) < 0) {
             free(r);
             return rc;
         }

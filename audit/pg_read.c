@@ -28,9 +28,9 @@
 
 /*
  * $1: the seq the previous page ended at (NULL for the first page); $2:
- * AUDIT_LINE_MAX; $3: PAGE_BYTES. `before` is what the rows ahead of a row
- * in the page add up to, so a page ends once it passes PAGE_BYTES but
- * always holds its first row.
+ * AUDIT_LINE_MAX; $3: PAGE_BYTES; $4: bytes a row must contain (NULL: any
+ * row). `before` is what the rows ahead of a row in the page add up to, so
+ * a page ends once it passes PAGE_BYTES but always holds its first row.
  */
 #define PAGE_SQL(cmp, dir)                                                                         \
     "SELECT seq, CASE WHEN n <= $2::int THEN line ELSE substring(line FROM 1 FOR $2::int) END,"    \
@@ -38,7 +38,8 @@
     "  FROM (SELECT seq, line, octet_length(line) AS n,"                                           \
     "               sum(octet_length(line)) OVER (ORDER BY seq " dir ") - octet_length(line)"      \
     "                 AS before"                                                                   \
-    "          FROM audit_records WHERE $1::bigint IS NULL OR seq " cmp " $1::bigint"              \
+    "          FROM audit_records WHERE ($1::bigint IS NULL OR seq " cmp " $1::bigint)"            \
+    "           AND ($4::bytea IS NULL OR position($4::bytea IN line) > 0)"                        \
     "         ORDER BY seq " dir " LIMIT " PAGE_ROWS ") AS page"                                   \
     " WHERE before < $3::bigint ORDER BY seq " dir
 
@@ -46,26 +47,31 @@ struct audit_pg_read {
     db_pool *db;
     PGconn *c;
     int backward;
-    int started; /* a row was handed over: last_seq is its seq */
-    int done;    /* a page came back empty */
+    char *needle; /* NULL: every row */
+    int started;  /* a row was handed over: last_seq is its seq */
+    int done;     /* a page came back empty */
     long long last_seq;
     PGresult *page;
     int row;             /* the next row of page to hand over */
     unsigned char *line; /* the current row's bytes (PQunescapeBytea), NUL-terminated */
 };
 
-int audit_pg_read_open(audit_pg_read **out, db_pool *db, int backward, rg_error *err)
+int audit_pg_read_open(audit_pg_read **out, db_pool *db, int backward, const char *needle,
+                       rg_error *err)
 {
     audit_pg_read *r;
     int rc;
 
     *out = NULL;
-    if ((r = calloc(1, sizeof(*r))) == NULL)
+    if ((r = calloc(1, sizeof(*r))) == NULL ||
+        (needle != NULL && (r->needle = strdup(needle)) == NULL)) {
+        free(r);
         return rg_error_set(err, -ENOMEM, "out of memory");
+    }
     r->db = db;
     r->backward = backward;
     if ((rc = db_acquire(db, &r->c, err)) < 0) {
-        free(r);
+        audit_pg_read_free(r);
         return rc;
     }
     if ((rc = db_schema_check(r->c, err)) < 0 ||
@@ -83,7 +89,9 @@ static int fetch_page(audit_pg_read *r, rg_error *err)
     static const char *const forward_sql = PAGE_SQL(">", "ASC");
     static const char *const backward_sql = PAGE_SQL("<", "DESC");
     char after[32], cap[32], budget[32];
-    const char *params[3] = {NULL, cap, budget};
+    const char *params[4] = {NULL, cap, budget, r->needle};
+    /* The needle goes as binary bytea: its bytes as they are, no escapes. */
+    int lengths[4] = {0, 0, 0, r->needle ? (int)strlen(r->needle) : 0}, formats[4] = {0, 0, 0, 1};
 
     PQclear(r->page);
     r->page = NULL;
@@ -94,8 +102,8 @@ static int fetch_page(audit_pg_read *r, rg_error *err)
     }
     snprintf(cap, sizeof(cap), "%d", AUDIT_LINE_MAX);
     snprintf(budget, sizeof(budget), "%d", PAGE_BYTES);
-    return db_exec(r->c, &r->page, "reading the audit log",
-                   r->backward ? backward_sql : forward_sql, 3, params, err);
+    return db_exec_bin(r->c, &r->page, "reading the audit log",
+                       r->backward ? backward_sql : forward_sql, 4, params, lengths, formats, err);
 }
 
 /* The bytes of a bytea column in text form ("\x..."), unescaped into *out. */
@@ -194,6 +202,7 @@ void audit_pg_read_free(audit_pg_read *r)
         return;
     PQclear(r->page);
     free(r->line);
+    free(r->needle);
     if (r->c != NULL) {
         db_rollback(r->c);
         db_release(r->db, r->c);

@@ -38,6 +38,12 @@ struct audit_reader {
 
 int audit_reader_open(audit_reader **out, const audit_source *src, rg_error *err)
 {
+    return audit_reader_open_containing(out, src, NULL, err);
+}
+
+int audit_reader_open_containing(audit_reader **out, const audit_source *src, const char *needle,
+                                 rg_error *err)
+{
     const char *path = src->path;
     audit_reader *r;
     int rc = 0;
@@ -51,7 +57,7 @@ int audit_reader_open(audit_reader **out, const audit_source *src, rg_error *err
     r->fd = -1;
     rg_buf_init(&r->line, AUDIT_LINE_MAX);
     if (src->db != NULL) {
-        if ((rc = audit_pg_read_open(&r->pg, src->db, 0, err)) < 0)
+        if ((rc = audit_pg_read_open(&r->pg, src->db, 0, needle, err)) < 0)
             goto done;
         *out = r;
         return 0;
@@ -345,7 +351,7 @@ int audit_read_head(uint64_t *seq, char hash_hex[65], const audit_source *src, r
         return audit_file_read_head(seq, hash_hex, src->path, err);
     *seq = 0;
     memcpy(hash_hex, AUDIT_ZERO_HASH, AUDIT_HASH_HEX + 1);
-    if ((rc = audit_pg_read_open(&pg, src->db, 1, err)) < 0)
+    if ((rc = audit_pg_read_open(&pg, src->db, 1, NULL, err)) < 0)
         return rc;
     if ((rc = audit_pg_read_head(pg, seq, hash_hex, err)) < 0 ||
         (rc = audit_pg_read_next(pg, &row, err)) < 0)

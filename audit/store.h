@@ -63,7 +63,9 @@ typedef struct audit_pg_row {
     unsigned char sha256[AUDIT_HASH_LEN]; /* of all the stored bytes */
 } audit_pg_row;
 
-int audit_pg_read_open(audit_pg_read **out, struct db_pool *db, int backward, rg_error *err);
+/* Only rows whose bytes contain `needle` when it is not NULL. */
+int audit_pg_read_open(audit_pg_read **out, struct db_pool *db, int backward, const char *needle,
+                       rg_error *err);
 
 /* The next row: 1, 0 after the last, negative (RG_E_STATE) on error. */
 int audit_pg_read_next(audit_pg_read *r, audit_pg_row *out, rg_error *err);

@@ -213,7 +213,7 @@ int console_push_get(console_push *out, const audit_source *log, const char *pus
     int rc, version;
 
     memset(out, 0, sizeof(*out));
-    if ((rc = audit_reader_open(&rd, log, err)) < 0)
+    if ((rc = audit_reader_open_containing(&rd, log, push_id, err)) < 0)
         return rc;
     /* Bounded: one step per line of the log. */
     while ((rc = audit_reader_next(rd, &line, err)) > 0) {

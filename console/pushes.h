@@ -74,7 +74,11 @@ typedef struct console_push {
     size_t nrefs;
 } console_push;
 
-/* The push `push_id` and its refs' outcomes; -ENOENT when the log has no such push. */
+/*
+ * The push `push_id` and its refs' outcomes; -ENOENT when the log has no
+ * such push. The file is read through; from the database only the rows
+ * that name the push are fetched.
+ */
 int console_push_get(console_push *out, const audit_source *log, const char *push_id,
                      rg_error *err);
 
