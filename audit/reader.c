@@ -281,7 +281,7 @@ static int verify(audit_verify_result *out, const audit_source *src, uint64_t he
                     (unsigned long long)(line.number - 1), (unsigned long long)(line.number - 1));
             break;
         }
-        if (line.stored_seq != 0 && line.stored_seq != (uint64_t)json_integer_value(seq)) {
+        if (r->pg != NULL && line.stored_seq != (uint64_t)json_integer_value(seq)) {
             bad(out, line.number,
                 "the row with seq %llu holds the record with seq %lld (the row was renumbered)",
                 (unsigned long long)line.stored_seq, (long long)json_integer_value(seq));
