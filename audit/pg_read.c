@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PAGE_ROWS  "256"
+#define PAGE_ROWS  "1000"
 #define PAGE_BYTES (4 * 1024 * 1024)
 
 /*
@@ -31,17 +31,19 @@
  * AUDIT_LINE_MAX; $3: PAGE_BYTES; $4: bytes a row must contain (NULL: any
  * row). `before` is what the rows ahead of a row in the page add up to, so
  * a page ends once it passes PAGE_BYTES but always holds its first row.
+ * The result comes in binary: the bytes of a line as stored, the numbers
+ * as text.
  */
 #define PAGE_SQL(cmp, dir)                                                                         \
-    "SELECT seq, CASE WHEN n <= $2::int THEN line ELSE substring(line FROM 1 FOR $2::int) END,"    \
-    "       n, CASE WHEN n > $2::int THEN sha256(line) END"                                        \
+    "SELECT seq::text, CASE WHEN n <= $2::int THEN line ELSE substring(line FROM 1 FOR $2::int)"   \
+    "       END, n::text, CASE WHEN n > $2::int THEN sha256(line) END"                             \
     "  FROM (SELECT seq, line, octet_length(line) AS n,"                                           \
     "               sum(octet_length(line)) OVER (ORDER BY seq " dir ") - octet_length(line)"      \
     "                 AS before"                                                                   \
     "          FROM audit_records WHERE ($1::bigint IS NULL OR seq " cmp " $1::bigint)"            \
     "           AND ($4::bytea IS NULL OR position($4::bytea IN line) > 0)"                        \
     "         ORDER BY seq " dir " LIMIT " PAGE_ROWS ") AS page"                                   \
-    " WHERE before < $3::bigint ORDER BY seq " dir
+    " WHERE before < $3::bigint ORDER BY page.seq " dir
 
 struct audit_pg_read {
     db_pool *db;
@@ -52,8 +54,7 @@ struct audit_pg_read {
     int done;     /* a page came back empty */
     long long last_seq;
     PGresult *page;
-    int row;             /* the next row of page to hand over */
-    unsigned char *line; /* the current row's bytes (PQunescapeBytea), NUL-terminated */
+    int row; /* the next row of page to hand over */
 };
 
 int audit_pg_read_open(audit_pg_read **out, db_pool *db, int backward, const char *needle,
@@ -102,26 +103,13 @@ static int fetch_page(audit_pg_read *r, rg_error *err)
     }
     snprintf(cap, sizeof(cap), "%d", AUDIT_LINE_MAX);
     snprintf(budget, sizeof(budget), "%d", PAGE_BYTES);
-    return db_exec_bin(r->c, &r->page, "reading the audit log",
-                       r->backward ? backward_sql : forward_sql, 4, params, lengths, formats, err);
-}
-
-/* The bytes of a bytea column in text form ("\x..."), unescaped into *out. */
-static int bytea_value(unsigned char **out, size_t *len, const PGresult *page, int row, int col,
-                       rg_error *err)
-{
-    *out = PQunescapeBytea((const unsigned char *)PQgetvalue(page, row, col), len);
-    if (*out == NULL)
-        return rg_error_set(err, -ENOMEM, "reading the audit log: cannot decode a line");
-    return 0;
+    return db_query_bin(r->c, &r->page, "reading the audit log",
+                        r->backward ? backward_sql : forward_sql, 4, params, lengths, formats, err);
 }
 
 int audit_pg_read_next(audit_pg_read *r, audit_pg_row *out, rg_error *err)
 {
-    unsigned char *bytes = NULL, *sha = NULL;
     unsigned int mdlen = 0;
-    size_t len = 0, shalen = 0;
-    unsigned char *grown;
     int rc;
 
     memset(out, 0, sizeof(*out));
@@ -138,33 +126,18 @@ int audit_pg_read_next(audit_pg_read *r, audit_pg_row *out, rg_error *err)
             return 0;
         }
     }
-    if ((rc = bytea_value(&bytes, &len, r->page, r->row, 1, err)) < 0)
-        return rc;
-    /* A NUL-terminated copy, as the file readers hand lines over. */
-    grown = malloc(len + 1);
-    if (grown == NULL) {
-        PQfreemem(bytes);
-        return rg_error_set(err, -ENOMEM, "out of memory");
-    }
-    memcpy(grown, bytes, len);
-    grown[len] = '\0';
-    PQfreemem(bytes);
-    free(r->line);
-    r->line = grown;
-    out->data = (const char *)r->line;
-    out->len = len;
+    /* libpq ends every value, binary too, with a NUL: the line is handed
+     * over in place, valid until the next page replaces it. */
+    out->data = PQgetvalue(r->page, r->row, 1);
+    out->len = (size_t)PQgetlength(r->page, r->row, 1);
     out->seq = strtoull(PQgetvalue(r->page, r->row, 0), NULL, 10);
     out->full_len = strtoull(PQgetvalue(r->page, r->row, 2), NULL, 10);
     if (!PQgetisnull(r->page, r->row, 3)) {
         /* Cut: the server hashed all of it. */
-        if ((rc = bytea_value(&sha, &shalen, r->page, r->row, 3, err)) < 0)
-            return rc;
-        if (shalen == AUDIT_HASH_LEN)
-            memcpy(out->sha256, sha, AUDIT_HASH_LEN);
-        PQfreemem(sha);
-        if (shalen != AUDIT_HASH_LEN)
+        if (PQgetlength(r->page, r->row, 3) != AUDIT_HASH_LEN)
             return rg_error_set(err, -EIO, "reading the audit log: a bad hash from the database");
-    } else if (EVP_Digest(r->line, len, out->sha256, &mdlen, EVP_sha256(), NULL) != 1 ||
+        memcpy(out->sha256, PQgetvalue(r->page, r->row, 3), AUDIT_HASH_LEN);
+    } else if (EVP_Digest(out->data, out->len, out->sha256, &mdlen, EVP_sha256(), NULL) != 1 ||
                mdlen != AUDIT_HASH_LEN) {
         return rg_error_set(err, -EIO, "SHA-256 failed");
     }
@@ -201,7 +174,6 @@ void audit_pg_read_free(audit_pg_read *r)
     if (r == NULL)
         return;
     PQclear(r->page);
-    free(r->line);
     free(r->needle);
     if (r->c != NULL) {
         db_rollback(r->c);

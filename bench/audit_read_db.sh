@@ -60,15 +60,18 @@ echo "plan of a page (forward, from seq 1000):"
 pg_psql "EXPLAIN SELECT seq, line FROM (SELECT seq, line, sum(octet_length(line)) OVER (ORDER BY seq ASC) - octet_length(line) AS before FROM audit_records WHERE (1000::bigint IS NULL OR seq > 1000::bigint) AND (NULL::bytea IS NULL OR position(NULL::bytea IN line) > 0) ORDER BY seq ASC LIMIT 256) AS page WHERE before < 4194304" |
   sed 's/^/  /'
 
-# median_time CONFIG ARGS...: the median wall seconds of `refgate audit ARGS` over RUNS.
+# median_time CONFIG ARGS...: the median wall seconds of `refgate audit ARGS`
+# over RUNS; exits when one fails (a fast failure is no figure).
 median_time() {
-  local cfg=$1 i t0 t1; shift
+  local cfg=$1 i t0 t1 times=""; shift
   for i in $(seq 1 "$RUNS"); do
     t0=$(date +%s.%N)
-    "$REFGATE" audit "$@" --config "$cfg" >/dev/null
+    "$REFGATE" audit "$@" --config "$cfg" >/dev/null ||
+      { echo "bench/audit_read_db.sh: refgate audit $* failed on $cfg" >&2; exit 1; }
     t1=$(date +%s.%N)
-    echo "$t1 - $t0" | bc
-  done | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
+    times+="$(echo "$t1 - $t0" | bc)"$'\n'
+  done
+  printf '%s' "$times" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'
 }
 
 printf '%-8s %10s %10s %8s\n' measure "file s" "db s" "db/file"
