@@ -195,11 +195,29 @@ void audit_close(audit_log *log);
 /* The longest line a reader hands over whole; our own lines stay far below. */
 #define AUDIT_LINE_MAX (1024 * 1024)
 
+struct db_pool;
+
+/*
+ * Where the log is read from: the file at `path`, or, when `db` is set
+ * (config "state.postgres"), the database's audit_records, a row's `line`
+ * being the exact bytes of a line without its newline (`path` is then not
+ * used). Both borrowed. In the database every reader works in one
+ * read-only snapshot (REPEATABLE READ) held on one pooled connection from
+ * open to free, and fetches rows a page at a time by seq, so it never
+ * holds the table and sees no append half made. An unreachable database
+ * or one whose schema is not this build's fails the open with RG_E_STATE.
+ */
+typedef struct audit_source {
+    const char *path;
+    struct db_pool *db;
+} audit_source;
+
 typedef struct audit_line {
     /* The line without its newline, NUL-terminated; valid until the next call. */
     const char *data;
     size_t len;
-    uint64_t number;          /* 1-based */
+    uint64_t number;          /* 1-based: the line in the file, the row in seq order */
+    uint64_t stored_seq;      /* the database row's seq (0 from the file) */
     int torn;                 /* the file ends without a newline after it */
     int too_long;             /* longer than AUDIT_LINE_MAX: data holds only the start */
     unsigned char sha256[32]; /* of all the line's bytes, as the next `prev` names it */
@@ -207,8 +225,18 @@ typedef struct audit_line {
 
 typedef struct audit_reader audit_reader;
 
-/* Open the log at `path` for reading; -ENOENT (with a message) when absent. */
-int audit_reader_open(audit_reader **out, const char *path, rg_error *err);
+/* Open the log for reading from its start; -ENOENT (with a message) when the file is absent. */
+int audit_reader_open(audit_reader **out, const audit_source *src, rg_error *err);
+
+/*
+ * audit_reader_open for a caller that wants only the lines containing
+ * `needle` and checks each line itself: from the database only the rows
+ * holding those bytes are fetched (the filter runs in the server), from
+ * the file every line comes. Line numbers then count the lines handed
+ * over, not the log's.
+ */
+int audit_reader_open_containing(audit_reader **out, const audit_source *src, const char *needle,
+                                 rg_error *err);
 
 /* The next line into *out: returns 1 for a line, 0 at the end, negative on error. */
 int audit_reader_next(audit_reader *r, audit_line *out, rg_error *err);
@@ -223,11 +251,11 @@ void audit_reader_free(audit_reader *r);
  */
 typedef struct audit_back_reader audit_back_reader;
 
-int audit_back_reader_open(audit_back_reader **out, const char *path, rg_error *err);
+int audit_back_reader_open(audit_back_reader **out, const audit_source *src, rg_error *err);
 
 /*
  * The previous line: 1 with *data and *len set (NUL-terminated, valid until
- * the next call), 0 at the start of the file, negative on error.
+ * the next call), 0 at the start of the log, negative on error.
  */
 int audit_back_reader_prev(audit_back_reader *r, const char **data, size_t *len, rg_error *err);
 
@@ -243,12 +271,14 @@ struct json_t;
 int audit_json_kind(int *version, const struct json_t *obj);
 
 /*
- * The head of the file log at `path` without opening it as a writer (a
- * running gateway holds its lock): the seq of the last complete record
- * line and its SHA-256 hex. An unterminated last line (an append in
- * progress, or torn) is not part of the head.
+ * The head of the log without opening it as a writer (a running gateway
+ * holds the file's lock): the seq of the last complete record line and
+ * its SHA-256 hex. In the file an unterminated last line (an append in
+ * progress, or torn) is not part of the head. In the database the head is
+ * the audit_head row, and RG_E_STATE when it does not name the last
+ * record (seq and hash): a head that cannot be trusted is not handed out.
  */
-int audit_read_head(uint64_t *seq, char hash_hex[65], const char *path, rg_error *err);
+int audit_read_head(uint64_t *seq, char hash_hex[65], const audit_source *src, rg_error *err);
 
 /* ------------------------------------------------------------------------
  * Verification
@@ -259,29 +289,36 @@ typedef struct audit_verify_result {
     uint64_t last_seq; /* seq of the last record read */
     uint64_t bad_line; /* 1-based number of the first bad line, 0 if none */
     int head_bad;      /* the log does not reach the given head, or differs at it */
+    int db_head_bad;   /* the database's audit_head row does not name the last record */
     char why[256];     /* what is wrong, without a "line N: " prefix */
 } audit_verify_result;
 
 /*
- * Check the chain of the log at `path`, streaming it. A line is bad when it
- * is torn (no newline at the end of the file), not a JSON object, longer
- * than AUDIT_LINE_MAX, has a `seq` other than the previous one plus 1 (the
- * first is 1), or a `prev` other than the hash of the previous line (64
- * zeros for the first). Changing a line's bytes without breaking its JSON
- * is seen at the next line, whose `prev` no longer matches; `why` then
- * names the changed line. v1 and v2 lines may share one chain. Returns 0
- * when it could be read (then out->bad_line says whether it is intact),
- * negative when not (-ENOENT when there is no log).
+ * Check the chain of the log, streaming it. A line is bad when it is torn
+ * (no newline at the end of the file), not a JSON object, longer than
+ * AUDIT_LINE_MAX, has a `seq` other than the previous one plus 1 (the
+ * first is 1) or, in the database, other than its row's seq, or a `prev`
+ * other than the hash of the previous line (64 zeros for the first).
+ * Changing a line's bytes without breaking its JSON is seen at the next
+ * line, whose `prev` no longer matches; `why` then names the changed line.
+ * v1 and v2 lines may share one chain. In the database an intact chain is
+ * then checked against the audit_head row, read in the same snapshot:
+ * when it does not name the last record, out->db_head_bad is set and `why`
+ * says whether records were cut from the end, the head was moved back, or
+ * the last record (or the head's hash) was changed. Returns 0 when it
+ * could be read (then bad_line and db_head_bad say whether it is intact),
+ * negative when not (-ENOENT when there is no file).
  */
-int audit_verify(audit_verify_result *out, const char *path, rg_error *err);
+int audit_verify(audit_verify_result *out, const audit_source *src, rg_error *err);
 
 /*
  * audit_verify, and then check the log reaches a head kept apart from it:
  * it has a record with seq `head_seq` whose line hashes to `head_hash`
  * (hex). When not, out->head_bad is set and `why` says whether the log
- * ends before that seq (records were cut from its end) or differs there.
+ * ends before that seq (records were cut from its end) or differs there;
+ * that is checked before the database's own head.
  */
-int audit_verify_head(audit_verify_result *out, const char *path, uint64_t head_seq,
+int audit_verify_head(audit_verify_result *out, const audit_source *src, uint64_t head_seq,
                       const char *head_hash, rg_error *err);
 
 #endif

@@ -295,10 +295,11 @@ int console_page_push(rg_buf *body, const console_view *v, const char *push_id)
     console_push p;
     rg_error e = RG_ERROR_INIT, dir_err = RG_ERROR_INIT;
     char path[4200], *gitdir = NULL;
+    audit_source src;
     int mirror = 0, rc = 0;
 
-    snprintf(path, sizeof(path), "%s/audit.jsonl", cfg->state_dir);
-    if (console_push_get(&p, path, push_id, &e) < 0) {
+    src = console_log_source(path, sizeof(path), v);
+    if (console_push_get(&p, &src, push_id, &e) < 0) {
         PUT(body, "<p class=\"error\">");
         TEXT(body, e.msg);
         PUT(body, "</p>");

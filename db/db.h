@@ -75,6 +75,13 @@ int db_exec(PGconn *c, PGresult **out, const char *what, const char *sql, int np
 int db_exec_bin(PGconn *c, PGresult **out, const char *what, const char *sql, int nparams,
                 const char *const *params, const int *lengths, const int *formats, rg_error *err);
 
+/*
+ * As db_exec_bin, with every column of the result in binary (bytea as its
+ * raw bytes; cast what should come as text to text).
+ */
+int db_query_bin(PGconn *c, PGresult **out, const char *what, const char *sql, int nparams,
+                 const char *const *params, const int *lengths, const int *formats, rg_error *err);
+
 /* The SQLSTATE of a failed result, or "" (e.g. "23505" for a unique violation). */
 const char *db_sqlstate(const PGresult *r);
 

@@ -205,7 +205,8 @@ static audit_verify_result verify_log(void)
     rg_error err = RG_ERROR_INIT;
     audit_verify_result res;
 
-    cr_assert_eq(audit_verify(&res, logpath, &err), 0, "verify: %s", err.msg);
+    cr_assert_eq(audit_verify(&res, &(audit_source){.path = logpath}, &err), 0, "verify: %s",
+                 err.msg);
     return res;
 }
 
@@ -579,7 +580,7 @@ Test(audit, verify_of_a_missing_log_is_enoent)
     rg_error err = RG_ERROR_INIT;
     audit_verify_result res;
 
-    cr_assert_eq(audit_verify(&res, logpath, &err), -ENOENT);
+    cr_assert_eq(audit_verify(&res, &(audit_source){.path = logpath}, &err), -ENOENT);
 }
 
 /* ------------------------------------------------------------------------
@@ -600,7 +601,7 @@ Test(audit, the_reader_yields_each_line_with_its_hash)
     append_records(1, 3);
     spit_append(logpath, "\npartial");
     buf = slurp(logpath, NULL);
-    cr_assert_eq(audit_reader_open(&r, logpath, &err), 0);
+    cr_assert_eq(audit_reader_open(&r, &(audit_source){.path = logpath}, &err), 0);
     while (audit_reader_next(r, &line, &err) == 1) {
         n++;
         cr_assert_eq(line.number, (uint64_t)n);
@@ -1272,14 +1273,16 @@ Test(audit, head_is_the_last_seq_and_its_line_hash)
     cr_assert_str_eq(hash, want);
 
     /* Read from outside while the writer holds the log. */
-    cr_assert_eq(audit_read_head(&seq, hash, logpath, &err), 0, "%s", err.msg);
+    cr_assert_eq(audit_read_head(&seq, hash, &(audit_source){.path = logpath}, &err), 0, "%s",
+                 err.msg);
     cr_assert_eq(seq, 3);
     cr_assert_str_eq(hash, want);
     audit_close(log);
 
     /* An append in progress (no newline yet) is not part of the head. */
     spit_append(logpath, "{\"v\":2,\"seq\":4,\"pr");
-    cr_assert_eq(audit_read_head(&seq, hash, logpath, &err), 0, "%s", err.msg);
+    cr_assert_eq(audit_read_head(&seq, hash, &(audit_source){.path = logpath}, &err), 0, "%s",
+                 err.msg);
     cr_assert_eq(seq, 3);
     cr_assert_str_eq(hash, want);
     /* Reopening terminates the torn line; the head stays at the last record. */
@@ -1296,9 +1299,9 @@ Test(audit, read_head_of_an_empty_or_missing_log)
     char hash[65];
     uint64_t seq = 5;
 
-    cr_assert_eq(audit_read_head(&seq, hash, logpath, &err), -ENOENT);
+    cr_assert_eq(audit_read_head(&seq, hash, &(audit_source){.path = logpath}, &err), -ENOENT);
     audit_close(open_log());
-    cr_assert_eq(audit_read_head(&seq, hash, logpath, &err), 0);
+    cr_assert_eq(audit_read_head(&seq, hash, &(audit_source){.path = logpath}, &err), 0);
     cr_assert_eq(seq, 0);
     cr_assert_str_eq(hash, ZEROS);
 }
@@ -1360,7 +1363,8 @@ ParameterizedTest(case_index *ci, audit, verify_head_finds_a_cut_tail)
     /* The chain alone cannot tell. */
     assert_intact((uint64_t)(10 - c->cut + c->rewrite));
 
-    cr_assert_eq(audit_verify_head(&res, logpath, seq, hash, &err), 0, "%s", err.msg);
+    cr_assert_eq(audit_verify_head(&res, &(audit_source){.path = logpath}, seq, hash, &err), 0,
+                 "%s", err.msg);
     cr_assert_eq(res.bad_line, 0);
     cr_assert_eq(res.head_bad, !c->intact, "%s", res.why);
     if (c->why)
