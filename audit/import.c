@@ -188,6 +188,7 @@ done:
 
 int audit_pg_import(audit_import_result *out, db_pool *db, const char *path, rg_error *err)
 {
+    const audit_source file = {.path = path, .db = NULL};
     audit_verify_result v;
     audit_reader *rd = NULL;
     PGconn *c = NULL;
@@ -205,7 +206,7 @@ int audit_pg_import(audit_import_result *out, db_pool *db, const char *path, rg_
                  : rg_error_set(err, -errno, "%s: lock: %s", path, strerror(errno));
         goto done;
     }
-    if ((rc = audit_verify(&v, path, err)) < 0)
+    if ((rc = audit_verify(&v, &file, err)) < 0)
         goto done;
     if (v.bad_line != 0) {
         rc = rg_error_set(err, RG_E_TAMPER,
@@ -213,7 +214,7 @@ int audit_pg_import(audit_import_result *out, db_pool *db, const char *path, rg_
                           v.bad_line, v.why);
         goto done;
     }
-    if ((rc = audit_reader_open(&rd, path, err)) < 0)
+    if ((rc = audit_reader_open(&rd, &file, err)) < 0)
         goto done;
     if ((rc = db_acquire(db, &c, err)) < 0)
         goto done;

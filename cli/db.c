@@ -37,7 +37,7 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: refgate db migrate [--config FILE]\n"
-            "       refgate db import [--config FILE]\n"
+            "       refgate db import [--config FILE] [--only STEP[,STEP...]]\n"
             "\n"
             "  migrate        create the schema of the database config \"state.postgres\"\n"
             "                 names, or bring it up to this refgate's version (%d);\n"
@@ -48,6 +48,9 @@ static void usage(FILE *f)
             "                 database has already is refused, not replaced); stop\n"
             "                 the gateway first\n"
             "\n"
+            "  --only STEPS   import only these steps (audit, approvals), e.g. to add a\n"
+            "                 second gateway's approvals to a database whose audit\n"
+            "                 chain is already in use\n"
             "  --config FILE  the gateway's configuration (default $REFGATE_CONFIG, else\n"
             "                 /etc/refgate/refgate.json)\n",
             DB_SCHEMA_VERSION);
@@ -201,7 +204,35 @@ static const import_step import_steps[] = {
     {"approvals", import_approvals},
 };
 
-static int import(const char *path)
+/* Whether step `name` is in the comma-separated `only` (NULL: every step). */
+static int step_wanted(const char *only, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (const char *p = only; p != NULL; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == '\0'))
+            return 1;
+    return only == NULL;
+}
+
+/* Whether every name in `only` is a step; says which is not. */
+static int steps_known(const char *only)
+{
+    for (const char *p = only; p != NULL; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        size_t len = strcspn(p, ","), i;
+
+        for (i = 0; i < sizeof(import_steps) / sizeof(import_steps[0]); i++)
+            if (strlen(import_steps[i].name) == len && !strncmp(p, import_steps[i].name, len))
+                break;
+        if (i == sizeof(import_steps) / sizeof(import_steps[0])) {
+            fprintf(stderr, PROG " import: --only: no step '%.*s'\n\n", (int)len, p);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int import(const char *path, const char *only)
 {
     rg_error err = RG_ERROR_INIT;
     config_model *cfg = load(path);
@@ -219,6 +250,8 @@ static int import(const char *path)
     db_release(pool, c);
     c = NULL;
     for (size_t i = 0; i < sizeof(import_steps) / sizeof(import_steps[0]); i++) {
+        if (!step_wanted(only, import_steps[i].name))
+            continue;
         if (import_steps[i].run(cfg, pool, &err) < 0) {
             fprintf(stderr, PROG " import: %s: %s%s\n", import_steps[i].name, err.msg,
                     i > 0 ? " (the steps above were imported; the rest were not run)" : "");
@@ -236,8 +269,8 @@ done:
 
 int cli_db(int argc, char **argv)
 {
-    const char *config = getenv("REFGATE_CONFIG"), *value;
-    int m;
+    const char *config = getenv("REFGATE_CONFIG"), *value, *only = NULL;
+    int m, importing;
 
     if (config == NULL || *config == '\0')
         config = "/etc/refgate/refgate.json";
@@ -249,6 +282,7 @@ int cli_db(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
+    importing = strcmp(argv[1], "import") == 0;
     for (int i = 2; i < argc; i++) {
         if (cli_is_help(argv[i])) {
             usage(stdout);
@@ -258,11 +292,17 @@ int cli_db(int argc, char **argv)
             if (m < 0)
                 return EXIT_USAGE;
             config = value;
+        } else if (importing && (m = cli_opt_value(&value, argc, argv, &i, "--only", PROG)) != 0) {
+            if (m < 0 || !steps_known(value)) {
+                usage(stderr);
+                return EXIT_USAGE;
+            }
+            only = value;
         } else {
             fprintf(stderr, PROG ": unexpected argument '%s'\n\n", argv[i]);
             usage(stderr);
             return EXIT_USAGE;
         }
     }
-    return strcmp(argv[1], "import") == 0 ? import(config) : migrate(config);
+    return importing ? import(config, only) : migrate(config);
 }

@@ -372,9 +372,10 @@ static void assert_chain(size_t want, audit_log *log)
         cr_assert_str_eq(hash, prev);
     }
     if (kind == STORE_FILE && ls.n > 0) {
+        const audit_source src = {.path = logpath, .db = NULL};
         audit_verify_result res;
 
-        cr_assert_eq(audit_verify(&res, logpath, &err), 0, "%s", err.msg);
+        cr_assert_eq(audit_verify(&res, &src, &err), 0, "%s", err.msg);
         cr_assert_eq(res.bad_line, 0, "%s", res.why);
     } else if (kind == STORE_PG) {
         cr_assert_eq(strtoull(sql_value("SELECT seq FROM audit_head"), NULL, 10), ls.n);

@@ -38,8 +38,18 @@ wait_log() {
   done
 }
 
+# audit_lines: the audit log's records as stored: the database's rows when
+# the config names one, else the file.
+audit_lines() {
+  if grep -q '"postgres"' "$T/refgate.json"; then
+    pg_psql "SELECT convert_from(line, 'UTF8') FROM audit_records ORDER BY seq"
+  else
+    cat "$T/state/audit.jsonl"
+  fi
+}
+
 # last_decision REF: the newest decision record for REF.
-last_decision() { jq -c --arg r "$1" 'select(.type == "decision" and .ref == $r)' "$T/state/audit.jsonl" | tail -n 1; }
+last_decision() { audit_lines | jq -c --arg r "$1" 'select(.type == "decision" and .ref == $r)' | tail -n 1; }
 
 test_before_any_publish_every_push_is_refused_and_says_why() {
   git -C "$T/w" switch -q -c feature/a
@@ -113,7 +123,7 @@ test_the_gateway_enforces_the_published_policy_and_records_its_digest() {
     fail "record: $rec"
   # (jq 1.6's -e looks at the last input's output only: any() over inputs.)
   jq -n -e --arg d "$d1" 'any(inputs; .type == "event" and .event == "policy"
-    and .detail == "version 1 \($d) (was none)")' "$T/state/audit.jsonl" >/dev/null ||
+    and .detail == "version 1 \($d) (was none)")' <(audit_lines) >/dev/null ||
     fail "no policy event for version 1"
   "$REFGATE" audit --config "$T/refgate.json" --json | jq -n -e --arg d "$d1" \
     'any(inputs; .ref == "refs/heads/feature/a" and .decision == "allow" and .policy == $d)' >/dev/null ||
