@@ -98,15 +98,53 @@ int approvals_deny(approvals_store *s, approvals_entry *out, const char *id, con
     return s->ops->decide(s, out, id, 1, by ? by : "", note, now, err);
 }
 
-int approvals_consume(approvals_store *s, const char *id, const approvals_key *key, int64_t now,
-                      rg_error *err)
+/* A claim's holder: present, short enough to store, printable. */
+static int holder_check(const char *holder, rg_error *err)
+{
+    size_t len = holder ? strlen(holder) : 0;
+
+    if (len == 0 || len >= APPROVALS_HOLDER_MAX)
+        return rg_error_set(err, -EINVAL, "a claim needs a holder of 1 to %d bytes",
+                            APPROVALS_HOLDER_MAX - 1);
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)holder[i] <= 0x20 || (unsigned char)holder[i] >= 0x7f)
+            return rg_error_set(err, -EINVAL, "a claim's holder is printable ASCII");
+    return 0;
+}
+
+int approvals_claim(approvals_store *s, approvals_entry *out, const char *id,
+                    const approvals_key *key, const char *holder, int64_t now, rg_error *err)
+{
+    approvals_entry e;
+    int rc;
+
+    if (!approvals_id_ok(id))
+        return bad_id(err);
+    if ((rc = key_check(key, err)) < 0 || (rc = holder_check(holder, err)) < 0)
+        return rc;
+    return s->ops->claim(s, out ? out : &e, id, key, holder, now, err);
+}
+
+int approvals_unclaim(approvals_store *s, const char *id, const char *holder, rg_error *err)
 {
     int rc;
 
     if (!approvals_id_ok(id))
         return bad_id(err);
-    rc = key_check(key, err);
-    return rc < 0 ? rc : s->ops->consume(s, id, key, now, err);
+    rc = holder_check(holder, err);
+    return rc < 0 ? rc : s->ops->unclaim(s, id, holder, err);
+}
+
+int approvals_consume(approvals_store *s, const char *id, const approvals_key *key,
+                      const char *holder, int64_t now, rg_error *err)
+{
+    int rc;
+
+    if (!approvals_id_ok(id))
+        return bad_id(err);
+    if ((rc = key_check(key, err)) < 0 || (rc = holder_check(holder, err)) < 0)
+        return rc;
+    return s->ops->consume(s, id, key, holder, now, err);
 }
 
 int approvals_expire(approvals_store *s, size_t *removed, int64_t now, rg_error *err)
@@ -135,6 +173,11 @@ int approvals_open_pack(int *fd_out, approvals_store *s, const char *id, int64_t
 uint64_t approvals_pack_total(approvals_store *s)
 {
     return s->ops->pack_total(s);
+}
+
+int approvals_packs_local(const approvals_store *s)
+{
+    return s->ops->packs_local;
 }
 
 void approvals_on_release(approvals_store *s, approvals_release_fn fn, void *arg)

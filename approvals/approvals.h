@@ -19,6 +19,11 @@
  *   never returned as live, and removed when seen;
  * - state moves pending -> approved | denied, approved -> denied (revoked),
  *   and an approved one is removed when consumed; nothing else;
+ * - an approval is consumed at most once, even by pushes of the same
+ *   update through several gateways at once: a push claims it (one holder
+ *   at a time) before it forwards, consumes it when upstream took the ref
+ *   and gives the claim back otherwise; a claim its holder never settles
+ *   (the gateway died) lapses after APPROVALS_CLAIM_SECONDS;
  * - a pending approval may keep the pack of the push that asked (what a
  *   reviewer looks at); the pack goes when the approval is denied,
  *   consumed or expires, and the store says how many bytes went;
@@ -46,6 +51,13 @@
 
 /* Live approvals a store holds at most; past it new requests are refused. */
 #define APPROVALS_LIVE_MAX 4096
+
+/* Who holds a claim: the gateway and the push ("<gateway id>:<push id>"). */
+#define APPROVALS_HOLDER_MAX 64
+
+/* How long a claim holds when its holder never settles it: longer than a
+ * forwarded push takes (it is given back or consumed when the push ends). */
+#define APPROVALS_CLAIM_SECONDS 600
 
 typedef enum approvals_state {
     APPROVALS_PENDING = 1,
@@ -79,12 +91,14 @@ typedef struct approvals_entry {
     char run[APPROVALS_NAME_MAX];
     char rule[APPROVALS_NAME_MAX];
     char reason[APPROVALS_TEXT_MAX];
-    char by[APPROVALS_NAME_MAX];   /* who approved or denied it; empty while pending */
-    char note[APPROVALS_TEXT_MAX]; /* a denial's reason; may be empty */
-    int64_t created;               /* Unix seconds */
-    int64_t decided;               /* 0 while pending */
-    int64_t expires;               /* pending: created + expire; decided: decided + expire */
-    uint64_t pack_bytes;           /* the kept pack's size; 0: none kept */
+    char by[APPROVALS_NAME_MAX];      /* who approved or denied it; empty while pending */
+    char note[APPROVALS_TEXT_MAX];    /* a denial's reason; may be empty */
+    int64_t created;                  /* Unix seconds */
+    int64_t decided;                  /* 0 while pending */
+    int64_t expires;                  /* pending: created + expire; decided: decided + expire */
+    uint64_t pack_bytes;              /* the kept pack's size; 0: none kept */
+    char claim[APPROVALS_HOLDER_MAX]; /* an approved one a push is forwarding; "" for none */
+    int64_t claim_until;              /* when that claim lapses */
 } approvals_entry;
 
 typedef struct approvals_store approvals_store;
@@ -98,6 +112,28 @@ typedef struct approvals_store approvals_store;
  */
 int approvals_file_open(approvals_store **out, const char *dir, int64_t expire_seconds,
                         rg_error *err);
+
+/*
+ * Open the PostgreSQL store over `db` (the schema migrated: db/db.h);
+ * approvals expire `expire_seconds` (> 0) after they are created or
+ * decided. Every gateway on the database opens one; approvals are rows of
+ * `approvals` that stay as history (pending, approved, denied, expired,
+ * consumed), kept packs rows of `approval_packs`. Nothing is cached: each
+ * call asks the database, so a decision made through any gateway is seen
+ * by all. While the database cannot be reached every call fails with
+ * RG_E_STATE (and a push that asks is refused). `db` must outlive it.
+ */
+struct db_pool;
+int approvals_pg_open(approvals_store **out, struct db_pool *db, int64_t expire_seconds,
+                      rg_error *err);
+
+/*
+ * `refgate db import`: add `e` (a live approval read from a file store) to
+ * the PostgreSQL store `s` as it is, id, state and times included. -EEXIST
+ * when the id is taken or the update already has a live approval there,
+ * -EINVAL when `s` is not a PostgreSQL store.
+ */
+int approvals_pg_import(approvals_store *s, const approvals_entry *e, rg_error *err);
 
 /*
  * The live approval for `key`, or a new pending one made with `info`.
@@ -137,11 +173,26 @@ int approvals_deny(approvals_store *s, approvals_entry *out, const char *id, con
                    const char *note, int64_t now, rg_error *err);
 
 /*
- * The approved update `key` landed: remove approval `id`. -ENOENT when it
- * is gone or not approved for exactly `key` (then nothing changes).
+ * Claim approved `id` for `holder` (at most APPROVALS_HOLDER_MAX - 1
+ * bytes) before forwarding `key` on its strength: one atomic step, so of
+ * several pushes claiming at once exactly one succeeds. Claiming again
+ * with the same holder renews the claim. *out (may be NULL) gets the
+ * entry. -ENOENT when `id` is not a live approval of exactly `key`,
+ * -EBUSY when another holder's claim has not lapsed.
  */
-int approvals_consume(approvals_store *s, const char *id, const approvals_key *key, int64_t now,
-                      rg_error *err);
+int approvals_claim(approvals_store *s, approvals_entry *out, const char *id,
+                    const approvals_key *key, const char *holder, int64_t now, rg_error *err);
+
+/* Give back `holder`'s claim on `id` (the push did not land); -ENOENT when it holds none. */
+int approvals_unclaim(approvals_store *s, const char *id, const char *holder, rg_error *err);
+
+/*
+ * The approved update `key` landed: remove approval `id`, which `holder`
+ * claimed. -ENOENT when it is gone, not approved for exactly `key`, or
+ * not claimed by `holder` (then nothing changes): a consume succeeds once.
+ */
+int approvals_consume(approvals_store *s, const char *id, const approvals_key *key,
+                      const char *holder, int64_t now, rg_error *err);
 
 /*
  * Keep the pack of pending approval `id` so a reviewer can see what would
@@ -156,8 +207,20 @@ int approvals_keep_pack(approvals_store *s, const char *id, int fd, uint64_t len
 int approvals_open_pack(int *fd_out, approvals_store *s, const char *id, int64_t now,
                         rg_error *err);
 
-/* The bytes all kept packs take, as loaded or kept since. */
+/*
+ * The bytes all kept packs take, as loaded or kept since (the PostgreSQL
+ * store: all gateways' kept packs in the database; UINT64_MAX when it
+ * cannot be asked, so no pack is kept).
+ */
 uint64_t approvals_pack_total(approvals_store *s);
+
+/*
+ * Whether kept packs are on this machine's disk (the file store), so the
+ * gateway charges them to its spool budget until they are released; the
+ * PostgreSQL store keeps them in the database and never calls the
+ * release callback.
+ */
+int approvals_packs_local(const approvals_store *s);
 
 /*
  * Have `fn(arg, bytes)` called (under the store's lock, so it must not call

@@ -289,7 +289,8 @@ static size_t sweep(approvals_file *f, int64_t now)
     size_t removed = 0;
 
     for (size_t i = f->n; i-- > 0;) {
-        if (f->items[i].expires > now)
+        /* A claimed one goes when its push settles it or the claim lapses. */
+        if (f->items[i].expires > now || f->items[i].claim_until > now)
             continue;
         entry_unlink(f, f->items[i].id, NULL);
         drop(f, &f->items[i]);
@@ -350,7 +351,8 @@ static int file_ask(approvals_store *s, approvals_entry *out, int *created,
     pthread_mutex_lock(&f->mu);
     sweep(f, now);
     for (size_t i = 0; i < f->n; i++) {
-        if (same_key(&f->items[i], key)) {
+        /* Expired but claimed, it waits for its push and is live no more. */
+        if (same_key(&f->items[i], key) && f->items[i].expires > now) {
             *out = f->items[i];
             goto done;
         }
@@ -395,8 +397,11 @@ static approvals_entry *live(approvals_file *f, const char *id, int64_t now, rg_
 
     if (e != NULL && e->expires <= now) {
         rg_error_set(err, -ETIME, "approval %s expired", id);
-        entry_unlink(f, id, NULL);
-        drop(f, e);
+        /* A claimed one stays for its push to settle (sweep). */
+        if (e->claim_until <= now) {
+            entry_unlink(f, id, NULL);
+            drop(f, e);
+        }
         return NULL;
     }
     if (e == NULL)
@@ -483,8 +488,12 @@ done:
     return rc;
 }
 
-static int file_consume(approvals_store *s, const char *id, const approvals_key *key, int64_t now,
-                        rg_error *err)
+/*
+ * Claims live in memory only: the lock makes this process the only user
+ * of the store, and a restart ends every push that could hold one.
+ */
+static int file_claim(approvals_store *s, approvals_entry *out, const char *id,
+                      const approvals_key *key, const char *holder, int64_t now, rg_error *err)
 {
     approvals_file *f = (approvals_file *)s;
     approvals_entry *e;
@@ -493,8 +502,60 @@ static int file_consume(approvals_store *s, const char *id, const approvals_key 
 
     pthread_mutex_lock(&f->mu);
     e = live(f, id, now, &e2);
-    if (e == NULL || e->state != APPROVALS_APPROVED || !same_key(e, key)) {
+    if (e == NULL) {
+        rc = rg_error_set(err, e2.code, "%s", e2.msg);
+        goto done;
+    }
+    if (e->state != APPROVALS_APPROVED || !same_key(e, key)) {
         rc = rg_error_set(err, -ENOENT, "approval %s is not an approval of this update", id);
+        goto done;
+    }
+    if (e->claim[0] && strcmp(e->claim, holder) != 0 && e->claim_until > now) {
+        rc = rg_error_set(err, -EBUSY, "approval %s is being used by another push", id);
+        goto done;
+    }
+    text_copy(e->claim, sizeof(e->claim), holder);
+    e->claim_until = now + APPROVALS_CLAIM_SECONDS;
+    *out = *e;
+done:
+    pthread_mutex_unlock(&f->mu);
+    return rc;
+}
+
+static int file_unclaim(approvals_store *s, const char *id, const char *holder, rg_error *err)
+{
+    approvals_file *f = (approvals_file *)s;
+    approvals_entry *e;
+    int rc = 0;
+
+    pthread_mutex_lock(&f->mu);
+    e = find_id(f, id);
+    if (e == NULL || strcmp(e->claim, holder) != 0) {
+        rc = rg_error_set(err, -ENOENT, "approval %s is not claimed by this push", id);
+    } else {
+        e->claim[0] = '\0';
+        e->claim_until = 0;
+    }
+    pthread_mutex_unlock(&f->mu);
+    return rc;
+}
+
+/* The claim is what counts, not the expiry: a claimed approval may expire while its push forwards.
+ */
+static int file_consume(approvals_store *s, const char *id, const approvals_key *key,
+                        const char *holder, int64_t now, rg_error *err)
+{
+    approvals_file *f = (approvals_file *)s;
+    approvals_entry *e;
+    int rc = 0;
+
+    (void)now;
+    pthread_mutex_lock(&f->mu);
+    e = find_id(f, id);
+    if (e == NULL || e->state != APPROVALS_APPROVED || !same_key(e, key) ||
+        strcmp(e->claim, holder) != 0) {
+        rc = rg_error_set(err, -ENOENT, "approval %s is not claimed for this update by this push",
+                          id);
         goto done;
     }
     if ((rc = entry_unlink(f, id, err)) < 0)
@@ -674,11 +735,14 @@ static const approvals_store_ops file_ops = {
     .get = file_get,
     .list = file_list,
     .decide = file_decide,
+    .claim = file_claim,
+    .unclaim = file_unclaim,
     .consume = file_consume,
     .expire = file_expire,
     .keep_pack = file_keep_pack,
     .open_pack = file_open_pack,
     .pack_total = file_pack_total,
+    .packs_local = 1,
     .close = file_close,
 };
 

@@ -17,13 +17,17 @@ typedef struct approvals_store_ops {
     /* Approve (deny 0) or deny (deny 1, with note) one approval. */
     int (*decide)(approvals_store *s, approvals_entry *out, const char *id, int deny,
                   const char *by, const char *note, int64_t now, rg_error *err);
-    int (*consume)(approvals_store *s, const char *id, const approvals_key *key, int64_t now,
-                   rg_error *err);
+    int (*claim)(approvals_store *s, approvals_entry *out, const char *id, const approvals_key *key,
+                 const char *holder, int64_t now, rg_error *err);
+    int (*unclaim)(approvals_store *s, const char *id, const char *holder, rg_error *err);
+    int (*consume)(approvals_store *s, const char *id, const approvals_key *key, const char *holder,
+                   int64_t now, rg_error *err);
     int (*expire)(approvals_store *s, size_t *removed, int64_t now, rg_error *err);
     int (*keep_pack)(approvals_store *s, const char *id, int fd, uint64_t len, int64_t now,
                      rg_error *err);
     int (*open_pack)(int *fd_out, approvals_store *s, const char *id, int64_t now, rg_error *err);
     uint64_t (*pack_total)(approvals_store *s);
+    int packs_local; /* kept packs are on this machine's disk */
     void (*close)(approvals_store *s);
 } approvals_store_ops;
 

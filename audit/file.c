@@ -287,7 +287,8 @@ static int tail_load(audit_file *f, rg_error *err)
     return 0;
 }
 
-int audit_read_head(uint64_t *seq, char hash_hex[65], const char *path, rg_error *err)
+int audit_file_read_head(uint64_t *seq, char hash_hex[AUDIT_HASH_HEX + 1], const char *path,
+                         rg_error *err)
 {
     struct stat st;
     back_reader br;

@@ -24,10 +24,19 @@
  * seq, prev, time, type, decision_seq and the newline. */
 #define LINE_FIXED_MAX 256
 
-static const char *const event_names[] = {"start",           "stop",          "recovered",
-                                          "token-mint",      "token-revoke",  "approval-request",
-                                          "approval-grant",  "approval-deny", "approval-consume",
-                                          "console-user-add"};
+static const char *const event_names[] = {
+    "start",
+    "stop",
+    "recovered",
+    "token-mint",
+    "token-revoke",
+    "approval-request",
+    "approval-grant",
+    "approval-deny",
+    "approval-consume",
+    "console-user-add",
+    "policy", /* a gateway began enforcing a published policy */
+};
 
 int audit_sha256_hex(char out[AUDIT_HASH_HEX + 1], const void *data, size_t len)
 {
@@ -224,6 +233,7 @@ static size_t record_fields(field out[FIELDS_MAX], const audit_record *r)
         F("rule", r->rule, 0, 0);
         F("reason", r->reason, 0, 0);
         F("evaluate", r->evaluate, 1, 0);
+        F("policy", r->policy, 1, 0);
         /* Pending stays null: its outcome goes in an outcome record. */
         F("outcome", r->outcome, 0, 0);
         break;

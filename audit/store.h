@@ -43,6 +43,39 @@ struct audit_log {
 /* The file store (file.c). */
 int audit_file_open(audit_log **out, const char *path, rg_error *err);
 
+/* audit_read_head of the file at `path` (file.c). */
+int audit_file_read_head(uint64_t *seq, char hash_hex[AUDIT_HASH_HEX + 1], const char *path,
+                         rg_error *err);
+
+/*
+ * Reading the database's records (pg_read.c), for the readers and verify:
+ * rows one at a time in seq order (or seq DESC when `backward`), fetched a
+ * page at a time, all in one read-only snapshot on one pooled connection
+ * held from open to free.
+ */
+typedef struct audit_pg_read audit_pg_read;
+
+typedef struct audit_pg_row {
+    const char *data; /* the stored line, NUL-terminated, cut at AUDIT_LINE_MAX; until next */
+    size_t len;
+    size_t full_len;                      /* the stored line's length */
+    uint64_t seq;                         /* the row's seq */
+    unsigned char sha256[AUDIT_HASH_LEN]; /* of all the stored bytes */
+} audit_pg_row;
+
+/* Only rows whose bytes contain `needle` when it is not NULL. */
+int audit_pg_read_open(audit_pg_read **out, struct db_pool *db, int backward, const char *needle,
+                       rg_error *err);
+
+/* The next row: 1, 0 after the last, negative (RG_E_STATE) on error. */
+int audit_pg_read_next(audit_pg_read *r, audit_pg_row *out, rg_error *err);
+
+/* The audit_head row, in the reader's snapshot. */
+int audit_pg_read_head(audit_pg_read *r, uint64_t *seq, char hash_hex[AUDIT_HASH_HEX + 1],
+                       rg_error *err);
+
+void audit_pg_read_free(audit_pg_read *r);
+
 /* Whether `rec` may be appended as record `seq` of a chain; -EINVAL with a message if not. */
 int audit_record_check(const audit_record *rec, uint64_t seq, rg_error *err);
 

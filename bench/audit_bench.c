@@ -8,6 +8,12 @@
  * fresh file in DIR (removed at the end), so the figure is that of DIR's
  * filesystem and device.
  *
+ * With AUDIT_BENCH_PG set to a libpq connection string, the same three
+ * shapes then run on the PostgreSQL store (audit/pg.c) in that database,
+ * which must hold refgate's schema and an empty chain: each call is one
+ * transaction that locks the chain's head row and commits, the figure the
+ * database's and the round trips'.
+ *
  *   audit_bench DIR [RECORDS] [THREADS] [BATCH]     (defaults 2000, 4, 16)
  */
 #include <pthread.h>
@@ -18,6 +24,8 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
+#include "db/db.h"
+#include "db/lease.h"
 
 static double now_s(void)
 {
@@ -102,16 +110,54 @@ static int measure(audit_log *log, const char *label, size_t records, size_t thr
         return -1;
     records = records / threads / batch * threads * batch;
     /* Each thread's calls follow one another: a call's mean latency. */
-    printf("%-34s %7zu records in %6.2f s: %9.0f records/s, %7.3f ms per call\n", label, records,
+    printf("%-44s %7zu records in %6.2f s: %9.0f records/s, %7.3f ms per call\n", label, records,
            secs, (double)records / secs,
            secs * 1000.0 * (double)threads / (double)(records / batch));
     return 0;
 }
 
+/* The three shapes on `log`, labels prefixed by `store`. */
+static int measure_all(audit_log *log, const char *store, size_t records, size_t threads,
+                       size_t batch)
+{
+    char label[80];
+
+    snprintf(label, sizeof(label), "%s1 record per call, 1 thread", store);
+    if (measure(log, label, records, 1, 1) < 0)
+        return -1;
+    snprintf(label, sizeof(label), "%s1 record per call, %zu threads", store, threads);
+    if (measure(log, label, records, threads, 1) < 0)
+        return -1;
+    snprintf(label, sizeof(label), "%s%zu records per call, 1 thread", store, batch);
+    return measure(log, label, records, 1, batch);
+}
+
+/* The same on the PostgreSQL store in the database `conninfo` names. */
+static int measure_pg(const char *conninfo, size_t records, size_t threads, size_t batch)
+{
+    config_state st = {.postgres = (char *)conninfo, .connections = (unsigned)threads + 1};
+    rg_error err = RG_ERROR_INIT;
+    audit_log *log = NULL;
+    db_pool *pool = NULL;
+    int rc = -1;
+
+    if (db_pool_open(&pool, &st, &err) < 0 || db_lease_register(pool, "audit-bench", &err) < 0 ||
+        audit_pg_open(&log, pool, "audit-bench", &err) < 0) {
+        fprintf(stderr, "audit_bench: %s\n", err.msg);
+        goto done;
+    }
+    rc = measure_all(log, "postgres: ", records, threads, batch);
+done:
+    audit_close(log);
+    db_pool_close(pool);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     size_t records, threads, batch;
-    char path[4096], label[64];
+    char path[4096];
+    const char *pg = getenv("AUDIT_BENCH_PG");
     audit_log *log = NULL;
     rg_error err = RG_ERROR_INIT;
     int rc = 0;
@@ -138,14 +184,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "audit_bench: %s\n", err.msg);
         return 1;
     }
-    snprintf(label, sizeof(label), "1 record per call, %zu threads", threads);
-    if (measure(log, "1 record per call, 1 thread", records, 1, 1) < 0 ||
-        measure(log, label, records, threads, 1) < 0)
-        rc = 1;
-    snprintf(label, sizeof(label), "%zu records per call, 1 thread", batch);
-    if (rc == 0 && measure(log, label, records, 1, batch) < 0)
+    if (measure_all(log, "", records, threads, batch) < 0)
         rc = 1;
     audit_close(log);
     unlink(path);
+    if (rc == 0 && pg != NULL && *pg && measure_pg(pg, records, threads, batch) < 0)
+        rc = 1;
     return rc;
 }

@@ -1,6 +1,8 @@
 /*
- * `refgate audit`: read and verify the audit log in the configured
- * state_dir.
+ * `refgate audit`: read and verify the audit log: the database's records
+ * when the config has "state.postgres" (the file is then never looked
+ * at, and a database that cannot be reached is an error, not an empty
+ * log), else <state_dir>/audit.jsonl.
  *
  * Listing shows one row per ref update, however many records it took: a
  * forwarded ref's decision record is joined to the outcome record that
@@ -18,13 +20,15 @@
  * `verify` recomputes the hash chain (audit_verify) and says whether the
  * log is intact or where it first breaks; with `--head SEQ:HASH` (a head
  * the gateway logged, kept where its host cannot rewrite it) it also finds
- * records cut from the end. `head` prints the log's head as SEQ:HASH.
+ * records cut from the end. In the database it also checks the chain ends
+ * where the audit_head row says. `head` prints the log's head as SEQ:HASH.
  *
  * Exit status: 0 done (verify: intact), 1 failed (verify: broken), 2 usage.
  */
 #include "audit/audit.h"
 #include "cli/cli.h"
 #include "config/config.h"
+#include "db/db.h"
 #include "util/text.h"
 
 #include <errno.h>
@@ -49,9 +53,10 @@ static void usage(FILE *f)
                "       refgate audit verify --config FILE [--head SEQ:HASH]\n"
                "       refgate audit head --config FILE\n"
                "\n"
-               "List the ref updates in the audit log (<state_dir>/" AUDIT_FILE "), oldest\n"
-               "first, one row each with its decision and outcome (pending while upstream\n"
-               "has not answered), as a table, or with --json as JSON lines.\n"
+               "List the ref updates in the audit log, oldest first, one row each with its\n"
+               "decision and outcome (pending while upstream has not answered), as a table,\n"
+               "or with --json as JSON lines. The log is read from the database when the\n"
+               "config has \"state.postgres\", else from <state_dir>/" AUDIT_FILE ".\n"
                "  --config FILE       the gateway's configuration\n"
                "  --run RUN           only this run\n"
                "  --repo REPO         only this repository (HOST/PATH; may be a glob)\n"
@@ -565,7 +570,7 @@ typedef int (*event_fn)(void *ctx, const audit_line *line, json_t *rec);
  * the filters. Lines that are not records are skipped, and said so on
  * stderr when o->warn is set. *last gets the number of the last line read.
  */
-static int scan(const char *path, const scan_opts *o, row_fn fn, event_fn efn, void *ctx,
+static int scan(const audit_source *src, const scan_opts *o, row_fn fn, event_fn efn, void *ctx,
                 uint64_t *last)
 {
     rg_error err = RG_ERROR_INIT;
@@ -576,7 +581,7 @@ static int scan(const char *path, const scan_opts *o, row_fn fn, event_fn efn, v
     row *waiting;
     int rc, kind, version;
 
-    rc = audit_reader_open(&r, path, &err);
+    rc = audit_reader_open(&r, src, &err);
     if (rc < 0) {
         fprintf(stderr, "refgate audit: %s\n", err.msg);
         return -1;
@@ -724,17 +729,33 @@ static int print_event(void *ctx, const audit_line *line, json_t *rec)
     return rc;
 }
 
-static int load_log_path(char path[PATH_MAX], const char *config_path, const char *cmd)
+/*
+ * Where the log is, from the config: the database "state.postgres" names
+ * (*pool, for the caller to close; nothing is connected yet), else the
+ * file <state_dir>/audit.jsonl, written into path.
+ */
+static int load_source(audit_source *src, db_pool **pool, char path[PATH_MAX],
+                       const char *config_path, const char *cmd)
 {
     rg_error err = RG_ERROR_INIT;
     config_model *cfg = NULL;
     int rc = 0;
 
+    *pool = NULL;
+    src->path = path;
+    src->db = NULL;
     if (config_load(&cfg, config_path, &err) < 0) {
         fprintf(stderr, "%s: %s\n", cmd, err.msg);
         return -1;
     }
-    if (snprintf(path, PATH_MAX, "%s/%s", cfg->state_dir, AUDIT_FILE) >= PATH_MAX) {
+    if (cfg->state.postgres != NULL) {
+        if (db_pool_open(pool, &cfg->state, &err) < 0) {
+            fprintf(stderr, "%s: %s\n", cmd, err.msg);
+            rc = -1;
+        }
+        src->path = NULL;
+        src->db = *pool;
+    } else if (snprintf(path, PATH_MAX, "%s/%s", cfg->state_dir, AUDIT_FILE) >= PATH_MAX) {
         fprintf(stderr, "%s: %s: path too long\n", cmd, cfg->state_dir);
         rc = -1;
     }
@@ -742,12 +763,17 @@ static int load_log_path(char path[PATH_MAX], const char *config_path, const cha
     return rc;
 }
 
-/* 1 when the log exists, 0 when not, -1 (said on stderr) when that cannot be told. */
-static int log_exists(const char *path, const char *cmd)
+/*
+ * 1 when the log exists, 0 when not, -1 (said on stderr) when that cannot
+ * be told. The database's log always exists: reading it says whether it
+ * can be reached.
+ */
+static int log_exists(const audit_source *src, const char *cmd)
 {
+    const char *path = src->path;
     struct stat st;
 
-    if (stat(path, &st) == 0)
+    if (src->db != NULL || stat(path, &st) == 0)
         return 1;
     if (errno == ENOENT)
         return 0;
@@ -755,17 +781,61 @@ static int log_exists(const char *path, const char *cmd)
     return -1;
 }
 
+/* The listing audit_list parsed: events, rows as JSON, or rows as a table. */
+static int list_log(const audit_source *src, scan_opts *o, int json)
+{
+    table t = {{0}, 0};
+    const char *titles[NCOLS];
+    size_t title_cols[NCOLS];
+    uint64_t last = 0;
+    int c, exists;
+
+    exists = log_exists(src, "refgate audit");
+    if (exists <= 0) {
+        if (exists == 0)
+            fprintf(json ? stderr : stdout, "no audit log yet\n");
+        return exists == 0 ? 0 : 1;
+    }
+
+    if (o->events) {
+        if (!json)
+            printf("%-20s  %-12s  %s\n", "TIME", "EVENT", "DETAIL");
+        return scan(src, o, NULL, print_event, &json, NULL) < 0 || fflush(stdout) != 0 ? 1 : 0;
+    }
+    if (json)
+        return scan(src, o, print_json, NULL, NULL, NULL) < 0 || fflush(stdout) != 0 ? 1 : 0;
+
+    /* Two passes: size the columns over the matching rows, then print them. */
+    for (c = 0; c < NCOLS; c++) {
+        titles[c] = columns[c].title;
+        title_cols[c] = strlen(columns[c].title);
+        t.width[c] = title_cols[c];
+    }
+    o->warn = 0;
+    if (scan(src, o, measure_row, NULL, &t, &last) < 0)
+        return 1;
+    if (t.rows == 0) {
+        printf("no matching audit records\n");
+        return fflush(stdout) != 0 ? 1 : 0;
+    }
+    row_print(titles, title_cols, t.width);
+    /* Stop where the first pass stopped: records appended since are not sized. */
+    o->warn = 1;
+    o->upto = last;
+    if (scan(src, o, print_row, NULL, &t, NULL) < 0)
+        return 1;
+    return fflush(stdout) != 0 ? 1 : 0;
+}
+
 static int audit_list(int argc, char **argv)
 {
     const char *config_path = NULL, *since = NULL, *value = NULL;
     filters f = {0};
     char path[PATH_MAX];
-    table t = {{0}, 0};
-    const char *titles[NCOLS];
-    size_t title_cols[NCOLS];
+    audit_source src;
+    db_pool *pool = NULL;
     scan_opts o = {&f, 0, 1, 0};
-    uint64_t last = 0;
-    int json = 0, m, argi, c, exists;
+    int json = 0, m, argi, status;
 
     for (argi = 1; argi < argc; argi++) {
         if (cli_is_help(argv[argi])) {
@@ -823,43 +893,11 @@ static int audit_list(int argc, char **argv)
         }
         f.has_since = 1;
     }
-    if (load_log_path(path, config_path, "refgate audit") < 0)
-        return 1;
-    exists = log_exists(path, "refgate audit");
-    if (exists <= 0) {
-        if (exists == 0)
-            fprintf(json ? stderr : stdout, "no audit log yet\n");
-        return exists == 0 ? 0 : 1;
-    }
-
-    if (o.events) {
-        if (!json)
-            printf("%-20s  %-12s  %s\n", "TIME", "EVENT", "DETAIL");
-        return scan(path, &o, NULL, print_event, &json, NULL) < 0 || fflush(stdout) != 0 ? 1 : 0;
-    }
-    if (json)
-        return scan(path, &o, print_json, NULL, NULL, NULL) < 0 || fflush(stdout) != 0 ? 1 : 0;
-
-    /* Two passes: size the columns over the matching rows, then print them. */
-    for (c = 0; c < NCOLS; c++) {
-        titles[c] = columns[c].title;
-        title_cols[c] = strlen(columns[c].title);
-        t.width[c] = title_cols[c];
-    }
-    o.warn = 0;
-    if (scan(path, &o, measure_row, NULL, &t, &last) < 0)
-        return 1;
-    if (t.rows == 0) {
-        printf("no matching audit records\n");
-        return fflush(stdout) != 0 ? 1 : 0;
-    }
-    row_print(titles, title_cols, t.width);
-    /* Stop where the first pass stopped: records appended since are not sized. */
-    o.warn = 1;
-    o.upto = last;
-    if (scan(path, &o, print_row, NULL, &t, NULL) < 0)
-        return 1;
-    return fflush(stdout) != 0 ? 1 : 0;
+    status = load_source(&src, &pool, path, config_path, "refgate audit") < 0
+                 ? 1
+                 : list_log(&src, &o, json);
+    db_pool_close(pool);
+    return status;
 }
 
 /* ------------------------------------------------------------------------
@@ -927,26 +965,15 @@ static int sub_args(const char **config_path, const char **head, int argc, char 
     return -1;
 }
 
-static int audit_verify_cmd(int argc, char **argv)
+/* verify of the log at src, against the head head_seq:head_hash when head is set. */
+static int verify_log(const audit_source *src, const char *head, uint64_t head_seq,
+                      const char *head_hash, const char *cmd)
 {
-    const char *config_path = NULL, *head = NULL, *cmd = "refgate audit verify";
     audit_verify_result res;
     rg_error err = RG_ERROR_INIT;
-    char path[PATH_MAX], head_hash[65];
-    uint64_t head_seq = 0;
     int rc, exists;
 
-    rc = sub_args(&config_path, &head, argc, argv, cmd);
-    if (rc >= 0)
-        return rc;
-    if (head != NULL && parse_head(&head_seq, head_hash, head) < 0) {
-        fprintf(stderr, "%s: --head %s: expected SEQ:HASH (a number, a colon, 64 hex digits)\n",
-                cmd, head);
-        return EXIT_USAGE;
-    }
-    if (load_log_path(path, config_path, cmd) < 0)
-        return 1;
-    exists = log_exists(path, cmd);
+    exists = log_exists(src, cmd);
     if (exists < 0)
         return 1;
     if (exists == 0) {
@@ -959,8 +986,8 @@ static int audit_verify_cmd(int argc, char **argv)
         printf("no audit log yet\n");
         return 0;
     }
-    rc = head != NULL ? audit_verify_head(&res, path, head_seq, head_hash, &err)
-                      : audit_verify(&res, path, &err);
+    rc = head != NULL ? audit_verify_head(&res, src, head_seq, head_hash, &err)
+                      : audit_verify(&res, src, &err);
     if (rc < 0) {
         fprintf(stderr, "%s: %s\n", cmd, err.msg);
         return 1;
@@ -975,6 +1002,11 @@ static int audit_verify_cmd(int argc, char **argv)
         fflush(stdout);
         return 1;
     }
+    if (res.db_head_bad) {
+        printf("audit log does not match the database's head: %s\n", res.why);
+        fflush(stdout);
+        return 1;
+    }
     printf("audit log intact: %llu records", (unsigned long long)res.lines);
     if (head != NULL)
         printf(", reaching head %llu", (unsigned long long)head_seq);
@@ -982,25 +1014,55 @@ static int audit_verify_cmd(int argc, char **argv)
     return fflush(stdout) != 0 ? 1 : 0;
 }
 
+static int audit_verify_cmd(int argc, char **argv)
+{
+    const char *config_path = NULL, *head = NULL, *cmd = "refgate audit verify";
+    char path[PATH_MAX], head_hash[65];
+    audit_source src;
+    db_pool *pool = NULL;
+    uint64_t head_seq = 0;
+    int rc;
+
+    rc = sub_args(&config_path, &head, argc, argv, cmd);
+    if (rc >= 0)
+        return rc;
+    if (head != NULL && parse_head(&head_seq, head_hash, head) < 0) {
+        fprintf(stderr, "%s: --head %s: expected SEQ:HASH (a number, a colon, 64 hex digits)\n",
+                cmd, head);
+        return EXIT_USAGE;
+    }
+    rc = load_source(&src, &pool, path, config_path, cmd) < 0
+             ? 1
+             : verify_log(&src, head, head_seq, head_hash, cmd);
+    db_pool_close(pool);
+    return rc;
+}
+
 static int audit_head_cmd(int argc, char **argv)
 {
     const char *config_path = NULL, *cmd = "refgate audit head";
     rg_error err = RG_ERROR_INIT;
     char path[PATH_MAX], hash[65];
+    audit_source src;
+    db_pool *pool = NULL;
     uint64_t seq;
     int rc;
 
     rc = sub_args(&config_path, NULL, argc, argv, cmd);
     if (rc >= 0)
         return rc;
-    if (load_log_path(path, config_path, cmd) < 0)
-        return 1;
-    if (audit_read_head(&seq, hash, path, &err) < 0) {
+    rc = 1;
+    if (load_source(&src, &pool, path, config_path, cmd) < 0)
+        goto done;
+    if (audit_read_head(&seq, hash, &src, &err) < 0) {
         fprintf(stderr, "%s: %s\n", cmd, err.msg);
-        return 1;
+        goto done;
     }
     printf("%llu:%s\n", (unsigned long long)seq, hash);
-    return fflush(stdout) != 0 ? 1 : 0;
+    rc = fflush(stdout) != 0 ? 1 : 0;
+done:
+    db_pool_close(pool);
+    return rc;
 }
 
 int cli_audit(int argc, char **argv)

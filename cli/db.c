@@ -5,15 +5,29 @@
  * an advisory lock). Gateways refuse to start on a schema they do not
  * speak, so this runs before the first `refgate serve` and after upgrades.
  *
+ * `refgate db import [--config FILE]`: move what a gateway on files kept
+ * under state_dir into the database, one step per kind of state (each its
+ * own transaction, each saying what it moved), stopping at the first that
+ * fails. A step refuses rather than merge into state the database already
+ * has.
+ *
  * Exit status: 0 done, 1 failed, 2 usage.
  */
+#include "approvals/approvals.h"
+#include "audit/audit.h"
 #include "cli/cli.h"
 #include "config/config.h"
 #include "db/db.h"
 
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #define EXIT_FAILED 1
 #define EXIT_USAGE  2
@@ -23,11 +37,20 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: refgate db migrate [--config FILE]\n"
+            "       refgate db import [--config FILE] [--only STEP[,STEP...]]\n"
             "\n"
             "  migrate        create the schema of the database config \"state.postgres\"\n"
             "                 names, or bring it up to this refgate's version (%d);\n"
             "                 safe to repeat and to run from several hosts at once\n"
+            "  import         copy the state a gateway on files kept under state_dir\n"
+            "                 into that database: the audit log (its chain intact,\n"
+            "                 into an empty chain), then the live approvals (what the\n"
+            "                 database has already is refused, not replaced); stop\n"
+            "                 the gateway first\n"
             "\n"
+            "  --only STEPS   import only these steps (audit, approvals), e.g. to add a\n"
+            "                 second gateway's approvals to a database whose audit\n"
+            "                 chain is already in use\n"
             "  --config FILE  the gateway's configuration (default $REFGATE_CONFIG, else\n"
             "                 /etc/refgate/refgate.json)\n",
             DB_SCHEMA_VERSION);
@@ -78,10 +101,176 @@ done:
     return status;
 }
 
+/* ------------------------------------------------------------------------
+ * Import: one step per kind of state
+ * ------------------------------------------------------------------------ */
+
+/* <state_dir>/audit.jsonl into the database's (empty) chain. */
+static int import_audit(const config_model *cfg, db_pool *pool, rg_error *err)
+{
+    audit_import_result res;
+    char path[4200];
+    int rc;
+
+    snprintf(path, sizeof(path), "%s/audit.jsonl", cfg->state_dir);
+    if ((rc = audit_pg_import(&res, pool, path, err)) < 0) {
+        if (rc != -ENOENT)
+            return rc;
+        printf("audit: no log at %s, nothing to import\n", path);
+        return 0;
+    }
+    printf("audit: imported %" PRIu64 " records from %s (%" PRIu64
+           " forwarded without an outcome, left pending); head %" PRIu64 ":%s\n",
+           res.records, path, res.pending, res.records, res.head_hash);
+    return 0;
+}
+
+/* Copy a pending approval's kept pack along; one that cannot be is only said. */
+static void import_pack(approvals_store *from, approvals_store *to, const approvals_entry *e,
+                        int64_t now)
+{
+    rg_error err = RG_ERROR_INIT;
+    int fd = -1;
+
+    if (e->pack_bytes == 0 || e->state != APPROVALS_PENDING)
+        return;
+    if (approvals_open_pack(&fd, from, e->id, now, &err) < 0 ||
+        approvals_keep_pack(to, e->id, fd, e->pack_bytes, now, &err) < 0)
+        fprintf(stderr, PROG " import: approval %s: its kept pack stays behind: %s\n", e->id,
+                err.msg);
+    if (fd >= 0)
+        close(fd);
+}
+
+/*
+ * Every live approval of <state_dir>/approvals into the database, as it
+ * is (id, state, times); one the database has already (its id, or a live
+ * approval of the same update) is refused and named, and the rest go in.
+ * 0; -EEXIST when some were refused; another negative code when the step
+ * failed.
+ */
+static int import_approvals(const config_model *cfg, db_pool *pool, rg_error *err)
+{
+    approvals_store *from = NULL, *to = NULL;
+    approvals_entry *list = NULL;
+    char dir[PATH_MAX];
+    int64_t now = (int64_t)time(NULL);
+    size_t n = 0, imported = 0, refused = 0;
+    struct stat st;
+    int rc;
+
+    if ((size_t)snprintf(dir, sizeof(dir), "%s/approvals", cfg->state_dir) >= sizeof(dir))
+        return rg_error_set(err, -ENAMETOOLONG, "%s: path too long", cfg->state_dir);
+    if (stat(dir, &st) < 0 && errno == ENOENT) {
+        printf("approvals: none (no %s)\n", dir);
+        return 0;
+    }
+    /* The file store's lock: a gateway still serving on it refuses this. */
+    if ((rc = approvals_file_open(&from, dir, cfg->approvals.expire, err)) < 0 ||
+        (rc = approvals_list(from, &list, &n, now, err)) < 0 ||
+        (rc = approvals_pg_open(&to, pool, cfg->approvals.expire, err)) < 0) {
+        if (rc == -EBUSY)
+            rg_error_wrap(err, "stop the gateway first");
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if ((rc = approvals_pg_import(to, &list[i], err)) == 0) {
+            import_pack(from, to, &list[i], now);
+            imported++;
+        } else if (rc == -EEXIST) {
+            fprintf(stderr, PROG " import: refused: %s\n", err->msg);
+            refused++;
+        } else {
+            goto done;
+        }
+    }
+    printf("approvals: %zu imported, %zu refused (already in the database)\n", imported, refused);
+    rc = refused ? rg_error_set(err, -EEXIST, "%zu refused (already in the database)", refused) : 0;
+done:
+    free(list);
+    approvals_close(to);
+    approvals_close(from);
+    return rc;
+}
+
+/* A step prints what it moved; on failure it says what it could not move. */
+typedef struct import_step {
+    const char *name;
+    int (*run)(const config_model *cfg, db_pool *pool, rg_error *err);
+} import_step;
+
+static const import_step import_steps[] = {
+    {"audit", import_audit},
+    {"approvals", import_approvals},
+};
+
+/* Whether step `name` is in the comma-separated `only` (NULL: every step). */
+static int step_wanted(const char *only, const char *name)
+{
+    size_t n = strlen(name);
+
+    for (const char *p = only; p != NULL; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (!strncmp(p, name, n) && (p[n] == ',' || p[n] == '\0'))
+            return 1;
+    return only == NULL;
+}
+
+/* Whether every name in `only` is a step; says which is not. */
+static int steps_known(const char *only)
+{
+    for (const char *p = only; p != NULL; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
+        size_t len = strcspn(p, ","), i;
+
+        for (i = 0; i < sizeof(import_steps) / sizeof(import_steps[0]); i++)
+            if (strlen(import_steps[i].name) == len && !strncmp(p, import_steps[i].name, len))
+                break;
+        if (i == sizeof(import_steps) / sizeof(import_steps[0])) {
+            fprintf(stderr, PROG " import: --only: no step '%.*s'\n\n", (int)len, p);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+static int import(const char *path, const char *only)
+{
+    rg_error err = RG_ERROR_INIT;
+    config_model *cfg = load(path);
+    db_pool *pool = NULL;
+    PGconn *c = NULL;
+    int status = EXIT_FAILED;
+
+    if (cfg == NULL)
+        return EXIT_FAILED;
+    if (db_pool_open(&pool, &cfg->state, &err) < 0 || db_acquire(pool, &c, &err) < 0 ||
+        db_schema_check(c, &err) < 0) {
+        fprintf(stderr, PROG " import: %s\n", err.msg);
+        goto done;
+    }
+    db_release(pool, c);
+    c = NULL;
+    for (size_t i = 0; i < sizeof(import_steps) / sizeof(import_steps[0]); i++) {
+        if (!step_wanted(only, import_steps[i].name))
+            continue;
+        if (import_steps[i].run(cfg, pool, &err) < 0) {
+            fprintf(stderr, PROG " import: %s: %s%s\n", import_steps[i].name, err.msg,
+                    i > 0 ? " (the steps above were imported; the rest were not run)" : "");
+            goto done;
+        }
+    }
+    status = 0;
+done:
+    if (c != NULL)
+        db_release(pool, c);
+    db_pool_close(pool);
+    config_free(cfg);
+    return status;
+}
+
 int cli_db(int argc, char **argv)
 {
-    const char *config = getenv("REFGATE_CONFIG"), *value;
-    int m;
+    const char *config = getenv("REFGATE_CONFIG"), *value, *only = NULL;
+    int m, importing;
 
     if (config == NULL || *config == '\0')
         config = "/etc/refgate/refgate.json";
@@ -89,10 +278,11 @@ int cli_db(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (argc < 2 || strcmp(argv[1], "migrate") != 0) {
+    if (argc < 2 || (strcmp(argv[1], "migrate") != 0 && strcmp(argv[1], "import") != 0)) {
         usage(stderr);
         return EXIT_USAGE;
     }
+    importing = strcmp(argv[1], "import") == 0;
     for (int i = 2; i < argc; i++) {
         if (cli_is_help(argv[i])) {
             usage(stdout);
@@ -102,11 +292,17 @@ int cli_db(int argc, char **argv)
             if (m < 0)
                 return EXIT_USAGE;
             config = value;
+        } else if (importing && (m = cli_opt_value(&value, argc, argv, &i, "--only", PROG)) != 0) {
+            if (m < 0 || !steps_known(value)) {
+                usage(stderr);
+                return EXIT_USAGE;
+            }
+            only = value;
         } else {
             fprintf(stderr, PROG ": unexpected argument '%s'\n\n", argv[i]);
             usage(stderr);
             return EXIT_USAGE;
         }
     }
-    return migrate(config);
+    return importing ? import(config, only) : migrate(config);
 }

@@ -17,7 +17,7 @@ static const struct {
     {"serve", cli_serve, "run the gateway in the foreground"},
     {"token", cli_token, "mint or revoke run tokens"},
     {"audit", cli_audit, "read or verify the audit log"},
-    {"policy", cli_policy, "explain a decision (check) or find dead rules (lint)"},
+    {"policy", cli_policy, "explain a decision (check), find dead rules (lint), publish"},
     {"approvals", cli_approvals, "list approvals a push asked for, or show one"},
     {"approve", cli_approve, "let a pending push's exact update through, once"},
     {"deny", cli_deny, "refuse a pending push's update (or revoke its approval)"},

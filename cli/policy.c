@@ -14,20 +14,34 @@
  * `lint` reports what policy/lint.c finds. Exit status: 0 clean, 1 a
  * finding at or above --fail-on (default: any), 2 usage or a bad config.
  *
+ * `publish` stores the policy part of a config (config/policy.h), or a
+ * policy file, in the shared database as its next version, after loading
+ * it over the config exactly as a gateway would; `current` says which
+ * policy is in force: the database's current version, or the digest of a
+ * file-store config's own policy. Exit status: 0 done (publishing the
+ * current digest again is a no-op, and says so), 1 failed or none
+ * published, 2 usage.
+ *
  * Nothing here reads or writes the gateway's state directory.
  */
 #include <git2.h>
 #include <jansson.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "config/config.h"
+#include "config/policy.h"
+#include "db/policy.h"
 #include "git/symref.h"
 #include "policy/eval.h"
 #include "policy/lint.h"
 #include "policy/plan.h"
+#include "util/buf.h"
+#include "util/fs.h"
 
 #define CHECK_ALLOW 0
 #define CHECK_DENY  1
@@ -45,6 +59,8 @@ static void usage(FILE *f)
            "                            (--action ACTION | --old ID --new ID --git-dir DIR)\n"
            "                            [--run NAME] [--json]\n"
            "       refgate policy lint --config FILE [--fail-on warning|error] [--json]\n"
+           "       refgate policy publish --config FILE [--policy POLICYFILE]\n"
+           "       refgate policy current --config FILE [--json]\n"
            "\n"
            "check    decide one ref update as the gateway would, and explain it: every rule,\n"
            "         whether it matched or which selectors did not (repo, ref, action, run),\n"
@@ -65,7 +81,67 @@ static void usage(FILE *f)
            "         or are probably not what was meant (warnings: dead-pattern, duplicate,\n"
            "         redundant, no-reason). Exit 0 clean, 1 findings, 2 usage or bad config.\n"
            "  --fail-on LEVEL   exit 1 only for findings at this level or above (default warning)\n"
-           "  --json            a JSON array of findings instead of text\n");
+           "  --json            a JSON array of findings instead of text\n"
+           "\n"
+           "publish  store the policy (\"default\", \"rules\", \"secrets\") in the database that\n"
+           "         FILE's \"state.postgres\" names, as the next version, once it loads over\n"
+           "         FILE as a gateway would load it; prints the version and its digest.\n"
+           "         The current digest again publishes nothing. Exit 0 done, 1 failed.\n"
+           "  --policy POLICYFILE  publish this JSON object of policy keys instead of\n"
+           "                    FILE's own policy part\n"
+           "\n"
+           "current  the policy in force: the database's current version and digest, or\n"
+           "         for a config without \"state\" the digest of its own policy part.\n"
+           "         Exit 0, or 1 when none has been published or it cannot be read.\n"
+           "  --json            one JSON object instead of text\n");
+}
+
+/* ------------------------------------------------------------------------ */
+/* The rules that decide                                                    */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * The config whose rules the gateway enforces: the file's own, or with a
+ * database the published policy merged over the file, as every gateway
+ * there loads it (none published is an error that says so).
+ */
+static int load_enforced(config_model **out, const char *path, rg_error *err)
+{
+    config_model *local = NULL;
+    db_pool *pool = NULL;
+    PGconn *c = NULL;
+    db_policy_info info;
+    json_t *policy = NULL;
+    char label[64];
+    int rc;
+
+    *out = NULL;
+    rc = config_load(&local, path, err);
+    if (rc < 0 || local->state.postgres == NULL) {
+        *out = local;
+        return rc;
+    }
+    if ((rc = db_pool_open(&pool, &local->state, err)) < 0 ||
+        (rc = db_acquire(pool, &c, err)) < 0 || (rc = db_schema_check(c, err)) < 0 ||
+        (rc = db_policy_current(c, &info, err)) < 0)
+        goto done;
+    if (info.version == 0) {
+        rc = rg_error_set(err, RG_E_STATE,
+                          "%s uses a database where no policy has been published (gateways on "
+                          "it refuse every push): run refgate policy publish",
+                          local->path);
+        goto done;
+    }
+    snprintf(label, sizeof(label), "published policy v%lld", info.version);
+    if ((rc = db_policy_load(c, &info, &policy, err)) == 0)
+        rc = config_with_policy(out, local, policy, label, info.version, err);
+done:
+    json_decref(policy);
+    if (c != NULL)
+        db_release(pool, c);
+    db_pool_close(pool);
+    config_free(local);
+    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -420,6 +496,9 @@ static int report_check(const config_model *cfg, const char *repo, const policy_
         if (d->evaluate_matched > 0)
             printf("evaluate: rule %s would %s (evaluate mode: reported, not enforced)\n",
                    d->evaluate_rule_name, config_effect_name(d->evaluate_effect));
+        if (cfg->policy_version > 0)
+            printf("policy:   version %lld %s (published)\n", cfg->policy_version,
+                   cfg->policy_digest);
     } else {
         json_object_set_new(root, "decision", json_string(verdict_name(d)));
         json_object_set_new(root, "rule", json_string(d->rule_name));
@@ -432,6 +511,10 @@ static int report_check(const config_model *cfg, const char *repo, const policy_
         json_object_set_new(root, "run", run && run[0] ? json_string(run) : json_null());
         json_object_set_new(root, "action", json_string(action));
         json_object_set_new(root, "classified", why[0] ? json_string(why) : json_null());
+        json_object_set_new(root, "policy", json_string(cfg->policy_digest));
+        json_object_set_new(root, "policy_version",
+                            cfg->policy_version > 0 ? json_integer(cfg->policy_version)
+                                                    : json_null());
         ev = d->evaluate_matched > 0 ? json_object() : json_null();
         if (d->evaluate_matched > 0) {
             json_object_set_new(ev, "rule", json_string(d->evaluate_rule_name));
@@ -551,7 +634,7 @@ static int policy_check(int argc, char **argv)
     memcpy(host, a.repo, (size_t)(slash - a.repo));
     host[slash - a.repo] = '\0';
 
-    if (config_load(&cfg, a.config, &err) < 0) {
+    if (load_enforced(&cfg, a.config, &err) < 0) {
         fprintf(stderr, "refgate policy check: %s\n", err.msg);
         return CHECK_ERROR;
     }
@@ -681,7 +764,7 @@ static int policy_lint_cmd(int argc, char **argv)
         fprintf(stderr, "refgate policy lint: --fail-on %s: expected warning or error\n", fail_on);
         return LINT_USAGE;
     }
-    if (config_load(&cfg, config_path, &err) < 0) {
+    if (load_enforced(&cfg, config_path, &err) < 0) {
         fprintf(stderr, "refgate policy lint: %s\n", err.msg);
         return LINT_USAGE;
     }
@@ -710,6 +793,201 @@ done:
     return status;
 }
 
+/* ------------------------------------------------------------------------ */
+/* publish and current                                                      */
+/* ------------------------------------------------------------------------ */
+
+#define PUBLISH_OK     0
+#define PUBLISH_FAILED 1
+
+typedef struct shared_args {
+    const char *config, *policy;
+    int json;
+} shared_args;
+
+/* --config, --policy (publish only) and --json (current only). */
+static int shared_parse(shared_args *a, int argc, char **argv, const char *prog, int publish)
+{
+    const char *value;
+    int m;
+
+    for (int argi = 1; argi < argc; argi++) {
+        if (cli_is_help(argv[argi])) {
+            usage(stdout);
+            return 1;
+        }
+        if (!publish && !strcmp(argv[argi], "--json")) {
+            a->json = 1;
+            continue;
+        }
+        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", prog)) != 0)
+            a->config = value;
+        else if (publish && (m = cli_opt_value(&value, argc, argv, &argi, "--policy", prog)) != 0)
+            a->policy = value;
+        else {
+            fprintf(stderr, "%s: unexpected argument '%s'\n\n", prog, argv[argi]);
+            usage(stderr);
+            return -1;
+        }
+        if (m < 0)
+            return -1;
+    }
+    if (a->config == NULL) {
+        fprintf(stderr, "%s: --config is required\n\n", prog);
+        usage(stderr);
+        return -1;
+    }
+    return 0;
+}
+
+/* Who publishes, as the row names them: user@host. */
+static void publisher(char *out, size_t outsz)
+{
+    const struct passwd *pw = getpwuid(geteuid());
+    char host[64] = "";
+
+    gethostname(host, sizeof(host) - 1);
+    if (pw != NULL)
+        snprintf(out, outsz, "%s@%s", pw->pw_name, host);
+    else
+        snprintf(out, outsz, "%ld@%s", (long)geteuid(), host);
+}
+
+/* The policy to publish: POLICYFILE's object, or the config's policy part. */
+static int publish_read(json_t **out, const config_model *cfg, const char *path, rg_error *err)
+{
+    rg_buf text = RG_BUF_INIT(CONFIG_POLICY_MAX_BYTES);
+    int rc;
+
+    if (path == NULL)
+        return config_policy_extract(out, cfg->source, err);
+    rc = rg_fs_read_file(&text, path, err);
+    if (rc == 0)
+        rc = config_policy_parse(out, text.data, text.len, path, err);
+    rg_buf_free(&text);
+    return rc;
+}
+
+static int policy_publish(int argc, char **argv)
+{
+    static const char prog[] = "refgate policy publish";
+    shared_args a = {0};
+    config_model *cfg = NULL, *merged = NULL;
+    rg_error err = RG_ERROR_INIT;
+    json_t *policy = NULL;
+    db_pool *pool = NULL;
+    db_policy_info cur;
+    char digest[CONFIG_POLICY_DIGEST_SIZE], by[128], *body = NULL;
+    size_t len;
+    int rc, unchanged = 0, status = PUBLISH_FAILED;
+
+    if ((rc = shared_parse(&a, argc, argv, prog, 1)) != 0)
+        return rc > 0 ? 0 : LINT_USAGE;
+    if (config_load(&cfg, a.config, &err) < 0) {
+        fprintf(stderr, "%s: %s\n", prog, err.msg);
+        return PUBLISH_FAILED;
+    }
+    if (cfg->state.postgres == NULL) {
+        fprintf(stderr,
+                "%s: %s has no \"state\": {\"postgres\": ...}: there is no database to "
+                "publish to (a file-store gateway enforces its own config's policy)\n",
+                prog, cfg->path);
+        goto done;
+    }
+    /* Loaded as every gateway on the database will load it: over a host's
+     * config, rules checked against its upstreams. */
+    if (publish_read(&policy, cfg, a.policy, &err) < 0 ||
+        config_with_policy(&merged, cfg, policy, a.policy ? a.policy : cfg->path, 0, &err) < 0 ||
+        config_policy_canonical(&body, &len, policy, &err) < 0 ||
+        config_policy_digest_bytes(digest, body, len, &err) < 0) {
+        fprintf(stderr, "%s: not published: %s\n", prog, err.msg);
+        goto done;
+    }
+    publisher(by, sizeof(by));
+    if (db_pool_open(&pool, &cfg->state, &err) < 0 ||
+        db_policy_publish(pool, &cur, &unchanged, digest, body, len, by, &err) < 0) {
+        fprintf(stderr, "%s: %s\n", prog, err.msg);
+        goto done;
+    }
+    if (unchanged)
+        printf("policy %s is already the current one (version %lld): nothing published\n",
+               cur.digest, cur.version);
+    else
+        printf("published policy version %lld %s (%zu rules)\n", cur.version, cur.digest,
+               merged->nrules);
+    status = PUBLISH_OK;
+done:
+    db_pool_close(pool);
+    free(body);
+    json_decref(policy);
+    config_free(merged);
+    config_free(cfg);
+    if (fflush(stdout) != 0)
+        status = PUBLISH_FAILED;
+    return status;
+}
+
+static int policy_current(int argc, char **argv)
+{
+    static const char prog[] = "refgate policy current";
+    shared_args a = {0};
+    config_model *cfg = NULL;
+    rg_error err = RG_ERROR_INIT;
+    db_pool *pool = NULL;
+    db_policy_info cur = {0};
+    PGconn *c = NULL;
+    json_t *j = NULL;
+    int rc, status = PUBLISH_FAILED;
+
+    if ((rc = shared_parse(&a, argc, argv, prog, 0)) != 0)
+        return rc > 0 ? 0 : LINT_USAGE;
+    if (config_load(&cfg, a.config, &err) < 0) {
+        fprintf(stderr, "%s: %s\n", prog, err.msg);
+        return PUBLISH_FAILED;
+    }
+    if (cfg->state.postgres == NULL) {
+        if (a.json)
+            j = json_pack("{s:s, s:s, s:s}", "source", "file", "file", cfg->path, "digest",
+                          cfg->policy_digest);
+        else
+            printf("%s (the policy of %s: no database)\n", cfg->policy_digest, cfg->path);
+        status = PUBLISH_OK;
+        goto print;
+    }
+    if (db_pool_open(&pool, &cfg->state, &err) < 0 || db_acquire(pool, &c, &err) < 0 ||
+        db_schema_check(c, &err) < 0 || db_policy_current(c, &cur, &err) < 0) {
+        fprintf(stderr, "%s: %s\n", prog, err.msg);
+        goto done;
+    }
+    if (cur.version == 0) {
+        if (a.json)
+            j = json_pack("{s:s, s:n}", "source", "database", "version");
+        else
+            printf("no policy has been published: run refgate policy publish\n");
+        goto print;
+    }
+    status = PUBLISH_OK;
+    if (a.json)
+        j = json_pack("{s:s, s:I, s:s, s:s, s:s}", "source", "database", "version",
+                      (json_int_t)cur.version, "digest", cur.digest, "published", cur.published,
+                      "by", cur.by);
+    else
+        printf("version %lld %s published %s by %s\n", cur.version, cur.digest, cur.published,
+               cur.by);
+print:
+    if (a.json && (j == NULL || json_dumpf(j, stdout, JSON_COMPACT) < 0 || putchar('\n') == EOF))
+        status = PUBLISH_FAILED;
+done:
+    json_decref(j);
+    if (c != NULL)
+        db_release(pool, c);
+    db_pool_close(pool);
+    config_free(cfg);
+    if (fflush(stdout) != 0)
+        status = PUBLISH_FAILED;
+    return status;
+}
+
 int cli_policy(int argc, char **argv)
 {
     if (argc < 2) {
@@ -724,6 +1002,10 @@ int cli_policy(int argc, char **argv)
         return policy_check(argc - 1, argv + 1);
     if (!strcmp(argv[1], "lint"))
         return policy_lint_cmd(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "publish"))
+        return policy_publish(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "current"))
+        return policy_current(argc - 1, argv + 1);
     fprintf(stderr, "refgate policy: unknown subcommand '%s'\n\n", argv[1]);
     usage(stderr);
     return LINT_USAGE;

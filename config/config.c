@@ -1715,19 +1715,21 @@ static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *roo
     return rc;
 }
 
-int config_parse(config_model **out, const char *json, size_t len, const char *path, rg_error *err)
+/*
+ * Load the model from `root` (borrowed; the model keeps a reference): the
+ * file is `path`, and messages name `label`.
+ */
+static int parse_tree(config_model **out, json_t *root, const char *path, const char *label,
+                      rg_error *err)
 {
     config_model *cfg = NULL;
-    json_t *root = NULL;
-    json_error_t jerr;
+    json_t *policy = NULL;
     char *dir = NULL;
     parse_ctx ctx;
     int rc;
 
     *out = NULL;
-    if (json == NULL || path == NULL)
-        return rg_error_set(err, -EINVAL, "config_parse: no %s given", json ? "path" : "text");
-    ctx.file = path;
+    ctx.file = label;
     ctx.dir = NULL;
     ctx.err = err;
     cfg = calloc(1, sizeof(*cfg));
@@ -1739,22 +1741,77 @@ int config_parse(config_model **out, const char *json, size_t len, const char *p
     if (rc < 0)
         goto done;
     ctx.dir = dir;
-    /* A repeated key would otherwise let the later value win unseen. */
-    root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
-    if (root == NULL) {
-        rc = rg_error_set(err, RG_E_CONFIG, "%s:%d:%d: invalid JSON: %s", path, jerr.line,
-                          jerr.column, jerr.text);
-        goto done;
-    }
     rc = parse_root(cfg, &ctx, root);
     if (rc < 0)
         goto done;
+    rc = config_policy_extract(&policy, root, err);
+    if (rc == 0)
+        rc = config_policy_digest(cfg->policy_digest, policy, err);
+    if (rc < 0)
+        goto done;
+    cfg->source = json_incref(root);
     *out = cfg;
     cfg = NULL;
 done:
+    json_decref(policy);
     config_free(cfg);
-    json_decref(root);
     free(dir);
+    return rc;
+}
+
+int config_parse(config_model **out, const char *json, size_t len, const char *path, rg_error *err)
+{
+    json_t *root;
+    json_error_t jerr;
+    int rc;
+
+    *out = NULL;
+    if (json == NULL || path == NULL)
+        return rg_error_set(err, -EINVAL, "config_parse: no %s given", json ? "path" : "text");
+    /* A repeated key would otherwise let the later value win unseen. */
+    root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+    if (root == NULL)
+        return rg_error_set(err, RG_E_CONFIG, "%s:%d:%d: invalid JSON: %s", path, jerr.line,
+                            jerr.column, jerr.text);
+    rc = parse_tree(out, root, path, path, err);
+    json_decref(root);
+    return rc;
+}
+
+int config_with_policy(config_model **out, const config_model *local, const json_t *policy,
+                       const char *label, long long version, rg_error *err)
+{
+    json_t *root;
+    const char *key;
+    json_t *v;
+    int rc = 0;
+
+    *out = NULL;
+    if (local == NULL || local->source == NULL || !json_is_object(policy))
+        return rg_error_set(err, -EINVAL, "config_with_policy: missing argument");
+    /* Shallow: the values are shared and never changed, only the keys. */
+    root = json_copy(local->source);
+    if (root == NULL)
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    for (size_t i = 0; config_policy_keys[i] != NULL; i++)
+        json_object_del(root, config_policy_keys[i]);
+    json_object_foreach((json_t *)policy, key, v)
+    {
+        /* A policy never sets what is the host's. */
+        if (!config_policy_is_key(key)) {
+            rc = rg_error_set(err, RG_E_CONFIG, "%s: \"%s\" is not a policy key", label, key);
+            break;
+        }
+        if (json_object_set(root, key, v) < 0) {
+            rc = rg_error_set(err, -ENOMEM, "out of memory");
+            break;
+        }
+    }
+    if (rc == 0)
+        rc = parse_tree(out, root, local->path, label, err);
+    if (rc == 0)
+        (*out)->policy_version = version;
+    json_decref(root);
     return rc;
 }
 
@@ -1823,6 +1880,7 @@ void config_free(config_model *cfg)
     free(cfg->listen_host);
     free(cfg->admin.listen_host);
     free(cfg->state_dir);
+    json_decref(cfg->source);
     free(cfg);
 }
 

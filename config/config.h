@@ -117,6 +117,7 @@
 #include <stdint.h>
 
 #include "config/conditions.h"
+#include "config/policy.h"
 #include "config/state.h"
 #include "util/error.h"
 #include "util/glob.h"
@@ -250,6 +251,12 @@ typedef struct config_model {
     config_secrets secrets; /* scanner compiled when a rule has "secrets": true */
     config_signing signing; /* the keys "unsigned" verifies against */
     config_state state;     /* "state": where shared state lives (config/state.h) */
+    /* The policy that decides (config/policy.h): the digest of this
+     * model's policy part, and the published version it came from (0: the
+     * file's own). */
+    char policy_digest[CONFIG_POLICY_DIGEST_SIZE];
+    long long policy_version;
+    json_t *source; /* the top-level object loaded, for config_with_policy */
 } config_model;
 
 /*
@@ -264,6 +271,17 @@ int config_load(config_model **out, const char *path, rg_error *err);
  * (it need not exist, but its directory must for local upstreams to resolve).
  */
 int config_parse(config_model **out, const char *json, size_t len, const char *path, rg_error *err);
+
+/*
+ * The host's config `local` with its policy part replaced by `policy` (an
+ * object of policy keys, config_policy_parse), loaded exactly as a file
+ * would be: the rules are checked against local's upstreams, local's
+ * signing keys and so on. `label` names the policy in errors ("published
+ * policy v3: rules[1]: ..."); `version` goes to policy_version. Paths stay
+ * relative to local's file.
+ */
+int config_with_policy(config_model **out, const config_model *local, const json_t *policy,
+                       const char *label, long long version, rg_error *err);
 
 void config_free(config_model *cfg);
 

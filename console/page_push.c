@@ -113,6 +113,17 @@ static int ref_trace(rg_buf *b, const config_model *cfg, const console_push *p,
         TEXT(b, d.rule_name);
         PUT(b, " would decide");
     }
+    /* A published policy, or a changed file, may not be the console's rules. */
+    if (r->policy[0] != '\0') {
+        PUT(b, ". Decided under policy <code class=\"policy\">");
+        TEXT(b, r->policy);
+        PUT(b, "</code>");
+        if (strcmp(r->policy, cfg->policy_digest) != 0) {
+            PUT(b, ", not the console's configuration's (<code>");
+            TEXT(b, cfg->policy_digest);
+            PUT(b, "</code>): the trace below may not be what decided");
+        }
+    }
     PUT(b, ".</p><table class=\"trace\"><thead><tr><th>Rule</th><th>Effect</th><th>Mode</th>"
            "<th>Match</th><th></th></tr></thead><tbody>");
     for (size_t i = 0; rc == 0 && i < cfg->nrules; i++) {
@@ -284,10 +295,11 @@ int console_page_push(rg_buf *body, const console_view *v, const char *push_id)
     console_push p;
     rg_error e = RG_ERROR_INIT, dir_err = RG_ERROR_INIT;
     char path[4200], *gitdir = NULL;
+    audit_source src;
     int mirror = 0, rc = 0;
 
-    snprintf(path, sizeof(path), "%s/audit.jsonl", cfg->state_dir);
-    if (console_push_get(&p, path, push_id, &e) < 0) {
+    src = console_log_source(path, sizeof(path), v);
+    if (console_push_get(&p, &src, push_id, &e) < 0) {
         PUT(body, "<p class=\"error\">");
         TEXT(body, e.msg);
         PUT(body, "</p>");

@@ -17,9 +17,12 @@
 #include "console/markup.h"
 #include "gateway/approve.h"
 
-static void log_path(char *out, size_t outsz, const console_view *v)
+audit_source console_log_source(char *path, size_t pathsz, const console_view *v)
 {
-    snprintf(out, outsz, "%s/audit.jsonl", v->ctx->cfg->state_dir);
+    audit_source src = {path, v->ctx->db};
+
+    snprintf(path, pathsz, "%s/audit.jsonl", v->ctx->cfg->state_dir);
+    return src;
 }
 
 /* The CSRF field every form carries. */
@@ -139,10 +142,11 @@ int console_page_pushes(rg_buf *body, const console_view *v, const console_push_
     console_push_row *rows = NULL;
     rg_error e = RG_ERROR_INIT;
     char path[4200], num[64];
+    audit_source src;
     size_t n = 0;
     int more = 0, rc = 0;
 
-    log_path(path, sizeof(path), v);
+    src = console_log_source(path, sizeof(path), v);
     PUT(body, "<form class=\"filter\" method=\"get\" action=\"/pushes\">");
     if (rc == 0)
         rc = filter_input(body, "run", f->run);
@@ -154,7 +158,7 @@ int console_page_pushes(rg_buf *body, const console_view *v, const console_push_
         rc = filter_input(body, "decision", f->decision);
     PUT(body, "<button type=\"submit\">Filter</button></form>");
     if (rc == 0 &&
-        console_pushes_list(&rows, &n, &more, path, f, page, CONSOLE_PUSHES_PER_PAGE, &e) < 0) {
+        console_pushes_list(&rows, &n, &more, &src, f, page, CONSOLE_PUSHES_PER_PAGE, &e) < 0) {
         PUT(body, "<p class=\"error\">The audit log cannot be read: ");
         TEXT(body, e.msg);
         PUT(body, "</p>");
@@ -210,11 +214,12 @@ int console_page_runs(rg_buf *body, const console_view *v, size_t page)
     console_run_row *rows = NULL;
     rg_error e = RG_ERROR_INIT;
     char path[4200], num[64];
+    audit_source src;
     size_t n = 0;
     int more = 0, rc = 0;
 
-    log_path(path, sizeof(path), v);
-    if (console_runs_list(&rows, &n, &more, path, page, CONSOLE_PUSHES_PER_PAGE, &e) < 0) {
+    src = console_log_source(path, sizeof(path), v);
+    if (console_runs_list(&rows, &n, &more, &src, page, CONSOLE_PUSHES_PER_PAGE, &e) < 0) {
         PUT(body, "<p class=\"error\">The audit log cannot be read: ");
         TEXT(body, e.msg);
         PUT(body, "</p>");
@@ -423,17 +428,22 @@ int console_page_integrity(rg_buf *body, const console_view *v)
     audit_verify_result res = {0};
     rg_error e = RG_ERROR_INIT;
     char path[4200], hash[65], num[160];
+    audit_source src;
     uint64_t seq = 0;
     int rc = 0;
 
-    log_path(path, sizeof(path), v);
-    if (audit_verify(&res, path, &e) < 0) {
+    src = console_log_source(path, sizeof(path), v);
+    if (audit_verify(&res, &src, &e) < 0) {
         PUT(body, "<p class=\"error\">The audit log cannot be verified: ");
         TEXT(body, e.msg);
         PUT(body, "</p>");
         return rc;
     }
-    if (res.bad_line == 0) {
+    if (res.db_head_bad) {
+        PUT(body, "<p class=\"deny verify\">The chain does not end at the database's head: ");
+        TEXT(body, res.why);
+        PUT(body, "</p>");
+    } else if (res.bad_line == 0) {
         snprintf(num, sizeof(num), "%llu", (unsigned long long)res.lines);
         PUT(body, "<p class=\"allow verify\">The chain is intact: ");
         PUT(body, num);
@@ -445,7 +455,7 @@ int console_page_integrity(rg_buf *body, const console_view *v)
         TEXT(body, res.why);
         PUT(body, "</p>");
     }
-    if (audit_read_head(&seq, hash, path, &e) < 0) {
+    if (audit_read_head(&seq, hash, &src, &e) < 0) {
         PUT(body, "<p class=\"error\">");
         TEXT(body, e.msg);
         PUT(body, "</p>");

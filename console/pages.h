@@ -21,6 +21,13 @@ typedef struct console_view {
     const char *csrf; /* the session's CSRF token */
 } console_view;
 
+/*
+ * Where the pages read the audit log: the gateway's database when it has
+ * one (config "state.postgres"), else `path`, filled with
+ * <state_dir>/audit.jsonl (pathsz bytes at most).
+ */
+audit_source console_log_source(char *path, size_t pathsz, const console_view *v);
+
 /* `body` in the layout, titled `title` (plain text), with the menu when v->user is set. */
 int console_page_wrap(rg_buf *out, const char *title, const console_view *v, const char *body);
 

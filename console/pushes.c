@@ -49,7 +49,7 @@ static void fold(console_push_row *cur, const json_t *obj)
     snprintf(cur->first_ref, sizeof(cur->first_ref), "%s", field(obj, "ref"));
 }
 
-int console_pushes_list(console_push_row **rows, size_t *n, int *more, const char *log_path,
+int console_pushes_list(console_push_row **rows, size_t *n, int *more, const audit_source *log,
                         const console_push_filter *f, size_t page, size_t per_page, rg_error *err)
 {
     audit_back_reader *rd = NULL;
@@ -67,7 +67,7 @@ int console_pushes_list(console_push_row **rows, size_t *n, int *more, const cha
     *rows = calloc(per_page, sizeof(**rows));
     if (*rows == NULL)
         return rg_error_set(err, -ENOMEM, "out of memory");
-    if ((rc = audit_back_reader_open(&rd, log_path, err)) < 0)
+    if ((rc = audit_back_reader_open(&rd, log, err)) < 0)
         goto done;
     /* Bounded: one step per line, and it stops one push past the page. */
     for (;;) {
@@ -121,7 +121,7 @@ done:
     return rc;
 }
 
-int console_runs_list(console_run_row **rows, size_t *n, int *more, const char *log_path,
+int console_runs_list(console_run_row **rows, size_t *n, int *more, const audit_source *log,
                       size_t page, size_t per_page, rg_error *err)
 {
     audit_back_reader *rd = NULL;
@@ -141,7 +141,7 @@ int console_runs_list(console_run_row **rows, size_t *n, int *more, const char *
     seen = calloc(want, sizeof(*seen));
     if (seen == NULL)
         return rg_error_set(err, -ENOMEM, "out of memory");
-    if ((rc = audit_back_reader_open(&rd, log_path, err)) < 0)
+    if ((rc = audit_back_reader_open(&rd, log, err)) < 0)
         goto done;
     /* Bounded: one step per line, and it stops once the page and one more are found. */
     while (nseen < want && (rc = audit_back_reader_prev(rd, &data, &len, err)) > 0) {
@@ -204,16 +204,17 @@ static void ref_from(console_push_ref *out, const json_t *obj)
              json_is_string(json_object_get(obj, "outcome")) ? field(obj, "outcome") : "pending");
     snprintf(out->old_id, sizeof(out->old_id), "%s", field(obj, "old"));
     snprintf(out->new_id, sizeof(out->new_id), "%s", field(obj, "new"));
+    snprintf(out->policy, sizeof(out->policy), "%s", field(obj, "policy"));
 }
 
-int console_push_get(console_push *out, const char *log_path, const char *push_id, rg_error *err)
+int console_push_get(console_push *out, const audit_source *log, const char *push_id, rg_error *err)
 {
     audit_reader *rd = NULL;
     audit_line line;
     int rc, version;
 
     memset(out, 0, sizeof(*out));
-    if ((rc = audit_reader_open(&rd, log_path, err)) < 0)
+    if ((rc = audit_reader_open_containing(&rd, log, push_id, err)) < 0)
         return rc;
     /* Bounded: one step per line of the log. */
     while ((rc = audit_reader_next(rd, &line, err)) > 0) {

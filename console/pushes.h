@@ -1,8 +1,11 @@
 /*
- * Pushes as the console shows them, read from the audit log file
- * (audit/audit.h's readers): the decision records of one push are one
- * batch, so a push is a run of consecutive decision records with the same
- * push_id. Nothing is cached: every call reads the file.
+ * Pushes as the console shows them, read from the audit log (audit/audit.h's
+ * readers: the file, or the database's records when the config has
+ * "state.postgres"): the decision records of one push are one batch, so a
+ * push is a run of consecutive decision records with the same push_id.
+ * Nothing is cached: every call reads the log, and a log that cannot be
+ * read (a database that cannot be reached) is an error, never an empty
+ * listing.
  */
 #ifndef RG_CONSOLE_PUSHES_H
 #define RG_CONSOLE_PUSHES_H
@@ -10,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "audit/audit.h"
 #include "util/error.h"
 
 /* The most pages back a listing goes. */
@@ -37,7 +41,7 @@ typedef struct console_push_row {
  * the page needs (one push more), so the newest pages cost the same
  * whatever the log's length. page must be below CONSOLE_PUSHES_PAGES_MAX.
  */
-int console_pushes_list(console_push_row **rows, size_t *n, int *more, const char *log_path,
+int console_pushes_list(console_push_row **rows, size_t *n, int *more, const audit_source *log,
                         const console_push_filter *f, size_t page, size_t per_page, rg_error *err);
 
 /* One run in the runs listing: its newest push. Strings are cut to fit. */
@@ -53,7 +57,7 @@ typedef struct console_run_row {
  * *more says whether an older page has any. Read from the end of the log,
  * only as far as the page needs.
  */
-int console_runs_list(console_run_row **rows, size_t *n, int *more, const char *log_path,
+int console_runs_list(console_run_row **rows, size_t *n, int *more, const audit_source *log,
                       size_t page, size_t per_page, rg_error *err);
 
 /* One ref of one push, with what became of it. Strings are cut to fit. */
@@ -61,6 +65,7 @@ typedef struct console_push_ref {
     uint64_t seq;
     char ref[512], action[16], decision[16], rule[256], reason[1024], outcome[1024];
     char old_id[72], new_id[72];
+    char policy[80]; /* the digest of the policy that decided; "" when the record names none */
 } console_push_ref;
 
 /* One push's detail. */
@@ -70,8 +75,13 @@ typedef struct console_push {
     size_t nrefs;
 } console_push;
 
-/* The push `push_id` and its refs' outcomes; -ENOENT when the log has no such push. */
-int console_push_get(console_push *out, const char *log_path, const char *push_id, rg_error *err);
+/*
+ * The push `push_id` and its refs' outcomes; -ENOENT when the log has no
+ * such push. The file is read through; from the database only the rows
+ * that name the push are fetched.
+ */
+int console_push_get(console_push *out, const audit_source *log, const char *push_id,
+                     rg_error *err);
 
 void console_push_clear(console_push *p);
 

@@ -5,7 +5,8 @@
  *
  * A pool of at most `connections` libpq connections per process, opened on
  * first use and opened again by the next caller after the database went
- * away, so a gateway recovers by itself when the database returns. While
+ * away (an idle connection the server dropped is noticed before use), so a
+ * gateway recovers by itself when the database returns. While
  * it cannot be reached every call fails with RG_E_STATE and a message that
  * says so; callers fail closed on it. No message ever holds a password
  * (it is never in the connection string; see config/state.h).
@@ -50,6 +51,13 @@ void db_pool_close(db_pool *p);
  */
 int db_acquire(db_pool *p, PGconn **out, rg_error *err);
 
+/*
+ * What the last use of the pool found, without touching the database (for
+ * /healthz, which must answer at once): 0 when the last connect worked
+ * and no connection was since lost, else RG_E_STATE with why.
+ */
+int db_health(db_pool *p, rg_error *err);
+
 /* Give it back; one left broken or inside a transaction is closed instead. */
 void db_release(db_pool *p, PGconn *c);
 
@@ -66,6 +74,13 @@ int db_exec(PGconn *c, PGresult **out, const char *what, const char *sql, int np
 /* As db_exec, with lengths and formats per parameter (1: binary, e.g. bytea). */
 int db_exec_bin(PGconn *c, PGresult **out, const char *what, const char *sql, int nparams,
                 const char *const *params, const int *lengths, const int *formats, rg_error *err);
+
+/*
+ * As db_exec_bin, with every column of the result in binary (bytea as its
+ * raw bytes; cast what should come as text to text).
+ */
+int db_query_bin(PGconn *c, PGresult **out, const char *what, const char *sql, int nparams,
+                 const char *const *params, const int *lengths, const int *formats, rg_error *err);
 
 /* The SQLSTATE of a failed result, or "" (e.g. "23505" for a unique violation). */
 const char *db_sqlstate(const PGresult *r);

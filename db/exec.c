@@ -22,15 +22,16 @@ static int failed(PGconn *c, PGresult *r, const char *what, rg_error *err)
     return rg_error_set(err, RG_E_STATE, "%s: %s", what, msg[0] ? msg : "the database failed");
 }
 
-int db_exec_bin(PGconn *c, PGresult **out, const char *what, const char *sql, int nparams,
-                const char *const *params, const int *lengths, const int *formats, rg_error *err)
+static int exec_params(PGconn *c, PGresult **out, const char *what, const char *sql, int nparams,
+                       const char *const *params, const int *lengths, const int *formats,
+                       int result_format, rg_error *err)
 {
     PGresult *r;
     int rc = 0;
 
     if (out != NULL)
         *out = NULL;
-    r = PQexecParams(c, sql, nparams, NULL, params, lengths, formats, 0);
+    r = PQexecParams(c, sql, nparams, NULL, params, lengths, formats, result_format);
     if (r == NULL ||
         (PQresultStatus(r) != PGRES_COMMAND_OK && PQresultStatus(r) != PGRES_TUPLES_OK)) {
         rc = failed(c, r, what, err);
@@ -46,6 +47,18 @@ int db_exec_bin(PGconn *c, PGresult **out, const char *what, const char *sql, in
     else
         PQclear(r);
     return 0;
+}
+
+int db_exec_bin(PGconn *c, PGresult **out, const char *what, const char *sql, int nparams,
+                const char *const *params, const int *lengths, const int *formats, rg_error *err)
+{
+    return exec_params(c, out, what, sql, nparams, params, lengths, formats, 0, err);
+}
+
+int db_query_bin(PGconn *c, PGresult **out, const char *what, const char *sql, int nparams,
+                 const char *const *params, const int *lengths, const int *formats, rg_error *err)
+{
+    return exec_params(c, out, what, sql, nparams, params, lengths, formats, 1, err);
 }
 
 int db_exec(PGconn *c, PGresult **out, const char *what, const char *sql, int nparams,

@@ -8,6 +8,7 @@
 #include "db/db.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +31,7 @@ struct db_pool {
     slot *slots;
     pthread_mutex_t mu;
     pthread_cond_t freed;
+    char down[300]; /* why the last connect failed or a connection was lost; "" when up */
 };
 
 int db_pool_open(db_pool **out, const config_state *st, rg_error *err)
@@ -126,6 +128,26 @@ static int connect_slot(db_pool *p, PGconn **out, rg_error *err)
     return 0;
 }
 
+/*
+ * Whether an idle connection is no longer usable. A server that went away
+ * (a restart, an idle timeout) leaves libpq saying CONNECTION_OK until the
+ * connection is used; but its socket then reads the server's goodbye or
+ * EOF, so a connection whose socket is readable while idle is asked, and
+ * one that broke is replaced before any statement is sent on it.
+ */
+static int stale(PGconn *c)
+{
+    struct pollfd pfd = {.fd = PQsocket(c), .events = POLLIN};
+
+    if (PQstatus(c) != CONNECTION_OK || pfd.fd < 0)
+        return 1;
+    /* Twice at most: the server's goodbye, then its end of file. */
+    for (int i = 0; i < 2 && poll(&pfd, 1, 0) > 0; i++)
+        if (!PQconsumeInput(c) || PQstatus(c) != CONNECTION_OK)
+            return 1;
+    return 0;
+}
+
 int db_acquire(db_pool *p, PGconn **out, rg_error *err)
 {
     struct timespec until;
@@ -154,12 +176,13 @@ int db_acquire(db_pool *p, PGconn **out, rg_error *err)
     s->busy = 1;
     pthread_mutex_unlock(&p->mu);
 
-    if (s->conn != NULL && PQstatus(s->conn) != CONNECTION_OK) {
+    if (s->conn != NULL && stale(s->conn)) {
         PQfinish(s->conn);
         s->conn = NULL;
     }
     if (s->conn == NULL && (rc = connect_slot(p, &s->conn, err)) < 0) {
         pthread_mutex_lock(&p->mu);
+        snprintf(p->down, sizeof(p->down), "%s", err ? err->msg : "cannot connect");
         s->busy = 0;
         pthread_cond_signal(&p->freed);
         pthread_mutex_unlock(&p->mu);
@@ -167,6 +190,17 @@ int db_acquire(db_pool *p, PGconn **out, rg_error *err)
     }
     *out = s->conn;
     return 0;
+}
+
+int db_health(db_pool *p, rg_error *err)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&p->mu);
+    if (p->down[0] != '\0')
+        rc = rg_error_set(err, RG_E_STATE, "%s", p->down);
+    pthread_mutex_unlock(&p->mu);
+    return rc;
 }
 
 void db_release(db_pool *p, PGconn *c)
@@ -179,6 +213,11 @@ void db_release(db_pool *p, PGconn *c)
 
         if (s->conn != c)
             continue;
+        if (PQstatus(c) != CONNECTION_OK) {
+            snprintf(p->down, sizeof(p->down), "the database connection was lost");
+        } else {
+            p->down[0] = '\0';
+        }
         if (PQstatus(c) != CONNECTION_OK || PQtransactionStatus(c) != PQTRANS_IDLE) {
             PQfinish(c);
             s->conn = NULL;

@@ -51,18 +51,27 @@ static const char *const migrations[DB_SCHEMA_VERSION] = {
     "  expires bigint NOT NULL,"
     "  revoked timestamptz NOT NULL DEFAULT now());"
 
-    /* Approvals, and the packs reviewers look at. */
+    /* Approvals (approvals/pg.c), and the packs reviewers look at. Rows stay
+     * as history: state pending, approved, denied, expired or consumed; at
+     * most one live (pending or approved) per update. An approved row a
+     * push is forwarding carries its claim (holder, until when); a
+     * consumed one keeps the claim that consumed it. */
     "CREATE TABLE approvals ("
     "  id text PRIMARY KEY,"
-    "  state text NOT NULL,"
+    "  state text NOT NULL"
+    "    CHECK (state IN ('pending', 'approved', 'denied', 'expired', 'consumed')),"
     "  repo text NOT NULL, ref text NOT NULL, old_id text NOT NULL, new_id text NOT NULL,"
     "  run text NOT NULL DEFAULT '', rule text NOT NULL DEFAULT '',"
     "  reason text NOT NULL DEFAULT '', decided_by text NOT NULL DEFAULT '',"
     "  note text NOT NULL DEFAULT '',"
     "  created bigint NOT NULL, decided bigint NOT NULL DEFAULT 0, expires bigint NOT NULL,"
-    "  pack_bytes bigint NOT NULL DEFAULT 0);"
+    "  pack_bytes bigint NOT NULL DEFAULT 0,"
+    "  claim text NOT NULL DEFAULT '', claim_until bigint NOT NULL DEFAULT 0,"
+    "  settled bigint NOT NULL DEFAULT 0);"
     "CREATE UNIQUE INDEX approvals_live ON approvals (repo, ref, old_id, new_id)"
     "  WHERE state IN ('pending', 'approved');"
+    "CREATE INDEX approvals_open ON approvals (expires)"
+    "  WHERE state IN ('pending', 'approved', 'denied');"
     "CREATE TABLE approval_packs ("
     "  id text PRIMARY KEY REFERENCES approvals ON DELETE CASCADE,"
     "  pack bytea NOT NULL);"

@@ -104,6 +104,10 @@ static enum MHD_Result healthz(gateway_admin *a, struct MHD_Connection *c)
     ready &= check(checks, "state_dir", state_dir_writable(ctx->cfg->state_dir, &e), &e);
     e = (rg_error)RG_ERROR_INIT;
     ready &= check(checks, "audit_log", audit_ready(ctx->audit, AUDIT_CHECK_BYTES, &e), &e);
+    if (ctx->db != NULL) {
+        e = (rg_error)RG_ERROR_INIT;
+        ready &= check(checks, "database", db_health(ctx->db, &e), &e);
+    }
     e = (rg_error)RG_ERROR_INIT;
     rc = atomic_load(ctx->stopping) ? rg_error_set(&e, -ESHUTDOWN, "the gateway is stopping") : 0;
     ready &= check(checks, "serving", rc, &e);

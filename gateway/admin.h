@@ -5,7 +5,8 @@
  *   GET /healthz   JSON {"live": true, "ready": BOOL, "checks": {...}}:
  *                  200 when every readiness check passes (the config is
  *                  loaded, the state directory takes a new file, the audit
- *                  log can be appended to), else 503 naming what failed
+ *                  log can be appended to, with a shared database: its
+ *                  last use found it up), else 503 naming what failed
  *   GET /metrics   the Prometheus text exposition of gateway_metrics
  *
  * and nothing else (404; methods other than GET and HEAD: 405). One

@@ -99,6 +99,17 @@ void gateway_approval_resolve(gateway_approval_ref *out, policy_plan_ref *plan,
     memcpy(out->id, e.id, sizeof(e.id));
     switch (e.state) {
     case APPROVALS_APPROVED:
+        /* Claimed before it lets anything through: of pushes of this
+         * update at once (through any gateway), one forwards on it. */
+        snprintf(out->holder, sizeof(out->holder), "%s:%s", ctx->gateway_id, push->push_id);
+        if (approvals_claim(ctx->approvals, &e, e.id, &key, out->holder, (int64_t)time(NULL),
+                            &err) < 0) {
+            snprintf(d->reason, sizeof(d->reason), "%s; approval %s cannot be used now: %s%s", base,
+                     e.id, err.msg,
+                     err.code == -EBUSY ? " (push again when that push is over)" : "");
+            return;
+        }
+        out->claimed = 1;
         plan->allowed = 1;
         d->effect = CONFIG_ALLOW;
         out->approved = 1;
@@ -159,24 +170,41 @@ int gateway_approval_pending(const gateway_ctx *ctx, const char *id)
            e.state == APPROVALS_PENDING;
 }
 
-void gateway_approval_consume(const gateway_ctx *ctx, const char *id,
+void gateway_approval_consume(const gateway_ctx *ctx, gateway_approval_ref *ref,
                               const gateway_approval_push *push)
 {
     approvals_key key = {push->repo, push->ref, push->old_id, push->new_id};
     rg_error err = RG_ERROR_INIT;
     char detail[2048], q[RG_LOG_VALUE_MAX];
 
-    if (ctx->approvals == NULL || id[0] == '\0')
+    if (ctx->approvals == NULL || !ref->claimed)
         return;
-    if (approvals_consume(ctx->approvals, id, &key, (int64_t)time(NULL), &err) < 0) {
-        /* The update landed; a second push of it would find the ref moved. */
-        rg_log(RG_LOG_ERR, "approval_consume_failed", "id=%s error=%s", id,
+    ref->claimed = 0;
+    if (approvals_consume(ctx->approvals, ref->id, &key, ref->holder, (int64_t)time(NULL), &err) <
+        0) {
+        /* The update landed; a second push of it would find the ref moved,
+         * and the claim lapses (APPROVALS_CLAIM_SECONDS). */
+        rg_log(RG_LOG_ERR, "approval_consume_failed", "id=%s error=%s", ref->id,
                rg_log_quote(q, sizeof(q), err.msg));
         return;
     }
-    snprintf(detail, sizeof(detail), "approval %s used by push %s: %.*s in %s is now %s", id,
+    snprintf(detail, sizeof(detail), "approval %s used by push %s: %.*s in %s is now %s", ref->id,
              push->push_id, REF_SHOWN_MAX, push->ref, push->repo, push->new_id);
     audit_event(ctx, "approval-consume", detail);
+}
+
+void gateway_approval_release(const gateway_ctx *ctx, gateway_approval_ref *ref)
+{
+    rg_error err = RG_ERROR_INIT;
+    char q[RG_LOG_VALUE_MAX];
+
+    if (ctx->approvals == NULL || !ref->claimed)
+        return;
+    ref->claimed = 0;
+    /* Not given back (the database is away): it lapses by itself. */
+    if (approvals_unclaim(ctx->approvals, ref->id, ref->holder, &err) < 0)
+        rg_log(RG_LOG_WARNING, "approval_release_failed", "id=%s error=%s", ref->id,
+               rg_log_quote(q, sizeof(q), err.msg));
 }
 
 void gateway_approval_keep_pack(const gateway_ctx *ctx, gateway_spool_lease *lease, const char *id,
@@ -184,12 +212,14 @@ void gateway_approval_keep_pack(const gateway_ctx *ctx, gateway_spool_lease *lea
 {
     rg_error err = RG_ERROR_INIT;
     char q[RG_LOG_VALUE_MAX];
+    uint64_t total, cap = ctx->cfg->limits.spool_bytes / 2;
 
     if (ctx->approvals == NULL || len == 0)
         return;
     /* Kept packs outlive their pushes: however many pushes ask, they leave
      * half the budget to the pushes still to come. */
-    if (approvals_pack_total(ctx->approvals) + len > ctx->cfg->limits.spool_bytes / 2) {
+    total = approvals_pack_total(ctx->approvals); /* UINT64_MAX: cannot be known */
+    if (total > cap || len > cap - total) {
         rg_log(RG_LOG_WARNING, "approval_pack_not_kept",
                "id=%s bytes=%llu reason=\"kept packs may take half of limits.spool_bytes\"", id,
                (unsigned long long)len);
@@ -206,7 +236,9 @@ void gateway_approval_keep_pack(const gateway_ctx *ctx, gateway_spool_lease *lea
                rg_log_quote(q, sizeof(q), err.msg));
         return;
     }
-    gateway_spool_lease_keep(lease, len);
+    /* Packs kept in the database leave this disk when the push ends. */
+    if (approvals_packs_local(ctx->approvals))
+        gateway_spool_lease_keep(lease, len);
 }
 
 /* ------------------------------------------------------------------------
@@ -492,6 +524,12 @@ static int op_decide(json_t **answer, const gateway_ctx *ctx, const gateway_appr
     if (peer->console_user != NULL) {
         snprintf(by, sizeof(by), "%s via console", peer->console_user);
         snprintf(who, sizeof(who), "console user %s via console", peer->console_user);
+    } else if (ctx->db != NULL) {
+        /* Gateways share the approvals: say which one the reviewer used. */
+        snprintf(by, sizeof(by), "uid %lu (%s) via control socket of gateway %s", peer->uid,
+                 peer->user, ctx->gateway_id);
+        snprintf(who, sizeof(who), "peer uid %lu (%s) pid %ld via control socket", peer->uid,
+                 peer->user, peer->pid);
     } else {
         snprintf(by, sizeof(by), "uid %lu (%s) via control socket", peer->uid, peer->user);
         snprintf(who, sizeof(who), "peer uid %lu (%s) pid %ld via control socket", peer->uid,

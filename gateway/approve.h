@@ -8,15 +8,18 @@
  * speaks side-band: the gateway waits (sending keepalives) until the
  * approval is decided or the hold is up, then decides the push again.
  *
- * A push that asks for a new approval keeps its pack with it (charged to
- * the spool budget until the approval goes), so a reviewer sees what
- * would land.
+ * A push that asks for a new approval keeps its pack with it (on this
+ * disk, charged to the spool budget until the approval goes; or in the
+ * shared database), so a reviewer sees what would land.
  *
  * A push: a ref decided `ask` (the deciding rule, or the default, says
  * ask; policy_eval resolved it to deny) is looked up by its exact update
- * (repo, ref, old, new). Approved: the ref is allowed, and its reason names
- * the approval and who approved it; the approval is consumed only once
- * upstream reports the ref ok (gateway_approval_consume). Pending (made
+ * (repo, ref, old, new). Approved: the push claims it (approvals_claim:
+ * of pushes of the same update through any gateways at once, one gets it,
+ * the others are refused "in use"), the ref is allowed, and its reason
+ * names the approval and who approved it; the approval is consumed only
+ * once upstream reports the ref ok (gateway_approval_consume), and the
+ * claim is given back otherwise (gateway_approval_release). Pending (made
  * now, audited as approval-request, or made by an earlier push): refused,
  * telling the pusher `refgate approve <id>`. Denied: refused with the
  * denial. No store, or the store fails: refused, saying why (fail closed).
@@ -75,6 +78,8 @@ typedef struct gateway_approval_ref {
     char id[APPROVALS_ID_LEN + 1]; /* the approval it passes on or waits for; "" for none */
     int approved;                  /* allowed by it: consumed once the ref lands */
     int created; /* asked for by this push, which keeps its pack (stays set when resolved again) */
+    int claimed; /* this push holds the approval's claim: consumed or released when it ends */
+    char holder[APPROVALS_HOLDER_MAX]; /* the claim's holder: "<gateway id>:<push id>" */
 } gateway_approval_ref;
 
 /*
@@ -101,17 +106,21 @@ int gateway_approval_pending(const gateway_ctx *ctx, const char *id);
 /*
  * Keep the push's pack (`len` bytes of `fd` from its start) with the
  * approval `id` it asked for, so a reviewer sees what would land. The
- * bytes are charged to `lease` and stay charged after it is released,
- * until the pack goes; kept packs together take at most half of
+ * bytes are charged to `lease`; kept on this disk (the file store) they
+ * stay charged after it is released, until the pack goes. Kept packs
+ * together (in the database: every gateway's) take at most half of
  * limits.spool_bytes. When the budget cannot take them (or anything fails)
  * the approval simply has no pack, and the log says why.
  */
 void gateway_approval_keep_pack(const gateway_ctx *ctx, gateway_spool_lease *lease, const char *id,
                                 int fd, uint64_t len);
 
-/* The approved update `push` landed: consume approval `id` and audit it. */
-void gateway_approval_consume(const gateway_ctx *ctx, const char *id,
+/* The approved update `push` landed: consume the approval `ref` claimed, and audit it. */
+void gateway_approval_consume(const gateway_ctx *ctx, gateway_approval_ref *ref,
                               const gateway_approval_push *push);
+
+/* The push ends and `ref` still holds a claim (it did not land): give it back. */
+void gateway_approval_release(const gateway_ctx *ctx, gateway_approval_ref *ref);
 
 /* Who asks, for the records: a control socket peer, or a console reviewer. */
 typedef struct gateway_approval_peer {

@@ -68,12 +68,17 @@
  * scanner gives up; the push then takes the spooled path. */
 #define PACKSCAN_INFLATE_RATIO 32
 
-/* A held push: a keepalive this often, and the approvals looked at this often. */
+/* A held push: a keepalive this often, and the approvals looked at this
+ * often (in the shared database, where another gateway may decide, less). */
 #define HOLD_KEEPALIVE_MS 5000
 #define HOLD_POLL_MS      250
+#define HOLD_POLL_DB_MS   1000
 
 /* What every ng for a ref the audit log could not take says. */
 #define UNAUDITED_REASON "the audit log cannot be written, so nothing was forwarded"
+#define UNAUDITED_DB_REASON                                                                        \
+    "the audit log's database cannot be reached, so nothing was forwarded; push again once it is " \
+    "back"
 
 /* ---------------------------------------------------------------- state */
 
@@ -94,7 +99,7 @@ typedef struct ref_cmd {
     char refusal[GATEWAY_RESULT_MAX]; /* the ng text when not forwarded */
     char detail[300]; /* what made its deciding rule's conditions hold, for the audit log */
     char audited[GATEWAY_RESULT_MAX + 300]; /* the decision record's reason: reason; detail */
-    int unaudited;                          /* allowed, but the audit log could not take it */
+    int unaudited;                          /* allowed, the audit log refused it; 2: DB down */
     int tentative;                          /* overlap: sent upstream before the decision */
     uint64_t decision_seq;                  /* its decision record, once written */
     gateway_approval_ref approval;          /* when the rules ask about it */
@@ -863,7 +868,8 @@ static void explain(const gateway_receive *r, ref_cmd *c)
     const policy_plan_ref *p = &c->plan;
 
     if (c->unaudited)
-        snprintf(c->reason, sizeof(c->reason), UNAUDITED_REASON);
+        snprintf(c->reason, sizeof(c->reason), "%s",
+                 c->unaudited == 2 ? UNAUDITED_DB_REASON : UNAUDITED_REASON);
     else if (p->atomic_ref && r->content_denied)
         snprintf(c->reason, sizeof(c->reason),
                  "push rejected as a whole because %s is denied for its content", p->atomic_ref);
@@ -925,6 +931,9 @@ static void decision_record(audit_record *rec, const gateway_receive *r, const r
      * until its outcome record. */
     rec->outcome = c->result.forwarded ? NULL : c->result.outcome;
     rec->evaluate = evaluate;
+    /* The snapshot this push began under decided it; a gateway that has
+     * no policy yet refuses under none, and names none. */
+    rec->policy = r->ctx->cfg->policy_digest[0] ? r->ctx->cfg->policy_digest : NULL;
 }
 
 /* The most the outcome record of a forwarded ref can take; 0 for others. */
@@ -947,7 +956,7 @@ static void refuse_unaudited(gateway_receive *r, const rg_error *e)
            rg_log_quote(q, sizeof(q), e->msg));
     for (size_t i = 0; i < r->req->nupdates; i++) {
         if (r->cmds[i].plan.allowed) {
-            r->cmds[i].unaudited = 1;
+            r->cmds[i].unaudited = e->code == RG_E_STATE ? 2 : 1;
             explain(r, &r->cmds[i]);
         }
     }
@@ -1136,7 +1145,7 @@ static void finish_push(gateway_receive *r)
         if (c->approval.approved && c->result.forwarded && c->result.error[0] == '\0') {
             gateway_approval_push push = approval_push(r, c);
 
-            gateway_approval_consume(r->ctx, c->approval.id, &push);
+            gateway_approval_consume(r->ctx, &c->approval, &push);
         }
     }
     if (n == 0)
@@ -1496,7 +1505,7 @@ static void hold_step(gateway_receive *r)
     while ((t = now_ms()) < r->next_keepalive) {
         if (t >= r->hold_until || atomic_load(r->ctx->stopping) || !waiting(r))
             goto decide;
-        usleep(HOLD_POLL_MS * 1000);
+        usleep((r->ctx->db ? HOLD_POLL_DB_MS : HOLD_POLL_MS) * 1000);
     }
     if (t < r->hold_until && !atomic_load(r->ctx->stopping) && waiting(r)) {
         /* An empty band-1 packet, as receive-pack's keepalive. */
@@ -1621,6 +1630,9 @@ void gateway_receive_free(gateway_receive *r)
      * have applied it already, so learn what it did and record it. Before
      * the decision an overlapped request ends without its trailer. */
     finish_push(r);
+    /* Claims of approvals whose refs did not land go back for the next push. */
+    for (size_t i = 0; r->cmds && i < r->req->nupdates; i++)
+        gateway_approval_release(r->ctx, &r->cmds[i].approval);
     if (r->in_flight) {
         count_push(r);
         gateway_metrics_in_flight(r->ctx->metrics, -1);

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/file.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -37,7 +38,9 @@
 #include "gateway/control.h"
 #include "gateway/context.h"
 #include "gateway/inflate.h"
+#include "gateway/lease.h"
 #include "gateway/listen.h"
+#include "gateway/published.h"
 #include "gateway/receive.h"
 #include "gateway/route.h"
 #include "gateway/snapshot.h"
@@ -86,6 +89,20 @@ struct gateway_server {
      * listener read), and the one new requests begin under (under lock). */
     gateway_snapshot *base;
     gateway_snapshot *current;
+    /*
+     * With a database: the published policy merged over the host's own
+     * config is what requests begin under (gateway/published.h). Under
+     * policy_mu, which a reload and a new policy both hold throughout, so
+     * neither installs a snapshot made of what the other replaced.
+     */
+    gateway_published *published;
+    pthread_mutex_t policy_mu;
+    const config_model *local; /* the host's config: the one at start or the last reload */
+    config_model *local_owned; /* the last reload's, freed with the server */
+    json_t *policy;            /* the policy in force; NULL: none yet, every push refused */
+    long long policy_version;
+    char policy_digest[CONFIG_POLICY_DIGEST_SIZE];
+    const char *refusal; /* while there is none: why, for every push's ng */
     atomic_int stopping; /* ctx.stopping points here */
     int listen_fd;
     char url[128];
@@ -94,6 +111,9 @@ struct gateway_server {
     int curl_ready;    /* curl_global_init succeeded */
     int url_written;   /* <state_dir>/url is ours to remove */
     int audit_started; /* the start event is in the log: a stop event follows */
+
+    gateway_lease *lease; /* this gateway's lease in the database (ctx.db set) */
+    int dir_lock_fd;      /* the state_dir lock when the audit log is in the database */
     /* The thread that logs the audit head every AUDIT_HEAD_SECONDS. */
     pthread_t head_thread;
     int head_thread_running;
@@ -710,6 +730,26 @@ static void clear_tmp(const char *dir)
     rg_fs_remove_tree(dir, RG_FS_KEEP_TOP, NULL);
 }
 
+/*
+ * The file audit log's flock made its gateway the only one on state_dir
+ * (clear_tmp and the approvals file rely on it). With the audit log in the
+ * database, gateways share the chain, so state_dir gets a lock of its own.
+ */
+static int lock_state_dir(int *fd, const char *state_dir, rg_error *err)
+{
+    char path[4200];
+
+    snprintf(path, sizeof(path), "%s/gateway.lock", state_dir);
+    *fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (*fd < 0)
+        return rg_error_set(err, -errno, "%s: %s", path, strerror(errno));
+    if (flock(*fd, LOCK_EX | LOCK_NB) == 0)
+        return 0;
+    return errno == EWOULDBLOCK
+               ? rg_error_set(err, -EBUSY, "%s: in use by another gateway process", state_dir)
+               : rg_error_set(err, -errno, "%s: lock: %s", path, strerror(errno));
+}
+
 /* ------------------------------------------------------------------------
  * The audit log's head
  * ------------------------------------------------------------------------ */
@@ -810,6 +850,153 @@ static void head_thread_stop(gateway_server *s)
 }
 
 /* ------------------------------------------------------------------------
+ * The published policy (with a database)
+ * ------------------------------------------------------------------------ */
+
+/* The rule that refuses every push while no published policy is in force. */
+#define NO_POLICY_RULE      "no-policy"
+#define NO_POLICY_PUBLISHED "no policy has been published: run refgate policy publish"
+#define NO_POLICY_READ                                                                             \
+    "the published policy could not be read from the database yet (it is unreachable)"
+
+/*
+ * The host's config `local` under a policy of one rule that denies every
+ * push with `reason` (fail closed): no policy decided, so its records name
+ * no digest.
+ */
+static int refusal_config(config_model **out, const config_model *local, const char *reason,
+                          rg_error *err)
+{
+    json_t *policy = json_pack("{s:s, s:[{s:s, s:s, s:s}]}", "default", "deny", "rules", "name",
+                               NO_POLICY_RULE, "effect", "deny", "reason", reason);
+    int rc;
+
+    if (policy == NULL)
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    rc = config_with_policy(out, local, policy, "the refusal policy", 0, err);
+    if (rc == 0)
+        (*out)->policy_digest[0] = '\0';
+    json_decref(policy);
+    return rc;
+}
+
+/* `local` under the policy in force, or the refusal while there is none. */
+static int enforced_config(config_model **out, const gateway_server *s, const config_model *local,
+                           rg_error *err)
+{
+    char label[64];
+
+    if (s->policy == NULL)
+        return refusal_config(out, local, s->refusal, err);
+    snprintf(label, sizeof(label), "published policy v%lld", s->policy_version);
+    return config_with_policy(out, local, s->policy, label, s->policy_version, err);
+}
+
+/* Make `snap` the snapshot new requests begin under. */
+static void install(gateway_server *s, gateway_snapshot *snap)
+{
+    gateway_snapshot *old;
+
+    pthread_mutex_lock(&s->lock);
+    old = s->current;
+    s->current = snap;
+    pthread_mutex_unlock(&s->lock);
+    /* Requests that began under the old snapshot keep it until they end. */
+    gateway_snapshot_unref(old);
+}
+
+/* Still none published: the refusal says so rather than "unreachable". */
+static void policy_none(gateway_server *s)
+{
+    gateway_snapshot *snap = NULL;
+    config_model *cfg = NULL;
+    rg_error e = RG_ERROR_INIT;
+    char q[RG_LOG_VALUE_MAX];
+
+    if (s->policy != NULL || !strcmp(s->refusal, NO_POLICY_PUBLISHED))
+        return;
+    s->refusal = NO_POLICY_PUBLISHED;
+    if (refusal_config(&cfg, s->local, s->refusal, &e) < 0 ||
+        gateway_snapshot_new(&snap, cfg, 1, &e) < 0) {
+        rg_log(RG_LOG_ERR, "policy_refusal_failed", "error=%s", rg_log_quote(q, sizeof(q), e.msg));
+        return;
+    }
+    install(s, snap);
+    rg_log(RG_LOG_WARNING, "policy_none", "reason=%s",
+           rg_log_quote(q, sizeof(q), NO_POLICY_PUBLISHED));
+}
+
+/*
+ * A new current policy from the follower: merged over the host's config
+ * and swapped in as a reload would, after a "policy" audit event, so every
+ * decision it makes follows the event that names it. One that does not
+ * load on this host changes nothing, and the log says why.
+ */
+static void policy_arrived(void *arg, long long version, const char *digest, const json_t *policy)
+{
+    gateway_server *s = arg;
+    gateway_snapshot *snap = NULL;
+    config_model *cfg = NULL;
+    rg_error e = RG_ERROR_INIT;
+    char label[64], q[RG_LOG_VALUE_MAX], detail[300];
+    json_t *copy = NULL;
+
+    pthread_mutex_lock(&s->policy_mu);
+    if (version == 0) {
+        policy_none(s);
+        goto done;
+    }
+    snprintf(label, sizeof(label), "published policy v%lld", version);
+    if (config_with_policy(&cfg, s->local, policy, label, version, &e) < 0 ||
+        gateway_snapshot_new(&snap, cfg, 1, &e) < 0 || (copy = json_deep_copy(policy)) == NULL) {
+        if (e.msg[0] == '\0')
+            rg_error_set(&e, -ENOMEM, "out of memory");
+        rg_log(RG_LOG_ERR, "policy_load_failed", "version=%lld digest=%s kept=%s error=%s", version,
+               digest, s->policy ? s->policy_digest : "none", rg_log_quote(q, sizeof(q), e.msg));
+        gateway_snapshot_unref(snap);
+        goto done;
+    }
+    if (s->policy != NULL)
+        snprintf(detail, sizeof(detail), "version %lld %s (was version %lld %s)", version, digest,
+                 s->policy_version, s->policy_digest);
+    else
+        snprintf(detail, sizeof(detail), "version %lld %s (was none)", version, digest);
+    /* The pushes it decides are refused anyway when the log cannot take
+     * records, so a failed event (logged) does not keep the old rules. */
+    audit_event(s, "policy", detail);
+    install(s, snap);
+    json_decref(s->policy);
+    s->policy = copy;
+    s->policy_version = version;
+    snprintf(s->policy_digest, sizeof(s->policy_digest), "%s", digest);
+    rg_log(RG_LOG_NOTICE, "policy_loaded", "version=%lld digest=%s rules=%zu", version, digest,
+           snap->cfg->nrules);
+done:
+    pthread_mutex_unlock(&s->policy_mu);
+}
+
+/*
+ * Read the current policy before serving, so a gateway whose database
+ * answers enforces it from its first push, then follow it from a thread.
+ * A database that does not answer now is not an error: pushes are
+ * refused until it does.
+ */
+static int follow_start(gateway_server *s, rg_error *err)
+{
+    rg_error e = RG_ERROR_INIT;
+    char q[RG_LOG_VALUE_MAX];
+    int rc;
+
+    rc = gateway_published_new(&s->published, s->ctx.db, policy_arrived, s, err);
+    if (rc < 0)
+        return rc;
+    if (gateway_published_poll(s->published, &e) < 0)
+        rg_log(RG_LOG_WARNING, "policy_unavailable",
+               "reason=%s until it is read, pushes are refused", rg_log_quote(q, sizeof(q), e.msg));
+    return gateway_published_run(s->published, err);
+}
+
+/* ------------------------------------------------------------------------
  * Starting and stopping
  * ------------------------------------------------------------------------ */
 
@@ -855,7 +1042,11 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
     s->ctx.cfg = cfg;
     s->ctx.stopping = &s->stopping;
     s->listen_fd = -1;
+    s->dir_lock_fd = -1;
     pthread_mutex_init(&s->lock, NULL);
+    pthread_mutex_init(&s->policy_mu, NULL);
+    s->local = cfg;
+    s->refusal = NO_POLICY_READ;
     /* Before any thread: libcurl's global state is set up once, here. */
     if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
         rc = rg_error_set(err, -EIO, "cannot initialise libcurl");
@@ -896,7 +1087,18 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
         goto done;
     s->ctx.read_creds = s->base->read_creds;
     s->ctx.write_creds = s->base->write_creds;
-    s->current = gateway_snapshot_ref(s->base);
+    if (s->ctx.db != NULL) {
+        config_model *refusal = NULL;
+
+        /* On a database only a published policy decides: none until read. */
+        rc = refusal_config(&refusal, cfg, s->refusal, err);
+        if (rc == 0)
+            rc = gateway_snapshot_new(&s->current, refusal, 1, err);
+        if (rc < 0)
+            goto done;
+    } else {
+        s->current = gateway_snapshot_ref(s->base);
+    }
     raise_fd_limit(&cfg->limits);
     rc = gateway_conns_new(&s->conns, &cfg->limits, err);
     if (rc < 0)
@@ -905,44 +1107,70 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
         rc = rg_error_set(err, -ENOMEM, "out of memory");
         goto done;
     }
-    snprintf(path, sizeof(path), "%s/audit.jsonl", cfg->state_dir);
-    rc = audit_open(&s->ctx.audit, path, err);
+    if (s->ctx.db != NULL) {
+        rc = lock_state_dir(&s->dir_lock_fd, cfg->state_dir, err);
+        if (rc == 0)
+            rc = audit_pg_open(&s->ctx.audit, s->ctx.db, s->ctx.gateway_id, err);
+    } else {
+        snprintf(path, sizeof(path), "%s/audit.jsonl", cfg->state_dir);
+        rc = audit_open(&s->ctx.audit, path, err);
+    }
     if (rc < 0)
         goto done;
     audit_on_append(s->ctx.audit, audit_timed, s->ctx.metrics);
     /* Before serving, and before the start event: a push the last gateway
      * forwarded without learning its outcome gets one ("unknown"), so
-     * every start event closes what came before it. */
-    rc = audit_complete_pending(s->ctx.audit, &recovered, err);
+     * every start event closes what came before it. In the database, the
+     * lease says which gateways are dead, and its thread sweeps again. */
+    if (s->ctx.db != NULL)
+        rc = gateway_lease_start(&s->lease, s->ctx.db, s->ctx.gateway_id, s->ctx.audit, &recovered,
+                                 err);
+    else
+        rc = audit_complete_pending(s->ctx.audit, &recovered, err);
     if (rc < 0)
         goto done;
     if (recovered > 0)
         rg_log(RG_LOG_WARNING, "audit_recovered", "completed=%zu", recovered);
-    /* Behind the audit log's lock, as the only writer of the approvals. */
-    snprintf(path, sizeof(path), "%s/approvals", cfg->state_dir);
-    rc = approvals_file_open(&s->ctx.approvals, path, cfg->approvals.expire, err);
-    if (rc < 0)
-        goto done;
-    /* Kept packs count against the spool budget for as long as they are kept. */
-    gateway_spool_hold(s->spool, approvals_pack_total(s->ctx.approvals));
-    approvals_on_release(s->ctx.approvals, give_back, s->spool);
+    if (s->ctx.db != NULL) {
+        /* Shared with every gateway on the database; kept packs live there. */
+        rc = approvals_pg_open(&s->ctx.approvals, s->ctx.db, cfg->approvals.expire, err);
+        if (rc < 0)
+            goto done;
+    } else {
+        /* Behind the audit log's (or state_dir's) lock, as the only writer of the approvals. */
+        snprintf(path, sizeof(path), "%s/approvals", cfg->state_dir);
+        rc = approvals_file_open(&s->ctx.approvals, path, cfg->approvals.expire, err);
+        if (rc < 0)
+            goto done;
+        /* Kept packs count against the spool budget for as long as they are kept. */
+        gateway_spool_hold(s->spool, approvals_pack_total(s->ctx.approvals));
+        approvals_on_release(s->ctx.approvals, give_back, s->spool);
+    }
     approvals_expire(s->ctx.approvals, NULL, (int64_t)time(NULL), NULL);
-    /* The audit log's lock makes this the only gateway on state_dir, so
-     * whatever tmp/ holds is left from a crash: quarantines, half-made
-     * mirror clones. Spools are O_TMPFILE and never have names. */
+    /* The audit log's lock (state_dir's, with the database) makes this the
+     * only gateway on state_dir, so whatever tmp/ holds is left from a
+     * crash: quarantines, half-made mirror clones. Spools are O_TMPFILE
+     * and never have names. */
     clear_tmp(s->ctx.tmp_dir);
     rc = gateway_listen_bind(&s->listen_fd, s->url, sizeof(s->url), "listen", cfg->listen_host,
                              cfg->listen_port, err);
     if (rc < 0)
         goto done;
-    snprintf(detail, sizeof(detail), "pid %ld, listening on %s", (long)getpid(), s->url);
+    snprintf(detail, sizeof(detail), "%s%s%spid %ld, listening on %s", s->ctx.db ? "gateway " : "",
+             s->ctx.db ? s->ctx.gateway_id : "", s->ctx.db ? ", " : "", (long)getpid(), s->url);
     rc = audit_event(s, "start", detail);
-    if (rc < 0) {
+    /* A database that cannot be reached at start is no reason not to
+     * serve: pushes are refused until it answers (audit_ready). */
+    if (rc < 0 && s->ctx.db == NULL) {
         rg_error_set(err, rc, "cannot append the start event to the audit log");
         goto done;
     }
+    rc = 0;
     s->audit_started = 1;
     log_audit_head(s);
+    /* After the start event, so the policy event that names it follows. */
+    if (s->ctx.db != NULL && (rc = follow_start(s, err)) < 0)
+        goto done;
     rc = head_thread_start(s, err);
     if (rc < 0)
         goto done;
@@ -1003,10 +1231,12 @@ const char *gateway_server_url(const gateway_server *s)
 
 int gateway_server_reload(gateway_server *s, config_model *cfg, rg_error *err)
 {
-    gateway_snapshot *snap = NULL, *old;
+    gateway_snapshot *snap = NULL;
+    config_model *merged = NULL;
     char keys[200], q[RG_LOG_VALUE_MAX];
     int rc;
 
+    pthread_mutex_lock(&s->policy_mu);
     /* Revocations, the audit log, the key and spools live there: another
      * directory would be another gateway. */
     if (strcmp(cfg->state_dir, s->ctx.cfg->state_dir) != 0) {
@@ -1014,10 +1244,22 @@ int gateway_server_reload(gateway_server *s, config_model *cfg, rg_error *err)
             rg_error_set(err, RG_E_CONFIG, "state_dir cannot change without a restart (%s, now %s)",
                          s->ctx.cfg->state_dir, cfg->state_dir);
         config_free(cfg);
+    } else if (s->published != NULL) {
+        /* On a database the host's file changes, the policy in force stays. */
+        rc = enforced_config(&merged, s, cfg, err);
+        if (rc == 0)
+            rc = gateway_snapshot_new(&snap, merged, 1, err);
+        if (rc == 0) {
+            config_free(s->local_owned);
+            s->local = s->local_owned = cfg;
+        } else {
+            config_free(cfg);
+        }
     } else {
         rc = gateway_snapshot_new(&snap, cfg, 1, err);
     }
     if (rc < 0) {
+        pthread_mutex_unlock(&s->policy_mu);
         rg_log(RG_LOG_ERR, "reload_failed", "config=%s error=%s", s->ctx.cfg->path,
                rg_log_quote(q, sizeof(q), err->msg));
         return rc;
@@ -1026,14 +1268,13 @@ int gateway_server_reload(gateway_server *s, config_model *cfg, rg_error *err)
     gateway_snapshot_restart_keys(keys, sizeof(keys), s->ctx.cfg, snap->cfg);
     if (keys[0])
         rg_log(RG_LOG_WARNING, "reload_needs_restart", "keys=%s", keys);
-    pthread_mutex_lock(&s->lock);
-    old = s->current;
-    s->current = snap;
-    pthread_mutex_unlock(&s->lock);
-    /* Requests that began under the old snapshot keep it until they end. */
-    gateway_snapshot_unref(old);
+    /* Said before the swap: once it is in, a new policy may replace it. */
     rg_log(RG_LOG_NOTICE, "reloaded", "config=%s rules=%zu upstreams=%zu", snap->cfg->path,
            snap->cfg->nrules, snap->cfg->nupstreams);
+    install(s, snap);
+    pthread_mutex_unlock(&s->policy_mu);
+    /* A published version this host could not load may load now. */
+    gateway_published_recheck(s->published);
     return 0;
 }
 
@@ -1073,16 +1314,22 @@ void gateway_server_stop(gateway_server *s)
         unlink(path);
     }
     head_thread_stop(s);
+    /* Before the stop event: a policy event in progress is appended first. */
+    gateway_published_free(s->published);
     /* Before the stop event and audit_close: a mint or revoke in progress
      * finishes its record first. */
     gateway_control_stop(s->control);
     /* Every request has ended: nothing forwarded is left without an outcome. */
     if (s->audit_started) {
-        char detail[64];
-        snprintf(detail, sizeof(detail), "pid %ld", (long)getpid());
+        char detail[96];
+        snprintf(detail, sizeof(detail), "%s%s%spid %ld", s->ctx.db ? "gateway " : "",
+                 s->ctx.db ? s->ctx.gateway_id : "", s->ctx.db ? ", " : "", (long)getpid());
         audit_event(s, "stop", detail);
         log_audit_head(s);
     }
+    /* After the stop event: from now on what this gateway forwarded all
+     * has its outcome, so it may be taken for dead. */
+    gateway_lease_stop(s->lease);
     approvals_close(s->ctx.approvals);
     /* After the control thread and the approvals: a denial gives kept bytes back. */
     gateway_spool_free(s->spool);
@@ -1091,9 +1338,14 @@ void gateway_server_stop(gateway_server *s)
     tokens_key_free(s->ctx.key);
     /* After every store that holds its connections. */
     db_pool_close(s->ctx.db);
+    if (s->dir_lock_fd >= 0)
+        close(s->dir_lock_fd);
     /* Every request has ended: these are the last references. */
     gateway_snapshot_unref(s->current);
     gateway_snapshot_unref(s->base);
+    json_decref(s->policy);
+    config_free(s->local_owned);
+    pthread_mutex_destroy(&s->policy_mu);
     if (s->curl_ready)
         curl_global_cleanup();
     pthread_mutex_destroy(&s->lock);

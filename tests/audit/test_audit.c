@@ -1,8 +1,9 @@
 /*
- * The audit log (audit/) and `refgate audit` (cli/audit.c):
- * records chain by hash, every kind of damage is found at the right line,
- * a torn tail is kept and chained past, concurrent appends stay one chain,
- * and the CLI filters, prints and verifies what is on disk.
+ * The audit log (audit/) and `refgate audit` (cli/audit.c): every kind of
+ * damage is found at the right line, a torn tail is kept and chained past,
+ * and the CLI filters, prints and verifies what is on disk. What every
+ * store must do (chaining, batches, concurrent appends, completing pending
+ * records) is tested on each store in test_store.c.
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -204,7 +205,8 @@ static audit_verify_result verify_log(void)
     rg_error err = RG_ERROR_INIT;
     audit_verify_result res;
 
-    cr_assert_eq(audit_verify(&res, logpath, &err), 0, "verify: %s", err.msg);
+    cr_assert_eq(audit_verify(&res, &(audit_source){.path = logpath}, &err), 0, "verify: %s",
+                 err.msg);
     return res;
 }
 
@@ -230,31 +232,6 @@ static void assert_broken(uint64_t line, const char *needle)
 /* ------------------------------------------------------------------------
  * Writing and the chain
  * ------------------------------------------------------------------------ */
-
-Test(audit, records_chain_by_the_hash_of_the_previous_line)
-{
-    char *buf, *p, hash[65];
-    size_t len;
-    json_t *j;
-    int i;
-
-    append_records(1, 5);
-    assert_intact(5);
-    buf = slurp(logpath, NULL);
-    for (i = 1; i <= 5; i++) {
-        j = parse_line(i);
-        cr_assert_eq(json_integer_value(json_object_get(j, "seq")), i);
-        if (i == 1) {
-            cr_assert_str_eq(json_string_value(json_object_get(j, "prev")), ZEROS);
-        } else {
-            p = line_at(buf, i - 1, &len);
-            sha256_hex(hash, p, len);
-            cr_assert_str_eq(json_string_value(json_object_get(j, "prev")), hash);
-        }
-        json_decref(j);
-    }
-    free(buf);
-}
 
 Test(audit, fields_are_written_in_order_and_evaluate_only_when_set)
 {
@@ -303,6 +280,43 @@ Test(audit, fields_are_written_in_order_and_evaluate_only_when_set)
     json_decref(j);
 }
 
+Test(audit, a_decision_names_its_policy_between_evaluate_and_outcome_and_verifies)
+{
+    static const char digest[] =
+        "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
+    rg_error err = RG_ERROR_INIT;
+    audit_log *log = open_log();
+    audit_record r;
+    rec_bufs b;
+    json_t *j;
+    void *it;
+    const char *prev = NULL;
+
+    r = make_rec(&b, 1);
+    r.evaluate = "deny by trial";
+    r.policy = digest;
+    cr_assert_eq(audit_append(log, &r, &err), 0, "%s", err.msg);
+    /* A record without one (written before policies, or no policy decided). */
+    r.policy = NULL;
+    cr_assert_eq(audit_append(log, &r, &err), 0, "%s", err.msg);
+    audit_close(log);
+
+    j = parse_line(1);
+    cr_assert_str_eq(json_string_value(json_object_get(j, "policy")), digest);
+    for (it = json_object_iter(j); it; it = json_object_iter_next(j, it)) {
+        if (!strcmp(json_object_iter_key(it), "policy"))
+            cr_assert_str_eq(prev, "evaluate");
+        if (!strcmp(json_object_iter_key(it), "outcome"))
+            cr_assert_str_eq(prev, "policy");
+        prev = json_object_iter_key(it);
+    }
+    json_decref(j);
+    j = parse_line(2);
+    cr_assert_null(json_object_get(j, "policy"), "left out when NULL");
+    json_decref(j);
+    assert_intact(2);
+}
+
 Test(audit, lines_are_compact_json)
 {
     char *buf;
@@ -323,40 +337,6 @@ Test(audit, log_is_created_0600)
     cr_assert_eq(st.st_mode & 0777, 0600);
     cr_assert_eq(st.st_size, 0);
     assert_intact(0);
-}
-
-Test(audit, append_many_writes_consecutive_records)
-{
-    rg_error err = RG_ERROR_INIT;
-    audit_log *log = open_log();
-    audit_record recs[3];
-    rec_bufs b[3];
-    json_t *j;
-    int i;
-
-    for (i = 0; i < 3; i++)
-        recs[i] = make_rec(&b[i], i);
-    cr_assert_eq(audit_append_many(log, recs, 3, NULL, &err), 0, "%s", err.msg);
-    cr_assert_eq(audit_append_many(log, recs, 0, NULL, &err), 0, "nothing to do is fine");
-    cr_assert_eq(audit_append_many(log, recs, 2, NULL, &err), 0, "%s", err.msg);
-    audit_close(log);
-    assert_intact(5);
-    j = parse_line(3);
-    cr_assert_str_eq(json_string_value(json_object_get(j, "push_id")), "push-2");
-    json_decref(j);
-}
-
-Test(audit, reopening_continues_the_chain)
-{
-    json_t *j;
-
-    append_records(1, 3);
-    append_records(4, 2);
-    append_records(6, 1);
-    assert_intact(6);
-    j = parse_line(6);
-    cr_assert_eq(json_integer_value(json_object_get(j, "seq")), 6);
-    json_decref(j);
 }
 
 Test(audit, a_second_writer_is_refused_while_the_first_is_open)
@@ -600,7 +580,7 @@ Test(audit, verify_of_a_missing_log_is_enoent)
     rg_error err = RG_ERROR_INIT;
     audit_verify_result res;
 
-    cr_assert_eq(audit_verify(&res, logpath, &err), -ENOENT);
+    cr_assert_eq(audit_verify(&res, &(audit_source){.path = logpath}, &err), -ENOENT);
 }
 
 /* ------------------------------------------------------------------------
@@ -621,7 +601,7 @@ Test(audit, the_reader_yields_each_line_with_its_hash)
     append_records(1, 3);
     spit_append(logpath, "\npartial");
     buf = slurp(logpath, NULL);
-    cr_assert_eq(audit_reader_open(&r, logpath, &err), 0);
+    cr_assert_eq(audit_reader_open(&r, &(audit_source){.path = logpath}, &err), 0);
     while (audit_reader_next(r, &line, &err) == 1) {
         n++;
         cr_assert_eq(line.number, (uint64_t)n);
@@ -637,71 +617,6 @@ Test(audit, the_reader_yields_each_line_with_its_hash)
     cr_assert_eq(n, 5, "3 records, an empty line and the partial one");
     audit_reader_free(r);
     free(buf);
-}
-
-/* ------------------------------------------------------------------------
- * Many writers
- * ------------------------------------------------------------------------ */
-
-#define THREADS    8
-#define PER_THREAD 40
-
-typedef struct writer {
-    audit_log *log;
-    int id;
-    int failures;
-} writer;
-
-static void *write_thread(void *arg)
-{
-    writer *w = arg;
-    audit_record recs[3];
-    rec_bufs b[3];
-    int i, k;
-
-    for (i = 0; i < PER_THREAD;) {
-        /* Every fifth call writes a push of three refs at once. */
-        int n = (i % 5 == 4 && i + 3 <= PER_THREAD) ? 3 : 1;
-        for (k = 0; k < n; k++)
-            recs[k] = make_rec(&b[k], w->id * 1000 + i + k);
-        if (audit_append_many(w->log, recs, (size_t)n, NULL, NULL) < 0)
-            w->failures++;
-        i += n;
-    }
-    return NULL;
-}
-
-Test(audit, concurrent_appends_make_one_unbroken_chain)
-{
-    static char seen[THREADS * 1000];
-    pthread_t th[THREADS];
-    writer w[THREADS];
-    audit_log *log = open_log();
-    const char *push;
-    json_t *j;
-    int i, id;
-
-    for (i = 0; i < THREADS; i++) {
-        w[i] = (writer){log, i, 0};
-        cr_assert_eq(pthread_create(&th[i], NULL, write_thread, &w[i]), 0);
-    }
-    for (i = 0; i < THREADS; i++) {
-        pthread_join(th[i], NULL);
-        cr_assert_eq(w[i].failures, 0);
-    }
-    audit_close(log);
-    /* Intact means seq runs 1..N without a gap or a repeat. */
-    assert_intact(THREADS * PER_THREAD);
-    memset(seen, 0, sizeof(seen));
-    for (i = 1; i <= THREADS * PER_THREAD; i++) {
-        j = parse_line(i);
-        push = json_string_value(json_object_get(j, "push_id"));
-        id = atoi(push + 5);
-        cr_assert_lt(id, THREADS * 1000);
-        cr_assert_eq(seen[id], 0, "%s written twice", push);
-        seen[id] = 1;
-        json_decref(j);
-    }
 }
 
 /* ------------------------------------------------------------------------
@@ -1095,33 +1010,6 @@ ParameterizedTest(case_index *ci, audit, v2_records_round_trip)
     json_decref(j);
 }
 
-Test(audit, malformed_records_are_refused_and_nothing_is_written)
-{
-    static const audit_record bad[] = {
-        {.kind = 0, .ref = "refs/heads/x", .decision = "allow"},
-        {.kind = AUDIT_DECISION, .decision = "allow"},
-        {.kind = AUDIT_OUTCOME, .decision_seq = 1},
-        {.kind = AUDIT_OUTCOME, .decision_seq = 0, .outcome = "forwarded: ok"},
-        {.kind = AUDIT_OUTCOME, .decision_seq = 3, .outcome = "forwarded: ok"}, /* itself */
-        {.kind = AUDIT_OUTCOME, .decision_seq = 9, .outcome = "forwarded: ok"}, /* later */
-        {.kind = AUDIT_EVENT, .event = "reboot"},
-        {.kind = AUDIT_EVENT},
-    };
-    rg_error err = RG_ERROR_INIT;
-    audit_log *log = open_log();
-    audit_record ok = {.kind = AUDIT_EVENT, .event = "start"};
-    size_t i;
-
-    cr_assert_eq(audit_append(log, &ok, &err), 0);
-    for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        audit_record batch[2] = {ok, bad[i]};
-        cr_assert_eq(audit_append_many(log, batch, 2, NULL, &err), -EINVAL, "case %zu", i);
-    }
-    audit_close(log);
-    cr_assert_eq(log_lines(), 1, "a refused batch writes none of its records");
-    assert_intact(1);
-}
-
 /* A v1 line as today's gateway wrote it, chained to `prev`; `prev` becomes its hash. */
 static void append_v1_line(int seq, char prev[65])
 {
@@ -1223,60 +1111,6 @@ static size_t complete(void)
     cr_assert_eq(audit_complete_pending(log, &n, &err), 0, "%s", err.msg);
     audit_close(log);
     return n;
-}
-
-Test(audit, complete_pending_after_reopen_completes_each_pending_ref_once)
-{
-    audit_log *log = open_log();
-    uint64_t first;
-    json_t *j;
-    int i;
-
-    first = append_push(log, "p1"); /* seqs 1, 2, 3 */
-    cr_assert_eq(first, 1);
-    append_outcome(log, 1, "refs/heads/feature/a", "forwarded: ok"); /* 4 */
-    first = append_push(log, "p2");                                  /* 5, 6, 7 */
-    cr_assert_eq(first, 5);
-    audit_close(log); /* the gateway dies: 2, 5 and 6 have no outcome */
-
-    cr_assert_eq(complete(), 3);
-    cr_assert_eq(log_lines(), 7 + 3 + 1);
-    assert_intact(11);
-    for (i = 8; i <= 10; i++) {
-        static const uint64_t want[] = {2, 5, 6};
-        j = parse_line(i);
-        cr_assert_str_eq(jstr(j, "type"), "outcome");
-        cr_assert_eq(json_integer_value(json_object_get(j, "decision_seq")),
-                     (json_int_t)want[i - 8]);
-        cr_assert_not_null(strstr(jstr(j, "outcome"), "unknown: the gateway stopped before "
-                                                      "upstream answered"),
-                           "%s", jstr(j, "outcome"));
-        cr_assert_str_eq(jstr(j, "ref"), i == 9 ? "refs/heads/feature/a" : "refs/heads/feature/b");
-        cr_assert_str_eq(jstr(j, "push_id"), i == 8 ? "p1" : "p2");
-        json_decref(j);
-    }
-    j = parse_line(11);
-    cr_assert_str_eq(jstr(j, "type"), "event");
-    cr_assert_str_eq(jstr(j, "event"), "recovered");
-    cr_assert_not_null(strstr(jstr(j, "detail"), "3 forwarded"), "%s", jstr(j, "detail"));
-    json_decref(j);
-
-    cr_assert_eq(complete(), 0, "running it again completes nothing");
-    cr_assert_eq(log_lines(), 11, "and appends nothing");
-}
-
-Test(audit, complete_pending_with_nothing_pending_appends_nothing)
-{
-    audit_log *log = open_log();
-
-    append_push(log, "p1");
-    append_outcome(log, 1, "refs/heads/feature/a", "forwarded: ok");
-    append_outcome(log, 2, "refs/heads/feature/b", "forwarded: ng stale info");
-    audit_close(log);
-    cr_assert_eq(complete(), 0);
-    cr_assert_eq(log_lines(), 5);
-    audit_close(open_log());
-    cr_assert_eq(complete(), 0, "an empty log has nothing pending");
 }
 
 Test(audit, complete_pending_reads_back_only_to_the_last_start_event)
@@ -1439,14 +1273,16 @@ Test(audit, head_is_the_last_seq_and_its_line_hash)
     cr_assert_str_eq(hash, want);
 
     /* Read from outside while the writer holds the log. */
-    cr_assert_eq(audit_read_head(&seq, hash, logpath, &err), 0, "%s", err.msg);
+    cr_assert_eq(audit_read_head(&seq, hash, &(audit_source){.path = logpath}, &err), 0, "%s",
+                 err.msg);
     cr_assert_eq(seq, 3);
     cr_assert_str_eq(hash, want);
     audit_close(log);
 
     /* An append in progress (no newline yet) is not part of the head. */
     spit_append(logpath, "{\"v\":2,\"seq\":4,\"pr");
-    cr_assert_eq(audit_read_head(&seq, hash, logpath, &err), 0, "%s", err.msg);
+    cr_assert_eq(audit_read_head(&seq, hash, &(audit_source){.path = logpath}, &err), 0, "%s",
+                 err.msg);
     cr_assert_eq(seq, 3);
     cr_assert_str_eq(hash, want);
     /* Reopening terminates the torn line; the head stays at the last record. */
@@ -1463,9 +1299,9 @@ Test(audit, read_head_of_an_empty_or_missing_log)
     char hash[65];
     uint64_t seq = 5;
 
-    cr_assert_eq(audit_read_head(&seq, hash, logpath, &err), -ENOENT);
+    cr_assert_eq(audit_read_head(&seq, hash, &(audit_source){.path = logpath}, &err), -ENOENT);
     audit_close(open_log());
-    cr_assert_eq(audit_read_head(&seq, hash, logpath, &err), 0);
+    cr_assert_eq(audit_read_head(&seq, hash, &(audit_source){.path = logpath}, &err), 0);
     cr_assert_eq(seq, 0);
     cr_assert_str_eq(hash, ZEROS);
 }
@@ -1527,7 +1363,8 @@ ParameterizedTest(case_index *ci, audit, verify_head_finds_a_cut_tail)
     /* The chain alone cannot tell. */
     assert_intact((uint64_t)(10 - c->cut + c->rewrite));
 
-    cr_assert_eq(audit_verify_head(&res, logpath, seq, hash, &err), 0, "%s", err.msg);
+    cr_assert_eq(audit_verify_head(&res, &(audit_source){.path = logpath}, seq, hash, &err), 0,
+                 "%s", err.msg);
     cr_assert_eq(res.bad_line, 0);
     cr_assert_eq(res.head_bad, !c->intact, "%s", res.why);
     if (c->why)

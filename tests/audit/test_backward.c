@@ -33,7 +33,7 @@ static char *read_all(void)
     char *out = calloc(1, cap);
     int rc;
 
-    cr_assert_eq(audit_back_reader_open(&r, path, &err), 0, "%s", err.msg);
+    cr_assert_eq(audit_back_reader_open(&r, &(audit_source){.path = path}, &err), 0, "%s", err.msg);
     while ((rc = audit_back_reader_prev(r, &d, &len, &err)) > 0) {
         cr_assert_eq(strlen(d), len);
         cr_assert_lt(used + len + 2, cap);

@@ -1,19 +1,26 @@
 /* The console's pushes listing (console/pushes.c) on a synthetic log:
  * newest first, paged with an "older" flag, a push of several refs is one
  * row, filters match a push by any of its refs, and one push's page joins
- * its decisions to their outcome records. */
+ * its decisions to their outcome records. Every test runs twice: on the
+ * file (suite pushes) and on the same lines in a real PostgreSQL's
+ * audit_records (suite pushes_db: $PG_URL, else one started for the run
+ * by tests/support/pg.sh; skipped, saying why, where none can run). */
 #include <criterion/criterion.h>
+#include <criterion/hooks.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "console/pushes.h"
+#include "db/db.h"
 
 static char path[64];
+static audit_source src = {path, NULL};
 
 /* 120 one-ref pushes p1..p120 (every third denied, run r0..r6), then push
- * p121 with two refs, then an event, then p121's outcome for its first ref. */
+ * p121 with two refs (the first naming its policy's digest), then an event,
+ * then p121's outcome for its first ref. */
 static void setup(void)
 {
     FILE *f;
@@ -33,8 +40,8 @@ static void setup(void)
         fprintf(f,
                 "{\"v\":2,\"seq\":%d,\"prev\":\"x\",\"time\":\"t121\",\"type\":\"decision\","
                 "\"push_id\":\"p121\",\"run\":\"r9\",\"repo\":\"h/a\",\"ref\":\"refs/heads/m%d\","
-                "\"decision\":\"%s\",\"rule\":\"x\",\"reason\":\"why\",\"outcome\":null}\n",
-                ++seq, r, r ? "deny" : "allow");
+                "\"decision\":\"%s\",\"rule\":\"x\",\"reason\":\"why\"%s,\"outcome\":null}\n",
+                ++seq, r, r ? "deny" : "allow", r ? "" : ",\"policy\":\"sha256:aa\"");
     fprintf(f,
             "{\"v\":2,\"seq\":%d,\"prev\":\"x\",\"time\":\"t\",\"type\":\"event\","
             "\"event\":\"stop\"}\n",
@@ -52,9 +59,117 @@ static void teardown(void)
     unlink(path);
 }
 
-TestSuite(pushes, .init = setup, .fini = teardown);
+/* ------------------------------------------------------------------------
+ * The database
+ * ------------------------------------------------------------------------ */
 
-Test(pushes, the_newest_come_first_and_pages_say_whether_older_ones_exist)
+static char pg_url[512], pg_dir[256];
+static db_pool *pool;
+static PGconn *lock; /* holds the lock that keeps tests in parallel off each other's rows */
+
+/* Before the run: $PG_URL, or a PostgreSQL of our own (PG_DIR kept to stop it). */
+ReportHook(PRE_ALL)(struct criterion_test_set *set)
+{
+    FILE *p;
+
+    (void)set;
+    if (getenv("PG_URL") != NULL || getenv("REFGATE_SRC") == NULL)
+        return;
+    p = popen("bash -c '. \"$REFGATE_SRC/tests/support/pg.sh\" && pg_start >&2 && "
+              "echo \"$PG_URL\" && echo \"$PG_DIR\"'",
+              "r");
+    if (p == NULL)
+        return;
+    if (fgets(pg_url, sizeof(pg_url), p) != NULL && fgets(pg_dir, sizeof(pg_dir), p) != NULL) {
+        pg_url[strcspn(pg_url, "\n")] = '\0';
+        pg_dir[strcspn(pg_dir, "\n")] = '\0';
+        setenv("PG_URL", pg_url, 1);
+    }
+    pclose(p);
+}
+
+ReportHook(POST_ALL)(struct criterion_global_stats *stats)
+{
+    char cmd[600];
+
+    (void)stats;
+    if (pg_dir[0] == '\0')
+        return;
+    snprintf(cmd, sizeof(cmd),
+             "bash -c '. \"$REFGATE_SRC/tests/support/pg.sh\" && PG_BIN=$(pg_bin_dir) && "
+             "PG_DIR=%s && pg_stop'",
+             pg_dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not stop the PostgreSQL in %s\n", pg_dir);
+}
+
+/* The file's lines as the rows of audit_records, and src reading them there. */
+static void setup_db(void)
+{
+    config_state st = {.postgres = getenv("PG_URL"), .connections = 1};
+    rg_error err = RG_ERROR_INIT;
+    char line[1024], seq[32];
+    const char *params[2] = {seq, line};
+    int lengths[2] = {0, 0}, formats[2] = {0, 1};
+    PGconn *c;
+    FILE *f;
+
+    setup();
+    if (st.postgres == NULL)
+        cr_skip_test("no PostgreSQL: PG_URL is unset and tests/support/pg.sh could not start one");
+    lock = PQconnectdb(st.postgres);
+    cr_assert_eq(PQstatus(lock), CONNECTION_OK, "%s", PQerrorMessage(lock));
+    PQclear(PQexec(lock, "SELECT pg_advisory_lock(8470002)"));
+    cr_assert_eq(db_pool_open(&pool, &st, &err), 0, "%s", err.msg);
+    cr_assert_eq(db_migrate(pool, NULL, NULL, &err), 0, "%s", err.msg);
+    cr_assert_eq(db_acquire(pool, &c, &err), 0, "%s", err.msg);
+    cr_assert_eq(db_exec(c, NULL, "emptying", "TRUNCATE audit_records", 0, NULL, &err), 0);
+    f = fopen(path, "r");
+    cr_assert_not_null(f);
+    for (int n = 1; fgets(line, sizeof(line), f) != NULL; n++) {
+        lengths[1] = (int)strcspn(line, "\n");
+        snprintf(seq, sizeof(seq), "%d", n);
+        cr_assert_eq(db_exec_bin(c, NULL, "filling",
+                                 "INSERT INTO audit_records (seq, line, kind) "
+                                 "VALUES ($1::bigint, $2::bytea, 'decision')",
+                                 2, params, lengths, formats, &err),
+                     0, "%s", err.msg);
+    }
+    fclose(f);
+    db_release(pool, c);
+    src.path = NULL;
+    src.db = pool;
+}
+
+static void teardown_db(void)
+{
+    db_pool_close(pool);
+    pool = NULL;
+    if (lock != NULL)
+        PQfinish(lock);
+    lock = NULL;
+    src.path = path;
+    src.db = NULL;
+    teardown();
+}
+
+TestSuite(pushes, .init = setup, .fini = teardown);
+TestSuite(pushes_db, .init = setup_db, .fini = teardown_db);
+
+/* A test of both suites: the same assertions on the file and on the database. */
+#define BOTH(name)                                                                                 \
+    static void name(void);                                                                        \
+    Test(pushes, name)                                                                             \
+    {                                                                                              \
+        name();                                                                                    \
+    }                                                                                              \
+    Test(pushes_db, name)                                                                          \
+    {                                                                                              \
+        name();                                                                                    \
+    }                                                                                              \
+    static void name(void)
+
+BOTH(the_newest_come_first_and_pages_say_whether_older_ones_exist)
 {
     console_push_filter f = {0};
     console_push_row *rows = NULL;
@@ -62,7 +177,7 @@ Test(pushes, the_newest_come_first_and_pages_say_whether_older_ones_exist)
     size_t n = 0;
     int more = 0;
 
-    cr_assert_eq(console_pushes_list(&rows, &n, &more, path, &f, 0, 50, &err), 0, "%s", err.msg);
+    cr_assert_eq(console_pushes_list(&rows, &n, &more, &src, &f, 0, 50, &err), 0, "%s", err.msg);
     cr_assert_eq(n, 50);
     cr_expect(more);
     cr_expect_str_eq(rows[0].push_id, "p121");
@@ -73,19 +188,19 @@ Test(pushes, the_newest_come_first_and_pages_say_whether_older_ones_exist)
     cr_expect_str_eq(rows[1].push_id, "p120");
     cr_expect_str_eq(rows[49].push_id, "p72");
     free(rows);
-    cr_assert_eq(console_pushes_list(&rows, &n, &more, path, &f, 2, 50, &err), 0, "%s", err.msg);
+    cr_assert_eq(console_pushes_list(&rows, &n, &more, &src, &f, 2, 50, &err), 0, "%s", err.msg);
     cr_assert_eq(n, 21);
     cr_expect(!more);
     cr_expect_str_eq(rows[20].push_id, "p1");
     free(rows);
-    cr_assert_eq(console_pushes_list(&rows, &n, &more, path, &f, 3, 50, &err), 0);
+    cr_assert_eq(console_pushes_list(&rows, &n, &more, &src, &f, 3, 50, &err), 0);
     cr_expect_eq(n, 0);
     free(rows);
     cr_expect_lt(
-        console_pushes_list(&rows, &n, &more, path, &f, CONSOLE_PUSHES_PAGES_MAX, 50, &err), 0);
+        console_pushes_list(&rows, &n, &more, &src, &f, CONSOLE_PUSHES_PAGES_MAX, 50, &err), 0);
 }
 
-Test(pushes, filters_match_a_push_by_any_of_its_refs)
+BOTH(filters_match_a_push_by_any_of_its_refs)
 {
     console_push_filter f = {.ref = "refs/heads/m1"};
     console_push_row *rows = NULL;
@@ -93,12 +208,12 @@ Test(pushes, filters_match_a_push_by_any_of_its_refs)
     size_t n = 0;
     int more = 0;
 
-    cr_assert_eq(console_pushes_list(&rows, &n, &more, path, &f, 0, 50, &err), 0);
+    cr_assert_eq(console_pushes_list(&rows, &n, &more, &src, &f, 0, 50, &err), 0);
     cr_assert_eq(n, 1);
     cr_expect_str_eq(rows[0].push_id, "p121");
     free(rows);
     f = (console_push_filter){.run = "r0", .decision = "deny"};
-    cr_assert_eq(console_pushes_list(&rows, &n, &more, path, &f, 0, 50, &err), 0);
+    cr_assert_eq(console_pushes_list(&rows, &n, &more, &src, &f, 0, 50, &err), 0);
     /* i % 7 == 0 and i % 3 == 0: 21, 42, ..., 105. */
     cr_assert_eq(n, 5);
     cr_expect_str_eq(rows[0].push_id, "p105");
@@ -106,14 +221,14 @@ Test(pushes, filters_match_a_push_by_any_of_its_refs)
     free(rows);
 }
 
-Test(pushes, runs_come_most_recent_first_each_once)
+BOTH(runs_come_most_recent_first_each_once)
 {
     console_run_row *rows = NULL;
     rg_error err = RG_ERROR_INIT;
     size_t n = 0;
     int more = 0;
 
-    cr_assert_eq(console_runs_list(&rows, &n, &more, path, 0, 3, &err), 0, "%s", err.msg);
+    cr_assert_eq(console_runs_list(&rows, &n, &more, &src, 0, 3, &err), 0, "%s", err.msg);
     cr_assert_eq(n, 3);
     cr_expect(more);
     cr_expect_str_eq(rows[0].run, "r9");
@@ -122,27 +237,29 @@ Test(pushes, runs_come_most_recent_first_each_once)
     cr_expect_str_eq(rows[2].run, "r0"); /* p119 */
     free(rows);
     /* r0..r6 and r9: eight runs, the last page holds two. */
-    cr_assert_eq(console_runs_list(&rows, &n, &more, path, 2, 3, &err), 0, "%s", err.msg);
+    cr_assert_eq(console_runs_list(&rows, &n, &more, &src, 2, 3, &err), 0, "%s", err.msg);
     cr_assert_eq(n, 2);
     cr_expect(!more);
     free(rows);
 }
 
-Test(pushes, one_push_joins_its_outcomes)
+BOTH(one_push_joins_its_outcomes)
 {
     console_push p;
     rg_error err = RG_ERROR_INIT;
 
-    cr_assert_eq(console_push_get(&p, path, "p121", &err), 0, "%s", err.msg);
+    cr_assert_eq(console_push_get(&p, &src, "p121", &err), 0, "%s", err.msg);
     cr_assert_eq(p.nrefs, 2);
     cr_expect_str_eq(p.refs[0].ref, "refs/heads/m0");
     cr_expect_str_eq(p.refs[0].outcome, "ok");
     cr_expect_str_eq(p.refs[1].outcome, "pending");
+    cr_expect_str_eq(p.refs[0].policy, "sha256:aa", "the digest of the policy that decided");
+    cr_expect_str_eq(p.refs[1].policy, "", "a record that names none");
     cr_expect_str_eq(p.run, "r9");
     console_push_clear(&p);
-    cr_expect_eq(console_push_get(&p, path, "p999", &err), -ENOENT);
+    cr_expect_eq(console_push_get(&p, &src, "p999", &err), -ENOENT);
     /* p12 is a prefix of p121: its page holds only its own ref. */
-    cr_assert_eq(console_push_get(&p, path, "p12", &err), 0, "%s", err.msg);
+    cr_assert_eq(console_push_get(&p, &src, "p12", &err), 0, "%s", err.msg);
     cr_expect_eq(p.nrefs, 1);
     cr_expect_str_eq(p.refs[0].ref, "refs/heads/b12");
     console_push_clear(&p);

@@ -57,6 +57,14 @@ def wait_title(d, text):
         fail("no page titled %r: at %s, titled %r" % (text, d.current_url, d.title))
 
 
+def wait_main(d, text):
+    """Until the page that replaced the last one is loaded and says `text`."""
+    try:
+        WebDriverWait(d, 10).until(EC.text_to_be_present_in_element((By.TAG_NAME, "main"), text))
+    except Exception:
+        fail("no %r on the page: at %s:\n%s" % (text, d.current_url, main_text(d)))
+
+
 def main_text(d):
     return d.find_element(By.TAG_NAME, "main").text
 
@@ -104,15 +112,13 @@ def decide(url, user, password, approve_id, deny_id, reason, subject, shots):
         row = rows[ids.index(approve_id)]
         row.find_element(By.CSS_SELECTOR, "form.approve button").click()
         WebDriverWait(d, 10).until(EC.staleness_of(row))
-        if ("Approval %s approved." % approve_id) not in main_text(d):
-            fail("no approval confirmation: " + main_text(d))
+        wait_main(d, "Approval %s approved." % approve_id)
         rows = d.find_elements(By.CSS_SELECTOR, "table.approvals tbody tr")
         row = [r for r in rows if r.find_element(By.TAG_NAME, "code").text == deny_id][0]
         row.find_element(By.NAME, "reason").send_keys(reason)
         row.find_element(By.CSS_SELECTOR, "form.deny button").click()
         WebDriverWait(d, 10).until(EC.staleness_of(row))
-        if ("Approval %s denied." % deny_id) not in main_text(d):
-            fail("no denial confirmation: " + main_text(d))
+        wait_main(d, "Approval %s denied." % deny_id)
         d.save_screenshot(os.path.join(shots, "console-decided.png"))
         inert(d, "approvals after deciding")
     finally:

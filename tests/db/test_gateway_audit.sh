@@ -1,0 +1,166 @@
+# A gateway whose audit log is in PostgreSQL: pushes land and are in the
+# database's chain; while PostgreSQL is down a push is refused with a
+# reason the pusher sees, nothing lands, and the gateway keeps serving; once
+# it is back pushes land again without a restart; a second gateway on the
+# same state_dir is refused; a gateway that dies with a forwarded push open
+# has it completed by the next one; a gateway started while PostgreSQL is
+# down serves, refuses pushes, and recovers by itself; and a live gateway's
+# open decision is left alone by another gateway's sweeps until it stops.
+. "$REFGATE_SRC/tests/db/lib_audit.sh"
+
+make_upstream app
+write_db_config "$STANDARD_RULES"
+"$REFGATE" db migrate --config "$T/refgate.json" >/dev/null
+"$REFGATE" policy publish --config "$T/refgate.json" >/dev/null
+start_gateway
+TOKEN=$(mint local/acme/app)
+use_token "$TOKEN"
+clone app "$T/w"
+
+# push BRANCH: a new commit on a new feature branch, pushed; git's output in $T/out.
+push() {
+  git -C "$T/w" switch -q -c "feature/$1" main
+  commit "$T/w" "$1.c"
+  git -C "$T/w" push origin "feature/$1" >"$T/out" 2>&1
+}
+
+test_a_push_lands_and_its_records_are_in_the_database() {
+  push one || { cat "$T/out"; fail "push failed"; }
+  [ -n "$(upstream_ref app refs/heads/feature/one)" ] || fail "feature/one did not land"
+  db_dump "$T/db.jsonl"
+  chain_ok "$T/db.jsonl"
+  grep -q '"ref":"refs/heads/feature/one",.*"decision":"allow"' "$T/db.jsonl" || fail "no decision"
+  grep -q '"ref":"refs/heads/feature/one","decision_seq":[0-9]*,"outcome":"forwarded: ok"' "$T/db.jsonl" ||
+    { cat "$T/db.jsonl"; fail "no outcome"; }
+  [ ! -e "$T/state/audit.jsonl" ] || fail "the gateway wrote a file log too"
+}
+
+test_while_postgres_is_down_a_push_is_refused_with_the_reason() {
+  pg_kill
+  ! push two || fail "a push landed while the audit log's database was down"
+  assert_contains "$T/out" "[remote rejected] feature/two -> feature/two (refgate: the audit log's database cannot be reached"
+  assert_not_contains "$T/out" "hung up"
+  [ -z "$(upstream_ref app refs/heads/feature/two)" ] || fail "feature/two landed"
+  kill -0 "$GW_PID" || fail "the gateway died"
+  # It keeps serving what needs no database: the advertisement.
+  curl -s -o /dev/null -w '%{http_code}' -u "run:$TOKEN" \
+    "$GW/local/acme/app.git/info/refs?service=git-receive-pack" >"$T/code"
+  [ "$(cat "$T/code")" = 200 ] || fail "info/refs answered $(cat "$T/code")"
+}
+
+test_once_postgres_is_back_pushes_land_again_without_a_restart() {
+  pg_back
+  git -C "$T/w" push origin feature/two >"$T/out" 2>&1 || { cat "$T/out"; fail "push after the database came back failed"; }
+  [ "$(upstream_ref app refs/heads/feature/two)" = "$(git -C "$T/w" rev-parse feature/two)" ] ||
+    fail "feature/two did not land"
+  db_dump "$T/db.jsonl"
+  chain_ok "$T/db.jsonl"
+}
+
+test_a_second_gateway_on_the_same_state_dir_is_refused() {
+  ! "$REFGATE" serve --config "$T/refgate.json" >"$T/out2" 2>&1 || fail "a second gateway started"
+  assert_contains "$T/out2" "in use by another gateway process"
+}
+
+test_a_gateway_killed_mid_push_has_its_open_decision_completed_by_the_next() {
+  local dead new main ref=refs/heads/feature/killed raw
+  dead=$(pg_psql "SELECT id FROM gateways WHERE stopped IS NULL ORDER BY started DESC LIMIT 1")
+  main=$(upstream_ref app main)
+  git -C "$T/w" switch -q -c feature/killed main
+  head -c $((8 * 1024 * 1024)) /dev/urandom >"$T/w/big.bin"
+  git -C "$T/w" add big.bin && git -C "$T/w" commit -q -m big
+  new=$(git -C "$T/w" rev-parse HEAD)
+  # Half the pack: the decision is durable and the push forwarded, then
+  # the gateway dies before upstream can answer.
+  python3 "$REFGATE_SRC/tests/support/rawpush.py" "$GW/local/acme/app.git" "$TOKEN" \
+    "0000000000000000000000000000000000000000:$new:$ref" --pack-repo "$T/w" \
+    --pack-revs "$new ^$main" --send-first 4000000 \
+    --hangup-when "! kill -0 $GW_PID 2>/dev/null" >"$T/raw" 2>&1 &
+  raw=$!
+  for _ in $(seq 1 400); do
+    [ "$(pg_psql "SELECT count(*) FROM audit_records WHERE pending")" = 1 ] && break
+    sleep 0.05
+  done
+  [ "$(pg_psql "SELECT gateway FROM audit_records WHERE pending")" = "$dead" ] || fail "no open decision"
+  kill -KILL "$GW_PID"
+  wait "$raw" || true
+  [ -z "$(upstream_ref app "$ref")" ] || fail "a half-sent pack landed"
+  # The next gateway starts while the dead one's lease is still fresh: its
+  # lease thread completes the decision once the lease is old (10 s).
+  start_gateway_here
+  for _ in $(seq 1 600); do
+    [ "$(pg_psql "SELECT count(*) FROM audit_records WHERE pending")" = 0 ] && break
+    sleep 0.05
+  done
+  db_dump "$T/db.jsonl"
+  chain_ok "$T/db.jsonl"
+  grep -q "\"event\":\"recovered\",\"detail\":\"gateway $dead died with 1 forwarded ref update without an outcome; completed as unknown by gateway " "$T/db.jsonl" ||
+    { tail -n 3 "$T/db.jsonl"; fail "no recovered event"; }
+  grep -q "\"ref\":\"$ref\",\"decision_seq\":[0-9]*,\"outcome\":\"unknown: gateway $dead stopped before upstream answered (completed by gateway " "$T/db.jsonl" ||
+    fail "no outcome for the open decision"
+  assert_contains "$T/gateway.log" "audit_recovered"
+  # And it serves: a push lands.
+  use_token "$TOKEN"
+  push after || { cat "$T/out"; fail "push after the recovery failed"; }
+}
+
+test_a_gateway_started_while_postgres_is_down_serves_and_recovers_by_itself() {
+  pg_kill
+  start_gateway_here
+  use_token "$TOKEN"
+  ! push down-at-start || fail "a push landed while the audit log's database was down"
+  grep -qE "\(refgate: the audit log.s database cannot be reached|\(policy: the published policy could not be read from the database yet" "$T/out" || { cat "$T/out"; fail "no reason naming the database"; }
+  assert_contains "$T/gateway.log" "db_unreachable"
+  pg_back
+  # The audit answers at once; the published policy is read at the next poll (1 s).
+  for _ in $(seq 1 50); do
+    git -C "$T/w" push origin feature/down-at-start >"$T/out" 2>&1 && break
+    grep -q "could not be read from the database yet" "$T/out" || break
+    sleep 0.1
+  done
+  [ -n "$(upstream_ref app refs/heads/feature/down-at-start)" ] || { cat "$T/out"; fail "push after the database came back failed"; }
+  [ -n "$(upstream_ref app refs/heads/feature/down-at-start)" ] || fail "it did not land"
+  # Its lease is registered by its lease thread once the database answers.
+  for _ in $(seq 1 100); do
+    [ "$(pg_psql "SELECT count(*) FROM gateways WHERE stopped IS NULL AND seen > now() - interval '5 seconds'")" = 1 ] && break
+    sleep 0.1
+  done
+  [ "$(pg_psql "SELECT count(*) FROM gateways WHERE stopped IS NULL AND seen > now() - interval '5 seconds'")" = 1 ] ||
+    fail "no live lease"
+  db_dump "$T/db.jsonl"
+  chain_ok "$T/db.jsonl"
+}
+
+test_a_live_gateways_open_decision_is_left_alone_and_completed_once_it_stops() {
+  local a b seq
+  start_gateway_here
+  use_token "$TOKEN"
+  push live-a || { cat "$T/out"; fail "push failed"; }
+  a=$(pg_psql "SELECT id FROM gateways WHERE stopped IS NULL ORDER BY started DESC LIMIT 1")
+  # Its last decision, made open again: as if its push were still in flight.
+  seq=$(pg_psql "SELECT max(seq) FROM audit_records WHERE kind = 'decision' AND gateway = '$a'")
+  pg_psql "UPDATE audit_records SET pending = true WHERE seq = $seq"
+  # A second gateway on the same database (its own state_dir) sweeps all along.
+  sed 's|"state_dir": "state"|"state_dir": "state-b"|' "$T/refgate.json" >"$T/b.json"
+  "$REFGATE" serve --config "$T/b.json" 2>>"$T/b.log" &
+  b=$!
+  sleep $((10 + 4 + 2))
+  kill -0 "$b" || { cat "$T/b.log"; fail "the second gateway exited"; }
+  [ "$(pg_psql "SELECT pending FROM audit_records WHERE seq = $seq")" = t ] ||
+    fail "a live gateway's open decision was completed"
+  stop_gateway_here
+  trap - EXIT
+  for _ in $(seq 1 200); do
+    [ "$(pg_psql "SELECT pending FROM audit_records WHERE seq = $seq")" = f ] && break
+    sleep 0.05
+  done
+  kill -TERM "$b"; wait "$b" || true
+  [ "$(pg_psql "SELECT pending FROM audit_records WHERE seq = $seq")" = f ] ||
+    fail "the stopped gateway's open decision was not completed"
+  [ "$(pg_psql "SELECT count(*) FROM audit_records WHERE kind = 'outcome' AND decision_seq = $seq AND
+        convert_from(line, 'UTF8') LIKE '%unknown: gateway $a stopped%'")" = 1 ] || fail "not completed once"
+  db_dump "$T/db.jsonl"
+  chain_ok "$T/db.jsonl"
+}
+
+run_tests
