@@ -59,19 +59,24 @@ div() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.2f", a / b}'; }
 # ---- 1. audit append rate ----------------------------------------------------
 
 mkdir -p "$T/auditlog"
-# audit_bench prints one line per shape: "<label> N records in S s: R records/s, M ms per call".
+# audit_bench prints one line per shape, "<label> N records in S s: R
+# records/s, M ms per call", for the file log and then, with AUDIT_BENCH_PG,
+# for the database ("postgres: <label> ..."); the rounds alternate the two.
 for r in $(seq "$ROUNDS"); do
-  "$AUDIT_BENCH" "$T/auditlog" 400 4 16 >>"$T/audit.file"
-  "$AUDIT_BENCH" "$PG_URL" 400 4 16 >>"$T/audit.pg"
+  AUDIT_BENCH_PG=$PG_URL "$AUDIT_BENCH" "$T/auditlog" 400 4 16 >>"$T/audit.out"
 done
-echo "== audit append, $ROUNDS rounds alternated, medians (file log on $(df --output=fstype "$T" | tail -1 | tr -d ' '), fsync per call; PostgreSQL 15, commit per call, same disk)"
+# figure SHAPE STORE FIELD: the median of FIELD (rate or ms) of SHAPE's lines of STORE (file or pg).
+figure() {
+  local lines
+  if [ "$2" = pg ]; then lines=$(grep -F "postgres: $1 " "$T/audit.out"); else lines=$(grep -F "$1 " "$T/audit.out" | grep -v '^postgres: '); fi
+  if [ "$3" = rate ]; then sed 's/.*: *\([0-9.]*\) records\/s.*/\1/' <<<"$lines" | median
+  else sed 's/.*, *\([0-9.]*\) ms per call.*/\1/' <<<"$lines" | median; fi
+}
+echo "== audit append, $ROUNDS rounds alternated, medians (file log on $(df --output=fstype "$T" | tail -1 | tr -d ' '), fsync per call; PostgreSQL 15 on the same disk, a commit per call)"
 for shape in "1 record per call, 1 thread" "1 record per call, 4 threads" "16 records per call, 1 thread"; do
-  rf=$(grep -F "$shape" "$T/audit.file" | sed 's/.*: *\([0-9.]*\) records\/s.*/\1/' | median)
-  rp=$(grep -F "$shape" "$T/audit.pg" | sed 's/.*: *\([0-9.]*\) records\/s.*/\1/' | median)
-  mf=$(grep -F "$shape" "$T/audit.file" | sed 's/.*, *\([0-9.]*\) ms per call.*/\1/' | median)
-  mp=$(grep -F "$shape" "$T/audit.pg" | sed 's/.*, *\([0-9.]*\) ms per call.*/\1/' | median)
+  rf=$(figure "$shape" file rate); rp=$(figure "$shape" pg rate)
   printf '%-32s file %6.0f records/s (%.2f ms/call), database %6.0f records/s (%.2f ms/call), ratio %s\n' \
-    "$shape:" "$rf" "$mf" "$rp" "$mp" "$(div "$rp" "$rf")"
+    "$shape:" "$rf" "$(figure "$shape" file ms)" "$rp" "$(figure "$shape" pg ms)" "$(div "$rp" "$rf")"
 done
 
 # ---- gateways ------------------------------------------------------------------
