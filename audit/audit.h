@@ -22,7 +22,8 @@
  *             approval), approval-grant, approval-deny (a reviewer's
  *             decision, naming who and from where), approval-consume (an
  *             approved update landed), console-user-add (a reviewer
- *             account made or its password changed), with a free `detail` text.
+ *             account made or its password changed), token-key-rotate (a
+ *             new run-token signing key), with a free `detail` text.
  *
  * Lines without `"v"` are v1 (one complete record per decision, written
  * after the push): they verify and list alongside v2, and new lines chain
