@@ -477,8 +477,8 @@ static int control_handle_line(gateway_control *c, control_client *cl, const cha
         control_console_user(&answer, c, cl, req, &err);
     } else if (op == NULL || !gateway_approval_control(&answer, c->ctx, &peer, op, req, &err))
         rg_error_set(&err, -EINVAL,
-                     "op: expected \"mint\", \"revoke\", \"key-rotate\", \"approvals\", "
-                     "\"approval\", \"approve\", \"deny\" or \"console-user-add\"");
+                     "op: expected \"mint\", \"revoke\", \"approvals\", \"approval\", "
+                     "\"approve\", \"deny\", \"console-user-add\" or \"key-rotate\"");
     json_decref(req);
     if (answer == NULL)
         return control_send_error(cl->fd, "%s", err.msg);
