@@ -38,6 +38,20 @@ static int pg_run(pg_store *ps, PGresult **out, const char *what, const char *sq
         return rc;
     }
     rc = db_exec_bin(c, out, what, sql, n, params, lengths, formats, err);
+    /* A pooled connection the database dropped (it restarted) fails its
+     * next statement: once, on a fresh connection. Every statement here is
+     * safe to run twice. */
+    if (rc < 0 && PQstatus(c) != CONNECTION_OK) {
+        db_release(ps->pool, c);
+        PQclear(*out);
+        *out = NULL;
+        rc = db_acquire(ps->pool, &c, err);
+        if (rc < 0) {
+            rg_error_wrap(err, "%s", what);
+            return rc;
+        }
+        rc = db_exec_bin(c, out, what, sql, n, params, lengths, formats, err);
+    }
     db_release(ps->pool, c);
     return rc;
 }
