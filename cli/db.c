@@ -5,11 +5,16 @@
  * an advisory lock). Gateways refuse to start on a schema they do not
  * speak, so this runs before the first `refgate serve` and after upgrades.
  *
+ * `refgate db import [--config FILE]`: move what the config's state_dir
+ * keeps in files into the database, one step per store (run tokens: keys
+ * and revocations). Safe to repeat.
+ *
  * Exit status: 0 done, 1 failed, 2 usage.
  */
 #include "cli/cli.h"
 #include "config/config.h"
 #include "db/db.h"
+#include "tokens/store.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,10 +28,13 @@ static void usage(FILE *f)
 {
     fprintf(f,
             "usage: refgate db migrate [--config FILE]\n"
+            "       refgate db import [--config FILE]\n"
             "\n"
             "  migrate        create the schema of the database config \"state.postgres\"\n"
             "                 names, or bring it up to this refgate's version (%d);\n"
             "                 safe to repeat and to run from several hosts at once\n"
+            "  import         copy what state_dir keeps in files into that database:\n"
+            "                 run-token keys and revocations; safe to repeat\n"
             "\n"
             "  --config FILE  the gateway's configuration (default $REFGATE_CONFIG, else\n"
             "                 /etc/refgate/refgate.json)\n",
@@ -78,6 +86,60 @@ done:
     return status;
 }
 
+/* ------------------------------------------------------------------------
+ * import: one step per store, each copying this state_dir's files into
+ * the database and saying how much it copied.
+ * ------------------------------------------------------------------------ */
+
+/* Run tokens: the published public keys (retirements too) and the revocations. */
+static int import_tokens(db_pool *pool, const config_model *cfg)
+{
+    rg_error err = RG_ERROR_INIT;
+    tokens_store *store = NULL;
+    size_t nkeys = 0, nrevoked = 0;
+    int rc;
+
+    rc = tokens_store_pg_open(&store, pool, &err);
+    if (rc == 0)
+        rc = tokens_store_import_files(store, cfg->state_dir, &nkeys, &nrevoked, &err);
+    tokens_store_free(store);
+    if (rc < 0) {
+        fprintf(stderr, PROG " import: run tokens: %s\n", err.msg);
+        return rc;
+    }
+    printf("run tokens: %zu key events and %zu revocations imported from %s\n", nkeys, nrevoked,
+           cfg->state_dir);
+    return 0;
+}
+
+static int import(const char *path)
+{
+    rg_error err = RG_ERROR_INIT;
+    config_model *cfg = load(path);
+    db_pool *pool = NULL;
+    PGconn *c = NULL;
+    int status = EXIT_FAILED;
+
+    if (cfg == NULL)
+        return EXIT_FAILED;
+    if (db_pool_open(&pool, &cfg->state, &err) < 0 || db_acquire(pool, &c, &err) < 0 ||
+        db_schema_check(c, &err) < 0) {
+        fprintf(stderr, PROG " import: %s\n", err.msg);
+        goto done;
+    }
+    db_release(pool, c);
+    c = NULL;
+    if (import_tokens(pool, cfg) < 0)
+        goto done;
+    status = 0;
+done:
+    if (c != NULL)
+        db_release(pool, c);
+    db_pool_close(pool);
+    config_free(cfg);
+    return status;
+}
+
 int cli_db(int argc, char **argv)
 {
     const char *config = getenv("REFGATE_CONFIG"), *value;
@@ -89,7 +151,7 @@ int cli_db(int argc, char **argv)
         usage(stdout);
         return 0;
     }
-    if (argc < 2 || strcmp(argv[1], "migrate") != 0) {
+    if (argc < 2 || (strcmp(argv[1], "migrate") != 0 && strcmp(argv[1], "import") != 0)) {
         usage(stderr);
         return EXIT_USAGE;
     }
@@ -108,5 +170,5 @@ int cli_db(int argc, char **argv)
             return EXIT_USAGE;
         }
     }
-    return migrate(config);
+    return !strcmp(argv[1], "import") ? import(config) : migrate(config);
 }

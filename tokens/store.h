@@ -76,4 +76,13 @@ int tokens_store_revoke(tokens_store *s, const char *id, int64_t exp, rg_error *
 /* Whether token `id` is revoked, asked of the store itself (never cached). */
 int tokens_store_is_revoked(tokens_store *s, int *revoked, const char *id, rg_error *err);
 
+/*
+ * `refgate db import`: copy the file store of state_dir (its published
+ * public keys, retirements included, and its revocations) into `dst`.
+ * Safe to repeat: what dst already holds is left as it is. *nkeys and
+ * *nrevoked get how many lines were copied.
+ */
+int tokens_store_import_files(tokens_store *dst, const char *state_dir, size_t *nkeys,
+                              size_t *nrevoked, rg_error *err);
+
 #endif

@@ -20,6 +20,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -397,4 +398,118 @@ int tokens_store_file_open(tokens_store **out, const char *state_dir, rg_error *
         return rc;
     }
     return tokens_store_new(out, &file_ops, fs, err);
+}
+
+/* ------------------------------------------------------------------------
+ * Import into another store
+ * ------------------------------------------------------------------------ */
+
+typedef struct import_state {
+    tokens_store *dst;
+    size_t n;
+    int rc;
+    rg_error *err;
+} import_state;
+
+/* `key <kid> <hex> <created>` and `retire <kid> <when>`; torn lines are skipped. */
+static int import_key_line(const char *line, void *arg)
+{
+    import_state *is = arg;
+    unsigned char pub[TOKENS_PUBLIC_KEY_LEN];
+    char kid[TOKENS_KID_SIZE];
+    int hi, lo;
+    size_t i;
+
+    if (!strncmp(line, "key ", 4) && strlen(line) > 4 + TOKENS_KID_HEX + 1 + 64 &&
+        line[4 + TOKENS_KID_HEX] == ' ') {
+        memcpy(kid, line + 4, TOKENS_KID_HEX);
+        kid[TOKENS_KID_HEX] = '\0';
+        for (i = 0; i < TOKENS_PUBLIC_KEY_LEN; i++) {
+            hi = rg_hex_digit(line[4 + TOKENS_KID_HEX + 1 + 2 * i]);
+            lo = rg_hex_digit(line[4 + TOKENS_KID_HEX + 2 + 2 * i]);
+            if (hi < 0 || lo < 0)
+                return 0;
+            pub[i] = (unsigned char)(hi << 4 | lo);
+        }
+        is->rc = tokens_store_key_put(is->dst, kid, pub, "import", is->err);
+    } else if (!strncmp(line, "retire ", 7) && strlen(line) > 7 + TOKENS_KID_HEX &&
+               line[7 + TOKENS_KID_HEX] == ' ') {
+        memcpy(kid, line + 7, TOKENS_KID_HEX);
+        kid[TOKENS_KID_HEX] = '\0';
+        is->rc = tokens_store_key_retire(is->dst, kid, is->err);
+    } else {
+        return 0;
+    }
+    if (is->rc == -EINVAL) /* a kid that is not 16 hex digits: not ours */
+        is->rc = 0;
+    else if (is->rc == 0)
+        is->n++;
+    return is->rc < 0;
+}
+
+/*
+ * `<id> <exp>`. A line a crashed revoke cut after its whole id still
+ * revokes (as the file store reads it); its expiry is unknown then, so it
+ * is imported as never expiring rather than pruned early.
+ */
+static int import_revoked_line(const char *line, void *arg)
+{
+    import_state *is = arg;
+    char id[TOKENS_ID_HEX + 1], *end;
+    long long exp = 0;
+
+    if (strlen(line) < TOKENS_ID_HEX || (line[TOKENS_ID_HEX] != ' ' && line[TOKENS_ID_HEX] != '\0'))
+        return 0;
+    memcpy(id, line, TOKENS_ID_HEX);
+    id[TOKENS_ID_HEX] = '\0';
+    if (line[TOKENS_ID_HEX] == ' ') {
+        errno = 0;
+        exp = strtoll(line + TOKENS_ID_HEX + 1, &end, 10);
+        if (errno != 0 || *end != '\0')
+            exp = 0;
+    }
+    /* Before 2001: not an expiry refgate wrote whole. */
+    if (exp < 1000000000LL)
+        exp = INT64_MAX;
+    is->rc = tokens_store_revoke(is->dst, id, (int64_t)exp, is->err);
+    if (is->rc == -EINVAL)
+        is->rc = 0;
+    else if (is->rc == 0)
+        is->n++;
+    return is->rc < 0;
+}
+
+static int import_file(import_state *is, const char *path, int (*fn)(const char *, void *),
+                       rg_error *err)
+{
+    int fd, rc;
+
+    rc = private_open(&fd, path, O_RDONLY, err);
+    if (rc < 0 || fd < 0)
+        return rc;
+    rc = each_line(fd, path, fn, is, err);
+    close(fd);
+    return rc < 0 ? rc : is->rc;
+}
+
+int tokens_store_import_files(tokens_store *dst, const char *state_dir, size_t *nkeys,
+                              size_t *nrevoked, rg_error *err)
+{
+    import_state keys = {.dst = dst, .err = err}, revs = {.dst = dst, .err = err};
+    char path[PATH_MAX];
+    int rc;
+
+    *nkeys = *nrevoked = 0;
+    if (snprintf(path, sizeof(path), "%s/%s", state_dir, KEYS_FILE) >= (int)sizeof(path))
+        return rg_error_set(err, -ENAMETOOLONG, "%s: path too long", state_dir);
+    rc = import_file(&keys, path, import_key_line, err);
+    if (rc < 0)
+        return rc;
+    snprintf(path, sizeof(path), "%s/%s", state_dir, REVOKED_FILE);
+    rc = import_file(&revs, path, import_revoked_line, err);
+    if (rc < 0)
+        return rc;
+    *nkeys = keys.n;
+    *nrevoked = revs.n;
+    return 0;
 }
