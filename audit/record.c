@@ -24,11 +24,19 @@
  * seq, prev, time, type, decision_seq and the newline. */
 #define LINE_FIXED_MAX 256
 
-static const char *const event_names[] = {"start",           "stop",          "recovered",
-                                          "token-mint",      "token-revoke",  "approval-request",
-                                          "approval-grant",  "approval-deny", "approval-consume",
-                                          "console-user-add",
-                                          "token-key-rotate"};
+static const char *const event_names[] = {
+    "start",
+    "stop",
+    "recovered",
+    "token-mint",
+    "token-revoke",
+    "approval-request",
+    "approval-grant",
+    "approval-deny",
+    "approval-consume",
+    "console-user-add",
+    "token-key-rotate",
+};
 
 int audit_sha256_hex(char out[AUDIT_HASH_HEX + 1], const void *data, size_t len)
 {

@@ -66,7 +66,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: tokens_bench DIR N\n");
         return 2;
     }
-    if (tokens_key_load(&k, argv[1], &err) < 0 || tokens_store_file_open(&files, argv[1], &err) < 0 ||
+    if (tokens_key_load(&k, argv[1], &err) < 0 ||
+        tokens_store_file_open(&files, argv[1], &err) < 0 ||
         tokens_key_publish(k, files, "bench", &err) < 0 ||
         tokens_mint(&tok, k, "bench", repos, 2, 3600, (int64_t)time(NULL), &err) < 0) {
         fprintf(stderr, "tokens_bench: %s\n", err.msg);

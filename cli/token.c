@@ -66,14 +66,14 @@ static void usage(FILE *f)
 static const char *safe_arg(const char *arg)
 {
     /* Tokens start with rg2. (rg1. before Ed25519) and, being base64url, hold no '/'. */
-    if (!strncmp(arg, "rg2.", 4) || !strncmp(arg, "rg1.", 4) || (strlen(arg) > 64 && strchr(arg, '/') == NULL))
+    if (!strncmp(arg, "rg2.", 4) || !strncmp(arg, "rg1.", 4) ||
+        (strlen(arg) > 64 && strchr(arg, '/') == NULL))
         return "(not shown: it may be a token)";
     return arg;
 }
 
 /* The token store the config names: its database when "state" has one. */
-static int store_open(tokens_store **out, db_pool **pool, const config_model *cfg,
-                      rg_error *err)
+static int store_open(tokens_store **out, db_pool **pool, const config_model *cfg, rg_error *err)
 {
     *out = NULL;
     *pool = NULL;

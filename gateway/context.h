@@ -22,8 +22,8 @@
 
 typedef struct gateway_ctx {
     const config_model *cfg;
-    tokens_key *key;       /* this gateway's signing key */
-    tokens_store *tokens;  /* public keys and revocations: files, or ctx->db */
+    tokens_key *key;      /* this gateway's signing key */
+    tokens_store *tokens; /* public keys and revocations: files, or ctx->db */
     audit_log *audit;
     approvals_store *approvals; /* NULL: `ask` stays a deny */
     db_pool *db;                /* the shared database (config "state"); NULL: files only */

@@ -391,8 +391,8 @@ static int control_key_rotate(json_t **out, gateway_control *c, const control_cl
     rg_error aerr = RG_ERROR_INIT;
     int rc;
 
-    rc = tokens_key_rotate(c->ctx->key, c->ctx->tokens, c->ctx->cfg->state_dir,
-                           c->ctx->gateway_id, old_kid, new_kid, err);
+    rc = tokens_key_rotate(c->ctx->key, c->ctx->tokens, c->ctx->cfg->state_dir, c->ctx->gateway_id,
+                           old_kid, new_kid, err);
     if (new_kid[0] == '\0')
         return rc; /* nothing changed */
     snprintf(detail, sizeof(detail), "peer uid %lu (%s) pid %ld, key %s retired, key %s signs",
@@ -401,8 +401,9 @@ static int control_key_rotate(json_t **out, gateway_control *c, const control_cl
     if (audit_append(c->ctx->audit, &rec, &aerr) < 0) {
         control_audit_failed("token-key-rotate", &aerr);
         if (rc == 0)
-            rc = rg_error_set(err, -EIO, "the key was rotated (key %s signs), but the audit log "
-                                         "cannot be written",
+            rc = rg_error_set(err, -EIO,
+                              "the key was rotated (key %s signs), but the audit log "
+                              "cannot be written",
                               new_kid);
     }
     rg_log(RG_LOG_NOTICE, "control_key_rotate", "uid=%lu old=%s new=%s",

@@ -196,8 +196,7 @@ static int key_path(char out[PATH_MAX], const char *state_dir, rg_error *err)
     if (state_dir == NULL || state_dir[0] == '\0')
         return rg_error_set(err, -EINVAL, "no state directory");
     if (snprintf(out, PATH_MAX, "%s/%s", state_dir, TOKENS_KEY_FILE) >= PATH_MAX)
-        return rg_error_set(err, -ENAMETOOLONG, "%s/%s: path too long", state_dir,
-                            TOKENS_KEY_FILE);
+        return rg_error_set(err, -ENAMETOOLONG, "%s/%s: path too long", state_dir, TOKENS_KEY_FILE);
     return 0;
 }
 

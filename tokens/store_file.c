@@ -263,8 +263,8 @@ static int file_key_put(void *impl, const char *kid, const unsigned char pub[TOK
         goto done;
     if (ks.found) {
         if (memcmp(ks.pub, pub, TOKENS_PUBLIC_KEY_LEN) != 0)
-            rc = rg_error_set(err, RG_E_CONFIG, "%s: key id %s is taken by another key",
-                              fs->keys, kid);
+            rc = rg_error_set(err, RG_E_CONFIG, "%s: key id %s is taken by another key", fs->keys,
+                              kid);
         goto done;
     }
     rg_hex_encode(hex, pub, TOKENS_PUBLIC_KEY_LEN);

@@ -25,8 +25,7 @@ typedef struct pg_store {
 
 /* One statement on a pooled connection; *out as db_exec (caller PQclears). */
 static int pg_run(pg_store *ps, PGresult **out, const char *what, const char *sql, int n,
-                  const char *const *params, const int *lengths, const int *formats,
-                  rg_error *err)
+                  const char *const *params, const int *lengths, const int *formats, rg_error *err)
 {
     PGconn *c;
     int rc;
@@ -90,8 +89,9 @@ static int pg_key_put(void *impl, const char *kid, const unsigned char pub[TOKEN
                 "WHERE token_keys.public_key = EXCLUDED.public_key RETURNING kid",
                 3, params, lengths, formats, err);
     if (rc == 0 && PQntuples(r) != 1)
-        rc = rg_error_set(err, RG_E_STATE, "publishing a token key: key id %s is taken by another "
-                                           "key",
+        rc = rg_error_set(err, RG_E_STATE,
+                          "publishing a token key: key id %s is taken by another "
+                          "key",
                           kid);
     PQclear(r);
     return rc;

@@ -124,8 +124,8 @@ static int mint_build(const char *kid, void *arg, const void **msg, size_t *len,
     return 0;
 }
 
-int tokens_mint(char **out, tokens_key *k, const char *run, const char *const *repos,
-                size_t nrepos, int64_t ttl, int64_t now, rg_error *err)
+int tokens_mint(char **out, tokens_key *k, const char *run, const char *const *repos, size_t nrepos,
+                int64_t ttl, int64_t now, rg_error *err)
 {
     unsigned char id[ID_BYTES], sig[TOKENS_SIG_LEN];
     char idhex[ID_HEX + 1];
@@ -468,8 +468,7 @@ int tokens_revoke(tokens_store *s, const char *token, rg_error *err)
     }
     if (status != TOKENS_OK) {
         rc = rg_error_set(err, RG_E_AUTH, "%s",
-                          status == TOKENS_BAD_SIGNATURE
-                              ? "the token's signature does not verify"
+                          status == TOKENS_BAD_SIGNATURE ? "the token's signature does not verify"
                           : status == TOKENS_UNKNOWN_KEY
                               ? "the token was not signed by a key of this gateway's token store"
                               : "not a refgate run token");

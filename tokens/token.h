@@ -35,7 +35,7 @@ typedef struct tokens_claims {
     char *run; /* run name */
     char **repos;
     size_t nrepos;
-    int64_t exp;                /* unix seconds */
+    int64_t exp;               /* unix seconds */
     char kid[TOKENS_KID_SIZE]; /* the key that signed it */
 } tokens_claims;
 
@@ -45,8 +45,8 @@ typedef struct tokens_claims {
  * gateway URLs (letters, digits, `._-+~`, not starting with `.` or `-`).
  * *out is a string the caller frees with tokens_secret_free.
  */
-int tokens_mint(char **out, tokens_key *k, const char *run, const char *const *repos,
-                size_t nrepos, int64_t ttl, int64_t now, rg_error *err);
+int tokens_mint(char **out, tokens_key *k, const char *run, const char *const *repos, size_t nrepos,
+                int64_t ttl, int64_t now, rg_error *err);
 
 /* Why a token was refused. */
 typedef enum tokens_status {

@@ -107,8 +107,8 @@ Test(control, a_mint_and_revoke_by_our_uid_are_audited_without_the_token)
     cr_expect_str_eq(json_string_value(json_object_get(ans, "url")), "http://127.0.0.1:1");
     token = strdup(json_string_value(json_object_get(ans, "token")));
     json_decref(ans);
-    cr_assert_eq(tokens_verify(&claims, &status, ctx.tokens, token, time(NULL), &err),
-                 0, "%s", err.msg);
+    cr_assert_eq(tokens_verify(&claims, &status, ctx.tokens, token, time(NULL), &err), 0, "%s",
+                 err.msg);
     cr_expect_eq(status, TOKENS_OK);
     cr_expect_str_eq(claims->run, "unit");
     cr_expect_eq(claims->nrepos, 1);

@@ -138,7 +138,8 @@ ParameterizedTest(kind *k, store, a_key_verifies_on_every_instance_once_publishe
 }
 
 PARAMS(a_revocation_through_one_instance_is_seen_by_the_other_at_its_next_check)
-ParameterizedTest(kind *k, store, a_revocation_through_one_instance_is_seen_by_the_other_at_its_next_check)
+ParameterizedTest(kind *k, store,
+                  a_revocation_through_one_instance_is_seen_by_the_other_at_its_next_check)
 {
     rg_error err = RG_ERROR_INIT;
     tokens_store *a = open_store(*k, 0), *b = open_store(*k, 1);
