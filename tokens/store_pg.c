@@ -81,11 +81,12 @@ static int pg_key_put(void *impl, const char *kid, const unsigned char pub[TOKEN
     PGresult *r;
     int rc;
 
-    /* The row names the gateway that published last; a kid taken by
-     * another key updates nothing and returns no row. */
+    /* The row keeps the gateway that published first; the update only
+     * returns the row when the key is the same, so a kid taken by another
+     * key returns none. */
     rc = pg_run(impl, &r, "publishing a token key",
                 "INSERT INTO token_keys (kid, public_key, gateway) VALUES ($1, $2, $3) "
-                "ON CONFLICT (kid) DO UPDATE SET gateway = EXCLUDED.gateway "
+                "ON CONFLICT (kid) DO UPDATE SET gateway = token_keys.gateway "
                 "WHERE token_keys.public_key = EXCLUDED.public_key RETURNING kid",
                 3, params, lengths, formats, err);
     if (rc == 0 && PQntuples(r) != 1)
