@@ -14,19 +14,14 @@
 #include "tokens/token.h"
 #include "tokens/b64url.h"
 #include "util/text.h"
-#include "util/fs.h"
 
-#include <fcntl.h>
+#include <errno.h>
 #include <jansson.h>
-#include <limits.h>
 #include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #define ID_BYTES      16
 #define ID_HEX        (ID_BYTES * 2)
