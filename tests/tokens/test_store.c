@@ -308,3 +308,38 @@ ParameterizedTest(kind *k, store, a_store_that_cannot_be_read_fails_closed_and_s
     tokens_key_free(ka);
     tokens_store_free(a);
 }
+
+PARAMS(a_key_found_is_cached_and_a_revocation_never_is)
+ParameterizedTest(kind *k, store, a_key_found_is_cached_and_a_revocation_never_is)
+{
+    rg_error err = RG_ERROR_INIT;
+    tokens_store *a = open_store(*k, 0), *b = open_store(*k, 1);
+    tokens_key *ka = key_in("gw-a");
+    char path[PATH_MAX], kid[TOKENS_KID_SIZE], *tok;
+
+    publish(ka, a);
+    tok = mint(ka, 600);
+    cr_assert_eq(verify(b, tok), TOKENS_OK); /* b looks the key up once */
+    tokens_key_kid(kid, ka);
+    /* The key leaves the store behind b's back: b still has it. */
+    if (*k == KIND_FILES) {
+        snprintf(path, sizeof(path), "%s/token-keys", shared);
+        cr_assert_eq(truncate(path, 0), 0);
+    } else {
+        PGconn *c;
+        const char *params[1] = {kid};
+
+        cr_assert_eq(db_acquire(pools[0], &c, &err), 0, "%s", err.msg);
+        cr_assert_eq(
+            db_exec(c, NULL, "deleting", "DELETE FROM token_keys WHERE kid = $1", 1, params, &err),
+            0, "%s", err.msg);
+        db_release(pools[0], c);
+    }
+    cr_assert_eq(verify(b, tok), TOKENS_OK, "a key found is cached");
+    cr_assert_eq(tokens_revoke(b, tok, &err), 0, "%s", err.msg);
+    cr_assert_eq(verify(b, tok), TOKENS_REVOKED, "while its revocation is asked every time");
+    tokens_secret_free(tok);
+    tokens_key_free(ka);
+    tokens_store_free(a);
+    tokens_store_free(b);
+}
