@@ -1,7 +1,8 @@
 # Run tokens across two real gateways on one real PostgreSQL: a token
 # minted by A pushes through B; revoked through B's control socket it is
 # refused by A at the next request (no restart, no wait); a token signed by
-# a key that is not in the database is refused; after `refgate token key
+# a key that is not in the database is refused, and a flood of made-up
+# key ids is rate-limited while real tokens pass; after `refgate token key
 # rotate` on A old tokens still push and new ones carry the new kid; with
 # PostgreSQL stopped pushes are refused with a reason naming the database,
 # and they work again once it is back, with no gateway restarted.
@@ -97,6 +98,31 @@ test_a_token_signed_by_a_key_not_in_the_database_is_refused() {
   assert_contains "$T/body" "signed by a key no gateway of this team published"
   ! push_via "$URL_B" "$tok" feature/foreign || fail "a token of an unpublished key pushed"
   [ -z "$(upstream_ref app refs/heads/feature/foreign)" ] || fail "it landed"
+}
+
+test_a_flood_of_made_up_kids_is_rate_limited_and_real_tokens_still_pass() {
+  local tok; tok=$("$REFGATE" token mint --config "$T/a.json" --repo local/acme/app)
+  # 60 well-formed tokens with random kids on one keep-alive connection:
+  # about the first 10 are looked up (401), the rest are refused unlooked (503).
+  python3 - "$URL_A" "$tok" >"$T/flood" <<'PY'
+import base64, http.client, os, sys, urllib.parse
+url = urllib.parse.urlsplit(sys.argv[1]); tok = sys.argv[2]
+c = http.client.HTTPConnection(url.hostname, url.port, timeout=30)
+codes = {}
+for _ in range(60):
+    fake = "rg2." + os.urandom(8).hex() + tok[20:]
+    auth = base64.b64encode(("run:" + fake).encode()).decode()
+    c.request("GET", "/local/acme/app.git/info/refs?service=git-receive-pack",
+              headers={"Authorization": "Basic " + auth})
+    r = c.getresponse(); body = r.read().decode()
+    codes.setdefault(r.status, body)
+    codes[str(r.status)] = codes.get(str(r.status), 0) + 1
+print(codes)
+PY
+  grep -q "'401': " "$T/flood" || { cat "$T/flood"; fail "no unknown kid was looked up"; }
+  grep -q "'503': " "$T/flood" || { cat "$T/flood"; fail "the flood was not rate-limited"; }
+  assert_contains "$T/flood" "too many tokens signed by unknown keys"
+  [ "$(http_status "$URL_A" "$tok")" = 200 ] || { cat "$T/body"; fail "a real token was refused"; }
 }
 
 test_after_a_rotation_on_a_old_and_new_tokens_push_through_b() {
