@@ -891,6 +891,12 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
         rc = tokens_store_open(&s->ctx.tokens, cfg->state_dir, s->ctx.db, err);
     if (rc < 0)
         goto done;
+    snprintf(path, sizeof(path), "%s/token.key", cfg->state_dir);
+    if (access(path, F_OK) == 0)
+        rg_log(RG_LOG_WARNING, "token_key_obsolete",
+               "path=%s reason=\"run tokens are Ed25519 now: rg1 tokens no longer verify and "
+               "this HMAC key is unused; delete it\"",
+               path);
     /* Every gateway on the store verifies this one's tokens from here on.
      * A database away now only delays it: each mint publishes first. */
     rc = tokens_key_publish(s->ctx.key, s->ctx.tokens, s->ctx.gateway_id, err);
