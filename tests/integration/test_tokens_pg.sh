@@ -38,21 +38,21 @@ gw_config b "{\"postgres\": \"$PG_URL\"}"
 gw_config lone # files only: its key is in no database
 "$REFGATE" db migrate --config "$T/a.json" >"$T/migrate" 2>&1 || { cat "$T/migrate"; exit 1; }
 
-# start NAME: serve $T/NAME.json; prints the pid, sets nothing.
+# start NAME: serve $T/NAME.json in the background (a child of this shell,
+# so that cleanup can wait for it); its pid in $STARTED.
 start() {
   rm -f "$T/$1/url"
-  # Not on our stdout: $(start ...) would wait for the gateway to close it.
-  "$REFGATE" serve --config "$T/$1.json" >/dev/null 2>>"$T/$1.log" &
-  local pid=$!
+  "$REFGATE" serve --config "$T/$1.json" 2>>"$T/$1.log" &
+  STARTED=$!
   for _ in $(seq 1 200); do
-    [ -s "$T/$1/url" ] && break
-    kill -0 "$pid" 2>/dev/null || { cat "$T/$1.log" >&2; return 1; }
+    [ -s "$T/$1/url" ] && return 0
+    kill -0 "$STARTED" 2>/dev/null || { cat "$T/$1.log" >&2; return 1; }
     sleep 0.05
   done
-  echo "$pid"
+  fail "gateway $1 did not start"
 }
-GW_PID=$(start a)
-PID_B=$(start b)
+start a; GW_PID=$STARTED
+start b; PID_B=$STARTED
 URL_A=$(cat "$T/a/url") URL_B=$(cat "$T/b/url")
 clone app "$T/w"
 
