@@ -26,7 +26,8 @@
  *             approved update landed), console-user-add (a reviewer
  *             account made or its password changed), policy (the gateway
  *             began enforcing a published policy: its version and digest),
- *             with a free `detail` text.
+ *             token-key-rotate (a new run-token signing key), with a free
+ *             `detail` text.
  *
  * A decision record names the digest of the policy that decided it in
  * `policy`, "sha256:<hex>" (config/policy.h), between `evaluate` and

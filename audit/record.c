@@ -36,6 +36,7 @@ static const char *const event_names[] = {
     "approval-consume",
     "console-user-add",
     "policy", /* a gateway began enforcing a published policy */
+    "token-key-rotate",
 };
 
 int audit_sha256_hex(char out[AUDIT_HASH_HEX + 1], const void *data, size_t len)

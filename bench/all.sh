@@ -21,6 +21,7 @@
 #   ARGS_POLICY="1000 20000 3"      policy.sh: rules, decisions, runs
 #   ARGS_SECRETS="128 5"    secrets.sh: MB, runs
 #   ARGS_AUDIT="2000 4 16"  audit.sh: records, threads, batch
+#   ARGS_TOKENS="20000"     tokens.sh: tokens
 #   ARGS_PG="5 15 12"       pg.sh: rounds, seconds, clients
 # The ARGS_ variables are word lists, meant to split:
 # shellcheck disable=SC2086
@@ -32,6 +33,7 @@ out=${1:-$src/BENCHMARKS.md}
 : "${ARGS_WRAP:=1024 50000 200}" "${ARGS_RUN:=100}" "${ARGS_FORK:=90 2000 400 20000}"
 : "${ARGS_DIFF:=512 25000 100 5}" "${ARGS_POLICY:=1000 20000 3}" "${ARGS_SECRETS:=128 5}"
 : "${ARGS_AUDIT:=2000 4 16}" "${ARGS_PG:=5 15 12}"
+: "${ARGS_TOKENS:=20000}"
 
 if [[ -z ${REFGATE_BUILD:-} ]]; then
     REFGATE_BUILD=$src/build-bench
@@ -155,6 +157,10 @@ EOF
     section "Audit append rate" \
         "Decision records appended through the audit library to a log on disk (/var/tmp), every call fsynced before it returns: one record per call from one thread and from several, and a batch per call (a push of many refs)."
     bench bench/audit.sh $ARGS_AUDIT
+
+    section "Run-token check" \
+        "One run token checked, HMAC-SHA-256 (rg1, before) against Ed25519 (rg2, now) over the same text, then the whole check with the file store and with a PostgreSQL store on a local unix socket (the revocation asked of the database at every check)."
+    bench bench/tokens.sh $ARGS_TOKENS
 
     section "Shared state in PostgreSQL against files" \
         "Audit appends to the database's chain against the file log (alternated), a small push through a gateway on the database against one on files and direct (interleaved), and pushes/s of 1, 2 and 3 gateways on one database against 1 on files, with where the CPU went."

@@ -9,7 +9,7 @@
  * under state_dir into the database, one step per kind of state (each its
  * own transaction, each saying what it moved), stopping at the first that
  * fails. A step refuses rather than merge into state the database already
- * has.
+ * has (the run tokens' keys and revocations are safe to import again).
  *
  * Exit status: 0 done, 1 failed, 2 usage.
  */
@@ -18,6 +18,7 @@
 #include "cli/cli.h"
 #include "config/config.h"
 #include "db/db.h"
+#include "tokens/store.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -45,12 +46,14 @@ static void usage(FILE *f)
             "  import         copy the state a gateway on files kept under state_dir\n"
             "                 into that database: the audit log (its chain intact,\n"
             "                 into an empty chain), then the live approvals (what the\n"
-            "                 database has already is refused, not replaced); stop\n"
-            "                 the gateway first\n"
+            "                 database has already is refused, not replaced), then\n"
+            "                 the run tokens' keys and revocations; stop the gateway\n"
+            "                 first\n"
             "\n"
-            "  --only STEPS   import only these steps (audit, approvals), e.g. to add a\n"
-            "                 second gateway's approvals to a database whose audit\n"
-            "                 chain is already in use\n"
+            "  --only STEPS   import only these steps (audit, approvals, tokens), e.g. to\n"
+            "                 add a second gateway's approvals and tokens to a\n"
+            "                 database whose audit chain is already in use\n"
+
             "  --config FILE  the gateway's configuration (default $REFGATE_CONFIG, else\n"
             "                 /etc/refgate/refgate.json)\n",
             DB_SCHEMA_VERSION);
@@ -193,6 +196,24 @@ done:
     return rc;
 }
 
+/* Run tokens: the published public keys (retirements too) and the revocations. */
+static int import_tokens(const config_model *cfg, db_pool *pool, rg_error *err)
+{
+    tokens_store *store = NULL;
+    size_t nkeys = 0, nrevoked = 0;
+    int rc;
+
+    rc = tokens_store_pg_open(&store, pool, err);
+    if (rc == 0)
+        rc = tokens_store_import_files(store, cfg->state_dir, &nkeys, &nrevoked, err);
+    tokens_store_free(store);
+    if (rc < 0)
+        return rc;
+    printf("run tokens: %zu key events and %zu revocations imported from %s\n", nkeys, nrevoked,
+           cfg->state_dir);
+    return 0;
+}
+
 /* A step prints what it moved; on failure it says what it could not move. */
 typedef struct import_step {
     const char *name;
@@ -202,6 +223,7 @@ typedef struct import_step {
 static const import_step import_steps[] = {
     {"audit", import_audit},
     {"approvals", import_approvals},
+    {"tokens", import_tokens},
 };
 
 /* Whether step `name` is in the comma-separated `only` (NULL: every step). */

@@ -1,20 +1,28 @@
 /*
- * `refgate token`: mint and revoke run tokens from the command line.
+ * `refgate token`: mint and revoke run tokens from the command line, and
+ * rotate the running gateway's signing key.
  *
  * `mint` prints exactly the token and a newline on stdout, so that
  * `TOKEN=$(refgate token mint ...)` is all a launcher needs; everything else
- * goes to stderr. A token is a credential: it never appears in an error
- * message, only its hash prefix (tokens_hash_prefix) does. `revoke` takes the
- * token as an argument or, better because argv is visible to other users
- * through ps, as `-` to read it from stdin.
+ * goes to stderr. It signs with the key in state_dir, published first to
+ * the token store (files, or the config's database). A token is a
+ * credential: it never appears in an error message, only its hash prefix
+ * (tokens_hash_prefix) does. `revoke` takes the token as an argument or,
+ * better because argv is visible to other users through ps, as `-` to read
+ * it from stdin; it asks the running gateway through its control socket
+ * (audited there), and records the revocation in the store itself when no
+ * gateway answers. `key rotate` asks the running gateway for a new signing
+ * key.
  *
  * Exit status: 0 done, 1 failed, 2 usage.
  */
 #include "cli/cli.h"
 #include "config/config.h"
+#include "db/db.h"
 #include "tokens/token.h"
 #include "util/text.h"
 
+#include <errno.h>
 #include <openssl/rand.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +38,7 @@ static void usage(FILE *f)
             "usage: refgate token mint --config FILE --repo HOST/PATH [--repo HOST/PATH ...]\n"
             "                          [--ttl DURATION] [--run NAME]\n"
             "       refgate token revoke --config FILE TOKEN|-\n"
+            "       refgate token key rotate [--config FILE]\n"
             "\n"
             "mint     print a new run token (and nothing else) on stdout\n"
             "  --config FILE     the gateway's configuration (its state_dir holds the key)\n"
@@ -40,8 +49,13 @@ static void usage(FILE *f)
             "                    (default 3600, at most 7 days)\n"
             "  --run NAME        the run's name in the audit log (default: run-<random>)\n"
             "\n"
-            "revoke   revoke a token so that no gateway using this state_dir accepts it\n"
-            "  TOKEN             the token, or - to read it from stdin (keeps it out of ps)\n",
+            "revoke   revoke a token so that no gateway sharing this token store accepts it\n"
+            "         (through the running gateway's control socket, else in the store)\n"
+            "  TOKEN             the token, or - to read it from stdin (keeps it out of ps)\n"
+            "\n"
+            "key rotate   the running gateway makes a new signing key and publishes it;\n"
+            "             tokens signed with the old one verify until they expire\n"
+            "  --config FILE     default $REFGATE_CONFIG, else /etc/refgate/refgate.json\n",
             TOKENS_REPOS_MAX);
 }
 
@@ -51,21 +65,31 @@ static void usage(FILE *f)
  */
 static const char *safe_arg(const char *arg)
 {
-    /* Tokens start with rg1. and, being base64url, hold no '/'. */
-    if (!strncmp(arg, "rg1.", 4) || (strlen(arg) > 64 && strchr(arg, '/') == NULL))
+    /* Tokens start with rg2. (rg1. before Ed25519) and, being base64url, hold no '/'. */
+    if (!strncmp(arg, "rg2.", 4) || !strncmp(arg, "rg1.", 4) ||
+        (strlen(arg) > 64 && strchr(arg, '/') == NULL))
         return "(not shown: it may be a token)";
     return arg;
 }
 
-static int load(config_model **cfg, tokens_key **key, const char *config_path)
+/* The token store the config names: its database when "state" has one. */
+static int store_open(tokens_store **out, db_pool **pool, const config_model *cfg, rg_error *err)
+{
+    *out = NULL;
+    *pool = NULL;
+    if (cfg->state.postgres != NULL && db_pool_open(pool, &cfg->state, err) < 0)
+        return err->code;
+    return tokens_store_open(out, cfg->state_dir, *pool, err);
+}
+
+static int load(config_model **cfg, tokens_key **key, tokens_store **store, db_pool **pool,
+                const char *config_path)
 {
     rg_error err = RG_ERROR_INIT;
 
-    if (config_load(cfg, config_path, &err) < 0) {
-        fprintf(stderr, "refgate token: %s\n", err.msg);
-        return -1;
-    }
-    if (tokens_key_load(key, (*cfg)->state_dir, &err) < 0) {
+    if (config_load(cfg, config_path, &err) < 0 ||
+        (key != NULL && tokens_key_load(key, (*cfg)->state_dir, &err) < 0) ||
+        store_open(store, pool, *cfg, &err) < 0) {
         fprintf(stderr, "refgate token: %s\n", err.msg);
         return -1;
     }
@@ -136,6 +160,8 @@ static int token_mint(int argc, char **argv)
     char *repos[TOKENS_REPOS_MAX], *token = NULL, gen_run[32];
     config_model *cfg = NULL;
     tokens_key *key = NULL;
+    tokens_store *store = NULL;
+    db_pool *pool = NULL;
     rg_error err = RG_ERROR_INIT;
     const char *repo_args[TOKENS_REPOS_MAX];
     size_t nrepo_args = 0, nrepos = 0, i, j;
@@ -194,7 +220,7 @@ static int token_mint(int argc, char **argv)
         run = gen_run;
     }
 
-    if (load(&cfg, &key, config_path) < 0)
+    if (load(&cfg, &key, &store, &pool, config_path) < 0)
         goto done;
     for (i = 0; i < nrepo_args; i++) {
         char *repo;
@@ -209,6 +235,11 @@ static int token_mint(int argc, char **argv)
             free(repo);
         else
             repos[nrepos++] = repo;
+    }
+    /* Never a token whose key the gateways cannot find. */
+    if (tokens_key_publish(key, store, "cli", &err) < 0) {
+        fprintf(stderr, "refgate token mint: publishing the signing key: %s\n", err.msg);
+        goto done;
     }
     if (tokens_mint(&token, key, run, (const char *const *)repos, nrepos, (int64_t)ttl,
                     (int64_t)time(NULL), &err) < 0) {
@@ -225,6 +256,8 @@ done:
     tokens_secret_free(token);
     for (i = 0; i < nrepos; i++)
         free(repos[i]);
+    tokens_store_free(store);
+    db_pool_close(pool);
     tokens_key_free(key);
     config_free(cfg);
     return status;
@@ -264,14 +297,42 @@ static int read_stdin_token(char *buf, size_t cap)
     return 0;
 }
 
+/*
+ * Revoke through the running gateway's control socket, so that it is
+ * audited there. -ENOENT / -ECONNREFUSED: no gateway answers.
+ */
+static int revoke_through_gateway(const config_model *cfg, const char *token, rg_error *err)
+{
+    json_t *req, *ans = NULL;
+    const char *msg;
+    int rc;
+
+    req = json_pack("{s:s, s:s}", "op", "revoke", "token", token);
+    if (req == NULL)
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    rc = cli_control_call(&ans, cfg->control.socket, req, err);
+    /* jansson frees its copy of the token without wiping it. */
+    explicit_bzero((char *)json_string_value(json_object_get(req, "token")), strlen(token));
+    json_decref(req);
+    if (rc < 0)
+        return rc;
+    if (!json_is_true(json_object_get(ans, "ok"))) {
+        msg = json_string_value(json_object_get(ans, "error"));
+        rc = rg_error_set(err, RG_E_AUTH, "the gateway refused: %s", msg ? msg : "no reason");
+    }
+    json_decref(ans);
+    return rc;
+}
+
 static int token_revoke(int argc, char **argv)
 {
     const char *config_path = NULL, *token_arg = NULL, *value = NULL;
     char buf[TOKENS_MAX_LEN + 2], prefix[TOKENS_HASH_PREFIX_SIZE];
     config_model *cfg = NULL;
-    tokens_key *key = NULL;
+    tokens_store *store = NULL;
+    db_pool *pool = NULL;
     rg_error err = RG_ERROR_INIT;
-    int status = 1, m, argi;
+    int status = 1, m, argi, rc;
     const char *token;
 
     for (argi = 1; argi < argc; argi++) {
@@ -307,9 +368,18 @@ static int token_revoke(int argc, char **argv)
         token = buf;
     }
     tokens_hash_prefix(prefix, token);
-    if (load(&cfg, &key, config_path) < 0)
+    if (config_load(&cfg, config_path, &err) < 0) {
+        fprintf(stderr, "refgate token: %s\n", err.msg);
         goto done;
-    if (tokens_revoke(key, cfg->state_dir, token, &err) < 0) {
+    }
+    rc = cfg->control.socket != NULL ? revoke_through_gateway(cfg, token, &err) : -ENOENT;
+    if (rc == -ENOENT || rc == -ECONNREFUSED) {
+        /* No gateway answers: record it in the store, where every gateway looks. */
+        rc = store_open(&store, &pool, cfg, &err);
+        if (rc == 0)
+            rc = tokens_revoke(store, token, &err);
+    }
+    if (rc < 0) {
         fprintf(stderr, "refgate token revoke: token %s: %s\n", prefix, err.msg);
         goto done;
     }
@@ -317,7 +387,79 @@ static int token_revoke(int argc, char **argv)
     status = fflush(stdout) == 0 ? 0 : 1;
 done:
     explicit_bzero(buf, sizeof(buf));
-    tokens_key_free(key);
+    tokens_store_free(store);
+    db_pool_close(pool);
+    config_free(cfg);
+    return status;
+}
+
+/* `key rotate`: only the running gateway can, since it holds the key in memory. */
+static int token_key(int argc, char **argv)
+{
+    const char *config_path = getenv("REFGATE_CONFIG"), *value = NULL;
+    config_model *cfg = NULL;
+    rg_error err = RG_ERROR_INIT;
+    json_t *req = NULL, *ans = NULL;
+    int status = 1, m, argi;
+
+    if (config_path == NULL || *config_path == '\0')
+        config_path = "/etc/refgate/refgate.json";
+    if (argc >= 2 && cli_is_help(argv[1])) {
+        usage(stdout);
+        return 0;
+    }
+    if (argc < 2 || strcmp(argv[1], "rotate") != 0) {
+        fprintf(stderr, "refgate token key: expected 'rotate'\n\n");
+        usage(stderr);
+        return EXIT_USAGE;
+    }
+    for (argi = 2; argi < argc; argi++) {
+        if (cli_is_help(argv[argi])) {
+            usage(stdout);
+            return 0;
+        }
+        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate token")) != 0) {
+            if (m < 0)
+                return EXIT_USAGE;
+            config_path = value;
+        } else {
+            fprintf(stderr, "refgate token key rotate: unexpected argument '%s'\n\n",
+                    safe_arg(argv[argi]));
+            usage(stderr);
+            return EXIT_USAGE;
+        }
+    }
+    if (config_load(&cfg, config_path, &err) < 0) {
+        fprintf(stderr, "refgate token: %s\n", err.msg);
+        goto done;
+    }
+    if (cfg->control.socket == NULL) {
+        fprintf(stderr, "refgate token key rotate: %s has no control socket (set control.socket)\n",
+                cfg->path);
+        goto done;
+    }
+    req = json_pack("{s:s}", "op", "key-rotate");
+    if (req == NULL || cli_control_call(&ans, cfg->control.socket, req, &err) < 0) {
+        fprintf(stderr, "refgate token key rotate: %s%s\n", req ? err.msg : "out of memory",
+                err.code == -ENOENT || err.code == -ECONNREFUSED
+                    ? " (is the gateway running? `refgate serve` rotates its own key)"
+                    : "");
+        goto done;
+    }
+    if (!json_is_true(json_object_get(ans, "ok"))) {
+        fprintf(stderr, "refgate token key rotate: %s\n",
+                json_string_value(json_object_get(ans, "error"))
+                    ? json_string_value(json_object_get(ans, "error"))
+                    : "the gateway refused");
+        goto done;
+    }
+    printf("key %s signs new tokens; key %s is retired (its tokens verify until they expire)\n",
+           json_string_value(json_object_get(ans, "kid")),
+           json_string_value(json_object_get(ans, "retired")));
+    status = fflush(stdout) == 0 ? 0 : 1;
+done:
+    json_decref(req);
+    json_decref(ans);
     config_free(cfg);
     return status;
 }
@@ -336,6 +478,8 @@ int cli_token(int argc, char **argv)
         return token_mint(argc - 1, argv + 1);
     if (!strcmp(argv[1], "revoke"))
         return token_revoke(argc - 1, argv + 1);
+    if (!strcmp(argv[1], "key"))
+        return token_key(argc - 1, argv + 1);
     fprintf(stderr, "refgate token: unknown subcommand '%s'\n\n", safe_arg(argv[1]));
     usage(stderr);
     return EXIT_USAGE;

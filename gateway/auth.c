@@ -3,6 +3,7 @@
 
 #include "util/log.h"
 
+#include <errno.h>
 #include <openssl/evp.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,11 +69,17 @@ void gateway_auth_check(gateway_auth *out, const gateway_ctx *ctx, const char *a
     }
     token++;
     tokens_hash_prefix(out->token_hash, token);
-    if (tokens_verify(&out->claims, &ts, ctx->key, ctx->cfg->state_dir, token, (int64_t)time(NULL),
-                      &e) < 0) {
-        /* A check that cannot be made refuses (fail closed). */
+    if (tokens_verify(&out->claims, &ts, ctx->tokens, token, (int64_t)time(NULL), &e) < 0) {
+        /* A check that cannot be made refuses (fail closed), and says why. */
         rg_log(RG_LOG_ERR, "token_check_failed", "error=%s", rg_log_quote(q, sizeof(q), e.msg));
-        deny(out, 503, "the token could not be checked; try again later");
+        deny(out, 503,
+             e.code == RG_E_STATE
+                 ? "the run token cannot be checked: the gateway cannot reach its shared state "
+                   "database (token keys and revocations); try again later"
+             : e.code == -EAGAIN
+                 ? "too many tokens signed by unknown keys right now; try again in a second"
+                 : "the run token cannot be checked (token keys or revocations cannot be read); "
+                   "try again later");
         goto done;
     }
     switch (ts) {
@@ -83,6 +90,9 @@ void gateway_auth_check(gateway_auth *out, const gateway_ctx *ctx, const char *a
         goto done;
     case TOKENS_REVOKED:
         deny(out, 403, "the run token has been revoked");
+        goto done;
+    case TOKENS_UNKNOWN_KEY:
+        deny(out, 401, "invalid run token: signed by a key no gateway of this team published");
         goto done;
     default:
         deny(out, 401, "invalid run token");

@@ -3,7 +3,9 @@
  * name), as git's credential helpers answer. A missing or unreadable token
  * gets 401 so git asks its helper; a token that verifies but is expired,
  * revoked or for another repository gets 403 with a message saying which
- * (git prints a text/plain body as `remote:` lines).
+ * (git prints a text/plain body as `remote:` lines). A token that cannot be
+ * checked (the token store, e.g. the shared database, cannot be read) gets
+ * 503 naming what could not be read: refused, never "invalid".
  */
 #ifndef RG_GATEWAY_AUTH_H
 #define RG_GATEWAY_AUTH_H

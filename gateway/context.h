@@ -1,7 +1,7 @@
 /*
  * What a request of a running gateway sees: the configuration and the
  * credential providers of the snapshot it began under (gateway/snapshot.h),
- * and what every request shares: the token key, the audit log, the
+ * and what every request shares: the token key and store, the audit log, the
  * approvals, the metrics. The server keeps one for its own threads (the
  * config at start) and copies it per request with that request's
  * snapshot; read-only to requests (the audit log, the approvals store and
@@ -22,7 +22,8 @@
 
 typedef struct gateway_ctx {
     const config_model *cfg;
-    tokens_key *key;
+    tokens_key *key;      /* this gateway's signing key */
+    tokens_store *tokens; /* public keys and revocations: files, or ctx->db */
     audit_log *audit;
     approvals_store *approvals; /* NULL: `ask` stays a deny */
     db_pool *db;                /* the shared database (config "state"); NULL: files only */

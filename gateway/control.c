@@ -1,8 +1,8 @@
 /*
  * The control socket (see control.h): one thread polls the listening socket
  * and at most GATEWAY_CONTROL_CONNECTIONS clients, each with a capped line
- * buffer and an idle deadline. Requests are small and quick (an HMAC and an
- * fsynced audit append), so one thread serves them all in turn; nothing a
+ * buffer and an idle deadline. Requests are small and quick (a signature
+ * and an fsynced audit append), so one thread serves them all in turn; nothing a
  * client sends can make it wait on that client, since every client socket
  * is non-blocking and a client that does not take its answer is dropped.
  */
@@ -289,6 +289,12 @@ static int control_mint(json_t **out, gateway_control *c, const control_client *
         snprintf(run_buf, sizeof(run_buf), "run-%02x%02x%02x%02x", rnd[0], rnd[1], rnd[2], rnd[3]);
         run = run_buf;
     }
+    /* Idempotent, and never a token before its key is published: a
+     * gateway that started while the database was away publishes here. */
+    if (tokens_key_publish(c->ctx->key, c->ctx->tokens, c->ctx->gateway_id, err) < 0) {
+        rg_error_wrap(err, "no token was minted: its signing key cannot be published");
+        goto done;
+    }
     if (tokens_mint(&token, c->ctx->key, run, (const char *const *)names, n, (int64_t)ttl, now,
                     err) < 0)
         goto done;
@@ -341,13 +347,12 @@ static int control_revoke(json_t **out, gateway_control *c, const control_client
     tokens_hash_prefix(prefix, token);
     /* For the record only, so before revoking: the run and repositories the
      * token names, when it still verifies (not expired, not yet revoked). */
-    if (tokens_verify(&claims, &status, c->ctx->key, c->ctx->cfg->state_dir, token,
-                      (int64_t)time(NULL), NULL) < 0 ||
+    if (tokens_verify(&claims, &status, c->ctx->tokens, token, (int64_t)time(NULL), NULL) < 0 ||
         status != TOKENS_OK) {
         tokens_claims_free(claims);
         claims = NULL;
     }
-    if (tokens_revoke(c->ctx->key, c->ctx->cfg->state_dir, token, err) < 0)
+    if (tokens_revoke(c->ctx->tokens, token, err) < 0)
         goto done;
     off = (size_t)snprintf(detail, sizeof(detail), "peer uid %lu (%s) pid %ld, run %s, token %s",
                            (unsigned long)cl->cred.uid, cl->user, (long)cl->cred.pid,
@@ -371,6 +376,42 @@ done:
     tokens_claims_free(claims);
     *out = answer;
     return answer != NULL ? 0 : (err->code < 0 ? err->code : -EIO);
+}
+
+/*
+ * key-rotate: a new signing key, published; the old one retired (its
+ * tokens verify until they expire). Audited after the fact: the rotation
+ * cannot be undone, and it hands out nothing.
+ */
+static int control_key_rotate(json_t **out, gateway_control *c, const control_client *cl,
+                              rg_error *err)
+{
+    audit_record rec = {.kind = AUDIT_EVENT, .event = "token-key-rotate"};
+    char old_kid[TOKENS_KID_SIZE] = "", new_kid[TOKENS_KID_SIZE] = "", detail[256];
+    rg_error aerr = RG_ERROR_INIT;
+    int rc;
+
+    rc = tokens_key_rotate(c->ctx->key, c->ctx->tokens, c->ctx->cfg->state_dir, c->ctx->gateway_id,
+                           old_kid, new_kid, err);
+    if (new_kid[0] == '\0')
+        return rc; /* nothing changed */
+    snprintf(detail, sizeof(detail), "peer uid %lu (%s) pid %ld, key %s retired, key %s signs",
+             (unsigned long)cl->cred.uid, cl->user, (long)cl->cred.pid, old_kid, new_kid);
+    rec.detail = detail;
+    if (audit_append(c->ctx->audit, &rec, &aerr) < 0) {
+        control_audit_failed("token-key-rotate", &aerr);
+        if (rc == 0)
+            rc = rg_error_set(err, -EIO,
+                              "the key was rotated (key %s signs), but the audit log "
+                              "cannot be written",
+                              new_kid);
+    }
+    rg_log(RG_LOG_NOTICE, "control_key_rotate", "uid=%lu old=%s new=%s",
+           (unsigned long)cl->cred.uid, old_kid, new_kid);
+    if (rc < 0)
+        return rc;
+    *out = json_pack("{s:b, s:s, s:s}", "ok", 1, "kid", new_kid, "retired", old_kid);
+    return *out ? 0 : rg_error_set(err, -ENOMEM, "out of memory");
 }
 
 /*
@@ -430,12 +471,15 @@ static int control_handle_line(gateway_control *c, control_client *cl, const cha
     } else if (op != NULL && !strcmp(op, "revoke")) {
         if (control_revoke(&answer, c, cl, req, &err) < 0)
             gateway_metrics_token_failure(c->ctx->metrics, "revoke");
+    } else if (op != NULL && !strcmp(op, "key-rotate")) {
+        if (control_key_rotate(&answer, c, cl, &err) < 0)
+            gateway_metrics_token_failure(c->ctx->metrics, "key-rotate");
     } else if (op != NULL && !strcmp(op, "console-user-add")) {
         control_console_user(&answer, c, cl, req, &err);
     } else if (op == NULL || !gateway_approval_control(&answer, c->ctx, &peer, op, req, &err))
         rg_error_set(&err, -EINVAL,
                      "op: expected \"mint\", \"revoke\", \"approvals\", \"approval\", "
-                     "\"approve\", \"deny\" or \"console-user-add\"");
+                     "\"approve\", \"deny\", \"console-user-add\" or \"key-rotate\"");
     json_decref(req);
     if (answer == NULL)
         return control_send_error(cl->fd, "%s", err.msg);

@@ -14,6 +14,8 @@
  *   {"op": "mint", "repos": ["HOST/PATH", ...], "ttl": "2h" | 7200, "run": "NAME"}
  *     -> {"ok": true, "token": "...", "run": "...", "expires": UNIX, "url": "http://..."}
  *   {"op": "revoke", "token": "..."}  -> {"ok": true}
+ *   {"op": "key-rotate"}              -> {"ok": true, "kid": NEW, "retired": OLD}
+ *       a new signing key (tokens/key.h), audited (token-key-rotate)
  *   {"op": "approvals" | "approval" | "approve" | "deny", ...}: see approve.h
  *   {"op": "console-user-add", "name": NAME, "password": TEXT}
  *                                     -> {"ok": true, "name": NAME, "replaced": BOOL}

@@ -52,7 +52,7 @@ static const char *const ref_series[][2] = {
 };
 static const char *const refusal_reasons[] = {"header_deadline", "unauthenticated_limit",
                                               "per_token"};
-static const char *const token_ops[] = {"mint", "revoke"};
+static const char *const token_ops[] = {"mint", "revoke", "key-rotate"};
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 
@@ -92,7 +92,9 @@ int gateway_metrics_new(gateway_metrics **out, rg_error *err)
                  "Bytes of pushes sent upstream (commands and packs).", NULL, NULL, 0, err);
     if (rc == 0)
         rc = add(&m->token_failures, m, RG_METRIC_COUNTER, "refgate_token_failures_total",
-                 "Run tokens the control socket could not mint or revoke.", op_label, NULL, 0, err);
+                 "Run tokens the control socket could not mint or revoke, and key rotations that "
+                 "failed.",
+                 op_label, NULL, 0, err);
     if (rc == 0)
         rc = add(&m->in_flight, m, RG_METRIC_GAUGE, "refgate_pushes_in_flight",
                  "Push requests being received, decided or forwarded.", NULL, NULL, 0, err);

@@ -1078,6 +1078,25 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
     if (rc < 0)
         goto done;
     rc = tokens_key_load(&s->ctx.key, cfg->state_dir, err);
+    if (rc == 0)
+        rc = tokens_store_open(&s->ctx.tokens, cfg->state_dir, s->ctx.db, err);
+    if (rc < 0)
+        goto done;
+    snprintf(path, sizeof(path), "%s/token.key", cfg->state_dir);
+    if (access(path, F_OK) == 0)
+        rg_log(RG_LOG_WARNING, "token_key_obsolete",
+               "path=%s reason=\"run tokens are Ed25519 now: rg1 tokens no longer verify and "
+               "this HMAC key is unused; delete it\"",
+               path);
+    /* Every gateway on the store verifies this one's tokens from here on.
+     * A database away now only delays it: each mint publishes first. */
+    rc = tokens_key_publish(s->ctx.key, s->ctx.tokens, s->ctx.gateway_id, err);
+    if (rc == RG_E_STATE) {
+        char q[sizeof(err->msg) * 2];
+        rg_log(RG_LOG_WARNING, "token_key_unpublished", "reason=%s",
+               rg_log_quote(q, sizeof(q), err->msg));
+        rc = 0;
+    }
     if (rc < 0)
         goto done;
     /* The providers are made now, so a bad key or token file refuses
@@ -1335,6 +1354,7 @@ void gateway_server_stop(gateway_server *s)
     gateway_spool_free(s->spool);
     audit_close(s->ctx.audit);
     gateway_metrics_free(s->ctx.metrics);
+    tokens_store_free(s->ctx.tokens);
     tokens_key_free(s->ctx.key);
     /* After every store that holds its connections. */
     db_pool_close(s->ctx.db);

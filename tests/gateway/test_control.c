@@ -45,6 +45,8 @@ static void setup(void)
     cr_assert_eq(config_parse(&cfg, json, strlen(json), path, &err), 0, "%s", err.msg);
     cr_assert_eq(rg_fs_mkdir_p(cfg->state_dir, 0700, &err), 0, "%s", err.msg);
     cr_assert_eq(tokens_key_load(&ctx.key, cfg->state_dir, &err), 0, "%s", err.msg);
+    cr_assert_eq(tokens_store_file_open(&ctx.tokens, cfg->state_dir, &err), 0, "%s", err.msg);
+    snprintf(ctx.gateway_id, sizeof(ctx.gateway_id), "0123456789abcdef");
     snprintf(path, sizeof(path), "%s/audit.jsonl", cfg->state_dir);
     cr_assert_eq(audit_open(&ctx.audit, path, &err), 0, "%s", err.msg);
     ctx.cfg = cfg;
@@ -55,6 +57,7 @@ static void teardown(void)
     char cmd[PATH_MAX + 16];
 
     audit_close(ctx.audit);
+    tokens_store_free(ctx.tokens);
     tokens_key_free(ctx.key);
     config_free(cfg);
     memset(&ctx, 0, sizeof(ctx));
@@ -104,8 +107,8 @@ Test(control, a_mint_and_revoke_by_our_uid_are_audited_without_the_token)
     cr_expect_str_eq(json_string_value(json_object_get(ans, "url")), "http://127.0.0.1:1");
     token = strdup(json_string_value(json_object_get(ans, "token")));
     json_decref(ans);
-    cr_assert_eq(tokens_verify(&claims, &status, ctx.key, cfg->state_dir, token, time(NULL), &err),
-                 0, "%s", err.msg);
+    cr_assert_eq(tokens_verify(&claims, &status, ctx.tokens, token, time(NULL), &err), 0, "%s",
+                 err.msg);
     cr_expect_eq(status, TOKENS_OK);
     cr_expect_str_eq(claims->run, "unit");
     cr_expect_eq(claims->nrepos, 1);
@@ -116,7 +119,7 @@ Test(control, a_mint_and_revoke_by_our_uid_are_audited_without_the_token)
     cr_expect(json_is_true(json_object_get(ans, "ok")));
     json_decref(ans);
     claims = NULL;
-    tokens_verify(&claims, &status, ctx.key, cfg->state_dir, token, time(NULL), &err);
+    tokens_verify(&claims, &status, ctx.tokens, token, time(NULL), &err);
     cr_expect_eq(status, TOKENS_REVOKED);
     tokens_claims_free(claims);
     gateway_control_stop(c);
@@ -129,6 +132,64 @@ Test(control, a_mint_and_revoke_by_our_uid_are_audited_without_the_token)
     cr_expect_null(memmem(log.data, log.len, token, strlen(token)), "the token is in the log");
     rg_buf_free(&log);
     free(token);
+}
+
+/* Mint over the socket; the token, for the caller to free. */
+static char *mint_over_socket(void)
+{
+    json_t *ans = ask("{\"op\": \"mint\", \"repos\": [\"local/acme/app\"], \"ttl\": 60}\n");
+    char *token;
+
+    cr_assert(json_is_true(json_object_get(ans, "ok")), "%s", json_dumps(ans, 0));
+    token = strdup(json_string_value(json_object_get(ans, "token")));
+    json_decref(ans);
+    return token;
+}
+
+static tokens_status check(const char *token, char kid[TOKENS_KID_SIZE])
+{
+    rg_error err = RG_ERROR_INIT;
+    tokens_claims *claims = NULL;
+    tokens_status status;
+
+    cr_assert_eq(tokens_verify(&claims, &status, ctx.tokens, token, time(NULL), &err), 0, "%s",
+                 err.msg);
+    if (claims != NULL)
+        memcpy(kid, claims->kid, TOKENS_KID_SIZE);
+    tokens_claims_free(claims);
+    return status;
+}
+
+Test(control, key_rotate_signs_new_tokens_with_a_new_kid_and_old_ones_still_verify)
+{
+    rg_error err = RG_ERROR_INIT;
+    gateway_control *c = NULL;
+    rg_buf log = RG_BUF_INIT(1 << 20);
+    char path[PATH_MAX + 32], kid_old[TOKENS_KID_SIZE], kid_new[TOKENS_KID_SIZE];
+    char *before, *after;
+    json_t *ans;
+
+    cr_assert_eq(gateway_control_start(&c, &ctx, "http://127.0.0.1:1", &err), 0, "%s", err.msg);
+    before = mint_over_socket();
+    cr_assert_eq(check(before, kid_old), TOKENS_OK);
+    ans = ask("{\"op\": \"key-rotate\"}\n");
+    cr_assert(json_is_true(json_object_get(ans, "ok")), "%s", json_dumps(ans, 0));
+    cr_expect_str_eq(json_string_value(json_object_get(ans, "retired")), kid_old);
+    after = mint_over_socket();
+    cr_assert_eq(check(after, kid_new), TOKENS_OK);
+    cr_expect_str_eq(json_string_value(json_object_get(ans, "kid")), kid_new);
+    cr_expect_str_neq(kid_new, kid_old);
+    cr_expect_eq(check(before, kid_old), TOKENS_OK, "a token of the retired key still verifies");
+    json_decref(ans);
+    gateway_control_stop(c);
+
+    snprintf(path, sizeof(path), "%s/audit.jsonl", cfg->state_dir);
+    cr_assert_eq(rg_fs_read_file(&log, path, &err), 0, "%s", err.msg);
+    cr_expect_not_null(memmem(log.data, log.len, "\"event\":\"token-key-rotate\"", 26));
+    cr_expect_not_null(memmem(log.data, log.len, kid_new, TOKENS_KID_HEX));
+    rg_buf_free(&log);
+    free(before);
+    free(after);
 }
 
 Test(control, a_stale_socket_is_replaced_a_live_one_and_a_plain_file_are_not)
@@ -148,7 +209,7 @@ Test(control, a_stale_socket_is_replaced_a_live_one_and_a_plain_file_are_not)
     ans = ask("{\"op\": \"nothing\"}\n");
     cr_expect_str_eq(json_string_value(json_object_get(ans, "error")),
                      "op: expected \"mint\", \"revoke\", \"approvals\", \"approval\", "
-                     "\"approve\", \"deny\" or \"console-user-add\"");
+                     "\"approve\", \"deny\", \"console-user-add\" or \"key-rotate\"");
     json_decref(ans);
 
     /* Live: a second start refuses and leaves the first one serving. */

@@ -69,8 +69,7 @@ for g in $GWS; do config $g; done
 "$REFGATE" db migrate --config "$T/a/refgate.json" >/dev/null
 "$REFGATE" policy publish --config "$T/a/refgate.json" >/dev/null
 TOKEN=$("$REFGATE" token mint --config "$T/a/refgate.json" --repo local/acme/app)
-# One run token for all three: they verify with the same key.
-for g in b c; do cp -p "$T/a/state/token.key" "$T/$g/state/token.key"; done
+# One run token for all three: A's key is in the database they share.
 for g in $GWS; do start $g; done
 GW=${URLS[a]}
 use_token "$TOKEN"
@@ -243,7 +242,8 @@ test_db_import_moves_a_file_stores_live_approvals_and_refuses_duplicates() {
   # A gateway without the database makes two approvals in its files.
   mkdir -p "$T/f/state"
   jq 'del(.state)' "$T/a/refgate.json" >"$T/f/refgate.json"
-  cp -p "$T/a/state/token.key" "$T/f/state/token.key"
+  # A's signing key, which f publishes to its own file store, so A's token verifies.
+  cp -p "$T/a/state/token-ed25519.key" "$T/f/state/token-ed25519.key"
   start f
   commit "$T/w" file1.txt; git -C "$T/w" tag v10
   commit "$T/w" file2.txt; git -C "$T/w" tag v11

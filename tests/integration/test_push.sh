@@ -200,7 +200,7 @@ test_expired_token_is_refused_with_reason() {
   # base64url JSON) has come, on the clock the gateway reads. A token is
   # valid while now < exp; the boundary is tested in tests/tokens with an
   # injected clock. Bounded: ttl is 1 s, give up after 5.
-  payload=$(printf '%s' "$tok" | cut -d. -f2 | tr '_-' '/+')
+  payload=$(printf '%s' "$tok" | cut -d. -f3 | tr '_-' '/+')
   while [ $((${#payload} % 4)) -ne 0 ]; do payload="$payload="; done
   exp=$(printf '%s' "$payload" | base64 -d | sed 's/.*"exp":\([0-9]*\).*/\1/')
   [ -n "$exp" ] || fail "no exp in the token's claims"

@@ -6,7 +6,7 @@
 #   override mapping a name to the upstream, a direct file:// push with the
 #   run's git settings dropped (the root is hidden), an ssh:// push, curl to
 #   the outside and to another local port (only the gateway is reachable),
-#   reading the gateway's token.key, its config and an upstream credential
+#   reading the gateway's token-ed25519.key, its config and an upstream credential
 #   file (hidden); and the run's environment never holds the upstream's
 #   write credential.
 # Run as root, then as the unprivileged rgtest-sandbox user when possible.
@@ -173,7 +173,7 @@ test_with_an_agent_profile_its_proxy_refuses_everything_off_its_list() {
 }
 
 test_the_token_key_the_config_and_the_upstream_credential_are_unreadable() {
-  escape read "cat $T/state/token.key && echo KEY-READ; cat $T/refgate.json && echo CONFIG-READ; cat $T/upstream.token && echo CRED-READ; exit 1"
+  escape read "cat $T/state/token-ed25519.key && echo KEY-READ; cat $T/refgate.json && echo CONFIG-READ; cat $T/upstream.token && echo CRED-READ; exit 1"
   escaped_nothing
   assert_not_contains "$FORK/escape.out" 'KEY-READ'
   assert_not_contains "$FORK/escape.out" 'CONFIG-READ'

@@ -1,7 +1,8 @@
-# `refgate token mint|revoke` as a launcher uses them: mint prints the token
-# and nothing else, repos are checked against the configured upstreams,
-# usage errors exit 2 and failures 1, revocation is by hash prefix, and no
-# error message ever carries a token.
+# `refgate token mint|revoke|key rotate` as a launcher uses them: mint
+# prints the token and nothing else, repos are checked against the
+# configured upstreams, usage errors exit 2 and failures 1, revocation is by
+# hash prefix (in the store when no gateway answers), key rotation needs the
+# running gateway, and no error message ever carries a token.
 set -uo pipefail
 
 : "${REFGATE:?set REFGATE to the refgate binary}"
@@ -42,7 +43,7 @@ run() {
 # claims TOKEN: the decoded JSON claims of a token.
 claims() {
   local p
-  p=$(printf '%s' "$1" | cut -d. -f2 | tr '_-' '/+')
+  p=$(printf '%s' "$1" | cut -d. -f3 | tr '_-' '/+')
   while [ $((${#p} % 4)) -ne 0 ]; do p="$p="; done
   printf '%s' "$p" | base64 -d
 }
@@ -59,11 +60,13 @@ never_leaks() {
 run 0 token mint --config "$CFG" --repo local/acme/app --run ci-42
 TOKEN=$(cat "$T/out")
 [ "$(wc -l <"$T/out")" = 1 ] || fail "mint must print exactly one line"
-[[ "$TOKEN" =~ ^rg1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$ ]] || fail "not a token: $TOKEN"
+[[ "$TOKEN" =~ ^rg2\.[0-9a-f]{16}\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{86}$ ]] || fail "not a token: $TOKEN"
 [ ! -s "$T/err" ] || fail "mint printed on stderr: $(cat "$T/err")"
 claims "$TOKEN" | grep -qF '"run":"ci-42","repos":["local/acme/app"]' ||
   fail "claims: $(claims "$TOKEN")"
-[ "$(stat -c %a "$T/state/token.key")" = 600 ] || fail "token.key is not 0600"
+[ "$(stat -c %a "$T/state/token-ed25519.key")" = 600 ] || fail "token-ed25519.key is not 0600"
+kid=$(printf '%s' "$TOKEN" | cut -d. -f2)
+grep -q "^key $kid [0-9a-f]\{64\} " "$T/state/token-keys" || fail "the public key was not published: $(cat "$T/state/token-keys")"
 
 run 0 token mint --config "$CFG" --repo local/acme/app.git --repo github.com/acme/lib \
   --repo=local/acme/app --ttl 2h
@@ -112,18 +115,26 @@ run 0 token revoke --config "$CFG" "$TOKEN" || fail "revoking twice is fine"
 run 0 token mint --config "$T/other/refgate.json" --repo local/acme/app
 FOREIGN=$(cat "$T/out")
 run 1 token revoke --config "$CFG" "$FOREIGN" && never_leaks "$FOREIGN"
-grep -qF "this gateway's key" "$T/err" || fail "foreign token: $(cat "$T/err")"
+grep -qF "this gateway's token store" "$T/err" || fail "foreign token: $(cat "$T/err")"
 run 1 token revoke --config "$CFG" "${FOREIGN%?}" && never_leaks "${FOREIGN%?}"
 run 2 token revoke --config "$CFG" "$FOREIGN" "$TOKEN" && never_leaks "$FOREIGN"
 run 2 token revoke --config "$CFG"
 printf '' | "$REFGATE" token revoke --config "$CFG" - >"$T/out" 2>"$T/err"
 [ $? = 1 ] || fail "revoke of empty stdin must fail"
 
+# --- key rotate -------------------------------------------------------------
+
+run 1 token key rotate --config "$CFG" && grep -qF "is the gateway running" "$T/err" ||
+  fail "rotate without a gateway: $(cat "$T/err")"
+run 2 token key --config "$CFG"
+run 2 token key rotate --config "$CFG" extra
+
 # --- help ------------------------------------------------------------------
 
 run 0 token --help && grep -qF "usage: refgate token mint" "$T/out" || fail "token --help"
 run 0 token mint --help && grep -qF -- "--ttl" "$T/out" || fail "token mint --help"
 run 0 token revoke --help || fail "token revoke --help"
+run 0 token key rotate --help && grep -qF "key rotate" "$T/out" || fail "token key rotate --help"
 run 2 token
 run 2 token frobnicate
 

@@ -1,7 +1,10 @@
 /*
- * Run tokens (tokens/token.c): minting and verifying, the expiry boundary,
- * revocations that outlive the process and reach other processes, every
- * way a token can be damaged, and the key file's creation and checks.
+ * Run tokens (tokens/token.c, tokens/key.c) with the file store: minting
+ * and verifying, the expiry boundary, revocations that outlive the
+ * process and reach other processes, every way a token can be damaged
+ * (claims, signature, kid), keys of other gateways, rotation, and the key
+ * file's creation and checks. tests/tokens/test_store.c runs what the
+ * two stores share against both.
  */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -34,14 +37,29 @@ static void setup(void)
     snprintf(state, sizeof(state), "%s/state", dir);
 }
 
+static tokens_store *store_of_state;
+
 static void teardown(void)
 {
+    tokens_store_free(store_of_state);
+    store_of_state = NULL;
     rg_fs_remove_tree(dir, 0, NULL);
 }
 
 TestSuite(token, .init = setup, .fini = teardown);
 
 static const char *const default_repos[] = {"local/acme/app", "github.com/acme/lib"};
+
+/* The file store of `state`, opened on first use (each test is its own process). */
+
+static tokens_store *store(void)
+{
+    rg_error err = RG_ERROR_INIT;
+
+    if (store_of_state == NULL)
+        cr_assert_eq(tokens_store_file_open(&store_of_state, state, &err), 0, "%s", err.msg);
+    return store_of_state;
+}
 
 static tokens_key *load_key(const char *sdir)
 {
@@ -53,7 +71,15 @@ static tokens_key *load_key(const char *sdir)
     return k;
 }
 
-static char *mint(const tokens_key *k, int64_t ttl, int64_t now)
+/* Publish k to the test's store, as a gateway does before it mints. */
+static void publish(tokens_key *k)
+{
+    rg_error err = RG_ERROR_INIT;
+
+    cr_assert_eq(tokens_key_publish(k, store(), "test", &err), 0, "publish: %s", err.msg);
+}
+
+static char *mint_unpublished(tokens_key *k, int64_t ttl, int64_t now)
 {
     rg_error err = RG_ERROR_INIT;
     char *tok = NULL;
@@ -64,19 +90,35 @@ static char *mint(const tokens_key *k, int64_t ttl, int64_t now)
     return tok;
 }
 
-static tokens_status verify(const tokens_key *k, const char *tok, int64_t now)
+static char *mint(tokens_key *k, int64_t ttl, int64_t now)
+{
+    publish(k);
+    return mint_unpublished(k, ttl, now);
+}
+
+static tokens_status verify_in(tokens_store *s, const char *tok, int64_t now)
 {
     rg_error err = RG_ERROR_INIT;
     tokens_claims *c = NULL;
     tokens_status st = TOKENS_OK;
 
-    cr_assert_eq(tokens_verify(&c, &st, k, state, tok, now, &err), 0, "verify: %s", err.msg);
+    cr_assert_eq(tokens_verify(&c, &st, s, tok, now, &err), 0, "verify: %s", err.msg);
     if (st == TOKENS_OK)
         cr_assert_not_null(c);
     else
         cr_assert_null(c, "claims must only come with TOKENS_OK");
     tokens_claims_free(c);
     return st;
+}
+
+static tokens_status verify(const char *tok, int64_t now)
+{
+    return verify_in(store(), tok, now);
+}
+
+static int revoke_tok(const char *tok, rg_error *err)
+{
+    return tokens_revoke(store(), tok, err);
 }
 
 static size_t count_lines(const char *path)
@@ -104,8 +146,8 @@ Test(token, mint_then_verify_returns_the_claims)
     tokens_status st;
     size_t i;
 
-    cr_assert_eq(strncmp(tok, "rg1.", 4), 0);
-    cr_assert_eq(tokens_verify(&c, &st, k, state, tok, NOW, &err), 0, "%s", err.msg);
+    cr_assert_eq(strncmp(tok, "rg2.", 4), 0);
+    cr_assert_eq(tokens_verify(&c, &st, store(), tok, NOW, &err), 0, "%s", err.msg);
     cr_assert_eq(st, TOKENS_OK, "%s", tokens_status_message(st));
     cr_assert_str_eq(c->run, "run-1");
     cr_assert_eq(c->nrepos, 2);
@@ -129,8 +171,8 @@ Test(token, two_mints_have_different_ids)
     tokens_status st;
 
     cr_assert_str_neq(a, b);
-    cr_assert_eq(tokens_verify(&ca, &st, k, state, a, NOW, &err), 0);
-    cr_assert_eq(tokens_verify(&cb, &st, k, state, b, NOW, &err), 0);
+    cr_assert_eq(tokens_verify(&ca, &st, store(), a, NOW, &err), 0);
+    cr_assert_eq(tokens_verify(&cb, &st, store(), b, NOW, &err), 0);
     cr_assert_str_neq(ca->id, cb->id);
     tokens_claims_free(ca);
     tokens_claims_free(cb);
@@ -144,10 +186,10 @@ Test(token, valid_until_the_second_before_exp_and_expired_at_exp)
     tokens_key *k = load_key(state);
     char *tok = mint(k, 60, NOW);
 
-    cr_assert_eq(verify(k, tok, NOW), TOKENS_OK);
-    cr_assert_eq(verify(k, tok, NOW + 59), TOKENS_OK);
-    cr_assert_eq(verify(k, tok, NOW + 60), TOKENS_EXPIRED);
-    cr_assert_eq(verify(k, tok, NOW + 100000), TOKENS_EXPIRED);
+    cr_assert_eq(verify(tok, NOW), TOKENS_OK);
+    cr_assert_eq(verify(tok, NOW + 59), TOKENS_OK);
+    cr_assert_eq(verify(tok, NOW + 60), TOKENS_EXPIRED);
+    cr_assert_eq(verify(tok, NOW + 100000), TOKENS_EXPIRED);
     tokens_secret_free(tok);
     tokens_key_free(k);
 }
@@ -160,7 +202,7 @@ Test(token, allow_repo_matches_exactly)
     tokens_claims *c = NULL;
     tokens_status st;
 
-    cr_assert_eq(tokens_verify(&c, &st, k, state, tok, NOW, &err), 0);
+    cr_assert_eq(tokens_verify(&c, &st, store(), tok, NOW, &err), 0);
     cr_assert(tokens_claims_allow_repo(c, "local/acme/app"));
     cr_assert(tokens_claims_allow_repo(c, "github.com/acme/lib"));
     cr_assert_not(tokens_claims_allow_repo(c, "local/acme"));
@@ -185,14 +227,16 @@ Test(token, revocation_survives_a_restart)
     char *tok = mint(k, 600, NOW), *other = mint(k, 600, NOW), path[PATH_MAX];
     struct stat st;
 
-    cr_assert_eq(tokens_revoke(k, state, tok, &err), 0, "%s", err.msg);
-    cr_assert_eq(verify(k, tok, NOW), TOKENS_REVOKED);
+    cr_assert_eq(revoke_tok(tok, &err), 0, "%s", err.msg);
+    cr_assert_eq(verify(tok, NOW), TOKENS_REVOKED);
     tokens_key_free(k);
+    tokens_store_free(store_of_state);
+    store_of_state = NULL;
 
     /* A new process: the key and the revocations come from disk. */
     k = load_key(state);
-    cr_assert_eq(verify(k, tok, NOW), TOKENS_REVOKED);
-    cr_assert_eq(verify(k, other, NOW), TOKENS_OK, "only the revoked token is refused");
+    cr_assert_eq(verify(tok, NOW), TOKENS_REVOKED);
+    cr_assert_eq(verify(other, NOW), TOKENS_OK, "only the revoked token is refused");
 
     snprintf(path, sizeof(path), "%s/revoked", state);
     cr_assert_eq(stat(path, &st), 0);
@@ -209,22 +253,22 @@ Test(token, revocation_written_by_another_process_is_seen_at_once)
     int wstatus;
     pid_t pid;
 
-    cr_assert_eq(verify(k, tok, NOW), TOKENS_OK);
+    cr_assert_eq(verify(tok, NOW), TOKENS_OK);
     pid = fork();
     cr_assert_neq(pid, -1);
     if (pid == 0) {
         /* `refgate token revoke`, in short. */
-        tokens_key *k2 = NULL;
-        int rc = tokens_key_load(&k2, state, NULL);
+        tokens_store *s2 = NULL;
+        int rc = tokens_store_file_open(&s2, state, NULL);
         if (rc == 0)
-            rc = tokens_revoke(k2, state, tok, NULL);
-        tokens_key_free(k2);
+            rc = tokens_revoke(s2, tok, NULL);
+        tokens_store_free(s2);
         _exit(rc == 0 ? 0 : 1);
     }
     cr_assert_eq(waitpid(pid, &wstatus, 0), pid);
     cr_assert(WIFEXITED(wstatus) && WEXITSTATUS(wstatus) == 0);
-    /* The running "gateway" keeps its key loaded and still sees it. */
-    cr_assert_eq(verify(k, tok, NOW), TOKENS_REVOKED);
+    /* The running "gateway" keeps its store (and its key cache) and still sees it. */
+    cr_assert_eq(verify(tok, NOW), TOKENS_REVOKED);
     tokens_secret_free(tok);
     tokens_key_free(k);
 }
@@ -235,8 +279,8 @@ Test(token, revoking_twice_records_it_once)
     tokens_key *k = load_key(state);
     char *tok = mint(k, 600, NOW), path[PATH_MAX];
 
-    cr_assert_eq(tokens_revoke(k, state, tok, &err), 0, "%s", err.msg);
-    cr_assert_eq(tokens_revoke(k, state, tok, &err), 0, "%s", err.msg);
+    cr_assert_eq(revoke_tok(tok, &err), 0, "%s", err.msg);
+    cr_assert_eq(revoke_tok(tok, &err), 0, "%s", err.msg);
     snprintf(path, sizeof(path), "%s/revoked", state);
     cr_assert_eq(count_lines(path), 1);
     tokens_secret_free(tok);
@@ -249,12 +293,12 @@ Test(token, an_expired_token_can_still_be_revoked)
     tokens_key *k = load_key(state);
     char *tok = mint(k, 1, 1000); /* expired long ago */
 
-    cr_assert_eq(tokens_revoke(k, state, tok, &err), 0, "%s", err.msg);
+    cr_assert_eq(revoke_tok(tok, &err), 0, "%s", err.msg);
     tokens_secret_free(tok);
     tokens_key_free(k);
 }
 
-Test(token, revoke_refuses_tokens_it_did_not_sign)
+Test(token, revoke_refuses_tokens_of_keys_the_store_does_not_hold)
 {
     rg_error err = RG_ERROR_INIT;
     char other_state[PATH_MAX], path[PATH_MAX];
@@ -263,11 +307,11 @@ Test(token, revoke_refuses_tokens_it_did_not_sign)
 
     snprintf(other_state, sizeof(other_state), "%s/other", dir);
     k2 = load_key(other_state);
-    foreign = mint(k2, 600, NOW);
-    cr_assert_eq(tokens_revoke(k, state, foreign, &err), RG_E_AUTH);
+    foreign = mint_unpublished(k2, 600, NOW);
+    cr_assert_eq(revoke_tok(foreign, &err), RG_E_AUTH);
     cr_assert(strstr(err.msg, "key") != NULL, "%s", err.msg);
-    cr_assert_eq(tokens_revoke(k, state, "rg1.garbage", &err), RG_E_AUTH);
-    cr_assert_eq(tokens_revoke(k, state, NULL, &err), RG_E_AUTH);
+    cr_assert_eq(revoke_tok("rg2.garbage", &err), RG_E_AUTH);
+    cr_assert_eq(revoke_tok(NULL, &err), RG_E_AUTH);
     snprintf(path, sizeof(path), "%s/revoked", state);
     cr_assert_eq(access(path, F_OK), -1, "nothing was recorded");
     tokens_secret_free(foreign);
@@ -286,7 +330,7 @@ Test(token, unreadable_revocation_file_fails_closed)
     /* A directory where the file should be cannot be read, even by root. */
     snprintf(path, sizeof(path), "%s/revoked", state);
     cr_assert_eq(mkdir(path, 0700), 0);
-    cr_assert_lt(tokens_verify(&c, &st, k, state, tok, NOW, &err), 0);
+    cr_assert_lt(tokens_verify(&c, &st, store(), tok, NOW, &err), 0);
     cr_assert_null(c);
     cr_assert_neq(st, TOKENS_OK);
     cr_assert(strstr(err.msg, "revocations") != NULL, "%s", err.msg);
@@ -298,7 +342,7 @@ Test(token, unreadable_revocation_file_fails_closed)
         close(fd);
         cr_assert_eq(chmod(path, 0000), 0);
         st = TOKENS_OK;
-        cr_assert_lt(tokens_verify(&c, &st, k, state, tok, NOW, &err), 0);
+        cr_assert_lt(tokens_verify(&c, &st, store(), tok, NOW, &err), 0);
         cr_assert_null(c);
         cr_assert_neq(st, TOKENS_OK);
     }
@@ -320,7 +364,7 @@ Test(token, revocation_file_others_can_write_fails_closed)
     cr_assert_geq(fd, 0);
     close(fd);
     cr_assert_eq(chmod(path, 0666), 0);
-    cr_assert_lt(tokens_verify(&c, &st, k, state, tok, NOW, &err), 0);
+    cr_assert_lt(tokens_verify(&c, &st, store(), tok, NOW, &err), 0);
     cr_assert_neq(st, TOKENS_OK);
     cr_assert(strstr(err.msg, "0666") != NULL, "%s", err.msg);
     tokens_secret_free(tok);
@@ -341,10 +385,10 @@ Test(token, torn_revocation_line_neither_matches_nor_swallows_the_next)
     fputs("0123456789abcdef 1\n0123456789abc", f);
     fclose(f);
     chmod(path, 0600);
-    cr_assert_eq(verify(k, tok, NOW), TOKENS_OK);
-    cr_assert_eq(tokens_revoke(k, state, tok, &err), 0, "%s", err.msg);
-    cr_assert_eq(verify(k, tok, NOW), TOKENS_REVOKED);
-    cr_assert_eq(verify(k, other, NOW), TOKENS_OK);
+    cr_assert_eq(verify(tok, NOW), TOKENS_OK);
+    cr_assert_eq(revoke_tok(tok, &err), 0, "%s", err.msg);
+    cr_assert_eq(verify(tok, NOW), TOKENS_REVOKED);
+    cr_assert_eq(verify(other, NOW), TOKENS_OK);
     cr_assert_eq(count_lines(path), 3, "the torn line was terminated first");
     tokens_secret_free(tok);
     tokens_secret_free(other);
@@ -362,9 +406,12 @@ static char *sig_of(char *tok)
     return strrchr(tok, '.') + 1;
 }
 
+/* rg2.<16 hex kid>.<claims>.<signature>: the claims start at 21. */
+#define CLAIMS_AT 21
+
 static void flip_payload_char(char *tok)
 {
-    char *p = tok + 10;
+    char *p = tok + CLAIMS_AT + 4;
     *p = *p == 'A' ? 'B' : 'A';
 }
 static void flip_signature_char(char *tok)
@@ -394,7 +441,7 @@ static void append_dot_and_more(char *tok)
 }
 static void dot_inside_payload(char *tok)
 {
-    tok[8] = '.';
+    tok[CLAIMS_AT + 3] = '.';
 }
 static void append_char(char *tok)
 {
@@ -409,9 +456,50 @@ static void leading_space(char *tok)
     memmove(tok + 1, tok, strlen(tok) + 1);
     tok[0] = ' ';
 }
-static void version_2(char *tok)
+static void version_1(char *tok)
 {
-    tok[2] = '2';
+    tok[2] = '1';
+}
+static void version_3(char *tok)
+{
+    tok[2] = '3';
+}
+/* Another hex digit: a kid no key has. */
+static void kid_of_no_key(char *tok)
+{
+    tok[4] = tok[4] == '0' ? '1' : '0';
+}
+static void kid_upper_case(char *tok)
+{
+    int i;
+
+    for (i = 4; i < 20; i++)
+        if (tok[i] >= 'a' && tok[i] <= 'f') {
+            tok[i] = (char)(tok[i] - 'a' + 'A');
+            return;
+        }
+    tok[4] = 'X';
+}
+static void kid_one_short(char *tok)
+{
+    memmove(tok + 4, tok + 5, strlen(tok + 5) + 1);
+}
+static void kid_removed(char *tok)
+{
+    memmove(tok + 4, tok + CLAIMS_AT, strlen(tok + CLAIMS_AT) + 1);
+}
+static void signature_zeroed(char *tok)
+{
+    char *p = sig_of(tok);
+
+    memset(p, 'A', strlen(p) - 1);
+    p[strlen(p) - 1] = 'A';
+}
+static void signature_halved(char *tok)
+{
+    char *p = sig_of(tok);
+
+    p[strlen(p) / 2] = '\0';
 }
 static void upper_prefix(char *tok)
 {
@@ -440,7 +528,7 @@ static void non_canonical_signature(char *tok)
 }
 static void payload_not_base64(char *tok)
 {
-    tok[6] = '*';
+    tok[CLAIMS_AT + 2] = '*';
 }
 
 typedef struct tamper_case {
@@ -462,8 +550,15 @@ static tamper_case tamper_cases[] = {
     {"extra character", append_char, TOKENS_MALFORMED},
     {"trailing newline", append_newline, TOKENS_MALFORMED},
     {"leading space", leading_space, TOKENS_MALFORMED},
-    {"rg2 prefix", version_2, TOKENS_MALFORMED},
-    {"RG1 prefix", upper_prefix, TOKENS_MALFORMED},
+    {"rg1 prefix (HMAC tokens)", version_1, TOKENS_MALFORMED},
+    {"rg3 prefix", version_3, TOKENS_MALFORMED},
+    {"RG2 prefix", upper_prefix, TOKENS_MALFORMED},
+    {"kid of no key", kid_of_no_key, TOKENS_UNKNOWN_KEY},
+    {"kid in upper case", kid_upper_case, TOKENS_MALFORMED},
+    {"kid one digit short", kid_one_short, TOKENS_MALFORMED},
+    {"kid removed", kid_removed, TOKENS_MALFORMED},
+    {"signature all zero", signature_zeroed, TOKENS_BAD_SIGNATURE},
+    {"signature cut in half", signature_halved, TOKENS_MALFORMED},
     {"no prefix", no_prefix, TOKENS_MALFORMED},
     {"empty", empty, TOKENS_MALFORMED},
     {"padded signature", padded_signature, TOKENS_MALFORMED},
@@ -504,7 +599,7 @@ ParameterizedTest(size_t *i, token, damaged_tokens_are_refused_with_the_right_st
     strcpy(buf, tok);
     tc->fn(buf);
     cr_assert_str_neq(buf, tok, "%s: the case must change the token", tc->name);
-    st = verify(k, buf, NOW);
+    st = verify(buf, NOW);
     cr_assert_eq(st, tc->want, "%s: got '%s', want '%s'", tc->name, tokens_status_message(st),
                  tokens_status_message(tc->want));
     tokens_secret_free(tok);
@@ -518,26 +613,72 @@ Test(token, another_payload_under_this_signature_is_refused)
 
     /* b's claims (longer-lived) with a's signature. */
     snprintf(buf, sizeof(buf), "%.*s%s", (int)(strrchr(b, '.') - b), b, strrchr(a, '.'));
-    cr_assert_eq(verify(k, buf, NOW), TOKENS_BAD_SIGNATURE);
+    cr_assert_eq(verify(buf, NOW), TOKENS_BAD_SIGNATURE);
     tokens_secret_free(a);
     tokens_secret_free(b);
     tokens_key_free(k);
 }
 
-Test(token, a_token_from_another_key_has_a_bad_signature)
+Test(token, another_gateways_key_verifies_only_once_published)
 {
-    char other_state[PATH_MAX];
+    char other_state[PATH_MAX], kid[TOKENS_KID_SIZE];
     tokens_key *k = load_key(state), *k2;
-    char *foreign;
+    char *foreign, *own;
 
     snprintf(other_state, sizeof(other_state), "%s/other", dir);
     k2 = load_key(other_state);
-    foreign = mint(k2, 600, NOW);
-    cr_assert_eq(verify(k, foreign, NOW), TOKENS_BAD_SIGNATURE);
-    cr_assert_eq(verify(k2, foreign, NOW), TOKENS_OK);
+    foreign = mint_unpublished(k2, 600, NOW);
+    cr_assert_eq(verify(foreign, NOW), TOKENS_UNKNOWN_KEY);
+    publish(k2);
+    cr_assert_eq(verify(foreign, NOW), TOKENS_OK);
+
+    /* The kid of one published key on a token the other signed. */
+    own = mint(k, 600, NOW);
+    tokens_key_kid(kid, k);
+    memcpy(foreign + 4, kid, TOKENS_KID_HEX);
+    cr_assert_eq(verify(foreign, NOW), TOKENS_BAD_SIGNATURE);
+    tokens_key_kid(kid, k2);
+    memcpy(own + 4, kid, TOKENS_KID_HEX);
+    cr_assert_eq(verify(own, NOW), TOKENS_BAD_SIGNATURE);
     tokens_secret_free(foreign);
+    tokens_secret_free(own);
     tokens_key_free(k);
     tokens_key_free(k2);
+}
+
+Test(token, rotation_signs_with_a_new_kid_and_old_tokens_verify_until_they_expire)
+{
+    rg_error err = RG_ERROR_INIT;
+    char before[TOKENS_KID_SIZE], old_kid[TOKENS_KID_SIZE], new_kid[TOKENS_KID_SIZE],
+        path[PATH_MAX];
+    tokens_key *k = load_key(state), *again;
+    char *old_tok = mint(k, 60, NOW), *new_tok;
+    tokens_claims *c = NULL;
+    tokens_status st;
+
+    tokens_key_kid(before, k);
+    cr_assert_eq(tokens_key_rotate(k, store(), state, "test", old_kid, new_kid, &err), 0, "%s",
+                 err.msg);
+    cr_assert_str_eq(old_kid, before);
+    cr_assert_str_neq(new_kid, old_kid);
+    new_tok = mint_unpublished(k, 600, NOW); /* rotate published it */
+    cr_assert_eq(tokens_verify(&c, &st, store(), new_tok, NOW, &err), 0, "%s", err.msg);
+    cr_assert_eq(st, TOKENS_OK);
+    cr_assert_str_eq(c->kid, new_kid);
+    tokens_claims_free(c);
+    cr_assert_eq(verify(old_tok, NOW + 59), TOKENS_OK, "the retired key still verifies");
+    cr_assert_eq(verify(old_tok, NOW + 60), TOKENS_EXPIRED);
+
+    /* The file holds the new key: a restart (or the CLI) signs with it. */
+    again = load_key(state);
+    tokens_key_kid(before, again);
+    cr_assert_str_eq(before, new_kid);
+    snprintf(path, sizeof(path), "%s/token-keys", state);
+    cr_assert_eq(count_lines(path), 3, "key old, key new, retire old");
+    tokens_secret_free(old_tok);
+    tokens_secret_free(new_tok);
+    tokens_key_free(k);
+    tokens_key_free(again);
 }
 
 Test(token, oversized_and_null_tokens_are_malformed)
@@ -548,11 +689,11 @@ Test(token, oversized_and_null_tokens_are_malformed)
     tokens_status st = TOKENS_OK;
 
     cr_assert_not_null(big);
-    memcpy(big, "rg1.", 4);
+    memcpy(big, "rg2.", 4);
     memset(big + 4, 'A', TOKENS_MAX_LEN + 90);
     big[TOKENS_MAX_LEN + 99] = '\0';
-    cr_assert_eq(verify(k, big, NOW), TOKENS_MALFORMED);
-    cr_assert_eq(tokens_verify(&c, &st, k, state, NULL, NOW, NULL), 0);
+    cr_assert_eq(verify(big, NOW), TOKENS_MALFORMED);
+    cr_assert_eq(tokens_verify(&c, &st, store(), NULL, NOW, NULL), 0);
     cr_assert_eq(st, TOKENS_MALFORMED);
     cr_assert_null(c);
     free(big);
@@ -577,8 +718,8 @@ Test(token, tokens_of_the_same_inputs_have_one_shape)
         cr_assert_eq(strlen(tok), len0, "token length must not depend on the random id");
         for (dots = 0, p = tok; *p; p++)
             dots += *p == '.';
-        cr_assert_eq(dots, 2);
-        cr_assert_eq(strlen(sig_of(tok)), 43, "32-byte MAC, unpadded base64url");
+        cr_assert_eq(dots, 3);
+        cr_assert_eq(strlen(sig_of(tok)), 86, "64-byte Ed25519 signature, unpadded base64url");
         cr_assert_leq(strlen(tok), TOKENS_MAX_LEN);
         tokens_secret_free(tok);
     }
@@ -708,9 +849,10 @@ Test(token, mint_accepts_the_limits)
     run[TOKENS_RUN_MAX] = '\0';
     for (i = 0; i < TOKENS_REPOS_MAX; i++)
         repos[i] = "local/acme/some-repo_name.v2+x~y";
+    publish(k);
     cr_assert_eq(tokens_mint(&tok, k, run, repos, TOKENS_REPOS_MAX, TOKENS_TTL_MAX, NOW, &err), 0,
                  "%s", err.msg);
-    cr_assert_eq(verify(k, tok, NOW + TOKENS_TTL_MAX - 1), TOKENS_OK);
+    cr_assert_eq(verify(tok, NOW + TOKENS_TTL_MAX - 1), TOKENS_OK);
     tokens_secret_free(tok);
     tokens_key_free(k);
 }
@@ -751,7 +893,7 @@ Test(token, key_is_created_0600_in_a_new_0700_state_dir)
     cr_assert_eq(stat(sdir, &st), 0);
     cr_assert(S_ISDIR(st.st_mode));
     cr_assert_eq(st.st_mode & 0777, 0700);
-    snprintf(path, sizeof(path), "%s/token.key", sdir);
+    snprintf(path, sizeof(path), "%s/" TOKENS_KEY_FILE, sdir);
     cr_assert_eq(stat(path, &st), 0);
     cr_assert_eq(st.st_mode & 0777, 0600);
     cr_assert_eq(st.st_size, 32);
@@ -761,10 +903,16 @@ Test(token, key_is_created_0600_in_a_new_0700_state_dir)
 Test(token, the_same_key_is_loaded_again)
 {
     tokens_key *k = load_key(state), *k2;
-    char *tok = mint(k, 600, NOW);
+    char a[TOKENS_KID_SIZE], b[TOKENS_KID_SIZE];
+    char *tok;
 
     k2 = load_key(state);
-    cr_assert_eq(verify(k2, tok, NOW), TOKENS_OK);
+    tokens_key_kid(a, k);
+    tokens_key_kid(b, k2);
+    cr_assert_str_eq(a, b);
+    tok = mint_unpublished(k2, 600, NOW);
+    publish(k);
+    cr_assert_eq(verify(tok, NOW), TOKENS_OK);
     tokens_secret_free(tok);
     tokens_key_free(k);
     tokens_key_free(k2);
@@ -785,7 +933,7 @@ Test(token, key_readable_by_others_is_refused)
     char path[PATH_MAX];
 
     tokens_key_free(load_key(state));
-    snprintf(path, sizeof(path), "%s/token.key", state);
+    snprintf(path, sizeof(path), "%s/" TOKENS_KEY_FILE, state);
     cr_assert_eq(chmod(path, 0644), 0);
     expect_key_refused("0644");
     expect_key_refused("0600");
@@ -800,7 +948,7 @@ Test(token, key_of_the_wrong_size_is_refused)
     char path[PATH_MAX];
 
     tokens_key_free(load_key(state));
-    snprintf(path, sizeof(path), "%s/token.key", state);
+    snprintf(path, sizeof(path), "%s/" TOKENS_KEY_FILE, state);
     cr_assert_eq(truncate(path, 31), 0);
     expect_key_refused("31 bytes");
     cr_assert_eq(truncate(path, 33), 0);
@@ -814,7 +962,7 @@ Test(token, symlinked_key_is_refused)
     char path[PATH_MAX], target[PATH_MAX];
 
     tokens_key_free(load_key(state));
-    snprintf(path, sizeof(path), "%s/token.key", state);
+    snprintf(path, sizeof(path), "%s/" TOKENS_KEY_FILE, state);
     snprintf(target, sizeof(target), "%s/elsewhere.key", dir);
     cr_assert_eq(rename(path, target), 0);
     cr_assert_eq(symlink(target, path), 0);
@@ -849,19 +997,25 @@ Test(token, concurrent_first_loads_agree_on_one_key)
         pthread_join(th[i], NULL);
     for (i = 0; i < 8; i++)
         cr_assert_eq(l[i].rc, 0, "loader %zu failed", i);
-    tok = mint(l[0].key, 600, NOW);
-    for (i = 0; i < 8; i++)
-        cr_assert_eq(verify(l[i].key, tok, NOW), TOKENS_OK, "loader %zu has another key", i);
+    for (i = 0; i < 8; i++) {
+        char a[TOKENS_KID_SIZE], b[TOKENS_KID_SIZE];
+
+        tokens_key_kid(a, l[0].key);
+        tokens_key_kid(b, l[i].key);
+        cr_assert_str_eq(a, b, "loader %zu has another key", i);
+    }
     /* The losers' temporary files are gone. */
     d = opendir(state);
     cr_assert_not_null(d);
     while ((e = readdir(d)) != NULL)
         if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) {
             entries++;
-            cr_assert_str_eq(e->d_name, "token.key");
+            cr_assert_str_eq(e->d_name, TOKENS_KEY_FILE);
         }
     closedir(d);
     cr_assert_eq(entries, 1);
+    tok = mint(l[0].key, 600, NOW);
+    cr_assert_eq(verify(tok, NOW), TOKENS_OK);
     tokens_secret_free(tok);
     for (i = 0; i < 8; i++)
         tokens_key_free(l[i].key);
