@@ -110,9 +110,7 @@ start() {
 }
 gateway_config file ""
 for g in 1 2 3; do gateway_config "db$g" "{\"postgres\": \"$PG_URL\"}"; done
-if "$REFGATE" policy --help 2>&1 | grep -q 'policy publish'; then
-  "$REFGATE" policy publish --config "$T/db1/refgate.json" >/dev/null
-fi
+"$REFGATE" policy publish --config "$T/db1/refgate.json" >/dev/null
 start file
 start db1
 

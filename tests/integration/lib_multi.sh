@@ -38,7 +38,8 @@ trap multi_cleanup EXIT
 gw_dir() { echo "$T/gw$1"; }
 gw_cfg() { echo "$T/gw$1/refgate.json"; }
 
-# gw_write_config I RULES_JSON [EXTRA_TOP_LEVEL_JSON_MEMBERS]
+# gw_write_config I RULES_JSON: gateway I's config (MULTI_CONNECTIONS:
+# state.connections, default 8, so 32 concurrent pushes seldom wait).
 gw_write_config() {
   mkdir -p "$(gw_dir "$1")"
   cat >"$(gw_cfg "$1")" <<JSON
@@ -46,7 +47,6 @@ gw_write_config() {
   "listen": "127.0.0.1:0",
   "state_dir": "state",
   "state": {"postgres": "$PG_URL", "connections": ${MULTI_CONNECTIONS:-8}},
-  ${3:+$3,}
   "upstreams": [{"host": "local", "url": "file://$T/upstream"}],
   "rules": $2
 }
@@ -88,9 +88,7 @@ gw_stop() {
 }
 gw_kill() { gw_stop "$1" KILL; }
 
-gw_log() { echo "$(gw_dir "$1")/gateway.log"; }
-
-# multi_setup N RULES_JSON [EXTRA]: PostgreSQL, the schema, N configs, the
+# multi_setup N RULES_JSON: PostgreSQL, the schema, N configs, the
 # policy published from gateway 1's, N gateways serving. Exits 77 with the
 # reason when PostgreSQL cannot run here.
 multi_setup() {
@@ -98,18 +96,16 @@ multi_setup() {
   pg_start || rc=$?
   [ "$rc" -eq 0 ] || exit "$rc"
   GW_N=$n
-  for ((i = 1; i <= n; i++)); do gw_write_config "$i" "$2" "${3:-}"; done
+  for ((i = 1; i <= n; i++)); do gw_write_config "$i" "$2"; done
   "$REFGATE" db migrate --config "$(gw_cfg 1)" >"$T/migrate.out" 2>&1 ||
     { cat "$T/migrate.out"; fail "db migrate"; exit 1; }
   multi_publish 1
   for ((i = 1; i <= n; i++)); do gw_start "$i" || exit 1; done
 }
 
-# multi_publish I: publish gateway I's rules as the team's policy, where
-# this refgate has `policy publish` (gateways on a database enforce only a
-# published policy); without it each gateway enforces its own config's.
+# multi_publish I: publish gateway I's rules as the team's policy (gateways
+# on a database enforce only a published one).
 multi_publish() {
-  "$REFGATE" policy --help 2>&1 | grep -q 'policy publish' || return 0
   "$REFGATE" policy publish --config "$(gw_cfg "$1")" >"$T/publish.out" 2>&1 ||
     { cat "$T/publish.out"; fail "policy publish"; exit 1; }
 }
@@ -129,9 +125,10 @@ gw_use() {
   use_token "$2"
 }
 
-# lb_start: haproxy (its URL in $T/lb.url) round-robin over every gateway, per request, so a
-# push's advertisement and its POST usually reach different gateways.
-# Returns 1 after printing why when haproxy is not installed.
+# lb_start: haproxy (its URL in $T/lb.url) round-robin over every gateway,
+# per request, so a push's advertisement and its POST usually reach
+# different gateways. Returns 1 after printing why when haproxy is not
+# installed.
 lb_start() {
   command -v haproxy >/dev/null || { echo "haproxy is not installed (Debian package haproxy): no load balancer"; return 1; }
   local port i servers=

@@ -5,8 +5,9 @@
 # one it pushes through, three pushes each mixing allowed and denied refs
 # (create, fast-forward, force, delete). Then: zero wrong decisions (every
 # ref's upstream state is what the rules allow), exactly one decision
-# record per ref update sent, each allowed one forwarded, seq contiguous,
-# the chain recomputed from the database and `refgate audit verify` pass.
+# record per ref update sent, each allowed one forwarded, each naming the
+# digest of the one published policy, seq contiguous, the chain recomputed
+# from the database and `refgate audit verify` pass.
 #
 #   MULTI_CLIENTS=N (per gateway, default 32)
 source "$(dirname "$0")/lib_multi.sh"
@@ -64,7 +65,7 @@ refs/heads/nope/c$k -
 EOF
 }
 
-test_96_clients_through_three_gateways_get_every_decision_right() {
+test_concurrent_clients_through_three_gateways_get_every_decision_right() {
   local k t0 pids=()
   for ((k = 0; k < N; k++)); do
     mkdir -p "$T/c$k"
@@ -89,12 +90,14 @@ test_96_clients_through_three_gateways_get_every_decision_right() {
   [ "$wrong" = 0 ] || { head -30 "$T/c0/out1" "$T/c0/out2" "$T/c0/out3"; fail "$wrong refs upstream are not what the rules allow"; }
 }
 
-test_one_decision_record_per_ref_update_each_allowed_one_forwarded() {
+test_one_decision_record_per_ref_update_each_allowed_one_forwarded_under_the_published_policy() {
   db_rows >"$T/rows"
-  python3 - "$T/expect" "$T/rows" <<'PY'
+  "$REFGATE" policy current --config "$(gw_cfg 2)" >"$T/current" 2>&1 || { cat "$T/current"; fail "policy current"; }
+  python3 - "$T/expect" "$T/rows" "$(grep -o 'sha256:[0-9a-f]\{64\}' "$T/current")" <<'PY'
 import collections, json, sys
 expect = collections.Counter(tuple(l.split()) for l in open(sys.argv[1]))
 rows = [json.loads(l) for l in open(sys.argv[2])]
+digest = sys.argv[3]
 got = collections.Counter((r["ref"], r["old"], r["new"], r["decision"]) for r in rows)
 bad = 0
 for key in expect.keys() | got.keys():
@@ -103,6 +106,10 @@ for key in expect.keys() | got.keys():
         if bad <= 20:
             print(f"{' '.join(key)}: {got[key]} decision records, {expect[key]} expected")
 for r in rows:
+    if r.get("policy") != digest:
+        bad += 1
+        if bad <= 20:
+            print(f"seq {r['seq']} was decided by policy {r.get('policy')}, not the published {digest}")
     want = "forwarded: ok" if r["decision"] == "allow" else "rejected"
     if r.get("outcome") != want:
         bad += 1
