@@ -12,7 +12,13 @@
 #      SECONDS through 1 gateway on files, then 1, 2 and 3 gateways on one
 #      database (the clients spread over them); pushes/s, and where the
 #      CPU went (the gateways with their git children, PostgreSQL, the
-#      clients' git), which is what limits it on a small machine.
+#      clients' git), which is what limits it on a small machine;
+#   4. what an idle gateway costs the database, timed by pgbench with the
+#      statements the gateway runs (copied from audit/pg.c, db/lease.c and
+#      db/policy.c): its sweep for dead gateways' records with nothing to
+#      complete (it locks the chain's head row, as an append does), before
+#      and after the table is analysed, its lease renewal, its poll of the
+#      policy version.
 #
 #   bench/pg.sh [ROUNDS] [SECONDS] [CLIENTS]     (defaults 5, 15, 12)
 #
@@ -208,3 +214,38 @@ start db3
 measure "3 gateways on one database" db1 db2 db3
 rows=$(pg_psql "SELECT seq FROM audit_head")
 echo "audit chain in the database at the end: $rows records"
+
+# ---- 4. what an idle gateway costs ----------------------------------------------
+
+# The gateway's statements, each a transaction of its own as it runs them.
+cat >"$T/sweep.sql" <<'SQL'
+BEGIN;
+SELECT seq, hash FROM audit_head FOR UPDATE;
+SELECT seq, gateway, line FROM audit_records WHERE pending AND gateway IS DISTINCT FROM 'bench'
+  AND (gateway IS NULL OR NOT EXISTS (SELECT 1 FROM gateways g WHERE g.id = gateway
+       AND g.stopped IS NULL AND g.seen > now() - interval '10 seconds'))
+  ORDER BY gateway NULLS FIRST, seq LIMIT 100;
+COMMIT;
+SQL
+echo "UPDATE gateways SET seen = now() WHERE id = 'bench' AND stopped IS NULL;" >"$T/lease.sql"
+cat >"$T/poll.sql" <<'SQL'
+SELECT version, digest, to_char(published AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS"Z"'),
+  published_by FROM policies ORDER BY version DESC LIMIT 1;
+SQL
+pg_psql "INSERT INTO gateways (id, host, pid) VALUES ('bench', 'bench', 1)" >/dev/null
+chmod 0644 "$T"/*.sql
+# pgbench_ms SQL_FILE: its mean latency in ms, on one connection for 5 s.
+pgbench_ms() {
+  pg_as_owner "$PG_BIN/pgbench" -n -h "$PG_DIR" -U refgate -f "$1" -c 1 -T 5 refgate \
+    >"$T/pgbench.out" 2>&1 || { cat "$T/pgbench.out" >&2; exit 1; }
+  awk '/latency average/ {print $4}' "$T/pgbench.out"
+}
+echo "== what an idle gateway costs the database (pgbench, 1 connection, 5 s each, mean latency)"
+# Until audit_records is first analysed the planner guesses its pending
+# rows, finds the plan dear enough to JIT-compile, and the sweep holds the
+# head row lock while it compiles.
+printf '%-62s %7.3f ms\n' "a sweep with nothing to complete (holds the head row lock):" "$(pgbench_ms "$T/sweep.sql")"
+pg_psql "ANALYZE audit_records" >/dev/null
+printf '%-62s %7.3f ms\n' "the same after ANALYZE audit_records:" "$(pgbench_ms "$T/sweep.sql")"
+printf '%-62s %7.3f ms\n' "a lease renewal:" "$(pgbench_ms "$T/lease.sql")"
+printf '%-62s %7.3f ms\n' "a poll of the policy version:" "$(pgbench_ms "$T/poll.sql")"
