@@ -191,3 +191,17 @@ void approvals_close(approvals_store *s)
     if (s != NULL)
         s->ops->close(s);
 }
+
+void approvals_text_copy(char *dst, size_t size, const char *s)
+{
+    size_t len = s ? strlen(s) : 0;
+
+    if (len >= size) {
+        len = size - 1;
+        while (len > 0 && ((unsigned char)s[len] & 0xc0) == 0x80)
+            len--;
+    }
+    if (len)
+        memcpy(dst, s, len);
+    dst[len] = '\0';
+}

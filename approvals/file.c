@@ -54,21 +54,6 @@ typedef struct approvals_file {
  * Entries as files
  * ------------------------------------------------------------------------ */
 
-/* Copy `s` into dst (size > 0), cut on a UTF-8 character boundary. */
-static void text_copy(char *dst, size_t size, const char *s)
-{
-    size_t len = s ? strlen(s) : 0;
-
-    if (len >= size) {
-        len = size - 1;
-        while (len > 0 && ((unsigned char)s[len] & 0xc0) == 0x80)
-            len--;
-    }
-    if (len)
-        memcpy(dst, s, len);
-    dst[len] = '\0';
-}
-
 /* A JSON string of `s`; bytes that are not UTF-8 become '?' rather than fail. */
 static json_t *text_value(const char *s)
 {
@@ -366,13 +351,13 @@ static int file_ask(approvals_store *s, approvals_entry *out, int *created,
     if ((rc = new_id(f, e.id, err)) < 0)
         goto done;
     e.state = APPROVALS_PENDING;
-    text_copy(e.repo, sizeof(e.repo), key->repo);
-    text_copy(e.ref, sizeof(e.ref), key->ref);
-    text_copy(e.old_id, sizeof(e.old_id), key->old_id);
-    text_copy(e.new_id, sizeof(e.new_id), key->new_id);
-    text_copy(e.run, sizeof(e.run), info->run);
-    text_copy(e.rule, sizeof(e.rule), info->rule);
-    text_copy(e.reason, sizeof(e.reason), info->reason);
+    approvals_text_copy(e.repo, sizeof(e.repo), key->repo);
+    approvals_text_copy(e.ref, sizeof(e.ref), key->ref);
+    approvals_text_copy(e.old_id, sizeof(e.old_id), key->old_id);
+    approvals_text_copy(e.new_id, sizeof(e.new_id), key->new_id);
+    approvals_text_copy(e.run, sizeof(e.run), info->run);
+    approvals_text_copy(e.rule, sizeof(e.rule), info->rule);
+    approvals_text_copy(e.reason, sizeof(e.reason), info->reason);
     e.created = now;
     e.expires = now + f->expire;
     if (grow(f) < 0) {
@@ -471,8 +456,8 @@ static int file_decide(approvals_store *s, approvals_entry *out, const char *id,
     }
     next = *e;
     next.state = deny ? APPROVALS_DENIED : APPROVALS_APPROVED;
-    text_copy(next.by, sizeof(next.by), by);
-    text_copy(next.note, sizeof(next.note), deny ? note : NULL);
+    approvals_text_copy(next.by, sizeof(next.by), by);
+    approvals_text_copy(next.note, sizeof(next.note), deny ? note : NULL);
     next.decided = now;
     next.expires = now + f->expire;
     if ((rc = entry_write(f, &next, err)) < 0)
@@ -514,7 +499,7 @@ static int file_claim(approvals_store *s, approvals_entry *out, const char *id,
         rc = rg_error_set(err, -EBUSY, "approval %s is being used by another push", id);
         goto done;
     }
-    text_copy(e->claim, sizeof(e->claim), holder);
+    approvals_text_copy(e->claim, sizeof(e->claim), holder);
     e->claim_until = now + APPROVALS_CLAIM_SECONDS;
     *out = *e;
 done:

@@ -88,16 +88,7 @@ static int utf8_ok(const char *s)
 /* A text for the reviewer, cut to `size` bytes and made UTF-8 ('?' for what is not). */
 static void text_copy(char *dst, size_t size, const char *s)
 {
-    size_t len = s ? strlen(s) : 0;
-
-    if (len >= size) {
-        len = size - 1;
-        while (len > 0 && ((unsigned char)s[len] & 0xc0) == 0x80)
-            len--;
-    }
-    if (len)
-        memcpy(dst, s, len);
-    dst[len] = '\0';
+    approvals_text_copy(dst, size, s);
     if (!utf8_ok(dst))
         for (char *p = dst; *p; p++)
             if ((unsigned char)*p >= 0x80)

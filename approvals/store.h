@@ -31,6 +31,9 @@ typedef struct approvals_store_ops {
     void (*close)(approvals_store *s);
 } approvals_store_ops;
 
+/* Copy `s` (NULL: "") into dst (size > 0), cut on a UTF-8 character boundary. */
+void approvals_text_copy(char *dst, size_t size, const char *s);
+
 /* The head of every store's own struct, which embeds it first. */
 struct approvals_store {
     const approvals_store_ops *ops;

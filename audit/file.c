@@ -737,7 +737,6 @@ static int fsync_parent(const char *path)
 {
     char dir[PATH_MAX];
     const char *slash = strrchr(path, '/');
-    int fd, rc = 0;
 
     if (slash == NULL)
         snprintf(dir, sizeof(dir), ".");
@@ -747,13 +746,7 @@ static int fsync_parent(const char *path)
         snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
     else
         return -ENAMETOOLONG;
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    if (fsync(fd) < 0)
-        rc = -errno;
-    close(fd);
-    return rc;
+    return rg_fs_fsync_dir(dir);
 }
 
 static void file_close(audit_log *log)

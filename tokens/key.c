@@ -27,24 +27,6 @@ struct tokens_key {
     char kid[TOKENS_KID_SIZE];
 };
 
-/*
- * fsync a directory so that a file just created or renamed in it survives
- * a crash; without this a fresh key could vanish and every token minted
- * with it would stop verifying after a reboot.
- */
-static int fsync_dir(const char *dir)
-{
-    int fd, rc = 0;
-
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    if (fsync(fd) < 0)
-        rc = -errno;
-    close(fd);
-    return rc;
-}
-
 static int seed_read(unsigned char seed[SEED_LEN], const char *path, rg_error *err)
 {
     unsigned char extra;
@@ -163,7 +145,7 @@ static int seed_create(const char *dir, const char *path, rg_error *err)
         linked = 1;
     }
     unlink(tmp);
-    if (rc == 0 && linked && (rc = fsync_dir(dir)) < 0)
+    if (rc == 0 && linked && (rc = rg_fs_fsync_dir(dir)) < 0)
         rg_error_set(err, rc, "%s: fsync: %s", dir, strerror(-rc));
     return rc;
 }
@@ -301,7 +283,7 @@ int tokens_key_rotate(tokens_key *k, tokens_store *s, const char *state_dir, con
         goto done;
     }
     tmp_made = 0;
-    if ((rc = fsync_dir(state_dir)) < 0) {
+    if ((rc = rg_fs_fsync_dir(state_dir)) < 0) {
         rg_error_set(err, rc, "%s: fsync: %s", state_dir, strerror(-rc));
         goto done;
     }

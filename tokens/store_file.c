@@ -39,24 +39,6 @@ typedef struct file_store {
     char dir[PATH_MAX];
 } file_store;
 
-/*
- * fsync a directory so that a file just created in it survives a crash;
- * without it a fresh revocation file could vanish after a reboot and the
- * token it revoked work again.
- */
-static int fsync_dir(const char *dir)
-{
-    int fd, rc = 0;
-
-    fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    if (fsync(fd) < 0)
-        rc = -errno;
-    close(fd);
-    return rc;
-}
-
 /* Open one of the files; *fd is -1 when it does not exist (and O_CREAT is not asked). */
 static int private_open(int *fd, const char *path, int flags, rg_error *err)
 {
@@ -172,7 +154,7 @@ static int open_locked(int *fd, const file_store *fs, const char *path, rg_error
         *fd = -1;
         return rc;
     }
-    if (!existed && (rc = fsync_dir(fs->dir)) < 0) {
+    if (!existed && (rc = rg_fs_fsync_dir(fs->dir)) < 0) {
         close(*fd);
         *fd = -1;
         return rg_error_set(err, rc, "%s: fsync: %s", fs->dir, strerror(-rc));

@@ -219,3 +219,15 @@ int rg_fs_remove_tree(const char *path, unsigned flags, rg_error *err)
         return rg_error_set(err, first, "removing %s: %s", path, strerror(-first));
     return 0;
 }
+
+int rg_fs_fsync_dir(const char *dir)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), rc = 0;
+
+    if (fd < 0)
+        return -errno;
+    if (fsync(fd) < 0)
+        rc = -errno;
+    close(fd);
+    return rc;
+}

@@ -32,6 +32,12 @@ ssize_t rg_fs_read_full(int fd, void *buf, size_t len);
 /* Write all of `len` bytes to `fd`, retrying short writes and EINTR. */
 int rg_fs_write_all(int fd, const void *data, size_t len);
 
+/*
+ * fsync directory `dir`, so a file just created or renamed in it survives a
+ * crash; 0 or -errno.
+ */
+int rg_fs_fsync_dir(const char *dir);
+
 enum {
     RG_FS_KEEP_TOP = 1 << 0, /* empty the directory, keep it */
 };

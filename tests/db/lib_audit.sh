@@ -8,6 +8,10 @@ trap 'pg_stop; cleanup' EXIT
 rc=0; pg_start || rc=$?
 [ $rc -eq 0 ] || exit $rc
 
+# What a pusher is told while the database is away, whichever check meets it
+# first: the run token's revocation, the audit log, the published policy.
+DB_DOWN="the run token cannot be checked: the gateway cannot reach its shared state database|the audit log.s database cannot be reached|the published policy could not be read from the database yet"
+
 # write_db_config RULES_JSON: write_config with "state" naming the database.
 write_db_config() {
   write_config "$1" "\"state\": {\"postgres\": \"$PG_URL\"}"

@@ -217,11 +217,15 @@ test_a_gateway_started_while_the_database_is_away_refuses_until_it_reads_the_pol
   local d7; d7=$(pg_psql 'SELECT digest FROM policies WHERE version = 7')
   stop_gateway
   mv "$T/gateway.log" "$T/gateway.log.1" # wait_log reads this gateway's lines only
+  # Minted while the database is there: a mint publishes its key first.
+  local tok; tok=$(mint local/acme/app)
   pg_as_owner "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m fast -w stop >/dev/null
   start_gateway
-  use_token "$(mint local/acme/app)"
+  use_token "$tok"
   ! git -C "$T/w" push -q origin feature/a 2>"$T/err" || fail "pushed with no policy read"
-  assert_contains "$T/err" "the published policy could not be read from the database yet"
+  # The token's revocation check meets the missing database first.
+  grep -qE "the published policy could not be read from the database yet|the run token cannot be checked" "$T/err" ||
+    { cat "$T/err"; fail "no reason naming the database"; }
   pg_as_owner "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/server.log" -w -t 60 \
     -o "-k $PG_DIR -c listen_addresses= -c max_connections=300" start >/dev/null
   wait_log "policy_loaded version=7 digest=$d7"
