@@ -68,7 +68,7 @@ mkdir -p "$T/auditlog"
 # audit_bench prints one line per shape, "<label> N records in S s: R
 # records/s, M ms per call", for the file log and then, with AUDIT_BENCH_PG,
 # for the database ("postgres: <label> ..."); the rounds alternate the two.
-for r in $(seq "$ROUNDS"); do
+for _ in $(seq "$ROUNDS"); do
   AUDIT_BENCH_PG=$PG_URL "$AUDIT_BENCH" "$T/auditlog" 400 4 16 >>"$T/audit.out"
 done
 # figure SHAPE STORE FIELD: the median of FIELD (rate or ms) of SHAPE's lines of STORE (file or pg).

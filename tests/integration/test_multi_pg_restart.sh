@@ -95,9 +95,9 @@ test_pushes_go_on_through_a_database_restart_and_an_outage() {
 }
 
 test_no_push_hung_and_none_claimed_a_ref_that_did_not_land() {
-  local k n c rc claimed t0 t1 got bad=0
+  local k n c rc claimed t0 got bad=0
   for ((k = 0; k < N; k++)); do
-    while read -r n c rc claimed t0 t1; do
+    while read -r n c rc claimed t0 _; do
       [ "$rc" != 124 ] || { echo "c$k push $n hung"; bad=$((bad + 1)); }
       got=$(upstream_ref app "refs/heads/feature/c$k-$n")
       if [ "$claimed" = 1 ] && [ "$got" != "$c" ]; then
@@ -110,10 +110,10 @@ test_no_push_hung_and_none_claimed_a_ref_that_did_not_land() {
 }
 
 test_every_push_that_did_not_land_was_refused_with_a_reason() {
-  local k n c rc claimed t0 t1 bad=0 refused=0
+  local k n c rc claimed t0 bad=0 refused=0
   : >"$T/reasons"
   for ((k = 0; k < N; k++)); do
-    while read -r n c rc claimed t0 t1; do
+    while read -r n c rc claimed t0 _; do
       [ -z "$(upstream_ref app "refs/heads/feature/c$k-$n")" ] || continue
       refused=$((refused + 1))
       [ "$rc" != 0 ] || { echo "c$k push $n: not landed, yet git exited 0"; bad=$((bad + 1)); }
@@ -156,8 +156,9 @@ PY
 test_the_gateways_recovered_by_themselves_and_the_chain_verifies() {
   local i
   for i in 1 2 3; do
-    [ "$(gw_pid "$i")" = "$(cat "$T/pid$i.before")" ] && kill -0 "$(gw_pid "$i")" ||
+    if [ "$(gw_pid "$i")" != "$(cat "$T/pid$i.before")" ] || ! kill -0 "$(gw_pid "$i")"; then
       fail "gateway $i is not the process that started"
+    fi
   done
   multi_verify
   note "$(cat "$T/chain.out")"
