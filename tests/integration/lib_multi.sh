@@ -127,8 +127,9 @@ gw_use() {
 
 # lb_start: haproxy (its URL in $T/lb.url) round-robin over every gateway,
 # per request, so a push's advertisement and its POST usually reach
-# different gateways. Returns 1 after printing why when haproxy is not
-# installed.
+# different gateways; each request it passed on is a line of
+# $T/haproxy.log naming the gateway (gateways/gwI). Returns 1 after
+# printing why when haproxy is not installed.
 lb_start() {
   command -v haproxy >/dev/null || { echo "haproxy is not installed (Debian package haproxy): no load balancer"; return 1; }
   local port i servers=
@@ -139,8 +140,11 @@ lb_start() {
   cat >"$T/haproxy.cfg" <<CFG
 global
   maxconn 512
+  log stdout format raw local0 info
 defaults
   mode http
+  log global
+  option httplog
   option http-server-close
   timeout connect 5s
   timeout client 120s

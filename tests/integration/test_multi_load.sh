@@ -6,8 +6,9 @@
 # (create, fast-forward, force, delete). Then: zero wrong decisions (every
 # ref's upstream state is what the rules allow), exactly one decision
 # record per ref update sent, each allowed one forwarded, each naming the
-# digest of the one published policy, seq contiguous, the chain recomputed
-# from the database and `refgate audit verify` pass.
+# digest of the one published policy, the balancer passed advertisements
+# and pushes to every gateway, seq contiguous, the chain recomputed from
+# the database and `refgate audit verify` pass.
 #
 #   MULTI_CLIENTS=N (per gateway, default 32)
 source "$(dirname "$0")/lib_multi.sh"
@@ -118,6 +119,18 @@ for r in rows:
 print(f"{len(rows)} decision records for {sum(expect.values())} ref updates sent")
 sys.exit(1 if bad else 0)
 PY
+}
+
+test_the_balancer_sent_advertisements_and_pushes_to_every_gateway() {
+  [ "$LB" = 1 ] || { note "no haproxy: nothing to check"; return 0; }
+  local i kind
+  for i in 1 2 3; do
+    for kind in "GET /local/acme/app.git/info/refs?service=git-receive-pack" "POST /local/acme/app.git/git-receive-pack"; do
+      grep -F "gateways/gw$i " "$T/haproxy.log" | grep -qF "$kind" ||
+        { tail -5 "$T/haproxy.log"; fail "haproxy sent no '$kind' to gateway $i"; }
+    done
+  done
+  note "haproxy passed on $(grep -c 'gateways/gw' "$T/haproxy.log") requests"
 }
 
 test_the_chain_is_contiguous_and_verifies() {
