@@ -58,8 +58,9 @@ slow_push_killed() {
   echo "$id"
 }
 
-# completed REF DEAD_ID: wait (bounded) until REF's decision has an outcome;
-# it must be "unknown" and a recovered event must name DEAD_ID.
+# completed REF DEAD_ID [BY_ID]: wait (bounded) until REF's decision has an
+# outcome; it must be "unknown" (completed by BY_ID, if given) and a
+# recovered event must name DEAD_ID.
 completed() {
   local t0=$SECONDS ref=$1
   wait_until 90 '[ "$(outcome_of "$ref")" != pending ]'
@@ -68,6 +69,8 @@ completed() {
     unknown*) ;;
     *) fail "$1's outcome is '$(outcome_of "$1")', not unknown" ;;
   esac
+  [ -z "${3:-}" ] || [[ "$(outcome_of "$1")" == *"completed by gateway $3"* ]] ||
+    fail "$1 was not completed by gateway $3"
   db_lines | jq -r 'select(.type == "event" and .event == "recovered") | .detail' >"$T/recovered"
   assert_contains "$T/recovered" "$2"
 }
@@ -75,7 +78,7 @@ completed() {
 test_a_gateway_killed_mid_push_is_completed_by_the_other_gateway() {
   local id
   id=$(slow_push_killed 1 feature/slow-1)
-  completed refs/heads/feature/slow-1 "$id"
+  completed refs/heads/feature/slow-1 "$id" "$(gw_id 2)"
   note "feature/slow-1 $([ -n "$(upstream_ref app feature/slow-1)" ] && echo landed || echo did not land) upstream"
   gw_start 1
 }
