@@ -144,6 +144,9 @@ typedef struct request {
     uint64_t discarded;
     int failed;
     int counted;
+    /* A push whose token cannot be checked now: its body is read and
+     * dropped, and the answer names why (refuse_push_body). "" otherwise. */
+    char refusal[sizeof(((gateway_auth *)0)->message)];
 } request;
 
 /* Capabilities the gateway cannot relay faithfully: push certificates sign
@@ -513,6 +516,13 @@ static enum MHD_Result begin(gateway_server *s, struct MHD_Connection *c, const 
     gateway_auth_check(&auth, &req->ctx,
                        MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization"),
                        route.repo);
+    if (auth.status == 503 && !route.advertise && !fetch) {
+        /* Git prints no body of a failed POST: the push is refused in its
+         * own answer instead, once the body is read (see handle()). */
+        snprintf(req->refusal, sizeof(req->refusal), "%s", auth.message);
+        ret = MHD_YES;
+        goto done;
+    }
     if (auth.status) {
         ret = respond_text(c, auth.status, auth.message);
         goto done;
@@ -604,6 +614,32 @@ done:
     return ret;
 }
 
+/*
+ * A push (POST git-receive-pack) refused before its body: the token could
+ * not be checked. Its body is read and dropped (up to a bound), then it is
+ * answered as receive-pack would fail, on side-band channel 3, which git
+ * prints as `remote: <why>` before giving up. A 503 here would show only
+ * "RPC failed" (git prints no body of a failed POST), and the advertisement
+ * that came before it may well have been answered while the database was
+ * there. Nothing is forwarded or recorded: the push never reached a decision.
+ */
+static enum MHD_Result refuse_push_body(struct MHD_Connection *c, request *req,
+                                        size_t *upload_data_size)
+{
+    char line[sizeof(req->refusal) + 16], body[sizeof(line) + 4];
+    int n;
+
+    if (*upload_data_size > 0) {
+        req->discarded += *upload_data_size;
+        *upload_data_size = 0;
+        return req->discarded > DISCARD_AFTER_ERROR_MAX ? MHD_NO : MHD_YES;
+    }
+    /* One pkt-line: its length (4 hex digits, counting themselves), band 3, the text. */
+    n = snprintf(line, sizeof(line), "\003refgate: %s\n", req->refusal);
+    n = snprintf(body, sizeof(body), "%04x%s", (unsigned)n + 4, line);
+    return respond(c, 200, "application/x-git-receive-pack-result", body, (size_t)n);
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
                               const char *method, const char *version, const char *upload_data,
                               size_t *upload_data_size, void **con_cls)
@@ -618,6 +654,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
     (void)version;
     if (req == NULL)
         return begin(s, c, url, method, con_cls);
+    if (req->refusal[0] != '\0')
+        return refuse_push_body(c, req, upload_data_size);
     /* Answered in begin(): libmicrohttpd sends that answer and calls no more. */
     if (req->push == NULL && !req->fetch)
         return MHD_NO;
