@@ -101,7 +101,7 @@ int config_policy_digest_bytes(char out[CONFIG_POLICY_DIGEST_SIZE], const void *
 int config_policy_digest(char out[CONFIG_POLICY_DIGEST_SIZE], const json_t *policy, rg_error *err)
 {
     char *text = NULL;
-    size_t len;
+    size_t len = 0;
     int rc;
 
     rc = config_policy_canonical(&text, &len, policy, err);
