@@ -110,7 +110,9 @@ int audit_open(audit_log **out, const char *path, rg_error *err);
  * `gateways` table, db/lease.h; never those of a live gateway nor this
  * one's), each with an outcome naming the dead gateway and this one, plus a
  * "recovered" event per dead gateway with the count, in one head-locked
- * transaction so no record is completed twice.
+ * transaction so no record is completed twice. It looks without the lock
+ * first, and takes it (and looks again) only when there is something to
+ * complete, so an idle sweep never holds up appends.
  */
 typedef struct db_pool db_pool;
 int audit_pg_open(audit_log **out, db_pool *db, const char *gateway_id, rg_error *err);

@@ -19,17 +19,18 @@
 
 typedef struct entry {
     struct entry *next;
+    size_t size;      /* what it takes, counted against max_bytes */
     audit_record rec; /* its strings point into text */
     char text[];
 } entry;
 
 struct gateway_outbox {
     audit_log *log; /* borrowed */
-    size_t max;
-    pthread_mutex_t mu;       /* head, tail, count */
+    size_t max, max_bytes;
+    pthread_mutex_t mu;       /* head, tail, count, bytes */
     pthread_mutex_t flush_mu; /* one retry at a time: the order holds */
     entry *head, *tail;
-    size_t count;
+    size_t count, bytes;
     int failing; /* the last retry failed: logged once until one works */
 };
 
@@ -66,6 +67,7 @@ static entry *entry_copy(const audit_record *rec)
     if (e == NULL)
         return NULL;
     e->next = NULL;
+    e->size = sizeof(*e) + len;
     e->rec = tmp;
     p = e->text;
     for (size_t i = 0; i < NFIELDS; i++) {
@@ -96,14 +98,16 @@ static void drop_excess(gateway_outbox *ob)
     entry *e;
 
     /* Bounded: each round removes one of count records. */
-    while (ob->count > ob->max) {
+    while (ob->count > ob->max || ob->bytes > ob->max_bytes) {
         e = ob->head;
         ob->head = e->next;
         if (ob->head == NULL)
             ob->tail = NULL;
         ob->count--;
-        rg_log(RG_LOG_ERR, "audit_outbox_full", "max=%zu dropped_push=%s decision_seq=%llu note=%s",
-               ob->max, e->rec.push_id ? e->rec.push_id : "-",
+        ob->bytes -= e->size;
+        rg_log(RG_LOG_ERR, "audit_outbox_full",
+               "max=%zu max_bytes=%zu dropped_push=%s decision_seq=%llu note=%s", ob->max,
+               ob->max_bytes, e->rec.push_id ? e->rec.push_id : "-",
                (unsigned long long)e->rec.decision_seq,
                rg_log_quote(q, sizeof(q),
                             "its decision stays pending until this gateway is gone, then "
@@ -112,18 +116,20 @@ static void drop_excess(gateway_outbox *ob)
     }
 }
 
-int gateway_outbox_new(gateway_outbox **out, audit_log *log, size_t max, rg_error *err)
+int gateway_outbox_new(gateway_outbox **out, audit_log *log, size_t max, size_t max_bytes,
+                       rg_error *err)
 {
     gateway_outbox *ob;
 
     *out = NULL;
-    if (log == NULL || max == 0)
+    if (log == NULL || max == 0 || max_bytes == 0)
         return rg_error_set(err, -EINVAL, "gateway_outbox_new: missing argument");
     ob = calloc(1, sizeof(*ob));
     if (ob == NULL)
         return rg_error_set(err, -ENOMEM, "out of memory");
     ob->log = log;
     ob->max = max;
+    ob->max_bytes = max_bytes;
     pthread_mutex_init(&ob->mu, NULL);
     pthread_mutex_init(&ob->flush_mu, NULL);
     *out = ob;
@@ -133,9 +139,14 @@ int gateway_outbox_new(gateway_outbox **out, audit_log *log, size_t max, rg_erro
 int gateway_outbox_add(gateway_outbox *ob, const audit_record *recs, size_t n)
 {
     entry *first = NULL, *last = NULL, *e;
+    size_t bytes = 0;
 
     if (ob == NULL || (recs == NULL && n > 0))
         return -EINVAL;
+    /* What a retry could never write would hold up every record behind it. */
+    for (size_t i = 0; i < n; i++)
+        if (recs[i].kind != AUDIT_OUTCOME || recs[i].decision_seq == 0 || recs[i].outcome == NULL)
+            return -EINVAL;
     /* All or nothing: copied before the list is touched. */
     for (size_t i = 0; i < n; i++) {
         e = entry_copy(&recs[i]);
@@ -148,6 +159,7 @@ int gateway_outbox_add(gateway_outbox *ob, const audit_record *recs, size_t n)
         else
             first = e;
         last = e;
+        bytes += e->size;
     }
     if (first == NULL)
         return 0;
@@ -158,6 +170,7 @@ int gateway_outbox_add(gateway_outbox *ob, const audit_record *recs, size_t n)
         ob->head = first;
     ob->tail = last;
     ob->count += n;
+    ob->bytes += bytes;
     drop_excess(ob);
     pthread_mutex_unlock(&ob->mu);
     return 0;
@@ -185,6 +198,7 @@ static size_t take_batch(gateway_outbox *ob, entry **out, audit_record *recs)
     *out = ob->head;
     for (e = ob->head; e != NULL && k < FLUSH_BATCH; e = e->next) {
         recs[k++] = e->rec;
+        ob->bytes -= e->size;
         last = e;
     }
     if (last != NULL) {
@@ -202,15 +216,20 @@ static size_t take_batch(gateway_outbox *ob, entry **out, audit_record *recs)
 static void put_back(gateway_outbox *ob, entry *first, size_t k)
 {
     entry *last = first;
+    size_t bytes = first->size;
 
-    while (last->next != NULL)
+    /* Bounded: the k entries of one batch. */
+    while (last->next != NULL) {
         last = last->next;
+        bytes += last->size;
+    }
     pthread_mutex_lock(&ob->mu);
     last->next = ob->head;
     ob->head = first;
     if (ob->tail == NULL)
         ob->tail = last;
     ob->count += k;
+    ob->bytes += bytes;
     drop_excess(ob);
     pthread_mutex_unlock(&ob->mu);
 }
@@ -237,6 +256,15 @@ int gateway_outbox_flush(gateway_outbox *ob, size_t *appended, size_t *skipped, 
     while ((k = take_batch(ob, &batch, recs)) > 0) {
         done = 0;
         rc = audit_append_outcomes(ob->log, recs, k, &done, err);
+        if (rc == -EINVAL) {
+            /* Refused for what it holds, it would be refused again: dropped
+             * rather than hold up what follows (add keeps none such). */
+            rg_log(RG_LOG_ERR, "audit_outbox_dropped", "records=%zu error=%s", k,
+                   rg_log_quote(q, sizeof(q), err ? err->msg : "-"));
+            chain_free(batch);
+            rc = 0;
+            continue;
+        }
         if (rc < 0) {
             put_back(ob, batch, k);
             break;

@@ -11,7 +11,8 @@
  * did land, or a gateway that took this one for dead, is not repeated.
  *
  * Invariants: records are deep copies owned by the outbox; at most `max`
- * are kept, and past that the oldest is dropped and logged (its decision
+ * of them and `max_bytes` are kept, and past either the oldest is dropped
+ * and logged (its decision
  * stays pending and is completed as "unknown" once this gateway is gone);
  * retries keep the order records were added in, and one retry runs at a
  * time. Thread-safe.
@@ -24,17 +25,23 @@
 #include "audit/audit.h"
 #include "util/error.h"
 
-/* Records kept at most by a gateway's outbox: a few MiB at their largest. */
-#define GATEWAY_OUTBOX_MAX 4096
+/* What a gateway's outbox keeps at most: records, and their bytes (a ref name may be long). */
+#define GATEWAY_OUTBOX_MAX       4096
+#define GATEWAY_OUTBOX_MAX_BYTES (16 * 1024 * 1024)
 
 typedef struct gateway_outbox gateway_outbox;
 
-/* An empty outbox for `log` (borrowed: it must outlive the outbox), keeping at most max > 0. */
-int gateway_outbox_new(gateway_outbox **out, audit_log *log, size_t max, rg_error *err);
+/*
+ * An empty outbox for `log` (borrowed: it must outlive the outbox),
+ * keeping at most max > 0 records of at most max_bytes in all.
+ */
+int gateway_outbox_new(gateway_outbox **out, audit_log *log, size_t max, size_t max_bytes,
+                       rg_error *err);
 
 /*
  * Keep copies of n outcome records for a retry; past the bound the oldest
- * are dropped (logged). -ENOMEM (nothing kept) when they cannot be copied.
+ * are dropped (logged). -EINVAL (nothing kept) when one is not an outcome
+ * naming its decision, -ENOMEM when they cannot be copied.
  */
 int gateway_outbox_add(gateway_outbox *ob, const audit_record *recs, size_t n);
 

@@ -1175,7 +1175,8 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
     if (rc < 0)
         goto done;
     audit_on_append(s->ctx.audit, audit_timed, s->ctx.metrics);
-    rc = gateway_outbox_new(&s->ctx.outbox, s->ctx.audit, GATEWAY_OUTBOX_MAX, err);
+    rc = gateway_outbox_new(&s->ctx.outbox, s->ctx.audit, GATEWAY_OUTBOX_MAX,
+                            GATEWAY_OUTBOX_MAX_BYTES, err);
     if (rc < 0)
         goto done;
     /* Before serving, and before the start event: a push the last gateway

@@ -10,6 +10,7 @@
  */
 #include <criterion/criterion.h>
 #include <criterion/hooks.h>
+#include <errno.h>
 #include <ftw.h>
 #include <libpq-fe.h>
 #include <limits.h>
@@ -310,7 +311,7 @@ Test(outbox, past_its_bound_keeps_the_newest_and_retries_them_in_order)
     char texts[8][64];
     size_t app = 0, skip = 0, n;
 
-    cr_assert_eq(gateway_outbox_new(&box, log, 3, &err), 0, "%s", err.msg);
+    cr_assert_eq(gateway_outbox_new(&box, log, 3, 1 << 20, &err), 0, "%s", err.msg);
     decide(log, 6, seqs);
     /* Added out of decision order, one at a time: the outbox's order is the adding order. */
     add_outcome(seqs[0], refs[0]);
@@ -333,6 +334,41 @@ Test(outbox, past_its_bound_keeps_the_newest_and_retries_them_in_order)
     chain_verifies(0);
 }
 
+Test(outbox, past_its_byte_bound_keeps_the_newest_and_refuses_what_it_could_never_write)
+{
+    audit_log *log = file_log();
+    rg_error err = RG_ERROR_INIT;
+    uint64_t seqs[4], got[8];
+    char big[2001], small[64];
+    audit_record r;
+    size_t app = 0;
+
+    /* Records of over 2,000 bytes each: two fit in 5,000, not three. */
+    cr_assert_eq(gateway_outbox_new(&box, log, 100, 5000, &err), 0, "%s", err.msg);
+    decide(log, 4, seqs);
+    memset(big, 'o', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    for (int i = 0; i < 4; i++) {
+        r = outcome(seqs[i], refs[i], small, sizeof(small));
+        r.outcome = big;
+        cr_assert_eq(gateway_outbox_add(box, &r, 1), 0);
+    }
+    cr_assert_eq(gateway_outbox_count(box), 2);
+    /* Not an outcome, or one naming no decision: nothing kept. */
+    r.kind = AUDIT_DECISION;
+    cr_assert_eq(gateway_outbox_add(box, &r, 1), -EINVAL);
+    r.kind = AUDIT_OUTCOME;
+    r.decision_seq = 0;
+    cr_assert_eq(gateway_outbox_add(box, &r, 1), -EINVAL);
+    cr_assert_eq(gateway_outbox_count(box), 2);
+    cr_assert_eq(gateway_outbox_flush(box, &app, NULL, &err), 0, "%s", err.msg);
+    cr_assert_eq(app, 2);
+    cr_assert_eq(outcomes_in_log(got, 8, NULL, 0), 2);
+    cr_assert_eq(got[0], seqs[2]);
+    cr_assert_eq(got[1], seqs[3]);
+    chain_verifies(0);
+}
+
 Test(outbox, file_retry_skips_an_outcome_whose_write_landed)
 {
     audit_log *log = file_log();
@@ -342,7 +378,7 @@ Test(outbox, file_retry_skips_an_outcome_whose_write_landed)
     audit_record r;
     size_t app = 0, skip = 0;
 
-    cr_assert_eq(gateway_outbox_new(&box, log, 10, &err), 0, "%s", err.msg);
+    cr_assert_eq(gateway_outbox_new(&box, log, 10, 1 << 20, &err), 0, "%s", err.msg);
     decide(log, 3, seqs);
     /* The first try of seqs[1]'s outcome reached the file though the caller saw a failure. */
     r = outcome(seqs[1], refs[1], text, sizeof(text));
@@ -371,7 +407,7 @@ Test(outbox, database_retry_waits_while_it_is_away_and_keeps_the_order)
 
     use_database();
     log = pg_log("gw-a");
-    cr_assert_eq(gateway_outbox_new(&box, log, 4, &err), 0, "%s", err.msg);
+    cr_assert_eq(gateway_outbox_new(&box, log, 4, 1 << 20, &err), 0, "%s", err.msg);
     decide(log, 4, seqs);
     add_outcome(seqs[3], refs[3]);
     add_outcome(seqs[0], refs[0]);
@@ -415,7 +451,7 @@ Test(outbox, database_retry_skips_an_outcome_whose_commit_landed)
 
     use_database();
     log = pg_log("gw-a");
-    cr_assert_eq(gateway_outbox_new(&box, log, 10, &err), 0, "%s", err.msg);
+    cr_assert_eq(gateway_outbox_new(&box, log, 10, 1 << 20, &err), 0, "%s", err.msg);
     decide(log, 2, seqs);
     /* The first try committed; its answer was lost. */
     r = outcome(seqs[0], refs[0], text, sizeof(text));
@@ -444,7 +480,7 @@ Test(outbox, database_retry_skips_a_decision_another_gateway_completed)
     use_database();
     a = pg_log("gw-a");
     b = pg_log("gw-b");
-    cr_assert_eq(gateway_outbox_new(&box, a, 10, &err), 0, "%s", err.msg);
+    cr_assert_eq(gateway_outbox_new(&box, a, 10, 1 << 20, &err), 0, "%s", err.msg);
     decide(a, 2, seqs);
     add_outcome(seqs[0], refs[0]);
     add_outcome(seqs[1], refs[1]);
