@@ -110,7 +110,9 @@ int audit_open(audit_log **out, const char *path, rg_error *err);
  * `gateways` table, db/lease.h; never those of a live gateway nor this
  * one's), each with an outcome naming the dead gateway and this one, plus a
  * "recovered" event per dead gateway with the count, in one head-locked
- * transaction so no record is completed twice.
+ * transaction so no record is completed twice. It looks without the lock
+ * first, and takes it (and looks again) only when there is something to
+ * complete, so an idle sweep never holds up appends.
  */
 typedef struct db_pool db_pool;
 int audit_pg_open(audit_log **out, db_pool *db, const char *gateway_id, rg_error *err);
@@ -145,6 +147,22 @@ int audit_append_many(audit_log *log, const audit_record *recs, size_t n, uint64
 
 /* audit_append_many of one record. */
 int audit_append(audit_log *log, const audit_record *rec, rg_error *err);
+
+/*
+ * Append, in one batch, those of the n outcome records whose decisions are
+ * still pending, in their order, and pass over the others: their decision
+ * was completed meanwhile, by an earlier try whose write landed though its
+ * answer was lost, or by a gateway that took this one for dead. For
+ * retrying outcomes that could not be written (gateway/outbox.h), so a
+ * retry never gives a decision a second outcome. *appended (may be NULL)
+ * gets how many were appended. Every record must be an outcome naming a
+ * decision (-EINVAL, nothing written, otherwise). The database store
+ * checks `pending` in the head-locked transaction that appends. The file
+ * store, the only writer of its file, reads back from the end to the
+ * oldest decision named and passes over those an outcome already names.
+ */
+int audit_append_outcomes(audit_log *log, const audit_record *recs, size_t n, size_t *appended,
+                          rg_error *err);
 
 /*
  * Told after every append that reached the store, with its wall time in

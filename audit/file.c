@@ -728,6 +728,86 @@ done:
     return rc;
 }
 
+/*
+ * Outcomes retried after a failed append (audit_append_outcomes). This
+ * store is its file's only writer and completes pending decisions only at
+ * open, so a decision can have got its outcome only from an earlier try
+ * whose bytes reached the file though the call failed (its fsync did).
+ * Reading back from the end to the oldest decision named finds those:
+ * outcomes come after their decisions, and a retry follows its failure
+ * soon, so the read stays short.
+ */
+static int file_append_outcomes(audit_log *log, const audit_record *recs, size_t n,
+                                size_t *appended, rg_error *err)
+{
+    audit_file *f = (audit_file *)log;
+    audit_record *keep = NULL;
+    seq_set named = {0};
+    uint64_t oldest = UINT64_MAX;
+    size_t nkeep = 0;
+    back_reader br = {0};
+    back_line l;
+    line_facts lf;
+    struct stat st;
+    json_t *root;
+    int rc = 0;
+
+    pthread_mutex_lock(&f->mu);
+    keep = calloc(n, sizeof(*keep));
+    if (keep == NULL) {
+        rc = rg_error_set(err, -ENOMEM, "out of memory");
+        goto done;
+    }
+    if (f->stale && (rc = tail_load(f, err)) < 0)
+        goto done;
+    if (fstat(f->fd, &st) < 0) {
+        rc = rg_error_set(err, -errno, "%s: %s", f->path, strerror(errno));
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++)
+        oldest = recs[i].decision_seq < oldest ? recs[i].decision_seq : oldest;
+    /* Bounded: back from the end (tail_load left it a newline) to `oldest`. */
+    rc = st.st_size > 0 ? back_open(&br, f->fd, st.st_size - 1) : 0;
+    while (rc == 0 && st.st_size > 0 && (rc = back_next(&br, &l)) == 1) {
+        rc = 0;
+        memset(&lf, 0, sizeof(lf));
+        if (!quick_facts(&lf, &l)) {
+            root = line_json(&l);
+            json_facts(&lf, root);
+            json_decref(root);
+        }
+        if (lf.seq != 0 && lf.seq <= oldest)
+            break;
+        if (lf.kind == AUDIT_OUTCOME && lf.decision_seq > 0)
+            rc = seq_set_add(&named, lf.decision_seq);
+        if (l.start == 0)
+            break;
+    }
+    back_close(&br);
+    if (rc < 0) {
+        rg_error_set(err, rc, "%s: looking for outcomes already written: %s", f->path,
+                     strerror(-rc));
+        goto done;
+    }
+    /* A decision named twice in the batch gets the first outcome only. */
+    for (size_t i = 0; i < n && rc == 0; i++) {
+        if (!seq_set_take(&named, recs[i].decision_seq))
+            keep[nkeep++] = recs[i];
+        rc = seq_set_add(&named, recs[i].decision_seq);
+    }
+    if (rc < 0) {
+        rc = rg_error_set(err, -ENOMEM, "out of memory");
+        goto done;
+    }
+    if (nkeep > 0 && (rc = append_locked(f, keep, nkeep, NULL, err)) == 0)
+        *appended = nkeep;
+done:
+    pthread_mutex_unlock(&f->mu);
+    free(named.slot);
+    free(keep);
+    return rc;
+}
+
 /* ------------------------------------------------------------------------
  * Opening and closing
  * ------------------------------------------------------------------------ */
@@ -762,6 +842,7 @@ static void file_close(audit_log *log)
 
 static const audit_store_ops file_ops = {
     .append_many = file_append_many,
+    .append_outcomes = file_append_outcomes,
     .ready = file_ready,
     .head = file_head,
     .complete_pending = file_complete_pending,

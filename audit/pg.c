@@ -19,7 +19,10 @@
  *
  * Decisions left pending by a gateway that died (db/lease.h) are completed
  * by a live gateway, inside the same head-locked transaction that finds
- * them, so two gateways never complete one record twice.
+ * them, so two gateways never complete one record twice; a sweep first
+ * looks without the lock and takes it only when there is something to
+ * complete. An outcome retried after a failed append is written only if
+ * its decision is still pending, checked under the same lock.
  */
 #include "audit/store.h"
 #include "db/lease.h"
@@ -243,6 +246,92 @@ static int pg_append_many(audit_log *log, const audit_record *recs, size_t n, ui
     return db_failed(rc, err);
 }
 
+/*
+ * The outcomes of recs whose decisions are still pending, checked under
+ * the head lock held on c: a decision completed by an earlier try (its
+ * COMMIT landed, the answer was lost) or by another gateway's sweep is no
+ * longer pending, and no one can complete it between this check and the
+ * COMMIT that follows. *keep gets them, in order; *nkeep how many.
+ */
+static int still_pending(PGconn *c, const audit_record *recs, size_t n, audit_record *keep,
+                         size_t *nkeep, rg_error *err)
+{
+    rg_buf seqs = RG_BUF_INIT(n * 24 + 2);
+    const char *params[1];
+    PGresult *r = NULL;
+    size_t rows = 0;
+    uint64_t *open = NULL;
+    int rc;
+
+    *nkeep = 0;
+    rc = rg_buf_puts(&seqs, "{");
+    for (size_t i = 0; rc == 0 && i < n; i++)
+        rc = rg_buf_printf(&seqs, "%s%" PRIu64, i ? "," : "", recs[i].decision_seq);
+    if (rc == 0)
+        rc = rg_buf_puts(&seqs, "}");
+    if (rc != 0) {
+        rc = rg_error_set(err, -ENOMEM, "out of memory");
+        goto done;
+    }
+    params[0] = seqs.data;
+    rc = db_exec(c, &r, "looking for the decisions still pending",
+                 "SELECT seq FROM audit_records WHERE pending AND seq = ANY($1::bigint[])", 1,
+                 params, err);
+    if (rc < 0)
+        goto done;
+    rows = (size_t)PQntuples(r);
+    open = calloc(rows ? rows : 1, sizeof(*open));
+    if (open == NULL) {
+        rc = rg_error_set(err, -ENOMEM, "out of memory");
+        goto done;
+    }
+    for (size_t j = 0; j < rows; j++)
+        open[j] = strtoull(PQgetvalue(r, (int)j, 0), NULL, 10);
+    /* Bounded: n records against at most n rows. A decision is taken once,
+     * so a second outcome for it in the same batch is passed over too. */
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < rows; j++)
+            if (open[j] == recs[i].decision_seq) {
+                open[j] = 0;
+                keep[(*nkeep)++] = recs[i];
+                break;
+            }
+done:
+    free(open);
+    PQclear(r);
+    rg_buf_free(&seqs);
+    return rc;
+}
+
+static int pg_append_outcomes(audit_log *log, const audit_record *recs, size_t n, size_t *appended,
+                              rg_error *err)
+{
+    audit_pg *g = (audit_pg *)log;
+    char prev[AUDIT_HASH_HEX + 1];
+    audit_record *keep;
+    size_t nkeep = 0;
+    uint64_t seq = 0;
+    PGconn *c;
+    int rc;
+
+    keep = calloc(n, sizeof(*keep));
+    if (keep == NULL)
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    if ((rc = acquire_begin(g, &c, err)) < 0)
+        goto done;
+    rc = lock_head(c, &seq, prev, err);
+    if (rc == 0)
+        rc = still_pending(c, recs, n, keep, &nkeep, err);
+    if (rc == 0 && nkeep > 0 && (rc = append_locked(g, c, keep, nkeep, &seq, prev, err)) == 0)
+        rc = db_commit(c, err);
+    if (rc == 0)
+        *appended = nkeep;
+    release(g, c);
+done:
+    free(keep);
+    return db_failed(rc, err);
+}
+
 /* ------------------------------------------------------------------------
  * Ready, head
  * ------------------------------------------------------------------------ */
@@ -369,6 +458,17 @@ static int complete_batch(audit_pg *g, PGconn *c, size_t *done, rg_error *err)
     int rc;
 
     *done = 0;
+    /* A look without the lock first: nearly every sweep finds nothing, and
+     * taking the head lock for nothing would queue it behind every append
+     * of every gateway. What it finds is looked for again under the lock. */
+    rc = db_exec(c, &r, "looking for pending decisions of dead gateways",
+                 "SELECT 1 FROM audit_records WHERE pending AND gateway IS DISTINCT FROM $1"
+                 " AND " DB_LEASE_DEAD_SQL("gateway") " LIMIT 1",
+                 1, params, err);
+    if (rc < 0 || PQntuples(r) == 0)
+        goto done;
+    PQclear(r);
+    r = NULL;
     if ((rc = lock_head(c, &seq, prev, err)) < 0)
         goto done;
     /* Under the head lock: a gateway completing the same records waits
@@ -452,6 +552,7 @@ static void pg_close(audit_log *log)
 
 static const audit_store_ops pg_ops = {
     .append_many = pg_append_many,
+    .append_outcomes = pg_append_outcomes,
     .ready = pg_ready,
     .head = pg_head,
     .complete_pending = pg_complete_pending,

@@ -27,6 +27,9 @@
 typedef struct audit_store_ops {
     int (*append_many)(audit_log *log, const audit_record *recs, size_t n, uint64_t *first_seq,
                        rg_error *err);
+    /* audit_append_outcomes: n > 0 outcome records, each naming a decision. */
+    int (*append_outcomes)(audit_log *log, const audit_record *recs, size_t n, size_t *appended,
+                           rg_error *err);
     int (*ready)(audit_log *log, size_t nbytes, rg_error *err);
     int (*head)(audit_log *log, uint64_t *seq, char hash_hex[AUDIT_HASH_HEX + 1], rg_error *err);
     int (*complete_pending)(audit_log *log, size_t *completed, rg_error *err);

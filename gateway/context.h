@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "db/db.h"
 #include "gateway/metrics.h"
+#include "gateway/outbox.h"
 #include "tokens/credentials.h"
 #include "tokens/token.h"
 
@@ -25,6 +26,7 @@ typedef struct gateway_ctx {
     tokens_key *key;      /* this gateway's signing key */
     tokens_store *tokens; /* public keys and revocations: files, or ctx->db */
     audit_log *audit;
+    gateway_outbox *outbox;     /* outcomes the log could not take, retried; NULL: none kept */
     approvals_store *approvals; /* NULL: `ask` stays a deny */
     db_pool *db;                /* the shared database (config "state"); NULL: files only */
     char gateway_id[DB_GATEWAY_ID_HEX + 1]; /* this process, as the database knows it */

@@ -20,6 +20,7 @@
 struct gateway_lease {
     db_pool *db;
     audit_log *audit;
+    gateway_outbox *outbox; /* NULL: nothing to retry */
     char id[DB_GATEWAY_ID_HEX + 1];
     pthread_t thread;
     pthread_mutex_t mu;
@@ -71,6 +72,11 @@ static void renew(gateway_lease *l)
     l->failing = 0;
     if (l->healthy_since == 0)
         l->healthy_since = now;
+    /* The database answers: the outcomes it could not take go in now,
+     * before anyone may take this gateway for dead (its lease was just
+     * renewed) and complete their decisions as unknown. The outbox logs. */
+    if (gateway_outbox_count(l->outbox) > 0)
+        gateway_outbox_flush(l->outbox, NULL, NULL, &e);
     if (now - l->healthy_since >= DB_LEASE_DEAD_SECONDS &&
         now - l->last_sweep >= GATEWAY_LEASE_SWEEP_SECONDS) {
         l->last_sweep = now;
@@ -101,7 +107,7 @@ static void *lease_main(void *arg)
 }
 
 int gateway_lease_start(gateway_lease **out, db_pool *db, const char *gateway_id, audit_log *audit,
-                        size_t *recovered, rg_error *err)
+                        gateway_outbox *outbox, size_t *recovered, rg_error *err)
 {
     rg_error e = RG_ERROR_INIT;
     char q[RG_LOG_VALUE_MAX];
@@ -116,6 +122,7 @@ int gateway_lease_start(gateway_lease **out, db_pool *db, const char *gateway_id
         return rg_error_set(err, -ENOMEM, "out of memory");
     l->db = db;
     l->audit = audit;
+    l->outbox = outbox;
     snprintf(l->id, sizeof(l->id), "%s", gateway_id);
     if (db_lease_register(db, l->id, &e) < 0) {
         rg_log(RG_LOG_ERR, "db_lease_failed", "gateway=%s error=%s", l->id,

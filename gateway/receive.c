@@ -1123,6 +1123,7 @@ static void finish_push(gateway_receive *r)
     rg_error e = RG_ERROR_INIT;
     size_t n = 0;
     char q[RG_LOG_VALUE_MAX];
+    int kept;
 
     if (r->finished || !r->decided)
         return;
@@ -1163,11 +1164,18 @@ static void finish_push(gateway_receive *r)
             continue;
         outcome_record(&recs[n++], r, c, c->result.outcome);
     }
-    /* The push has happened: a failure here cannot stop it, only be said.
-     * The decision records are durable, so the next start completes them. */
-    if (audit_append_many(r->ctx->audit, recs, n, NULL, &e) < 0)
-        rg_log(RG_LOG_ERR, "audit_append_failed", "push=%s error=%s", r->push_id,
-               rg_log_quote(q, sizeof(q), e.msg));
+    /* The push has happened: a failure here cannot stop it, only be said
+     * and retried (gateway/outbox.h). The decision records are durable, so
+     * what is never retried is completed as unknown once this gateway is
+     * gone. The file store has no lease thread: a request whose own
+     * outcomes were written retries what waits. */
+    if (audit_append_many(r->ctx->audit, recs, n, NULL, &e) < 0) {
+        kept = gateway_outbox_add(r->ctx->outbox, recs, n) == 0;
+        rg_log(RG_LOG_ERR, "audit_append_failed", "push=%s outcomes=%zu kept_for_retry=%s error=%s",
+               r->push_id, n, kept ? "yes" : "no", rg_log_quote(q, sizeof(q), e.msg));
+    } else if (r->ctx->db == NULL && gateway_outbox_count(r->ctx->outbox) > 0) {
+        gateway_outbox_flush(r->ctx->outbox, NULL, NULL, &e);
+    }
     free(recs);
 }
 

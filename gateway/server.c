@@ -1175,13 +1175,17 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
     if (rc < 0)
         goto done;
     audit_on_append(s->ctx.audit, audit_timed, s->ctx.metrics);
+    rc = gateway_outbox_new(&s->ctx.outbox, s->ctx.audit, GATEWAY_OUTBOX_MAX,
+                            GATEWAY_OUTBOX_MAX_BYTES, err);
+    if (rc < 0)
+        goto done;
     /* Before serving, and before the start event: a push the last gateway
      * forwarded without learning its outcome gets one ("unknown"), so
      * every start event closes what came before it. In the database, the
      * lease says which gateways are dead, and its thread sweeps again. */
     if (s->ctx.db != NULL)
-        rc = gateway_lease_start(&s->lease, s->ctx.db, s->ctx.gateway_id, s->ctx.audit, &recovered,
-                                 err);
+        rc = gateway_lease_start(&s->lease, s->ctx.db, s->ctx.gateway_id, s->ctx.audit,
+                                 s->ctx.outbox, &recovered, err);
     else
         rc = audit_complete_pending(s->ctx.audit, &recovered, err);
     if (rc < 0)
@@ -1376,7 +1380,13 @@ void gateway_server_stop(gateway_server *s)
     /* Before the stop event and audit_close: a mint or revoke in progress
      * finishes its record first. */
     gateway_control_stop(s->control);
-    /* Every request has ended: nothing forwarded is left without an outcome. */
+    /* Every request has ended: nothing forwarded is left without an
+     * outcome once the outbox is empty. When it cannot be emptied there is
+     * no stop event, which would say so: the file store's next start then
+     * completes those decisions, and with the database another gateway
+     * does once this one's lease is stopped. */
+    if (gateway_outbox_flush(s->ctx.outbox, NULL, NULL, NULL) < 0)
+        s->audit_started = 0;
     if (s->audit_started) {
         char detail[96];
         snprintf(detail, sizeof(detail), "%s%s%spid %ld", s->ctx.db ? "gateway " : "",
@@ -1390,6 +1400,8 @@ void gateway_server_stop(gateway_server *s)
     approvals_close(s->ctx.approvals);
     /* After the control thread and the approvals: a denial gives kept bytes back. */
     gateway_spool_free(s->spool);
+    /* Before audit_close: it logs what it could not retry. */
+    gateway_outbox_free(s->ctx.outbox);
     audit_close(s->ctx.audit);
     gateway_metrics_free(s->ctx.metrics);
     tokens_store_free(s->ctx.tokens);

@@ -4,8 +4,11 @@
 # it is back pushes land again without a restart; a second gateway on the
 # same state_dir is refused; a gateway that dies with a forwarded push open
 # has it completed by the next one; a gateway started while PostgreSQL is
-# down serves, refuses pushes, and recovers by itself; and a live gateway's
-# open decision is left alone by another gateway's sweeps until it stops.
+# down serves, refuses pushes, and recovers by itself; a live gateway's
+# open decision is left alone by another gateway's sweeps until it stops;
+# and an outcome the database refused is kept and written once it is
+# taken, by the lease thread or at a clean stop (before the stop event),
+# once.
 . "$REFGATE_SRC/tests/db/lib_audit.sh"
 
 make_upstream app
@@ -161,6 +164,69 @@ test_a_live_gateways_open_decision_is_left_alone_and_completed_once_it_stops() {
     fail "the stopped gateway's open decision was not completed"
   [ "$(pg_psql "SELECT count(*) FROM audit_records WHERE kind = 'outcome' AND decision_seq = $seq AND
         convert_from(line, 'UTF8') LIKE '%unknown: gateway $a stopped%'")" = 1 ] || fail "not completed once"
+  db_dump "$T/db.jsonl"
+  chain_ok "$T/db.jsonl"
+}
+
+# refuse_outcomes on|off: the database refuses (a trigger) or takes
+# outcome records, while decisions still go in: as if it went away
+# between a push's decision and its outcome.
+refuse_outcomes() {
+  if [ "$1" = on ]; then
+    pg_psql "CREATE OR REPLACE FUNCTION rg_test_refuse() RETURNS trigger LANGUAGE plpgsql AS
+               \$\$ BEGIN IF NEW.kind = 'outcome' THEN RAISE EXCEPTION 'test: outcomes refused';
+               END IF; RETURN NEW; END \$\$;
+             CREATE TRIGGER rg_test_refuse BEFORE INSERT ON audit_records
+               FOR EACH ROW EXECUTE FUNCTION rg_test_refuse()" >/dev/null
+  else
+    pg_psql "DROP TRIGGER rg_test_refuse ON audit_records" >/dev/null
+  fi
+}
+
+# one_outcome SEQ: decision SEQ is complete with exactly one outcome, "forwarded: ok".
+one_outcome() {
+  [ "$(pg_psql "SELECT pending FROM audit_records WHERE seq = $1")" = f ] || fail "decision $1 is pending"
+  [ "$(pg_psql "SELECT count(*) FROM audit_records WHERE kind = 'outcome' AND decision_seq = $1")" = 1 ] ||
+    fail "decision $1 has not one outcome"
+  pg_psql "SELECT convert_from(line, 'UTF8') FROM audit_records WHERE kind = 'outcome' AND decision_seq = $1" |
+    grep -qF '"outcome":"forwarded: ok"' || fail "decision $1's outcome is not forwarded: ok"
+}
+
+test_an_outcome_the_database_refused_is_written_once_it_is_taken_and_at_a_clean_stop() {
+  local a seq stop
+  start_gateway_here
+  use_token "$TOKEN"
+  a=$(pg_psql "SELECT id FROM gateways WHERE stopped IS NULL ORDER BY started DESC LIMIT 1")
+  refuse_outcomes on
+  push kept-a || { cat "$T/out"; fail "push failed"; }
+  [ -n "$(upstream_ref app refs/heads/feature/kept-a)" ] || fail "feature/kept-a did not land"
+  seq=$(pg_psql "SELECT max(seq) FROM audit_records WHERE kind = 'decision' AND gateway = '$a'")
+  [ "$(pg_psql "SELECT pending FROM audit_records WHERE seq = $seq")" = t ] || fail "the outcome went in"
+  grep -q "audit_append_failed push=.* kept_for_retry=yes" "$T/gateway.log" ||
+    { tail "$T/gateway.log"; fail "the outcome was not kept"; }
+  # The lease thread writes it once the database takes it (a tick is 2 s).
+  refuse_outcomes off
+  for _ in $(seq 1 200); do
+    [ "$(pg_psql "SELECT pending FROM audit_records WHERE seq = $seq")" = f ] && break
+    sleep 0.05
+  done
+  one_outcome "$seq"
+  grep -q "audit_outbox_retried appended=1 skipped=0" "$T/gateway.log" || fail "no retry said so"
+  # Refused again; taken again just before a clean stop: the outcome is
+  # in before the stop event, whoever wrote it.
+  refuse_outcomes on
+  push kept-b || { cat "$T/out"; fail "push failed"; }
+  seq=$(pg_psql "SELECT max(seq) FROM audit_records WHERE kind = 'decision' AND gateway = '$a'")
+  [ "$(pg_psql "SELECT pending FROM audit_records WHERE seq = $seq")" = t ] || fail "the outcome went in"
+  refuse_outcomes off
+  stop_gateway_here
+  trap - EXIT
+  one_outcome "$seq"
+  stop=$(pg_psql "SELECT max(seq) FROM audit_records WHERE kind = 'event' AND gateway = '$a'
+                  AND convert_from(line, 'UTF8') LIKE '%\"event\":\"stop\"%'")
+  [ -n "$stop" ] || fail "no stop event"
+  [ "$(pg_psql "SELECT seq FROM audit_records WHERE kind = 'outcome' AND decision_seq = $seq")" -lt "$stop" ] ||
+    fail "the outcome came after the stop event"
   db_dump "$T/db.jsonl"
   chain_ok "$T/db.jsonl"
 }

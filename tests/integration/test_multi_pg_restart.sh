@@ -5,9 +5,12 @@
 # Then: no push hung; no push claimed a ref that did not land; every push
 # that did not land was refused with a reason the pusher sees (naming the
 # database or the audit log); nothing landed without an allow decision
-# record in the database; the denied branches never landed; the gateways
-# served again by themselves (same processes, no restart); the chain is
-# contiguous and verifies.
+# record in the database; within seconds of the database's return no
+# decision of a live gateway stays pending for a ref that landed (outcomes
+# the database could not take waited in the gateway's outbox) and every
+# landed ref has exactly one outcome record; the denied branches never
+# landed; the gateways served again by themselves (same processes, no
+# restart); the chain is contiguous and verifies.
 #
 #   MULTI_CLIENTS=N (per gateway, default 4)
 source "$(dirname "$0")/lib_multi.sh"
@@ -129,6 +132,56 @@ test_every_push_that_did_not_land_was_refused_with_a_reason() {
     while read -r line; do note "  $line"; done
   [ "$refused" -ge 1 ] || fail "no push was refused: the outage tested nothing"
   [ "$bad" = 0 ] || fail "$bad pushes refused badly"
+}
+
+# landed_complete: every ref upstream has its allow decision completed by
+# exactly one outcome record, and none is pending for a live gateway
+# (exit 1 and a line saying what is not so, else a summary line).
+landed_complete() {
+  git --git-dir="$T/upstream/acme/app.git" for-each-ref --format='%(refname) %(objectname)' \
+    refs/heads/feature >"$T/landed.refs"
+  pg_psql "SELECT json_build_object('seq', seq, 'pending', pending, 'gateway', gateway,
+             'live', EXISTS (SELECT 1 FROM gateways g WHERE g.id = gateway AND g.stopped IS NULL
+                             AND g.seen > now() - interval '10 seconds'),
+             'rec', convert_from(line, 'UTF8')::json)
+           FROM audit_records WHERE kind IN ('decision', 'outcome') ORDER BY seq" >"$T/landed.rows"
+  python3 - "$T/landed.refs" "$T/landed.rows" <<'PY'
+import collections, json, sys
+rows = [json.loads(l) for l in open(sys.argv[2])]
+decision = {(r["rec"]["ref"], r["rec"]["new"]): r for r in rows
+            if r["rec"]["type"] == "decision" and r["rec"]["decision"] == "allow"}
+outcomes = collections.defaultdict(list)
+for r in rows:
+    if r["rec"]["type"] == "outcome":
+        outcomes[r["rec"]["decision_seq"]].append(r["rec"]["outcome"])
+stuck, counts, unknown, n = [], collections.Counter(), 0, 0
+for line in open(sys.argv[1]):
+    n += 1
+    ref, new = line.split()
+    d = decision.get((ref, new))
+    if d is None:
+        sys.exit(f"{ref} {new} landed without an allow decision")
+    if d["pending"] and d["live"]:
+        stuck.append(d["seq"])
+    got = outcomes[d["seq"]]
+    counts[len(got)] += 1
+    unknown += sum(1 for o in got if o.startswith("unknown"))
+if stuck:
+    sys.exit(f"{len(stuck)} landed refs still pending for a live gateway: seqs {stuck[:10]}")
+if set(counts) != {1}:
+    sys.exit(f"landed refs by their number of outcome records: {dict(counts)}")
+print(f"{n} landed refs, each with one outcome ({unknown} of them unknown)")
+PY
+}
+
+test_soon_after_the_database_returns_every_landed_ref_has_one_outcome() {
+  local retried
+  wait_until 30 'landed_complete >"$T/landed_complete.out" 2>&1' ||
+    { cat "$T/landed_complete.out"; return 1; }
+  note "$(cat "$T/landed_complete.out"); so $(( ($(now) - $(cat "$T/up.at")) / 1000 )) ms after PostgreSQL was up"
+  retried=$(awk '/audit_outbox_retried/ { for (i = 1; i <= NF; i++) if ($i ~ /^appended=/) n += substr($i, 10) }
+    END { print n + 0 }' "$T"/gw*/gateway.log)
+  note "outcome records the gateways kept and wrote once the database answered: $retried"
 }
 
 test_nothing_landed_without_an_allow_decision_record() {
