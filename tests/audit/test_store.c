@@ -33,6 +33,7 @@
 #include "audit/audit.h"
 #include "db/db.h"
 #include "db/lease.h"
+#include "support/pg.h"
 
 #define ZEROS "0000000000000000000000000000000000000000000000000000000000000000"
 #define OID0  "0000000000000000000000000000000000000000"
@@ -42,56 +43,16 @@
  * One PostgreSQL for the whole binary (started in the runner process)
  * ------------------------------------------------------------------------ */
 
-static int pg_owned; /* this binary started it, and stops it */
-
-/* Run `cmd` in bash with tests/support/pg.sh loaded; its exit status. */
-static int pg_sh(const char *cmd)
-{
-    char line[1024];
-    int rc;
-
-    snprintf(line, sizeof(line), "bash -c '. \"$REFGATE_SRC/tests/support/pg.sh\"; %s'", cmd);
-    rc = system(line);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
-
 ReportHook(PRE_ALL)(struct criterion_test_set *set)
 {
-    char line[3][1024];
-    FILE *p;
-    int n = 0;
-
     (void)set;
-    if (getenv("PG_URL") != NULL)
-        return;
-    if (getenv("REFGATE_SRC") == NULL) {
-        setenv("RG_PG_SKIP", "REFGATE_SRC is not set, so PostgreSQL cannot be started", 1);
-        return;
-    }
-    p = popen("bash -c '. \"$REFGATE_SRC/tests/support/pg.sh\"; pg_start >&2 || exit 0; "
-              "printf \"%s\\n%s\\n%s\\n\" \"$PG_URL\" \"$PG_DIR\" \"$PG_BIN\"'",
-              "r");
-    while (p != NULL && n < 3 && fgets(line[n], sizeof(line[n]), p) != NULL) {
-        line[n][strcspn(line[n], "\n")] = '\0';
-        n++;
-    }
-    if (p != NULL)
-        pclose(p);
-    if (n < 3) {
-        setenv("RG_PG_SKIP", "PostgreSQL could not be started here (pg_start said why above)", 1);
-        return;
-    }
-    setenv("PG_URL", line[0], 1);
-    setenv("PG_DIR", line[1], 1);
-    setenv("PG_BIN", line[2], 1);
-    pg_owned = 1;
+    test_pg_start();
 }
 
 ReportHook(POST_ALL)(struct criterion_global_stats *stats)
 {
     (void)stats;
-    if (pg_owned)
-        pg_sh("pg_stop");
+    test_pg_stop();
 }
 
 /* ------------------------------------------------------------------------
@@ -913,15 +874,16 @@ Test(store, appends_fail_while_the_database_is_down_none_half_written_and_work_a
     }
     cr_assert(each_positive(w, 3, offsetof(outage_writer, ok)), "appends work at first");
     /* Killed, not shut down: transactions in flight die with it. */
-    cr_assert_eq(pg_sh("pg_as_owner \"$PG_BIN/pg_ctl\" -D \"$PG_DIR/data\" -m immediate -w stop "
-                       ">/dev/null"),
-                 0);
+    cr_assert_eq(
+        test_pg_sh("pg_as_owner \"$PG_BIN/pg_ctl\" -D \"$PG_DIR/data\" -m immediate -w stop "
+                   ">/dev/null"),
+        0);
     cr_assert(each_positive(w, 3, offsetof(outage_writer, failed)),
               "appends fail while it is down");
     cr_assert_eq(audit_ready(log, 1024, &err), RG_E_STATE);
     cr_assert_not_null(strstr(err.msg, "the audit log's database cannot be reached"), "%s",
                        err.msg);
-    cr_assert_eq(pg_sh("pg_restart 2>/dev/null; pg_psql \"SELECT 1\" >/dev/null"), 0);
+    cr_assert_eq(test_pg_sh("pg_restart 2>/dev/null; pg_psql \"SELECT 1\" >/dev/null"), 0);
     for (int i = 0; i < 3; i++)
         w[i].back = 1;
     cr_assert(each_positive(w, 3, offsetof(outage_writer, ok_after)),

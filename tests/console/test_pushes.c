@@ -14,6 +14,7 @@
 
 #include "console/pushes.h"
 #include "db/db.h"
+#include "support/pg.h"
 
 static char path[64];
 static audit_source src = {path, NULL};
@@ -63,44 +64,20 @@ static void teardown(void)
  * The database
  * ------------------------------------------------------------------------ */
 
-static char pg_url[512], pg_dir[256];
 static db_pool *pool;
 static PGconn *lock; /* holds the lock that keeps tests in parallel off each other's rows */
 
-/* Before the run: $PG_URL, or a PostgreSQL of our own (PG_DIR kept to stop it). */
+/* Before the run: $PG_URL, or a PostgreSQL of our own. */
 ReportHook(PRE_ALL)(struct criterion_test_set *set)
 {
-    FILE *p;
-
     (void)set;
-    if (getenv("PG_URL") != NULL || getenv("REFGATE_SRC") == NULL)
-        return;
-    p = popen("bash -c '. \"$REFGATE_SRC/tests/support/pg.sh\" && pg_start >&2 && "
-              "echo \"$PG_URL\" && echo \"$PG_DIR\"'",
-              "r");
-    if (p == NULL)
-        return;
-    if (fgets(pg_url, sizeof(pg_url), p) != NULL && fgets(pg_dir, sizeof(pg_dir), p) != NULL) {
-        pg_url[strcspn(pg_url, "\n")] = '\0';
-        pg_dir[strcspn(pg_dir, "\n")] = '\0';
-        setenv("PG_URL", pg_url, 1);
-    }
-    pclose(p);
+    test_pg_start();
 }
 
 ReportHook(POST_ALL)(struct criterion_global_stats *stats)
 {
-    char cmd[600];
-
     (void)stats;
-    if (pg_dir[0] == '\0')
-        return;
-    snprintf(cmd, sizeof(cmd),
-             "bash -c '. \"$REFGATE_SRC/tests/support/pg.sh\" && PG_BIN=$(pg_bin_dir) && "
-             "PG_DIR=%s && pg_stop'",
-             pg_dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not stop the PostgreSQL in %s\n", pg_dir);
+    test_pg_stop();
 }
 
 /* The file's lines as the rows of audit_records, and src reading them there. */

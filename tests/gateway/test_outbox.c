@@ -24,6 +24,7 @@
 #include "db/db.h"
 #include "db/lease.h"
 #include "gateway/outbox.h"
+#include "support/pg.h"
 
 #define OID1 "1111111111111111111111111111111111111111"
 #define OID2 "2222222222222222222222222222222222222222"
@@ -32,44 +33,16 @@
  * One PostgreSQL for the binary, a database (or a directory) per test
  * ------------------------------------------------------------------------ */
 
-static int pg_owned;
-
 ReportHook(PRE_ALL)(struct criterion_test_set *set)
 {
-    char line[2][1024];
-    FILE *p;
-    int n = 0;
-
     (void)set;
-    if (getenv("PG_URL") != NULL)
-        return;
-    if (getenv("REFGATE_SRC") == NULL) {
-        setenv("RG_PG_SKIP", "REFGATE_SRC is not set, so PostgreSQL cannot be started", 1);
-        return;
-    }
-    p = popen("bash -c '. \"$REFGATE_SRC/tests/support/pg.sh\"; pg_start >&2 || exit 0; "
-              "printf \"%s\\n%s\\n\" \"$PG_URL\" \"$PG_DIR\"'",
-              "r");
-    while (p != NULL && n < 2 && fgets(line[n], sizeof(line[n]), p) != NULL) {
-        line[n][strcspn(line[n], "\n")] = '\0';
-        n++;
-    }
-    if (p != NULL)
-        pclose(p);
-    if (n < 2) {
-        setenv("RG_PG_SKIP", "PostgreSQL could not be started here (pg_start said why above)", 1);
-        return;
-    }
-    setenv("PG_URL", line[0], 1);
-    setenv("PG_DIR", line[1], 1);
-    pg_owned = 1;
+    test_pg_start();
 }
 
 ReportHook(POST_ALL)(struct criterion_global_stats *stats)
 {
     (void)stats;
-    if (pg_owned && system("bash -c '. \"$REFGATE_SRC/tests/support/pg.sh\"; pg_stop'") != 0)
-        fprintf(stderr, "pg_stop failed\n");
+    test_pg_stop();
 }
 
 static char dir[PATH_MAX], logpath[PATH_MAX], dbname[64], dburl[2048];

@@ -49,6 +49,7 @@ pg_start() {
 
 pg_stop() {
   [ -n "${PG_DIR:-}" ] || return 0
+  [ -n "${PG_BIN:-}" ] || PG_BIN=$(pg_bin_dir) || true
   [ -f "$PG_DIR/data/postmaster.pid" ] &&
     pg_as_owner "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -m immediate -w stop >/dev/null 2>&1
   rm -rf "$PG_DIR"

@@ -1,0 +1,59 @@
+/*
+ * A real PostgreSQL for Criterion tests (tests/support/pg.h).
+ */
+#include "support/pg.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+static int owned; /* started here, so stopped here */
+
+int test_pg_sh(const char *cmd)
+{
+    char line[2048];
+    int rc;
+
+    snprintf(line, sizeof(line), "bash -c '. \"$REFGATE_SRC/tests/support/pg.sh\"; %s'", cmd);
+    rc = system(line);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+void test_pg_start(void)
+{
+    static const char *const names[3] = {"PG_URL", "PG_DIR", "PG_BIN"};
+    char line[3][1024];
+    FILE *p;
+    int n = 0;
+
+    if (getenv("PG_URL") != NULL)
+        return;
+    if (getenv("REFGATE_SRC") == NULL) {
+        setenv("RG_PG_SKIP", "REFGATE_SRC is not set, so PostgreSQL cannot be started", 1);
+        return;
+    }
+    p = popen("bash -c '. \"$REFGATE_SRC/tests/support/pg.sh\"; pg_start >&2 || exit 0; "
+              "printf \"%s\\n%s\\n%s\\n\" \"$PG_URL\" \"$PG_DIR\" \"$PG_BIN\"'",
+              "r");
+    while (p != NULL && n < 3 && fgets(line[n], sizeof(line[n]), p) != NULL) {
+        line[n][strcspn(line[n], "\n")] = '\0';
+        n++;
+    }
+    if (p != NULL)
+        pclose(p);
+    if (n < 3) {
+        setenv("RG_PG_SKIP", "PostgreSQL could not be started here (pg_start said why above)", 1);
+        return;
+    }
+    for (int i = 0; i < 3; i++)
+        setenv(names[i], line[i], 1);
+    owned = 1;
+}
+
+void test_pg_stop(void)
+{
+    if (owned && test_pg_sh("pg_stop") != 0)
+        fprintf(stderr, "could not stop the PostgreSQL in %s\n", getenv("PG_DIR"));
+    owned = 0;
+}

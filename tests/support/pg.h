@@ -1,0 +1,24 @@
+/*
+ * A real PostgreSQL for a Criterion test binary, through
+ * tests/support/pg.sh: started once in the runner process before the tests
+ * (ReportHook(PRE_ALL)) and stopped after them (ReportHook(POST_ALL)); each
+ * test makes its own database. When $PG_URL is set (a script test started
+ * one), that one is used and nothing is started or stopped.
+ */
+#ifndef RG_TESTS_SUPPORT_PG_H
+#define RG_TESTS_SUPPORT_PG_H
+
+/*
+ * Start one unless $PG_URL is set: sets PG_URL, PG_DIR and PG_BIN. When it
+ * cannot, sets RG_PG_SKIP to why (pg_start printed more on stderr), for
+ * tests to cr_skip with.
+ */
+void test_pg_start(void);
+
+/* Stop what test_pg_start started; nothing otherwise. */
+void test_pg_stop(void);
+
+/* Run `cmd` in bash with pg.sh loaded (PG_* from the environment); its exit status. */
+int test_pg_sh(const char *cmd);
+
+#endif
