@@ -43,17 +43,8 @@
  * One PostgreSQL for the whole binary (started in the runner process)
  * ------------------------------------------------------------------------ */
 
-ReportHook(PRE_ALL)(struct criterion_test_set *set)
-{
-    (void)set;
-    test_pg_start();
-}
-
-ReportHook(POST_ALL)(struct criterion_global_stats *stats)
-{
-    (void)stats;
-    test_pg_stop();
-}
+TEST_PG_START_HOOK()
+TEST_PG_STOP_HOOK()
 
 /* ------------------------------------------------------------------------
  * The store under test, and a database of its own per test
@@ -73,20 +64,6 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
     (void)flag;
     (void)ftw;
     return remove(path);
-}
-
-/* Run one statement on the test's database (or PG_URL's when url is NULL). */
-static void sql(const char *url, const char *stmt)
-{
-    PGconn *c = PQconnectdb(url ? url : getenv("PG_URL"));
-    PGresult *r;
-
-    cr_assert_eq(PQstatus(c), CONNECTION_OK, "connect: %s", PQerrorMessage(c));
-    r = PQexec(c, stmt);
-    cr_assert(PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK,
-              "%s: %s", stmt, PQerrorMessage(c));
-    PQclear(r);
-    PQfinish(c);
 }
 
 /* One value of a query on the test's database, as text (static buffer). */
@@ -127,7 +104,7 @@ static void teardown(void)
     npools = 0;
     if (dbname[0]) {
         snprintf(stmt, sizeof(stmt), "DROP DATABASE IF EXISTS %s WITH (FORCE)", dbname);
-        sql(NULL, stmt);
+        test_pg_exec(NULL, stmt);
         dbname[0] = '\0';
     }
     if (dir[0])
@@ -161,7 +138,7 @@ static void use_store(store_kind k)
     snprintf(dburl, sizeof(dburl), "%.*s/%s%s", (int)(at - url), url, dbname,
              at + strlen("/refgate"));
     snprintf(stmt, sizeof(stmt), "CREATE DATABASE %s", dbname);
-    sql(NULL, stmt);
+    test_pg_exec(NULL, stmt);
     cr_assert_eq(db_migrate(new_pool(), NULL, NULL, &err), 0, "migrate: %s", err.msg);
 }
 
@@ -196,7 +173,7 @@ static void lease_expires(const char *gw)
         return;
     snprintf(stmt, sizeof(stmt),
              "UPDATE gateways SET seen = now() - interval '1 minute' WHERE id = '%s'", gw);
-    sql(dburl, stmt);
+    test_pg_exec(dburl, stmt);
 }
 
 /* ------------------------------------------------------------------------
@@ -984,7 +961,7 @@ Test(store, a_dead_gateways_pending_records_are_completed_exactly_once_and_a_liv
                      "5");
     /* A clean stop marks it stopped: what it left is then another's to complete. */
     cr_assert_eq(complete_as("gw-c"), 0);
-    sql(dburl, "UPDATE gateways SET stopped = now() WHERE id = 'gw-live'");
+    test_pg_exec(dburl, "UPDATE gateways SET stopped = now() WHERE id = 'gw-live'");
     cr_assert_eq(complete_as("gw-c"), 1);
     assert_chain(9 + 4 + 1 + 1 + 2, live);
     audit_close(live);
@@ -1031,7 +1008,8 @@ Test(store, import_copies_a_file_log_byte_for_byte_into_an_empty_chain_only)
     cr_assert_not_null(strstr(err.msg, "not empty"), "%s", err.msg);
 
     /* A log that does not verify is refused, naming the line. */
-    sql(dburl, "DELETE FROM audit_records; UPDATE audit_head SET seq = 0, hash = repeat('0', 64)");
+    test_pg_exec(
+        dburl, "DELETE FROM audit_records; UPDATE audit_head SET seq = 0, hash = repeat('0', 64)");
     f = fopen(logpath, "r+");
     cr_assert_not_null(f);
     buf = calloc(1, 1 << 16);

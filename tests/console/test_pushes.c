@@ -67,18 +67,8 @@ static void teardown(void)
 static db_pool *pool;
 static PGconn *lock; /* holds the lock that keeps tests in parallel off each other's rows */
 
-/* Before the run: $PG_URL, or a PostgreSQL of our own. */
-ReportHook(PRE_ALL)(struct criterion_test_set *set)
-{
-    (void)set;
-    test_pg_start();
-}
-
-ReportHook(POST_ALL)(struct criterion_global_stats *stats)
-{
-    (void)stats;
-    test_pg_stop();
-}
+TEST_PG_START_HOOK()
+TEST_PG_STOP_HOOK()
 
 /* The file's lines as the rows of audit_records, and src reading them there. */
 static void setup_db(void)

@@ -33,17 +33,8 @@
  * One PostgreSQL for the binary, a database (or a directory) per test
  * ------------------------------------------------------------------------ */
 
-ReportHook(PRE_ALL)(struct criterion_test_set *set)
-{
-    (void)set;
-    test_pg_start();
-}
-
-ReportHook(POST_ALL)(struct criterion_global_stats *stats)
-{
-    (void)stats;
-    test_pg_stop();
-}
+TEST_PG_START_HOOK()
+TEST_PG_STOP_HOOK()
 
 static char dir[PATH_MAX], logpath[PATH_MAX], dbname[64], dburl[2048];
 static db_pool *pools[4];
@@ -58,19 +49,6 @@ static int rm_entry(const char *path, const struct stat *st, int flag, struct FT
     (void)flag;
     (void)ftw;
     return remove(path);
-}
-
-static void sql(const char *url, const char *stmt)
-{
-    PGconn *c = PQconnectdb(url ? url : getenv("PG_URL"));
-    PGresult *r;
-
-    cr_assert_eq(PQstatus(c), CONNECTION_OK, "connect: %s", PQerrorMessage(c));
-    r = PQexec(c, stmt);
-    cr_assert(PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK,
-              "%s: %s", stmt, PQerrorMessage(c));
-    PQclear(r);
-    PQfinish(c);
 }
 
 static long sql_long(const char *stmt)
@@ -102,7 +80,7 @@ static void teardown(void)
     npools = 0;
     if (dbname[0]) {
         snprintf(stmt, sizeof(stmt), "DROP DATABASE IF EXISTS %s WITH (FORCE)", dbname);
-        sql(NULL, stmt);
+        test_pg_exec(NULL, stmt);
         dbname[0] = '\0';
     }
     if (dir[0])
@@ -153,7 +131,7 @@ static void use_database(void)
     snprintf(dburl, sizeof(dburl), "%.*s/%s%s", (int)(at - url), url, dbname,
              at + strlen("/refgate"));
     snprintf(stmt, sizeof(stmt), "CREATE DATABASE %s", dbname);
-    sql(NULL, stmt);
+    test_pg_exec(NULL, stmt);
     cr_assert_eq(db_migrate(new_pool(), NULL, NULL, &err), 0, "migrate: %s", err.msg);
 }
 
@@ -387,10 +365,10 @@ Test(outbox, database_retry_waits_while_it_is_away_and_keeps_the_order)
     add_outcome(seqs[2], refs[2]);
     /* The database goes away: no new connection, the open ones cut. */
     snprintf(stmt, sizeof(stmt), "ALTER DATABASE %s ALLOW_CONNECTIONS false", dbname);
-    sql(NULL, stmt);
+    test_pg_exec(NULL, stmt);
     snprintf(stmt, sizeof(stmt),
              "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '%s'", dbname);
-    sql(NULL, stmt);
+    test_pg_exec(NULL, stmt);
     cr_assert_lt(gateway_outbox_flush(box, &app, &skip, &err), 0, "the database is away");
     cr_assert_eq(app + skip, 0);
     cr_assert_eq(gateway_outbox_count(box), 3, "a failed retry keeps its records");
@@ -400,7 +378,7 @@ Test(outbox, database_retry_waits_while_it_is_away_and_keeps_the_order)
     add_outcome(seqs[1], refs[1]);
     cr_assert_eq(gateway_outbox_count(box), 4);
     snprintf(stmt, sizeof(stmt), "ALTER DATABASE %s ALLOW_CONNECTIONS true", dbname);
-    sql(NULL, stmt);
+    test_pg_exec(NULL, stmt);
     cr_assert_eq(gateway_outbox_flush(box, &app, &skip, &err), 0, "%s", err.msg);
     cr_assert_eq(app, 3);
     cr_assert_eq(skip, 1, "the second outcome of one decision");
@@ -458,7 +436,7 @@ Test(outbox, database_retry_skips_a_decision_another_gateway_completed)
     add_outcome(seqs[0], refs[0]);
     add_outcome(seqs[1], refs[1]);
     /* gw-a's lease lapsed during the outage: gw-b took it for dead. */
-    sql(dburl, "UPDATE gateways SET seen = now() - interval '1 minute' WHERE id = 'gw-a'");
+    test_pg_exec(dburl, "UPDATE gateways SET seen = now() - interval '1 minute' WHERE id = 'gw-a'");
     cr_assert_eq(audit_complete_pending(b, &done, &err), 0, "%s", err.msg);
     cr_assert_eq(done, 2);
     cr_assert_eq(gateway_outbox_flush(box, &app, &skip, &err), 0, "%s", err.msg);
@@ -482,7 +460,7 @@ Test(outbox, sweep_with_nothing_dead_takes_no_head_lock)
     use_database();
     /* Every connection from here on gives up on a lock after 2 s. */
     snprintf(stmt, sizeof(stmt), "ALTER DATABASE %s SET lock_timeout = '2s'", dbname);
-    sql(NULL, stmt);
+    test_pg_exec(NULL, stmt);
     a = pg_log("gw-a");
     b = pg_log("gw-b");
     decide(a, 1, seqs);
@@ -497,7 +475,7 @@ Test(outbox, sweep_with_nothing_dead_takes_no_head_lock)
     cr_assert_eq(audit_complete_pending(b, &done, &err), 0, "waited for the lock: %s", err.msg);
     cr_assert_eq(done, 0, "gw-a is alive");
     /* With gw-a dead the sweep does take the lock, and gives up while it is held. */
-    sql(dburl, "UPDATE gateways SET seen = now() - interval '1 minute' WHERE id = 'gw-a'");
+    test_pg_exec(dburl, "UPDATE gateways SET seen = now() - interval '1 minute' WHERE id = 'gw-a'");
     cr_assert_lt(audit_complete_pending(b, &done, &err), 0, "the lock was not taken");
     cr_assert(strstr(err.msg, "lock") != NULL, "%s", err.msg);
     PQclear(PQexec(c, "ROLLBACK"));

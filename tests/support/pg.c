@@ -3,6 +3,8 @@
  */
 #include "support/pg.h"
 
+#include <criterion/criterion.h>
+#include <libpq-fe.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,4 +58,17 @@ void test_pg_stop(void)
     if (owned && test_pg_sh("pg_stop") != 0)
         fprintf(stderr, "could not stop the PostgreSQL in %s\n", getenv("PG_DIR"));
     owned = 0;
+}
+
+void test_pg_exec(const char *url, const char *stmt)
+{
+    PGconn *c = PQconnectdb(url ? url : getenv("PG_URL"));
+    PGresult *r;
+
+    cr_assert_eq(PQstatus(c), CONNECTION_OK, "connect: %s", PQerrorMessage(c));
+    r = PQexec(c, stmt);
+    cr_assert(PQresultStatus(r) == PGRES_COMMAND_OK || PQresultStatus(r) == PGRES_TUPLES_OK,
+              "%s: %s", stmt, PQerrorMessage(c));
+    PQclear(r);
+    PQfinish(c);
 }

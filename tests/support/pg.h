@@ -8,6 +8,8 @@
 #ifndef RG_TESTS_SUPPORT_PG_H
 #define RG_TESTS_SUPPORT_PG_H
 
+#include <criterion/hooks.h>
+
 /*
  * Start one unless $PG_URL is set: sets PG_URL, PG_DIR and PG_BIN. When it
  * cannot, sets RG_PG_SKIP to why (pg_start printed more on stderr), for
@@ -20,5 +22,25 @@ void test_pg_stop(void);
 
 /* Run `cmd` in bash with pg.sh loaded (PG_* from the environment); its exit status. */
 int test_pg_sh(const char *cmd);
+
+/* Run one statement on `url` (NULL: $PG_URL); the test fails if it fails. */
+void test_pg_exec(const char *url, const char *stmt);
+
+/*
+ * The report hooks a binary that uses test_pg_start needs, once per binary,
+ * each on a line of its own (Criterion names a hook by its line).
+ */
+#define TEST_PG_START_HOOK()                                                                       \
+    ReportHook(PRE_ALL)(struct criterion_test_set * set)                                           \
+    {                                                                                              \
+        (void)set;                                                                                 \
+        test_pg_start();                                                                           \
+    }
+#define TEST_PG_STOP_HOOK()                                                                        \
+    ReportHook(POST_ALL)(struct criterion_global_stats * stats)                                    \
+    {                                                                                              \
+        (void)stats;                                                                               \
+        test_pg_stop();                                                                            \
+    }
 
 #endif
