@@ -117,11 +117,8 @@ TestSuite(store, .fini = teardown);
 /* Make the test's place: a state directory, and for the database a fresh migrated one. */
 static void use_store(store_kind k)
 {
-    const char *tmp = getenv("TMPDIR"), *url = getenv("PG_URL"), *skip = getenv("RG_PG_SKIP");
+    const char *tmp = getenv("TMPDIR");
     rg_error err = RG_ERROR_INIT;
-    char stmt[128];
-    const char *at;
-    static int n;
 
     kind = k;
     snprintf(dir, sizeof(dir), "%s/rg-store-XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -129,16 +126,7 @@ static void use_store(store_kind k)
     snprintf(logpath, sizeof(logpath), "%s/audit.jsonl", dir);
     if (k == STORE_FILE)
         return;
-    if (url == NULL)
-        cr_skip_test("no PostgreSQL: %s", skip ? skip : "PG_URL is not set");
-    /* pg.sh's URL names the database "refgate": the test's own goes there instead. */
-    at = strstr(url, "/refgate?");
-    cr_assert_not_null(at, "PG_URL %s does not name the database refgate", url);
-    snprintf(dbname, sizeof(dbname), "rgtest_%ld_%d", (long)getpid(), n++);
-    snprintf(dburl, sizeof(dburl), "%.*s/%s%s", (int)(at - url), url, dbname,
-             at + strlen("/refgate"));
-    snprintf(stmt, sizeof(stmt), "CREATE DATABASE %s", dbname);
-    test_pg_exec(NULL, stmt);
+    test_pg_new_database(dbname, dburl, "rgtest");
     cr_assert_eq(db_migrate(new_pool(), NULL, NULL, &err), 0, "migrate: %s", err.msg);
 }
 

@@ -118,20 +118,9 @@ static audit_log *file_log(void)
 /* A fresh migrated database of the test's own. */
 static void use_database(void)
 {
-    const char *url = getenv("PG_URL"), *skip = getenv("RG_PG_SKIP"), *at;
     rg_error err = RG_ERROR_INIT;
-    char stmt[128];
-    static int n;
 
-    if (url == NULL)
-        cr_skip_test("no PostgreSQL: %s", skip ? skip : "PG_URL is not set");
-    at = strstr(url, "/refgate?");
-    cr_assert_not_null(at, "PG_URL %s does not name the database refgate", url);
-    snprintf(dbname, sizeof(dbname), "rgoutbox_%ld_%d", (long)getpid(), n++);
-    snprintf(dburl, sizeof(dburl), "%.*s/%s%s", (int)(at - url), url, dbname,
-             at + strlen("/refgate"));
-    snprintf(stmt, sizeof(stmt), "CREATE DATABASE %s", dbname);
-    test_pg_exec(NULL, stmt);
+    test_pg_new_database(dbname, dburl, "rgoutbox");
     cr_assert_eq(db_migrate(new_pool(), NULL, NULL, &err), 0, "migrate: %s", err.msg);
 }
 

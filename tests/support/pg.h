@@ -23,6 +23,13 @@ void test_pg_stop(void);
 /* Run `cmd` in bash with pg.sh loaded (PG_* from the environment); its exit status. */
 int test_pg_sh(const char *cmd);
 
+/*
+ * A new empty database of the test's own on the server $PG_URL names,
+ * "<prefix>_<pid>_<n>": its name in name (64 bytes) and its URL in url
+ * (2048 bytes). Skips the test, saying why, when there is no PostgreSQL.
+ */
+void test_pg_new_database(char name[64], char url[2048], const char *prefix);
+
 /* Run one statement on `url` (NULL: $PG_URL); the test fails if it fails. */
 void test_pg_exec(const char *url, const char *stmt);
 
