@@ -2,7 +2,7 @@
  * The store-independent part of approvals (approvals.h): argument checks
  * before a store is called, and the names of states.
  */
-#include "approvals/store.h"
+#include "approvals/store_ops.h"
 
 #include <string.h>
 

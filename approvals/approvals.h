@@ -7,7 +7,7 @@
  * the approval is consumed when upstream took the ref. A different new
  * commit is another update and needs another approval.
  *
- * The approvals live in a store behind an ops table (store.h): the file
+ * The approvals live in a store behind an ops table (store_ops.h): the file
  * store under <state_dir>/approvals/ today; a shared database can be added
  * behind the same interface. Only the gateway opens the store (it holds
  * the store's lock, as it holds the audit log's); the CLI goes through the
@@ -114,7 +114,7 @@ int approvals_file_open(approvals_store **out, const char *dir, int64_t expire_s
                         rg_error *err);
 
 /*
- * Open the PostgreSQL store over `db` (the schema migrated: db/db.h);
+ * Open the PostgreSQL store over `db` (the schema migrated: db/pool.h);
  * approvals expire `expire_seconds` (> 0) after they are created or
  * decided. Every gateway on the database opens one; approvals are rows of
  * `approvals` that stay as history (pending, approved, denied, expired,

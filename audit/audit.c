@@ -4,7 +4,7 @@
  * what a line holds, and which records may be appended, is decided here
  * and in record.c so every store writes the same chain.
  */
-#include "audit/store.h"
+#include "audit/store_ops.h"
 
 #include <errno.h>
 #include <string.h>

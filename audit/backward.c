@@ -3,10 +3,10 @@
  * the end with pread, a window that holds the current line and what
  * precedes it in its block. A line that would pass AUDIT_LINE_MAX is
  * dropped as it is found, so memory stays capped whatever the file holds.
- * From the database: the rows by seq descending, through pg_read.c, whose
+ * From the database: the rows by seq descending, through store_pg_read.c, whose
  * pages are capped the same way.
  */
-#include "audit/store.h"
+#include "audit/store_ops.h"
 
 #include <errno.h>
 #include <fcntl.h>

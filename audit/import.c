@@ -5,8 +5,8 @@
  * empty, and only from a file that verifies. The file is locked like a
  * writer would lock it, so no gateway appends to it meanwhile.
  */
-#include "audit/store.h"
-#include "db/db.h"
+#include "audit/store_ops.h"
+#include "db/pool.h"
 #include "util/text.h"
 
 #include <errno.h>

@@ -1,11 +1,11 @@
 /*
  * Reading the log front to back: a streaming line reader that hashes each
  * line's exact bytes as it goes (from the file, or from the database's
- * rows through pg_read.c), the chain verification built on it (with an
+ * rows through store_pg_read.c), the chain verification built on it (with an
  * optional head kept apart from the log, which is what finds a cut tail,
  * and in the database the audit_head row), and the head.
  */
-#include "audit/store.h"
+#include "audit/store_ops.h"
 #include "util/text.h"
 
 #include <errno.h>

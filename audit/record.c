@@ -7,7 +7,7 @@
  * hash of these exact bytes, so the field order is fixed here and jansson
  * writes compact JSON in insertion order.
  */
-#include "audit/store.h"
+#include "audit/store_ops.h"
 #include "util/text.h"
 
 #include <errno.h>

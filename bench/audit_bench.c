@@ -9,7 +9,7 @@
  * filesystem and device.
  *
  * With AUDIT_BENCH_PG set to a libpq connection string, the same three
- * shapes then run on the PostgreSQL store (audit/pg.c) in that database,
+ * shapes then run on the PostgreSQL store (audit/store_pg.c) in that database,
  * which must hold refgate's schema and an empty chain: each call is one
  * transaction that locks the chain's head row and commits, the figure the
  * database's and the round trips'.
@@ -24,7 +24,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
-#include "db/db.h"
+#include "db/pool.h"
 #include "db/lease.h"
 
 static double now_s(void)

@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "config/config.h"
-#include "gateway/conditions.h"
+#include "inspect/conditions.h"
 #include "git/quarantine.h"
 #include "util/buf.h"
 #include "util/fs.h"

@@ -14,8 +14,8 @@
 #      CPU went (the gateways with their git children, PostgreSQL, the
 #      clients' git), which is what limits it on a small machine;
 #   4. what an idle gateway costs the database, timed by pgbench with the
-#      statements the gateway runs (copied from audit/pg.c, db/lease.c and
-#      db/policy.c): its sweep for dead gateways' records with nothing to
+#      statements the gateway runs (copied from audit/store_pg.c, db/lease.c and
+#      db/policies.c): its sweep for dead gateways' records with nothing to
 #      complete (a look without the head row's lock), before and after the
 #      table is analysed, against the sweep that locked the head first (as
 #      an append does; what it did before), its lease renewal, its poll of
@@ -220,7 +220,7 @@ echo "audit chain in the database at the end: $rows records"
 
 # The gateway's statements, each a transaction of its own as it runs them.
 # An idle sweep looks without the lock, and ends its transaction without
-# a commit (audit/pg.c: the connection is released with a ROLLBACK).
+# a commit (audit/store_pg.c: the connection is released with a ROLLBACK).
 cat >"$T/look.sql" <<'SQL'
 BEGIN;
 SELECT 1 FROM audit_records WHERE pending AND gateway IS DISTINCT FROM 'bench'

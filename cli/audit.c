@@ -28,7 +28,7 @@
 #include "audit/audit.h"
 #include "cli/cli.h"
 #include "config/config.h"
-#include "db/db.h"
+#include "db/pool.h"
 #include "util/text.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
 /*
  * `refgate db migrate [--config FILE]`: create or bring up to date the
- * schema of the PostgreSQL database the config's "state" names (db/db.h).
+ * schema of the PostgreSQL database the config's "state" names (db/pool.h).
  * Safe to run again, and from several hosts at once (the migration holds
  * an advisory lock). Gateways refuse to start on a schema they do not
  * speak, so this runs before the first `refgate serve` and after upgrades.
@@ -17,7 +17,7 @@
 #include "audit/audit.h"
 #include "cli/cli.h"
 #include "config/config.h"
-#include "db/db.h"
+#include "db/pool.h"
 #include "tokens/store.h"
 
 #include <errno.h>

@@ -35,7 +35,7 @@
 #include "cli/cli.h"
 #include "config/config.h"
 #include "config/policy.h"
-#include "db/policy.h"
+#include "db/policies.h"
 #include "git/symref.h"
 #include "policy/eval.h"
 #include "policy/lint.h"

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "sandbox/home.h"
-#include "sandbox/place.h"
+#include "fork/place.h"
 
 /* The git config with the remotes of the repository at `path`. */
 static void runplace_config(cli_runplace *out, const char *path)

@@ -1,5 +1,5 @@
 /*
- * Where `refgate run` works, decided by refgate-run's own code (sandbox/place.h):
+ * Where `refgate run` works, decided by refgate-run's own code (fork/place.h):
  * the directory that is forked (the top of the git work tree around the
  * current directory, whose forks are <top>.N; a submodule's is its
  * superproject's), or the fork a run continues

@@ -18,7 +18,7 @@
  */
 #include "cli/cli.h"
 #include "config/config.h"
-#include "db/db.h"
+#include "db/pool.h"
 #include "tokens/token.h"
 #include "util/text.h"
 

@@ -4,7 +4,7 @@
  * selectors. A rule with conditions matches an update when its selectors
  * match and every one of its conditions holds (policy/eval.h); whether they
  * hold is worked out by the gateway from the pushed pack
- * (gateway/conditions.h).
+ * (inspect/conditions.h).
  *
  *   "paths": ["glob", ...]          a changed path matches one (rg_glob_match:
  *                                   `*` one segment, `**` any)

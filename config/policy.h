@@ -14,7 +14,7 @@
  * them does not load on a host without them).
  *
  * A policy is published to the shared database (`refgate policy
- * publish`, db/db.h) and gateways on that database enforce it merged over
+ * publish`, db/pool.h) and gateways on that database enforce it merged over
  * their own config (config_with_policy). Its digest, "sha256:<hex>", is
  * the SHA-256 of its canonical form: the policy object written by jansson
  * with JSON_COMPACT | JSON_SORT_KEYS. Only the keys present count (a

@@ -3,7 +3,7 @@
  * Without it (the embedded default) everything lives in files under
  * state_dir. With "postgres", the audit chain, approvals, run-token
  * revocations and verification keys and the published policy live in one
- * PostgreSQL database that every gateway of a team shares (db/db.h); the
+ * PostgreSQL database that every gateway of a team shares (db/pool.h); the
  * mirrors, the spools and each gateway's private signing key stay local.
  *
  *   "state": {

@@ -3,7 +3,7 @@
  * repository for the one-push page: the commits it introduced and the
  * paths it changed. The repository is the one the gateway pushes to (a
  * local upstream's bare repository, found as gateway/route.h finds it) or
- * a remote upstream's mirror under the state dir (gateway/mirror.h) when
+ * a remote upstream's mirror under the state dir (upstream/mirror.h) when
  * one exists; it is only read, never fetched into or locked.
  *
  * Bounded: at most CONSOLE_REFGIT_COMMITS_MAX commits are walked past the

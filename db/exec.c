@@ -1,10 +1,10 @@
 /*
- * Statements and transactions (db/db.h): PQexecParams with text or binary
+ * Statements and transactions (db/pool.h): PQexecParams with text or binary
  * parameters, the result checked, and a failure turned into one line that
  * says what was being done and what the server (or libpq, when the
  * connection broke) answered.
  */
-#include "db/db.h"
+#include "db/pool.h"
 
 #include <stdio.h>
 #include <string.h>

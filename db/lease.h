@@ -5,13 +5,13 @@
  * serves, and marks `stopped` at a clean stop. A gateway whose lease was
  * not renewed for DB_LEASE_DEAD_SECONDS, or that stopped, is dead: what it
  * left open (audit decisions forwarded without an outcome) is completed by
- * a live gateway (audit/pg.c). The clock is the database's (now()), so the
+ * a live gateway (audit/store_pg.c). The clock is the database's (now()), so the
  * gateways' own clocks never decide who is dead.
  */
 #ifndef RG_DB_LEASE_H
 #define RG_DB_LEASE_H
 
-#include "db/db.h"
+#include "db/pool.h"
 
 #define DB_LEASE_RENEW_SECONDS 2
 #define DB_LEASE_DEAD_SECONDS  10

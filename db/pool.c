@@ -1,11 +1,11 @@
 /*
- * The connection pool (db/db.h). Slots hold a connection or NULL; a slot
+ * The connection pool (db/pool.h). Slots hold a connection or NULL; a slot
  * is connected when it is taken, so a database that was down costs the
  * first caller after its return one connect, and nobody a thread of its
  * own. The password file is read at every connect (rotation needs no
  * restart) and wiped right after.
  */
-#include "db/db.h"
+#include "db/pool.h"
 
 #include <errno.h>
 #include <poll.h>

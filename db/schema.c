@@ -1,10 +1,10 @@
 /*
- * The database schema and its migrations (db/db.h). migrations[i] takes
+ * The database schema and its migrations (db/pool.h). migrations[i] takes
  * the schema from version i to i+1; a released migration is never edited,
  * a change is a new one. All of PostgreSQL's DDL is transactional, so a
  * migration lands whole or not at all.
  */
-#include "db/db.h"
+#include "db/pool.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,7 +51,7 @@ static const char *const migrations[DB_SCHEMA_VERSION] = {
     "  expires bigint NOT NULL,"
     "  revoked timestamptz NOT NULL DEFAULT now());"
 
-    /* Approvals (approvals/pg.c), and the packs reviewers look at. Rows stay
+    /* Approvals (approvals/store_pg.c), and the packs reviewers look at. Rows stay
      * as history: state pending, approved, denied, expired or consumed; at
      * most one live (pending or approved) per update. An approved row a
      * push is forwarding carries its claim (holder, until when); a

@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gateway/mirror.h"
+#include "upstream/mirror.h"
 #include "gateway/route.h"
 #include "git/quarantine.h"
 #include "util/log.h"

@@ -15,7 +15,7 @@
 #include "approvals/approvals.h"
 #include "audit/audit.h"
 #include "config/config.h"
-#include "db/db.h"
+#include "db/pool.h"
 #include "gateway/metrics.h"
 #include "gateway/outbox.h"
 #include "tokens/credentials.h"

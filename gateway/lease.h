@@ -11,7 +11,7 @@
 #define RG_GATEWAY_LEASE_H
 
 #include "audit/audit.h"
-#include "db/db.h"
+#include "db/pool.h"
 #include "gateway/outbox.h"
 
 #define GATEWAY_LEASE_SWEEP_SECONDS 4

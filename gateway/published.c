@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "db/policy.h"
+#include "db/policies.h"
 #include "util/log.h"
 
 struct gateway_published {

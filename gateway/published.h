@@ -1,5 +1,5 @@
 /*
- * Following the published policy (db/policy.h): a thread asks the shared
+ * Following the published policy (db/policies.h): a thread asks the shared
  * database for the current policy version about once a second and hands
  * each new one over, its body checked against its digest and parsed as a
  * policy (config/policy.h). What to do with it (merge it over the host's
@@ -9,7 +9,7 @@
  * (pgbouncer) between the gateways and the database hands each
  * transaction to any server connection, so a LISTEN would be registered
  * on a connection the gateway no longer holds and its notifications
- * would never arrive; db/db.h keeps no session state for that reason. One
+ * would never arrive; db/pool.h keeps no session state for that reason. One
  * indexed one-row query a second per gateway costs the database nothing
  * next to a push, and a missed notification can never leave a gateway on
  * an old policy.
@@ -24,7 +24,7 @@
 #include <jansson.h>
 
 #include "config/policy.h"
-#include "db/db.h"
+#include "db/pool.h"
 #include "util/error.h"
 
 /* How often the current version is asked for. */

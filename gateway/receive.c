@@ -41,13 +41,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gateway/conditions.h"
+#include "inspect/conditions.h"
 #include "gateway/approve.h"
-#include "gateway/inflate.h"
+#include "util/inflate.h"
 #include "gateway/merge.h"
 #include "gateway/metrics.h"
-#include "gateway/mirror.h"
-#include "gateway/upstream.h"
+#include "upstream/mirror.h"
+#include "upstream/upstream.h"
 #include "git/packscan.h"
 #include "git/push.h"
 #include "git/quarantine.h"

@@ -20,7 +20,7 @@
 #include "gateway/context.h"
 #include "gateway/route.h"
 #include "gateway/spool.h"
-#include "gateway/upstream.h"
+#include "upstream/upstream.h"
 #include "tokens/token.h"
 #include "util/buf.h"
 #include "util/error.h"

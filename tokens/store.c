@@ -4,7 +4,7 @@
  * implementation's ops table. The cache is a small array searched
  * linearly: a team has a handful of gateways, each with a key or two.
  */
-#include "tokens/store_impl.h"
+#include "tokens/store_ops.h"
 
 #include <errno.h>
 #include <pthread.h>

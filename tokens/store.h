@@ -3,7 +3,7 @@
  * that signs (by kid, with when each was created and retired) and the
  * revocations (by token id, with the token's expiry so that expired ones
  * can be pruned). Two implementations behind one ops table
- * (tokens/store_impl.h): files under state_dir (tokens/store_file.c: one
+ * (tokens/store_ops.h): files under state_dir (tokens/store_file.c: one
  * machine) and the shared PostgreSQL database (tokens/store_pg.c: the
  * tables token_keys and token_revocations), so a token minted by one
  * gateway verifies on every other and a revocation made through one is
@@ -23,7 +23,7 @@
 
 #include <stdint.h>
 
-#include "db/db.h"
+#include "db/pool.h"
 #include "util/error.h"
 
 #define TOKENS_KID_HEX           16

@@ -13,7 +13,7 @@
  * Either file decides which tokens work, so one that other users could
  * write (to un-revoke a token or add a key) is refused, not trusted.
  */
-#include "tokens/store_impl.h"
+#include "tokens/store_ops.h"
 #include "util/fs.h"
 #include "util/text.h"
 

@@ -7,7 +7,7 @@
  * the database cannot answer the call fails with RG_E_STATE and callers
  * fail closed.
  */
-#include "tokens/store_impl.h"
+#include "tokens/store_ops.h"
 #include "util/text.h"
 
 #include <errno.h>

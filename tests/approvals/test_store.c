@@ -1,5 +1,5 @@
 /*
- * The approvals stores (approvals/file.c, approvals/pg.c), one suite for
+ * The approvals stores (approvals/store_file.c, approvals/store_pg.c), one suite for
  * both: one live approval per update, the state machine (pending ->
  * approved | denied, approved -> denied, approved -> consumed once),
  * claims (one holder at a time, given back or lapsed), expiry on the
@@ -26,7 +26,7 @@
 #include <unistd.h>
 
 #include "approvals/approvals.h"
-#include "db/db.h"
+#include "db/pool.h"
 
 #define OID_A  "1111111111111111111111111111111111111111"
 #define OID_B  "2222222222222222222222222222222222222222"

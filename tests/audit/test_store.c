@@ -1,5 +1,5 @@
 /*
- * The audit stores (audit/file.c, audit/pg.c) against one suite: every
+ * The audit stores (audit/store_file.c, audit/store_pg.c) against one suite: every
  * store test runs on the file and on a real PostgreSQL, and checks the
  * stored bytes themselves (the chain recomputed here, from the lines as
  * the store keeps them). Then what only the database store has: several
@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
-#include "db/db.h"
+#include "db/pool.h"
 #include "db/lease.h"
 #include "support/pg.h"
 

@@ -13,7 +13,7 @@
 #include <unistd.h>
 
 #include "console/pushes.h"
-#include "db/db.h"
+#include "db/pool.h"
 #include "support/pg.h"
 
 static char path[64];

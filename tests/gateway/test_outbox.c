@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "audit/audit.h"
-#include "db/db.h"
+#include "db/pool.h"
 #include "db/lease.h"
 #include "gateway/outbox.h"
 #include "support/pg.h"
