@@ -1,7 +1,7 @@
 /*
  * Times the content inspection of one push (bench/inspect.sh drives it):
  * the pack indexed into a quarantine (git index-pack, what any inspected
- * push pays), then gateway_conditions_inspect with the config's rules
+ * push pays), then inspect_conditions_inspect with the config's rules
  * (every object of the pack read and secret-scanned, every commit of the
  * range walked and diffed). Prints "index_ms inspect_ms objects".
  *
@@ -33,8 +33,8 @@ int main(int argc, char **argv)
     rg_error err = RG_ERROR_INIT;
     config_model *cfg = NULL;
     rgit_quarantine *q = NULL;
-    gateway_conditions *g = NULL;
-    gateway_conditions_ref ref;
+    inspect_conditions *g = NULL;
+    inspect_conditions_ref ref;
     const policy_facts *f;
     double t0, t1, t2;
     int rc = 1;
@@ -52,11 +52,11 @@ int main(int argc, char **argv)
         rgit_quarantine_finish(q, &err) < 0)
         goto done;
     t1 = now_ms();
-    ref = (gateway_conditions_ref){argv[4], argv[5], 1};
-    if (gateway_conditions_inspect(&g, cfg, q, NULL, &ref, 1, &err) < 0)
+    ref = (inspect_conditions_ref){argv[4], argv[5], 1};
+    if (inspect_conditions_inspect(&g, cfg, q, NULL, &ref, 1, &err) < 0)
         goto done;
     t2 = now_ms();
-    f = gateway_conditions_facts(g, 0);
+    f = inspect_conditions_facts(g, 0);
     for (size_t i = 0; i < cfg->nrules; i++)
         if (cfg->rules[i].cond.set && f->cond[i] == POLICY_COND_UNKNOWN) {
             fprintf(stderr, "inspect_bench: rule %s unknown: %s\n", cfg->rules[i].name,
@@ -68,7 +68,7 @@ int main(int argc, char **argv)
 done:
     if (rc != 0 && err.msg[0])
         fprintf(stderr, "inspect_bench: %s\n", err.msg);
-    gateway_conditions_free(g);
+    inspect_conditions_free(g);
     rgit_quarantine_free(q);
     config_free(cfg);
     rg_buf_free(&pack);

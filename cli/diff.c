@@ -108,22 +108,22 @@ static int diff_stdout_write(const void *data, size_t len, void *payload)
     return fwrite(data, 1, len, stdout) == len ? 0 : -EIO;
 }
 
-static void diff_report(const char *path, rgit_dirdiff_outcome outcome, const char *reason,
+static void diff_report(const char *path, review_dirdiff_outcome outcome, const char *reason,
                         void *payload)
 {
     (void)payload;
     switch (outcome) {
-    case RGIT_DIRDIFF_APPLIED:
+    case REVIEW_DIRDIFF_APPLIED:
         fputs("applied: ", stdout);
         diff_put_path(stdout, path);
         fputc('\n', stdout);
         break;
-    case RGIT_DIRDIFF_ALREADY:
+    case REVIEW_DIRDIFF_ALREADY:
         fputs("already applied: ", stdout);
         diff_put_path(stdout, path);
         fputc('\n', stdout);
         break;
-    case RGIT_DIRDIFF_REFUSED:
+    case REVIEW_DIRDIFF_REFUSED:
         fflush(stdout);
         fputs("refused: ", stderr);
         diff_put_path(stderr, path);
@@ -180,12 +180,12 @@ static unsigned long long diff_parse_size(const char *s)
 
 /* Tell the skipped files: on stdout in the summary, else on stderr so the
  * patch stays one `git apply` accepts. */
-static void diff_put_skipped(const rgit_dirdiff *d, FILE *f, unsigned long long max)
+static void diff_put_skipped(const review_dirdiff *d, FILE *f, unsigned long long max)
 {
-    rgit_dirdiff_skipped sk;
+    review_dirdiff_skipped sk;
     size_t i;
 
-    for (i = 0; rgit_dirdiff_skipped_get(&sk, d, i) == 0; i++) {
+    for (i = 0; review_dirdiff_skipped_get(&sk, d, i) == 0; i++) {
         fputs(f == stdout ? " " : "refgate diff: ", f);
         diff_put_path(f, sk.path);
         fprintf(f, " | Binary/skipped: too large (");
@@ -219,14 +219,14 @@ static void diff_put_excluded(const rg_buf *excluded)
 int cli_diff(int argc, char **argv)
 {
     const char *fork = NULL, *base = NULL, *original = NULL, *want_digest = NULL, *size_arg = NULL;
-    rgit_dirdiff_opts opts = RGIT_DIRDIFF_OPTS_INIT;
-    char digest[RGIT_DIRDIFF_DIGEST_SIZE];
+    review_dirdiff_opts opts = REVIEW_DIRDIFF_OPTS_INIT;
+    char digest[REVIEW_DIRDIFF_DIGEST_SIZE];
     bool unreviewed = false;
     rg_buf base_buf = RG_BUF_INIT(DIFF_PATH_MAX), orig_buf = RG_BUF_INIT(DIFF_PATH_MAX);
     rg_buf stat = RG_BUF_INIT(DIFF_STAT_MAX);
     rg_buf excluded = RG_BUF_INIT(DIFF_EXCLUDED_MAX);
     rg_error err = RG_ERROR_INIT;
-    rgit_dirdiff *d = NULL;
+    review_dirdiff *d = NULL;
     bool want_stat = false, want_apply = false, dashdash = false;
     size_t refused = 0;
     int i, r, status = DIFF_EXIT_ERROR;
@@ -296,15 +296,15 @@ int cli_diff(int argc, char **argv)
         goto done;
     }
     if (opts.max_file_size == 0)
-        opts.max_file_size = RGIT_DIRDIFF_MAX_FILE_SIZE;
+        opts.max_file_size = REVIEW_DIRDIFF_MAX_FILE_SIZE;
     /* From here on every failure is in `err`, reported once below. */
     if (base == NULL) {
-        if (rgit_dirdiff_default_base(&base_buf, fork, &err) < 0)
+        if (review_dirdiff_default_base(&base_buf, fork, &err) < 0)
             goto done;
         base = base_buf.data;
     }
     if (want_apply && original == NULL) {
-        if (rgit_dirdiff_default_original(&orig_buf, fork, &err) < 0) {
+        if (review_dirdiff_default_original(&orig_buf, fork, &err) < 0) {
             rg_error_wrap(&err, "give --original");
             goto done;
         }
@@ -312,28 +312,28 @@ int cli_diff(int argc, char **argv)
     }
     /* Checked before the diff is made: nothing of the run may be left to
      * change the fork between this check and the end of the apply. */
-    if (want_apply && rgit_dirdiff_check_run(fork, &err) < 0)
+    if (want_apply && review_dirdiff_check_run(fork, &err) < 0)
         goto done;
     if (!want_apply) {
         rg_error live = RG_ERROR_INIT;
         /* Showing a live fork is allowed; applying it later needs the
          * digest to match, so say why it may not. */
-        if (rgit_dirdiff_check_run(fork, &live) < 0)
+        if (review_dirdiff_check_run(fork, &live) < 0)
             fprintf(stderr, "refgate diff: warning: %s\n", live.msg);
     }
     /* What refgate-run left out of the fork (--exclude) is left out here
      * too: a placeholder stands there, so it must never read as deleted. */
-    if (rgit_dirdiff_default_excluded(&excluded, fork, &err) < 0)
+    if (review_dirdiff_default_excluded(&excluded, fork, &err) < 0)
         goto done;
     opts.excluded = excluded.data;
     opts.excluded_len = excluded.len;
     diff_put_excluded(&excluded);
-    if (rgit_dirdiff_new(&d, base, fork, &opts, &err) < 0)
+    if (review_dirdiff_new(&d, base, fork, &opts, &err) < 0)
         goto done;
     if (want_apply) {
         /* Everything applied below comes from this diff, its blobs checked
          * against their ids: a matching digest means exactly what was shown. */
-        if (rgit_dirdiff_print_digest(d, NULL, NULL, digest, &err) < 0)
+        if (review_dirdiff_print_digest(d, NULL, NULL, digest, &err) < 0)
             goto done;
         if (want_digest != NULL && strcmp(want_digest, digest) != 0) {
             rg_error_set(&err, RG_E_TAMPER,
@@ -342,31 +342,31 @@ int cli_diff(int argc, char **argv)
                          digest, want_digest);
             goto done;
         }
-        if (rgit_dirdiff_apply(&refused, d, original, diff_report, NULL, &err) < 0)
+        if (review_dirdiff_apply(&refused, d, original, diff_report, NULL, &err) < 0)
             goto done;
         if (refused > 0)
             fprintf(stderr, "refgate diff: %zu of %zu changes refused; the fork still has them\n",
-                    refused, rgit_dirdiff_count(d) + rgit_dirdiff_skipped_count(d));
+                    refused, review_dirdiff_count(d) + review_dirdiff_skipped_count(d));
         status = refused > 0 ? DIFF_EXIT_CHANGED : DIFF_EXIT_SAME;
     } else if (want_stat) {
-        if (rgit_dirdiff_stat(&stat, d, 80, &err) < 0 ||
-            rgit_dirdiff_print_digest(d, NULL, NULL, digest, &err) < 0)
+        if (review_dirdiff_stat(&stat, d, 80, &err) < 0 ||
+            review_dirdiff_print_digest(d, NULL, NULL, digest, &err) < 0)
             goto done;
         if (stat.len > 0 && fwrite(stat.data, 1, stat.len, stdout) != stat.len)
             rg_error_set(&err, -EIO, "writing the summary failed");
         diff_put_skipped(d, stdout, opts.max_file_size);
         fflush(stdout);
         fprintf(stderr, "refgate-diff-digest: %s\n", digest);
-        status = rgit_dirdiff_count(d) + rgit_dirdiff_skipped_count(d) > 0 ? DIFF_EXIT_CHANGED
-                                                                           : DIFF_EXIT_SAME;
+        status = review_dirdiff_count(d) + review_dirdiff_skipped_count(d) > 0 ? DIFF_EXIT_CHANGED
+                                                                               : DIFF_EXIT_SAME;
     } else {
-        if (rgit_dirdiff_print_digest(d, diff_stdout_write, NULL, digest, &err) < 0)
+        if (review_dirdiff_print_digest(d, diff_stdout_write, NULL, digest, &err) < 0)
             goto done;
         fflush(stdout);
         diff_put_skipped(d, stderr, opts.max_file_size);
         fprintf(stderr, "refgate-diff-digest: %s\n", digest);
-        status = rgit_dirdiff_count(d) + rgit_dirdiff_skipped_count(d) > 0 ? DIFF_EXIT_CHANGED
-                                                                           : DIFF_EXIT_SAME;
+        status = review_dirdiff_count(d) + review_dirdiff_skipped_count(d) > 0 ? DIFF_EXIT_CHANGED
+                                                                               : DIFF_EXIT_SAME;
     }
     if ((fflush(stdout) != 0 || ferror(stdout)) && err.code == 0)
         rg_error_set(&err, -EIO, "writing the output failed");
@@ -376,7 +376,7 @@ done:
         fprintf(stderr, "refgate diff: %s\n", err.msg);
         status = DIFF_EXIT_ERROR;
     }
-    rgit_dirdiff_free(d);
+    review_dirdiff_free(d);
     rg_buf_free(&base_buf);
     rg_buf_free(&orig_buf);
     rg_buf_free(&stat);

@@ -25,9 +25,12 @@ static const char *const claude_commands[] = {"claude", NULL};
  * Claude subscription login's OAuth token is refreshed. */
 static const char *const claude_hosts[] = {"api.anthropic.com:443", "console.anthropic.com:443",
                                            NULL};
-static const char *const claude_env[] = {"ANTHROPIC_*",         "CLAUDE_CODE_*",
-                                         "DISABLE_TELEMETRY",   "DISABLE_ERROR_REPORTING",
-                                         "DISABLE_AUTOUPDATER", "NODE_EXTRA_CA_CERTS",
+static const char *const claude_env[] = {"ANTHROPIC_*",
+                                         "CLAUDE_CODE_*",
+                                         "DISABLE_TELEMETRY",
+                                         "DISABLE_ERROR_REPORTING",
+                                         "DISABLE_AUTOUPDATER",
+                                         "NODE_EXTRA_CA_CERTS",
                                          NULL};
 /* Transcripts, prompt history and snapshots of every other project: the
  * run needs none of them and they may hold what another repository's

@@ -33,14 +33,14 @@ int cli_runplace_find(cli_runplace *out, const char *cwd, int continuing, const 
                       rg_error *err)
 {
     sandbox_home home = SANDBOX_HOME_INIT;
-    sandbox_place pl = SANDBOX_PLACE_INIT;
+    fork_place pl = FORK_PLACE_INIT;
     rg_error herr = RG_ERROR_INIT;
     int have_home, rc = 0;
 
     memset(out, 0, sizeof(*out));
     /* Without a home refgate-run refuses to run, so the top matters little. */
     have_home = sandbox_home_load(&home, environ, &herr) == 0;
-    rc = sandbox_place_find(&pl, cwd, fork, continuing, have_home ? &home : NULL, err);
+    rc = fork_place_find(&pl, cwd, fork, continuing, have_home ? &home : NULL, err);
     if (rc == 0 && (size_t)snprintf(out->top, sizeof(out->top), "%s", pl.top) >= sizeof(out->top))
         rc = rg_error_set(err, -ENAMETOOLONG, "%s: path too long", pl.top);
     if (have_home)
@@ -48,7 +48,7 @@ int cli_runplace_find(cli_runplace *out, const char *cwd, int continuing, const 
     if (rc == 0 && pl.is_fork)
         snprintf(out->fork, sizeof(out->fork), "%s", pl.top);
     out->implicit = pl.implicit;
-    sandbox_place_free(&pl);
+    fork_place_free(&pl);
     if (rc == 0)
         runplace_config(out, out->fork[0] ? out->fork : cwd);
     return rc;

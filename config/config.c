@@ -1607,8 +1607,8 @@ static int parse_console(config_console *out, const config_model *cfg, const par
 /* ------------------------------------------------------------------------ */
 
 static const char *const top_keys[] = {
-    "listen", "state_dir", "default",   "max_body_bytes", "limits",  "control", "approvals",
-    "admin",  "console",   "upstreams", "rules",          "secrets", "signing", "state", NULL,
+    "listen",  "state_dir", "default", "max_body_bytes", "limits",  "control", "approvals", "admin",
+    "console", "upstreams", "rules",   "secrets",        "signing", "state",   NULL,
 };
 #define TOP_KEYS_TEXT                                                                              \
     "listen, state_dir, default, max_body_bytes, limits, control, approvals, admin, console, "     \
@@ -1696,7 +1696,7 @@ static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *roo
                             ctx->err);
     if (rc == 0)
         rc = config_secrets_parse(&cfg->secrets, json_object_get(root, "secrets"),
-                              any_rule_wants(cfg, CONFIG_COND_SECRETS), ctx->file, ctx->err);
+                                  any_rule_wants(cfg, CONFIG_COND_SECRETS), ctx->file, ctx->err);
     if (rc == 0)
         rc = config_signing_parse(&cfg->signing, json_object_get(root, "signing"), ctx->file,
                                   ctx->dir, ctx->err);

@@ -12,7 +12,7 @@
 
 #include "fork/gitconf.h"
 
-int sandbox_dirgit_plan(sandbox_dirgit *out, const char *dir, int mount_ns, rg_error *err)
+int fork_dirgit_plan(fork_dirgit *out, const char *dir, int mount_ns, rg_error *err)
 {
     struct stat st;
     int rc = 0;
@@ -49,13 +49,13 @@ int sandbox_dirgit_plan(sandbox_dirgit *out, const char *dir, int mount_ns, rg_e
     out->existed = 1;
 done:
     if (rc < 0) {
-        sandbox_dirgit_free(out);
+        fork_dirgit_free(out);
         memset(out, 0, sizeof(*out));
     }
     return rc;
 }
 
-int sandbox_dirgit_after(int *out, const sandbox_dirgit *d, rg_error *err)
+int fork_dirgit_after(int *out, const fork_dirgit *d, rg_error *err)
 {
     struct stat st;
     int dfd, rc = 0;
@@ -67,7 +67,7 @@ int sandbox_dirgit_after(int *out, const sandbox_dirgit *d, rg_error *err)
     if (dfd < 0)
         return rg_error_set(err, -errno, "%s: %s", d->dir, strerror(errno));
     if (fstatat(dfd, ".git", &st, AT_SYMLINK_NOFOLLOW) == 0) {
-        rc = sandbox_gitconf_move_aside(dfd, ".git", ".refgate-disabled");
+        rc = fork_gitconf_move_aside(dfd, ".git", ".refgate-disabled");
         if (rc < 0)
             rg_error_set(err, rc, "%s: moving aside the .git the run created: %s", d->git,
                          strerror(-rc));
@@ -78,7 +78,7 @@ int sandbox_dirgit_after(int *out, const sandbox_dirgit *d, rg_error *err)
     return rc;
 }
 
-void sandbox_dirgit_free(sandbox_dirgit *d)
+void fork_dirgit_free(fork_dirgit *d)
 {
     free(d->dir);
     free(d->git);

@@ -21,13 +21,13 @@
 
 #include "util/error.h"
 
-typedef struct sandbox_dirgit {
+typedef struct fork_dirgit {
     char *dir;   /* DIR, canonical */
     char *git;   /* DIR/.git */
     int existed; /* DIR/.git existed before the run: bind it read-only */
-} sandbox_dirgit;
+} fork_dirgit;
 
-#define SANDBOX_DIRGIT_INIT                                                                        \
+#define FORK_DIRGIT_INIT                                                                           \
     {                                                                                              \
         NULL, NULL, 0                                                                              \
     }
@@ -37,14 +37,14 @@ typedef struct sandbox_dirgit {
  * namespace. RG_E_DENIED with `err` saying why and what to do when the
  * run must be refused.
  */
-int sandbox_dirgit_plan(sandbox_dirgit *out, const char *dir, int mount_ns, rg_error *err);
+int fork_dirgit_plan(fork_dirgit *out, const char *dir, int mount_ns, rg_error *err);
 
 /*
  * After the run: a DIR/.git the run created is moved aside; *out is 1 when
  * it was (0 when there was nothing to do).
  */
-int sandbox_dirgit_after(int *out, const sandbox_dirgit *d, rg_error *err);
+int fork_dirgit_after(int *out, const fork_dirgit *d, rg_error *err);
 
-void sandbox_dirgit_free(sandbox_dirgit *d);
+void fork_dirgit_free(fork_dirgit *d);
 
 #endif

@@ -26,7 +26,7 @@
  * build outputs (target, build, dist), whose tools write into them, and
  * virtualenvs (.venv), which pip writes into and which hold absolute paths.
  */
-const char *const sandbox_exclude_ignored_names[] = {
+const char *const fork_exclude_ignored_names[] = {
     "node_modules", "bower_components", "jspm_packages", ".pnpm-store", "vendor", NULL,
 };
 
@@ -73,7 +73,7 @@ static const char *exclude_bad_segments(const char *p)
     return "";
 }
 
-int sandbox_exclude_add_pattern(sandbox_exclude *x, const char *pattern, rg_error *err)
+int fork_exclude_add_pattern(fork_exclude *x, const char *pattern, rg_error *err)
 {
     const char *p = pattern, *why;
     size_t len = strlen(pattern);
@@ -140,7 +140,7 @@ static int exclude_walk(const char *pat, const char *path)
     return exclude_walk(pat, path);
 }
 
-int sandbox_exclude_pattern_match(const char *pattern, const char *path, int is_dir)
+int fork_exclude_pattern_match(const char *pattern, const char *path, int is_dir)
 {
     char pat[PATH_MAX + 4];
     size_t len = strlen(pattern);
@@ -165,7 +165,7 @@ int sandbox_exclude_pattern_match(const char *pattern, const char *path, int is_
     return exclude_walk(pat, path);
 }
 
-int sandbox_exclude_matches(const sandbox_exclude *x, const char *path, int is_dir)
+int fork_exclude_matches(const fork_exclude *x, const char *path, int is_dir)
 {
     const char *name = strrchr(path, '/');
     size_t i;
@@ -177,18 +177,18 @@ int sandbox_exclude_matches(const sandbox_exclude *x, const char *path, int is_d
         if (strcmp(x->paths[i], path) == 0)
             return 1;
     for (i = 0; i < x->npatterns; i++)
-        if (sandbox_exclude_pattern_match(x->patterns[i], path, is_dir))
+        if (fork_exclude_pattern_match(x->patterns[i], path, is_dir))
             return 1;
     return 0;
 }
 
-int sandbox_exclude_tree_cb(void *ctx, const char *path, const struct stat *st)
+int fork_exclude_tree_cb(void *ctx, const char *path, const struct stat *st)
 {
-    sandbox_exclude *x = ctx;
+    fork_exclude *x = ctx;
 
-    if (!sandbox_exclude_matches(x, path, S_ISDIR(st->st_mode)))
+    if (!fork_exclude_matches(x, path, S_ISDIR(st->st_mode)))
         return 0;
-    if (x->nexcluded >= SANDBOX_EXCLUDE_MAX)
+    if (x->nexcluded >= FORK_EXCLUDE_MAX)
         return -E2BIG;
     if (exclude_push(&x->excluded, &x->nexcluded, path, strlen(path)) < 0)
         return -ENOMEM;
@@ -211,9 +211,9 @@ static int exclude_is_dependency_dir(const char *entry, size_t len)
     for (name = entry + len; name > entry && name[-1] != '/'; name--)
         ;
     n = (size_t)(entry + len - name);
-    for (i = 0; sandbox_exclude_ignored_names[i]; i++)
-        if (strlen(sandbox_exclude_ignored_names[i]) == n &&
-            memcmp(sandbox_exclude_ignored_names[i], name, n) == 0)
+    for (i = 0; fork_exclude_ignored_names[i]; i++)
+        if (strlen(fork_exclude_ignored_names[i]) == n &&
+            memcmp(fork_exclude_ignored_names[i], name, n) == 0)
             return 1;
     return 0;
 }
@@ -298,7 +298,7 @@ done:
     return 0;
 }
 
-int sandbox_exclude_add_ignored(size_t *out_n, sandbox_exclude *x, const char *dir, rg_error *err)
+int fork_exclude_add_ignored(size_t *out_n, fork_exclude *x, const char *dir, rg_error *err)
 {
     /* git runs in the user's own directory, as the user, before the run,
      * but that directory may have been written by an earlier `-d` run: the
@@ -338,7 +338,7 @@ int sandbox_exclude_add_ignored(size_t *out_n, sandbox_exclude *x, const char *d
 /* The record                                                                */
 /* ------------------------------------------------------------------------ */
 
-int sandbox_exclude_record_path(char **out, const char *fork, rg_error *err)
+int fork_exclude_record_path(char **out, const char *fork, rg_error *err)
 {
     const char *slash = strrchr(fork, '/');
 
@@ -351,7 +351,7 @@ int sandbox_exclude_record_path(char **out, const char *fork, rg_error *err)
     return 0;
 }
 
-int sandbox_exclude_record(const sandbox_exclude *x, const char *fork, rg_error *err)
+int fork_exclude_record(const fork_exclude *x, const char *fork, rg_error *err)
 {
     static const char head[] = "# refgate-run: paths left out of this fork, NUL-terminated\n";
     char *path = NULL;
@@ -359,7 +359,7 @@ int sandbox_exclude_record(const sandbox_exclude *x, const char *fork, rg_error 
     size_t i;
     int fd, rc;
 
-    rc = sandbox_exclude_record_path(&path, fork, err);
+    rc = fork_exclude_record_path(&path, fork, err);
     if (rc < 0)
         return rc;
     /* A record left by a fork of the same name, removed by hand, is not
@@ -391,16 +391,16 @@ done:
     return rc;
 }
 
-int sandbox_exclude_load(sandbox_exclude *x, const char *fork, rg_error *err)
+int fork_exclude_load(fork_exclude *x, const char *fork, rg_error *err)
 {
     static const char head[] = "# refgate-run: ";
-    rg_buf body = RG_BUF_INIT((size_t)SANDBOX_EXCLUDE_MAX * PATH_MAX + 4096);
+    rg_buf body = RG_BUF_INIT((size_t)FORK_EXCLUDE_MAX * PATH_MAX + 4096);
     const char *nl, *p, *end;
     char *path = NULL;
     struct stat st;
     int rc;
 
-    rc = sandbox_exclude_record_path(&path, fork, err);
+    rc = fork_exclude_record_path(&path, fork, err);
     if (rc < 0)
         return rc;
     if (lstat(path, &st) < 0) {
@@ -422,7 +422,7 @@ int sandbox_exclude_load(sandbox_exclude *x, const char *fork, rg_error *err)
     end = body.data + body.len;
     for (p = nl + 1; rc == 0 && p < end; p += strlen(p) + 1) {
         if (memchr(p, '\0', (size_t)(end - p)) == NULL || *p == '\0' || *p == '/' ||
-            *exclude_bad_segments(p) != '\0' || x->nexcluded >= SANDBOX_EXCLUDE_MAX)
+            *exclude_bad_segments(p) != '\0' || x->nexcluded >= FORK_EXCLUDE_MAX)
             rc = rg_error_set(err, -EINVAL, "%s: not a refgate-run record", path);
         else if (exclude_push(&x->excluded, &x->nexcluded, p, strlen(p)) < 0)
             rc = rg_error_set(err, -ENOMEM, "out of memory");
@@ -433,8 +433,8 @@ done:
     return rc;
 }
 
-int sandbox_exclude_plan_mounts(sandbox_mount_plan *p, const sandbox_exclude *x, const char *src,
-                                const char *fork, unsigned flags, rg_error *err)
+int fork_exclude_plan_mounts(sandbox_mount_plan *p, const fork_exclude *x, const char *src,
+                             const char *fork, unsigned flags, rg_error *err)
 {
     char from[PATH_MAX], to[PATH_MAX];
     size_t i;
@@ -459,7 +459,7 @@ static void exclude_list_free(char **list, size_t n)
     free(list);
 }
 
-void sandbox_exclude_free(sandbox_exclude *x)
+void fork_exclude_free(fork_exclude *x)
 {
     if (x == NULL)
         return;

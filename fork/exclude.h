@@ -23,7 +23,7 @@
  *
  * --exclude-ignored asks git which directories it ignores and excludes the
  * wholly ignored, untracked ones whose name says they hold fetched
- * dependencies (sandbox_exclude_ignored_names): exactly what a read-only view
+ * dependencies (fork_exclude_ignored_names): exactly what a read-only view
  * serves, and what the run could not fetch again offline. Build outputs
  * (target, build, dist) are not in it: their tools write there.
  *
@@ -43,61 +43,61 @@
 #include "util/error.h"
 
 /* Entries excluded from one fork, at most: each is a mount inside the run. */
-#define SANDBOX_EXCLUDE_MAX 1024
+#define FORK_EXCLUDE_MAX 1024
 
 /* The directory names --exclude-ignored excludes when git ignores them. */
-extern const char *const sandbox_exclude_ignored_names[];
+extern const char *const fork_exclude_ignored_names[];
 
-typedef struct sandbox_exclude {
+typedef struct fork_exclude {
     char **patterns; /* --exclude, as given (validated) */
     size_t npatterns;
     char **paths; /* exact relative directory paths (--exclude-ignored) */
     size_t npaths;
     char **excluded; /* what the copy left out, relative, in walk order */
     size_t nexcluded;
-} sandbox_exclude;
+} fork_exclude;
 
-#define SANDBOX_EXCLUDE_INIT                                                                       \
+#define FORK_EXCLUDE_INIT                                                                          \
     {                                                                                              \
         NULL, 0, NULL, 0, NULL, 0                                                                  \
     }
 
 /* Check `pattern` (see above) and add a copy. -EINVAL says what is wrong. */
-int sandbox_exclude_add_pattern(sandbox_exclude *x, const char *pattern, rg_error *err);
+int fork_exclude_add_pattern(fork_exclude *x, const char *pattern, rg_error *err);
 
 /*
  * Whether `path` ('/'-separated, relative to the top, no leading slash), a
  * directory when `is_dir`, matches `pattern`. Pure.
  */
-int sandbox_exclude_pattern_match(const char *pattern, const char *path, int is_dir);
+int fork_exclude_pattern_match(const char *pattern, const char *path, int is_dir);
 
 /* Whether `path` is excluded by a pattern or an exact path of `x`. */
-int sandbox_exclude_matches(const sandbox_exclude *x, const char *path, int is_dir);
+int fork_exclude_matches(const fork_exclude *x, const char *path, int is_dir);
 
 /*
  * Add the directories below `dir` that git ignores (wholly: untracked and
  * matched by an ignore rule) and that are named in
- * sandbox_exclude_ignored_names. Runs `git ls-files` in `dir` with the
+ * fork_exclude_ignored_names. Runs `git ls-files` in `dir` with the
  * fsmonitor hook off. *out_n gets how many were added. -ENOENT when `dir`
  * is not in a git work tree or git cannot run (the message says which).
  */
-int sandbox_exclude_add_ignored(size_t *out_n, sandbox_exclude *x, const char *dir, rg_error *err);
+int fork_exclude_add_ignored(size_t *out_n, fork_exclude *x, const char *dir, rg_error *err);
 
 /*
- * For sandbox_tree_opts.exclude (ctx: the sandbox_exclude): 1 when `path`
+ * For fork_tree_opts.exclude (ctx: the fork_exclude): 1 when `path`
  * is excluded, which is then remembered in x->excluded; 0 to copy it;
- * -E2BIG past SANDBOX_EXCLUDE_MAX entries.
+ * -E2BIG past FORK_EXCLUDE_MAX entries.
  */
-int sandbox_exclude_tree_cb(void *ctx, const char *path, const struct stat *st);
+int fork_exclude_tree_cb(void *ctx, const char *path, const struct stat *st);
 
 /* The record's path for fork `fork`: "/a/b.3" -> "/a/.b.3.excluded". */
-int sandbox_exclude_record_path(char **out, const char *fork, rg_error *err);
+int fork_exclude_record_path(char **out, const char *fork, rg_error *err);
 
 /*
  * Write x->excluded to the record beside `fork` (0600), or remove a stale
  * record when nothing was excluded.
  */
-int sandbox_exclude_record(const sandbox_exclude *x, const char *fork, rg_error *err);
+int fork_exclude_record(const fork_exclude *x, const char *fork, rg_error *err);
 
 /*
  * Read the record beside `fork` into x->excluded (a continued fork's
@@ -105,16 +105,16 @@ int sandbox_exclude_record(const sandbox_exclude *x, const char *fork, rg_error 
  * regular file, or holds an absolute path or a "." / ".." segment, is an
  * error (-EINVAL).
  */
-int sandbox_exclude_load(sandbox_exclude *x, const char *fork, rg_error *err);
+int fork_exclude_load(fork_exclude *x, const char *fork, rg_error *err);
 
 /*
  * Plan the read-only views: each excluded path of canonical directory
  * `src` bound over its placeholder in `fork`, with `flags` (IDMAP for a
  * root caller's run; never RW).
  */
-int sandbox_exclude_plan_mounts(sandbox_mount_plan *p, const sandbox_exclude *x, const char *src,
-                                const char *fork, unsigned flags, rg_error *err);
+int fork_exclude_plan_mounts(sandbox_mount_plan *p, const fork_exclude *x, const char *src,
+                             const char *fork, unsigned flags, rg_error *err);
 
-void sandbox_exclude_free(sandbox_exclude *x);
+void fork_exclude_free(fork_exclude *x);
 
 #endif

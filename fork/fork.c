@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-int sandbox_fork_paths(char **out_fork, char **out_base, const char *src, unsigned n, rg_error *err)
+int fork_paths(char **out_fork, char **out_base, const char *src, unsigned n, rg_error *err)
 {
     const char *slash = strrchr(src, '/');
     char *fork = NULL, *base = NULL;
@@ -46,7 +46,7 @@ done:
 }
 
 /* "/a/b.3" -> "/a/.b.3.run": beside the fork, named after it. */
-static int fork_lock_path(sandbox_fork *f, rg_error *err)
+static int fork_lock_path(fork_ws *f, rg_error *err)
 {
     const char *slash = strrchr(f->path, '/');
 
@@ -57,10 +57,10 @@ static int fork_lock_path(sandbox_fork *f, rg_error *err)
     return 0;
 }
 
-/* Take the marker: held until the runner exits (or sandbox_fork_free). A
+/* Take the marker: held until the runner exits (or fork_free). A
  * stale file from a fork removed by hand is reused; one somebody holds
  * means a run still uses the name. */
-static int fork_lock(sandbox_fork *f, rg_error *err)
+static int fork_lock(fork_ws *f, rg_error *err)
 {
     int rc = fork_lock_path(f, err);
 
@@ -76,13 +76,13 @@ static int fork_lock(sandbox_fork *f, rg_error *err)
 }
 
 /* Claim N: both directories are created, so the first free N is ours. */
-static int fork_claim(sandbox_fork *f, rg_error *err)
+static int fork_claim(fork_ws *f, rg_error *err)
 {
     unsigned n;
     int rc;
 
-    for (n = 1; n <= SANDBOX_FORK_MAX; n++) {
-        rc = sandbox_fork_paths(&f->path, &f->base, f->src, n, err);
+    for (n = 1; n <= FORK_FORK_MAX; n++) {
+        rc = fork_paths(&f->path, &f->base, f->src, n, err);
         if (rc < 0)
             return rc;
         if (mkdir(f->path, 0700) == 0) {
@@ -102,11 +102,11 @@ static int fork_claim(sandbox_fork *f, rg_error *err)
         f->path = f->base = NULL;
     }
     return rg_error_set(err, -EEXIST, "%s.1 to %s.%d all exist; remove old forks", f->src, f->src,
-                        SANDBOX_FORK_MAX);
+                        FORK_FORK_MAX);
 }
 
-static int fork_copy(sandbox_tree_stats *stats, const char *from, const char *to,
-                     const sandbox_tree_opts *opts, rg_error *err)
+static int fork_copy(fork_tree_stats *stats, const char *from, const char *to,
+                     const fork_tree_opts *opts, rg_error *err)
 {
     int sfd = -1, dfd = -1, rc = 0;
 
@@ -120,7 +120,7 @@ static int fork_copy(sandbox_tree_stats *stats, const char *from, const char *to
         rc = rg_error_set(err, -errno, "%s: %s", to, strerror(errno));
         goto done;
     }
-    rc = sandbox_tree_copy(stats, sfd, dfd, opts, err);
+    rc = fork_tree_copy(stats, sfd, dfd, opts, err);
     if (rc < 0)
         rg_error_wrap(err, "copying %s to %s", from, to);
 done:
@@ -131,11 +131,10 @@ done:
     return rc;
 }
 
-int sandbox_fork_create(sandbox_fork *out, const char *src, const sandbox_tree_opts *opts,
-                        rg_error *err)
+int fork_create(fork_ws *out, const char *src, const fork_tree_opts *opts, rg_error *err)
 {
-    sandbox_fork f = SANDBOX_FORK_INIT;
-    sandbox_tree_opts second;
+    fork_ws f = FORK_FORK_INIT;
+    fork_tree_opts second;
     struct timespec t0, t1;
     rg_error ignored = RG_ERROR_INIT;
     int rc;
@@ -151,7 +150,7 @@ int sandbox_fork_create(sandbox_fork *out, const char *src, const sandbox_tree_o
         goto done;
     rc = fork_lock(&f, err);
     if (rc < 0) {
-        sandbox_fork_remove(&f, &ignored);
+        fork_remove(&f, &ignored);
         goto done;
     }
     rc = fork_copy(&f.base_stats, f.src, f.base, opts, err);
@@ -162,21 +161,21 @@ int sandbox_fork_create(sandbox_fork *out, const char *src, const sandbox_tree_o
     if (rc == 0)
         rc = fork_copy(&f.fork_stats, f.base, f.path, &second, err);
     if (rc < 0) {
-        sandbox_fork_remove(&f, &ignored);
+        fork_remove(&f, &ignored);
         goto done;
     }
     clock_gettime(CLOCK_MONOTONIC, &t1);
     f.seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 done:
     if (rc < 0) {
-        sandbox_fork_free(&f);
+        fork_free(&f);
         return rc;
     }
     *out = f;
     return 0;
 }
 
-int sandbox_fork_parse(char **out_src, unsigned *out_n, const char *path)
+int fork_parse(char **out_src, unsigned *out_n, const char *path)
 {
     const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.'), *p;
     unsigned long v = 0;
@@ -185,10 +184,10 @@ int sandbox_fork_parse(char **out_src, unsigned *out_n, const char *path)
     if (path[0] != '/' || slash == NULL || dot == NULL || dot < slash || dot == slash + 1 ||
         dot[1] < '1' || dot[1] > '9')
         return -EINVAL;
-    /* Bounded: at most the digits of SANDBOX_FORK_MAX are read. */
-    for (p = dot + 1; *p >= '0' && *p <= '9' && v <= SANDBOX_FORK_MAX; p++)
+    /* Bounded: at most the digits of FORK_FORK_MAX are read. */
+    for (p = dot + 1; *p >= '0' && *p <= '9' && v <= FORK_FORK_MAX; p++)
         v = v * 10 + (unsigned long)(*p - '0');
-    if (*p != '\0' || v > SANDBOX_FORK_MAX)
+    if (*p != '\0' || v > FORK_FORK_MAX)
         return -EINVAL;
     *out_src = strndup(path, (size_t)(dot - path));
     if (*out_src == NULL)
@@ -197,15 +196,14 @@ int sandbox_fork_parse(char **out_src, unsigned *out_n, const char *path)
     return 0;
 }
 
-int sandbox_fork_is_fork(const char *path)
+int fork_is_fork(const char *path)
 {
     char *src = NULL, *fork = NULL, *base = NULL;
     struct stat st;
     unsigned n;
     int yes = 0;
 
-    if (sandbox_fork_parse(&src, &n, path) == 0 &&
-        sandbox_fork_paths(&fork, &base, src, n, NULL) == 0)
+    if (fork_parse(&src, &n, path) == 0 && fork_paths(&fork, &base, src, n, NULL) == 0)
         yes = strcmp(fork, path) == 0 && lstat(base, &st) == 0 && S_ISDIR(st.st_mode);
     free(src);
     free(fork);
@@ -213,22 +211,22 @@ int sandbox_fork_is_fork(const char *path)
     return yes;
 }
 
-int sandbox_fork_open(sandbox_fork *out, const char *path, rg_error *err)
+int fork_open(fork_ws *out, const char *path, rg_error *err)
 {
-    sandbox_fork f = SANDBOX_FORK_INIT;
+    fork_ws f = FORK_FORK_INIT;
     struct stat st;
     int rc;
 
-    if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || !sandbox_fork_is_fork(path)) {
+    if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode) || !fork_is_fork(path)) {
         rc = rg_error_set(err, -EINVAL,
                           "%s is not a fork made by refgate-run (a directory <dir>.<N> with "
                           ".<dir>.<N>.base beside it)",
                           path);
         goto done;
     }
-    rc = sandbox_fork_parse(&f.src, &f.n, path);
+    rc = fork_parse(&f.src, &f.n, path);
     if (rc == 0)
-        rc = sandbox_fork_paths(&f.path, &f.base, f.src, f.n, err);
+        rc = fork_paths(&f.path, &f.base, f.src, f.n, err);
     if (rc < 0) {
         rc = rg_error_set(err, rc, "out of memory");
         goto done;
@@ -239,24 +237,24 @@ int sandbox_fork_open(sandbox_fork *out, const char *path, rg_error *err)
     f.continued = 1;
 done:
     if (rc < 0) {
-        sandbox_fork_free(&f);
+        fork_free(&f);
         return rc;
     }
     *out = f;
     return 0;
 }
 
-int sandbox_fork_remove(const sandbox_fork *f, rg_error *err)
+int fork_remove(const fork_ws *f, rg_error *err)
 {
     char *record;
     int rc = 0, rc2 = 0;
 
     if (f->path != NULL)
-        rc = sandbox_tree_remove(f->path, err);
+        rc = fork_tree_remove(f->path, err);
     if (f->base != NULL)
-        rc2 = sandbox_tree_remove(f->base, rc < 0 ? NULL : err);
+        rc2 = fork_tree_remove(f->base, rc < 0 ? NULL : err);
     /* The marker goes last, so nothing is applied from a half-removed fork. */
-    if (f->path != NULL && sandbox_exclude_record_path(&record, f->path, NULL) == 0) {
+    if (f->path != NULL && fork_exclude_record_path(&record, f->path, NULL) == 0) {
         (void)unlink(record);
         free(record);
     }
@@ -265,7 +263,7 @@ int sandbox_fork_remove(const sandbox_fork *f, rg_error *err)
     return rc < 0 ? rc : rc2;
 }
 
-void sandbox_fork_free(sandbox_fork *f)
+void fork_free(fork_ws *f)
 {
     if (f == NULL)
         return;

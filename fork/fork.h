@@ -26,22 +26,22 @@
 #include "fork/tree.h"
 #include "util/error.h"
 
-#define SANDBOX_FORK_MAX 9999 /* the highest N tried */
+#define FORK_FORK_MAX 9999 /* the highest N tried */
 
-typedef struct sandbox_fork {
+typedef struct fork_ws {
     char *src;  /* the directory forked (canonical) */
     char *path; /* <dir>.<N> */
     char *base; /* .<dir>.<N>.base */
     char *lock; /* .<dir>.<N>.run, flocked by lock_fd for the run's life */
     int lock_fd;
     unsigned n;
-    sandbox_tree_stats base_stats; /* src -> base */
-    sandbox_tree_stats fork_stats; /* base -> fork */
-    double seconds;                /* both copies */
-    int continued;                 /* an existing fork, opened by sandbox_fork_open */
-} sandbox_fork;
+    fork_tree_stats base_stats; /* src -> base */
+    fork_tree_stats fork_stats; /* base -> fork */
+    double seconds;             /* both copies */
+    int continued;              /* an existing fork, opened by fork_open */
+} fork_ws;
 
-#define SANDBOX_FORK_INIT                                                                          \
+#define FORK_FORK_INIT                                                                             \
     {                                                                                              \
         NULL, NULL, NULL, NULL, -1, 0, {0}, {0}, 0, 0                                              \
     }
@@ -51,32 +51,30 @@ typedef struct sandbox_fork {
  * "/a/b", 3 -> "/a/b.3" and "/a/.b.3.base". -EINVAL for "/" (there is no
  * "beside" for the root). Both malloc'd.
  */
-int sandbox_fork_paths(char **out_fork, char **out_base, const char *src, unsigned n,
-                       rg_error *err);
+int fork_paths(char **out_fork, char **out_base, const char *src, unsigned n, rg_error *err);
 
 /*
  * Fork canonical directory `src`: claim the first free N by creating both
  * directories (so two runs never share one), then copy src -> base -> fork
  * with `opts`. On failure nothing is left behind. Free with
- * sandbox_fork_free().
+ * fork_free().
  */
-int sandbox_fork_create(sandbox_fork *out, const char *src, const sandbox_tree_opts *opts,
-                        rg_error *err);
+int fork_create(fork_ws *out, const char *src, const fork_tree_opts *opts, rg_error *err);
 
 /*
- * The inverse of sandbox_fork_paths, on names only: canonical `path`
+ * The inverse of fork_paths, on names only: canonical `path`
  * "/a/b.3" -> *out_src "/a/b" (malloc'd), *out_n 3. -EINVAL when the name
- * does not end in ".<N>" with 1 <= N <= SANDBOX_FORK_MAX (no sign, no
+ * does not end in ".<N>" with 1 <= N <= FORK_FORK_MAX (no sign, no
  * leading zero) or nothing is left before it.
  */
-int sandbox_fork_parse(char **out_src, unsigned *out_n, const char *path);
+int fork_parse(char **out_src, unsigned *out_n, const char *path);
 
 /*
  * Whether canonical `path` is a fork: its name parses and its base
  * `.<dir>.<N>.base` is a directory beside it (what the fork step made;
  * a directory merely named like a fork has none). 1 yes, 0 no.
  */
-int sandbox_fork_is_fork(const char *path);
+int fork_is_fork(const char *path);
 
 /*
  * Open the existing fork at canonical `path` to run in it again
@@ -84,14 +82,14 @@ int sandbox_fork_is_fork(const char *path);
  * like a new fork's, so a fork whose run is still alive is refused
  * (-EBUSY) and `refgate diff --apply` waits for this run too. `src` is the
  * directory it was forked from (which may be gone by now); `continued` is
- * set. Nothing is copied. Free with sandbox_fork_free().
+ * set. Nothing is copied. Free with fork_free().
  */
-int sandbox_fork_open(sandbox_fork *out, const char *path, rg_error *err);
+int fork_open(fork_ws *out, const char *path, rg_error *err);
 
 /* Remove the fork, its base and its marker (for --rm). */
-int sandbox_fork_remove(const sandbox_fork *f, rg_error *err);
+int fork_remove(const fork_ws *f, rg_error *err);
 
 /* Frees the paths and lets go of the marker's lock (the run is over). */
-void sandbox_fork_free(sandbox_fork *f);
+void fork_free(fork_ws *f);
 
 #endif

@@ -111,8 +111,8 @@ static const struct {
     {NULL, NULL, 0},
 };
 
-int sandbox_gitconf_allowed(const char *section, const char *subsection, const char *name,
-                            int *need_base)
+int fork_gitconf_allowed(const char *section, const char *subsection, const char *name,
+                         int *need_base)
 {
     char key[2 * GC_NAME_MAX + 2];
     size_t i;
@@ -421,8 +421,7 @@ static int gc_in_base(const gc_list *base, const gc_entry *e)
     return 0;
 }
 
-static void gc_tell_key(sandbox_gitconf_tell_fn tell, void *ctx, const char *where,
-                        const gc_entry *e)
+static void gc_tell_key(fork_gitconf_tell_fn tell, void *ctx, const char *where, const gc_entry *e)
 {
     char what[3 * GC_NAME_MAX + 16];
     size_t i;
@@ -439,7 +438,7 @@ static void gc_tell_key(sandbox_gitconf_tell_fn tell, void *ctx, const char *whe
 }
 
 static int gc_filter_at(char **out, const char *config, size_t len, const char *base,
-                        size_t base_len, const char *where, sandbox_gitconf_tell_fn tell, void *ctx)
+                        size_t base_len, const char *where, fork_gitconf_tell_fn tell, void *ctx)
 {
     gc_list l = {NULL, 0, 0}, bl = {NULL, 0, 0};
     rg_buf o = RG_BUF_INIT(GC_OUT_MAX);
@@ -465,7 +464,7 @@ static int gc_filter_at(char **out, const char *config, size_t len, const char *
                          "# The run's original is config.refgate-run-orig.\n");
     for (i = 0; rc == 0 && i < l.n; i++) {
         const gc_entry *e = &l.v[i];
-        if (!sandbox_gitconf_allowed(e->section, e->sub, e->name, &need_base) ||
+        if (!fork_gitconf_allowed(e->section, e->sub, e->name, &need_base) ||
             (need_base && (!have_base || !gc_in_base(&bl, e)))) {
             gc_tell_key(tell, ctx, where, e);
             removed = 1;
@@ -505,8 +504,8 @@ done:
     return rc;
 }
 
-int sandbox_gitconf_filter(char **out, const char *config, size_t len, const char *base,
-                           size_t base_len, sandbox_gitconf_tell_fn tell, void *ctx)
+int fork_gitconf_filter(char **out, const char *config, size_t len, const char *base,
+                        size_t base_len, fork_gitconf_tell_fn tell, void *ctx)
 {
     return gc_filter_at(out, config, len, base, base_len, "", tell, ctx);
 }
@@ -516,7 +515,7 @@ int sandbox_gitconf_filter(char **out, const char *config, size_t len, const cha
 /* ------------------------------------------------------------------------ */
 
 typedef struct gc_run {
-    sandbox_gitconf_tell_fn tell;
+    fork_gitconf_tell_fn tell;
     void *ctx;
     int count;
     unsigned modules;
@@ -587,7 +586,7 @@ done:
 }
 
 /* Rename dirfd/name to the first free "<name><suffix>[.N]". */
-int sandbox_gitconf_move_aside(int dirfd, const char *name, const char *suffix)
+int fork_gitconf_move_aside(int dirfd, const char *name, const char *suffix)
 {
     char to[512];
     unsigned i;
@@ -629,7 +628,7 @@ static int gc_write_config(int gitfd, const char *text, const struct stat *was)
     int fd, rc = 0;
 
     if (unlinkat(gitfd, tmp, 0) < 0 && errno != ENOENT)
-        (void)sandbox_gitconf_move_aside(gitfd, tmp, ".old");
+        (void)fork_gitconf_move_aside(gitfd, tmp, ".old");
     fd = openat(gitfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
     if (fd < 0)
         return -errno;
@@ -694,7 +693,7 @@ static int gc_config(gc_run *r, int gitfd, int basegit, const char *where)
     /* The run may have put anything at that name (a directory, a link):
      * it goes aside itself rather than block this. */
     if (unlinkat(gitfd, "config.refgate-run-orig", 0) < 0 && errno != ENOENT)
-        (void)sandbox_gitconf_move_aside(gitfd, "config.refgate-run-orig", ".old");
+        (void)fork_gitconf_move_aside(gitfd, "config.refgate-run-orig", ".old");
     if (renameat(gitfd, "config", gitfd, "config.refgate-run-orig") < 0) {
         rc = rg_error_set(r->err, -errno, "%s/config: %s", where, strerror(errno));
         goto done;
@@ -749,7 +748,7 @@ static int gc_hooks(gc_run *r, int gitfd, const char *where)
     } else {
         gc_told(r, where, "hooks (not a directory)");
     }
-    rc = sandbox_gitconf_move_aside(gitfd, "hooks", ".refgate-disabled");
+    rc = fork_gitconf_move_aside(gitfd, "hooks", ".refgate-disabled");
     if (rc < 0)
         return rg_error_set(r->err, rc, "%s/hooks: moving aside: %s", where, strerror(-rc));
     return 0;
@@ -853,7 +852,7 @@ static int gc_gitdir(gc_run *r, int gitfd, int basegit, const char *where, unsig
             continue;
         snprintf(what, sizeof(what), "%s", redirect[i]);
         gc_told(r, where, what);
-        rc = sandbox_gitconf_move_aside(gitfd, redirect[i], ".refgate-disabled");
+        rc = fork_gitconf_move_aside(gitfd, redirect[i], ".refgate-disabled");
         if (rc < 0)
             rg_error_set(r->err, rc, "%s/%s: moving aside: %s", where, redirect[i], strerror(-rc));
     }
@@ -893,7 +892,7 @@ static int gc_nested(gc_run *r, int dirfd, int basedir, const char *rel)
              : S_ISREG(st.st_mode) ? "a new gitfile"
                                    : "odd");
     gc_told(r, "", what);
-    rc = sandbox_gitconf_move_aside(dirfd, ".git", ".refgate-disabled");
+    rc = fork_gitconf_move_aside(dirfd, ".git", ".refgate-disabled");
     if (rc < 0)
         rg_error_set(r->err, rc, "%s: moving aside: %s", where, strerror(-rc));
     return rc;
@@ -950,8 +949,8 @@ static int gc_worktree(gc_run *r, int wfd, int basedir, const char *rel, unsigne
     return rc;
 }
 
-int sandbox_gitconf_neutralise(int *out, const char *fork, const char *base,
-                               sandbox_gitconf_tell_fn tell, void *ctx, rg_error *err)
+int fork_gitconf_neutralise(int *out, const char *fork, const char *base, fork_gitconf_tell_fn tell,
+                            void *ctx, rg_error *err)
 {
     gc_run r = {tell, ctx, 0, 0, err};
     int forkfd = -1, basefd = -1, gitfd = -1, basegit = -1, rc = 0;
@@ -976,7 +975,7 @@ int sandbox_gitconf_neutralise(int *out, const char *fork, const char *base,
         if (S_ISREG(st.st_mode) && gc_same_file(forkfd, basefd, ".git"))
             goto done;
         gc_told(&r, "", S_ISLNK(st.st_mode) ? ".git (a symlink)" : ".git (not a directory)");
-        rc = sandbox_gitconf_move_aside(forkfd, ".git", ".refgate-disabled");
+        rc = fork_gitconf_move_aside(forkfd, ".git", ".refgate-disabled");
         if (rc < 0)
             rg_error_set(err, rc, ".git: moving aside: %s", strerror(-rc));
         goto done;
@@ -994,7 +993,7 @@ int sandbox_gitconf_neutralise(int *out, const char *fork, const char *base,
          * for git at all until the user looks at it. */
         close(gitfd);
         gitfd = -1;
-        if (sandbox_gitconf_move_aside(forkfd, ".git", ".refgate-disabled") == 0)
+        if (fork_gitconf_move_aside(forkfd, ".git", ".refgate-disabled") == 0)
             gc_told(&r, "", ".git (could not be neutralised: moved to .git.refgate-disabled)");
         goto done;
     }

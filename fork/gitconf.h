@@ -30,7 +30,7 @@
 /* Told each thing neutralised: "config core.fsmonitor", "hooks/pre-commit",
  * ".git (a symlink)"... `where` is the git directory's path in the fork
  * (".git", ".git/modules/sub", "lib/.git"), "" when `what` names it. */
-typedef void (*sandbox_gitconf_tell_fn)(void *ctx, const char *where, const char *what);
+typedef void (*fork_gitconf_tell_fn)(void *ctx, const char *where, const char *what);
 
 /*
  * Whether the key (section and name lowercased, subsection as written,
@@ -39,8 +39,8 @@ typedef void (*sandbox_gitconf_tell_fn)(void *ctx, const char *where, const char
  * (remote and submodule URLs: a changed URL would send the user's
  * credentials elsewhere at the next fetch).
  */
-int sandbox_gitconf_allowed(const char *section, const char *subsection, const char *name,
-                            int *need_base);
+int fork_gitconf_allowed(const char *section, const char *subsection, const char *name,
+                         int *need_base);
 
 /*
  * Rewrite `config` (a git config file's text, `len` bytes) into *out (a
@@ -50,8 +50,8 @@ int sandbox_gitconf_allowed(const char *section, const char *subsection, const c
  * something was removed, 0 when nothing was, RG_E_CONFIG when `config`
  * does not parse (*out is then the empty text).
  */
-int sandbox_gitconf_filter(char **out, const char *config, size_t len, const char *base,
-                           size_t base_len, sandbox_gitconf_tell_fn tell, void *ctx);
+int fork_gitconf_filter(char **out, const char *config, size_t len, const char *base,
+                        size_t base_len, fork_gitconf_tell_fn tell, void *ctx);
 
 /*
  * Neutralise the .git of the fork `fork` (its base `base`, which may be
@@ -60,13 +60,13 @@ int sandbox_gitconf_filter(char **out, const char *config, size_t len, const cha
  * follows a symlink. *out gets the number of things neutralised (each also
  * told), also when a later step fails.
  */
-int sandbox_gitconf_neutralise(int *out, const char *fork, const char *base,
-                               sandbox_gitconf_tell_fn tell, void *ctx, rg_error *err);
+int fork_gitconf_neutralise(int *out, const char *fork, const char *base, fork_gitconf_tell_fn tell,
+                            void *ctx, rg_error *err);
 
 /*
  * Rename dirfd/name to name+suffix (name+suffix.1, .2... when taken; never
  * replacing anything). 0 or a negative errno.
  */
-int sandbox_gitconf_move_aside(int dirfd, const char *name, const char *suffix);
+int fork_gitconf_move_aside(int dirfd, const char *name, const char *suffix);
 
 #endif

@@ -25,7 +25,7 @@
 /* The summary of what the guardian neutralised, at most. */
 #define GUARD_TOLD_MAX 2048
 
-struct sandbox_guard {
+struct fork_guard {
     pid_t pid;   /* the guardian */
     int sock;    /* the runner's end */
     int watched; /* the pidfd was sent */
@@ -120,7 +120,7 @@ guard_main(int sock, int lock_fd, const char *fork_path, const char *base)
         while (poll(&p, 1, -1) < 0 && errno == EINTR)
             ;
     }
-    if (sandbox_gitconf_neutralise(&n, fork_path, base, guard_tell, &t, &err) < 0)
+    if (fork_gitconf_neutralise(&n, fork_path, base, guard_tell, &t, &err) < 0)
         fprintf(stderr,
                 "refgate-run: WARNING: the runner ended before hardening the fork, and %s; "
                 "do not run git in %s before checking its .git\n",
@@ -140,10 +140,10 @@ guard_main(int sock, int lock_fd, const char *fork_path, const char *base)
 /* The runner's side                                                         */
 /* ------------------------------------------------------------------------ */
 
-int sandbox_guard_start(sandbox_guard **out, const char *fork_path, const char *base, int lock_fd,
-                        rg_error *err)
+int fork_guard_start(fork_guard **out, const char *fork_path, const char *base, int lock_fd,
+                     rg_error *err)
 {
-    sandbox_guard *g;
+    fork_guard *g;
     int sv[2];
     pid_t pid;
 
@@ -174,7 +174,7 @@ int sandbox_guard_start(sandbox_guard **out, const char *fork_path, const char *
     return 0;
 }
 
-int sandbox_guard_watch(sandbox_guard *g, pid_t pid, rg_error *err)
+int fork_guard_watch(fork_guard *g, pid_t pid, rg_error *err)
 {
     ssize_t n;
     int fd, rc = 0;
@@ -194,7 +194,7 @@ int sandbox_guard_watch(sandbox_guard *g, pid_t pid, rg_error *err)
     return rc;
 }
 
-void sandbox_guard_free(sandbox_guard *g)
+void fork_guard_free(fork_guard *g)
 {
     ssize_t n;
 

@@ -30,21 +30,21 @@
 
 #include "util/error.h"
 
-typedef struct sandbox_guard sandbox_guard;
+typedef struct fork_guard fork_guard;
 
 /*
  * Start the guardian of the fork `fork_path` (its base `base`, which may be
  * NULL); `lock_fd` is the fork marker's descriptor, kept by the guardian.
  * Call before any thread is started.
  */
-int sandbox_guard_start(sandbox_guard **out, const char *fork_path, const char *base, int lock_fd,
-                        rg_error *err);
+int fork_guard_start(fork_guard **out, const char *fork_path, const char *base, int lock_fd,
+                     rg_error *err);
 
 /* Send the guardian a pidfd of `pid`, the sandbox's first process; once. */
-int sandbox_guard_watch(sandbox_guard *g, pid_t pid, rg_error *err);
+int fork_guard_watch(fork_guard *g, pid_t pid, rg_error *err);
 
 /* The runner is done with the fork: the guardian exits, and is reaped.
  * NULL: nothing. */
-void sandbox_guard_free(sandbox_guard *g);
+void fork_guard_free(fork_guard *g);
 
 #endif

@@ -16,7 +16,7 @@
 /* Directories looked at on the way up from the working directory, at most. */
 #define PLACE_DEPTH_MAX 256
 
-const char *sandbox_place_below(const char *path, const char *top)
+const char *fork_place_below(const char *path, const char *top)
 {
     size_t n = strlen(top);
 
@@ -50,7 +50,7 @@ static int place_enclosing_fork(char *buf, size_t cap, const char *cwd)
     memcpy(buf, cwd, strlen(cwd) + 1);
     /* Bounded: PLACE_DEPTH_MAX levels. */
     for (depth = 0; depth < PLACE_DEPTH_MAX && strcmp(buf, "/") != 0; depth++) {
-        if (sandbox_fork_is_fork(buf))
+        if (fork_is_fork(buf))
             return 1;
         place_up(buf);
     }
@@ -89,7 +89,7 @@ static void place_superproject(char *top, size_t cap)
             return;
         *mod = '\0';
         /* Only a superproject around the submodule, not a repository elsewhere. */
-        if (strcmp(real, top) == 0 || sandbox_place_below(top, real) == NULL || strlen(real) >= cap)
+        if (strcmp(real, top) == 0 || fork_place_below(top, real) == NULL || strlen(real) >= cap)
             return;
         memcpy(top, real, strlen(real) + 1);
     }
@@ -121,8 +121,8 @@ static void place_worktree_top(char *buf, size_t cap, const char *cwd)
     snprintf(buf, cap, "%s", cwd);
 }
 
-int sandbox_place_find(sandbox_place *out, const char *cwd, const char *fork, int continuing,
-                       const sandbox_home *h, rg_error *err)
+int fork_place_find(fork_place *out, const char *cwd, const char *fork, int continuing,
+                    const sandbox_home *h, rg_error *err)
 {
     char buf[PATH_MAX];
     const char *sub;
@@ -132,7 +132,7 @@ int sandbox_place_find(sandbox_place *out, const char *cwd, const char *fork, in
     if (continuing && fork != NULL) {
         if (realpath(fork, buf) == NULL)
             return rg_error_set(err, -errno, "--continue %s: %s", fork, strerror(errno));
-        if (!sandbox_fork_is_fork(buf))
+        if (!fork_is_fork(buf))
             return rg_error_set(err, -EINVAL,
                                 "--continue %s: not a fork made by refgate-run (a directory "
                                 "<dir>.<N> with .<dir>.<N>.base beside it)",
@@ -155,17 +155,17 @@ int sandbox_place_find(sandbox_place *out, const char *cwd, const char *fork, in
             out->narrowed = 1;
         }
     }
-    sub = sandbox_place_below(cwd, buf);
+    sub = fork_place_below(cwd, buf);
     out->top = strdup(buf);
     out->sub = strdup(sub ? sub : "");
     if (out->top == NULL || out->sub == NULL) {
         rc = rg_error_set(err, -ENOMEM, "out of memory");
-        sandbox_place_free(out);
+        fork_place_free(out);
     }
     return rc;
 }
 
-void sandbox_place_free(sandbox_place *p)
+void fork_place_free(fork_place *p)
 {
     if (p == NULL)
         return;
@@ -174,7 +174,7 @@ void sandbox_place_free(sandbox_place *p)
     p->top = p->sub = NULL;
 }
 
-int sandbox_place_normalise(char **out, const char *path)
+int fork_place_normalise(char **out, const char *path)
 {
     size_t len = strlen(path), i = 0, o = 0, n;
     char *buf;
@@ -208,8 +208,8 @@ int sandbox_place_normalise(char **out, const char *path)
     return 0;
 }
 
-int sandbox_place_bind_parse(char **out_src, char **out_dst, const char *spec, const char *opt,
-                             rg_error *err)
+int fork_place_bind_parse(char **out_src, char **out_dst, const char *spec, const char *opt,
+                          rg_error *err)
 {
     const char *colon = strchr(spec, ':');
     int rc;
@@ -217,7 +217,7 @@ int sandbox_place_bind_parse(char **out_src, char **out_dst, const char *spec, c
     *out_src = *out_dst = NULL;
     if (colon == NULL || colon == spec || colon[1] == '\0')
         return rg_error_set(err, -EINVAL, "%s %s: expected SRC:DST", opt, spec);
-    rc = sandbox_place_normalise(out_dst, colon + 1);
+    rc = fork_place_normalise(out_dst, colon + 1);
     if (rc == -EINVAL)
         return rg_error_set(
             err, rc, "%s %s: DST must be an absolute path without . or .. components", opt, spec);
@@ -231,8 +231,8 @@ int sandbox_place_bind_parse(char **out_src, char **out_dst, const char *spec, c
     return 0;
 }
 
-int sandbox_place_bind_resolve(sandbox_bind *out, const char *spec, int ro, const sandbox_home *h,
-                               int force, const char **exposed, rg_error *err)
+int fork_place_bind_resolve(sandbox_bind *out, const char *spec, int ro, const sandbox_home *h,
+                            int force, const char **exposed, rg_error *err)
 {
     const char *opt = ro ? "--ro-bind" : "--bind", *secret, *rest = NULL;
     char *src = NULL, *dst = NULL, buf[PATH_MAX];
@@ -240,7 +240,7 @@ int sandbox_place_bind_resolve(sandbox_bind *out, const char *spec, int ro, cons
 
     memset(out, 0, sizeof(*out));
     *exposed = NULL;
-    rc = sandbox_place_bind_parse(&src, &dst, spec, opt, err);
+    rc = fork_place_bind_parse(&src, &dst, spec, opt, err);
     if (rc < 0)
         return rc;
     if (realpath(src, buf) == NULL) {
@@ -264,9 +264,9 @@ int sandbox_place_bind_resolve(sandbox_bind *out, const char *spec, int ro, cons
     }
     /* Inside, the home directory is a fresh tmpfs at its canonical path. */
     if (h->env != NULL && h->env[0] == '/')
-        rest = sandbox_place_below(dst, h->env);
+        rest = fork_place_below(dst, h->env);
     if (rest == NULL)
-        rest = sandbox_place_below(dst, h->path);
+        rest = fork_place_below(dst, h->path);
     if (rest != NULL)
         rc = (size_t)snprintf(buf, sizeof(buf), "%s%s%s", h->path, rest[0] ? "/" : "", rest) >=
                      sizeof(buf)
@@ -297,7 +297,7 @@ done:
     return 0;
 }
 
-void sandbox_place_bind_free(sandbox_bind *b)
+void fork_place_bind_free(sandbox_bind *b)
 {
     if (b == NULL)
         return;
@@ -306,7 +306,7 @@ void sandbox_place_bind_free(sandbox_bind *b)
     b->src = b->dst = NULL;
 }
 
-void sandbox_place_sibling(char *out, size_t cap, const char *name, const char *alt)
+void fork_place_sibling(char *out, size_t cap, const char *name, const char *alt)
 {
     char self[PATH_MAX];
     ssize_t n;

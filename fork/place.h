@@ -21,15 +21,15 @@
 #include "sandbox/home.h"
 #include "util/error.h"
 
-typedef struct sandbox_place {
+typedef struct fork_place {
     char *top;    /* what is forked, or the existing fork entered (canonical) */
     char *sub;    /* the working directory below top: "" or "a/b" */
     int is_fork;  /* top is an existing fork: continue it, fork nothing */
     int implicit; /* ...found from the working directory, without --continue */
     int narrowed; /* the work tree's top holds a secret (a dotfiles home): cwd only */
-} sandbox_place;
+} fork_place;
 
-#define SANDBOX_PLACE_INIT                                                                         \
+#define FORK_PLACE_INIT                                                                            \
     {                                                                                              \
         NULL, NULL, 0, 0, 0                                                                        \
     }
@@ -46,31 +46,31 @@ typedef struct sandbox_place {
  * secret of `h` (may be NULL), when `cwd` is not (a dotfiles repository
  * around the home directory), gives way to `cwd` (`narrowed` is set).
  */
-int sandbox_place_find(sandbox_place *out, const char *cwd, const char *fork, int continuing,
-                       const sandbox_home *h, rg_error *err);
+int fork_place_find(fork_place *out, const char *cwd, const char *fork, int continuing,
+                    const sandbox_home *h, rg_error *err);
 
-void sandbox_place_free(sandbox_place *p);
+void fork_place_free(fork_place *p);
 
 /*
  * Where canonical `path` lies below canonical `top`: "" for top itself,
  * "a/b" for top/a/b; NULL when it is not inside.
  */
-const char *sandbox_place_below(const char *path, const char *top);
+const char *fork_place_below(const char *path, const char *top);
 
 /*
  * An absolute path with "//" and trailing slashes folded into *out
  * (malloc'd); -EINVAL for a relative path or one with "." or ".."
  * components (DST is a path inside, where nothing resolves them yet).
  */
-int sandbox_place_normalise(char **out, const char *path);
+int fork_place_normalise(char **out, const char *path);
 
 /*
  * Split a --bind spec "SRC:DST" at its first ':' into *out_src (as given)
  * and *out_dst (normalised); both malloc'd. -EINVAL with a message naming
  * `opt` when either is empty or DST is not absolute and plain.
  */
-int sandbox_place_bind_parse(char **out_src, char **out_dst, const char *spec, const char *opt,
-                             rg_error *err);
+int fork_place_bind_parse(char **out_src, char **out_dst, const char *spec, const char *opt,
+                          rg_error *err);
 
 /* A resolved --bind (ro 0) or --ro-bind (ro 1). */
 typedef struct sandbox_bind {
@@ -89,10 +89,10 @@ typedef struct sandbox_bind {
  * it must exist (the host's tree is read-only inside) and is resolved.
  * DST "/" is refused.
  */
-int sandbox_place_bind_resolve(sandbox_bind *out, const char *spec, int ro, const sandbox_home *h,
-                               int force, const char **exposed, rg_error *err);
+int fork_place_bind_resolve(sandbox_bind *out, const char *spec, int ro, const sandbox_home *h,
+                            int force, const char **exposed, rg_error *err);
 
-void sandbox_place_bind_free(sandbox_bind *b);
+void fork_place_bind_free(sandbox_bind *b);
 
 /*
  * The absolute path of program `name` beside this one (/proc/self/exe's
@@ -100,6 +100,6 @@ void sandbox_place_bind_free(sandbox_bind *b);
  * refgate in ../cli), into out; "" when neither is executable, so the hint
  * names the bare program.
  */
-void sandbox_place_sibling(char *out, size_t cap, const char *name, const char *alt);
+void fork_place_sibling(char *out, size_t cap, const char *name, const char *alt);
 
 #endif

@@ -20,8 +20,8 @@
 #define TREE_DEPTH_MAX 200
 
 typedef struct tree_ctx {
-    sandbox_tree_stats *stats;
-    const sandbox_tree_opts *opts;
+    fork_tree_stats *stats;
+    const fork_tree_opts *opts;
     int clone;     /* still trying FICLONE */
     dev_t top_dev; /* the top's device and mount: nothing else is copied */
     unsigned long long top_mnt;
@@ -426,8 +426,8 @@ static int tree_copy_dir(tree_ctx *c, int sfd, int dfd, int depth)
     return rc;
 }
 
-int sandbox_tree_copy(sandbox_tree_stats *out, int srcfd, int dstfd, const sandbox_tree_opts *opts,
-                      rg_error *err)
+int fork_tree_copy(fork_tree_stats *out, int srcfd, int dstfd, const fork_tree_opts *opts,
+                   rg_error *err)
 {
     tree_ctx c;
     struct stat st;
@@ -510,7 +510,7 @@ static int tree_remove_dir(int fd, dev_t dev, int depth, rg_error *err)
     return rc;
 }
 
-int sandbox_tree_remove(const char *path, rg_error *err)
+int fork_tree_remove(const char *path, rg_error *err)
 {
     char parent[PATH_MAX], *slash;
     const char *name;

@@ -29,7 +29,7 @@
 
 #include "util/error.h"
 
-typedef struct sandbox_tree_stats {
+typedef struct fork_tree_stats {
     unsigned long files;    /* regular files */
     unsigned long cloned;   /* ... of which cloned with FICLONE */
     unsigned long copied;   /* ... of which copied */
@@ -44,9 +44,9 @@ typedef struct sandbox_tree_stats {
     unsigned long excluded_files;      /* regular files in or at them */
     unsigned long long excluded_bytes; /* ... and their size */
     int clone_errno;                   /* why FICLONE was refused (0: never refused) */
-} sandbox_tree_stats;
+} fork_tree_stats;
 
-typedef struct sandbox_tree_opts {
+typedef struct fork_tree_opts {
     int try_clone;  /* start with FICLONE (else copy from the start) */
     int keep_owner; /* chown to the source's owner (needs CAP_CHOWN) */
     /*
@@ -70,9 +70,9 @@ typedef struct sandbox_tree_opts {
      */
     int (*exclude)(void *ctx, const char *path, const struct stat *st);
     void *exclude_ctx;
-} sandbox_tree_opts;
+} fork_tree_opts;
 
-#define SANDBOX_TREE_OPTS_INIT                                                                     \
+#define FORK_TREE_OPTS_INIT                                                                        \
     {                                                                                              \
         1, 0, NULL, NULL, NULL, NULL, NULL                                                         \
     }
@@ -84,14 +84,14 @@ typedef struct sandbox_tree_opts {
  * left for the caller to remove; the message names the failing path
  * relative to the top.
  */
-int sandbox_tree_copy(sandbox_tree_stats *out, int srcfd, int dstfd, const sandbox_tree_opts *opts,
-                      rg_error *err);
+int fork_tree_copy(fork_tree_stats *out, int srcfd, int dstfd, const fork_tree_opts *opts,
+                   rg_error *err);
 
 /*
  * Remove `path` and everything below it, like `rm -rf`, never following a
  * symlink, and without crossing into other filesystems (a mount point
  * below is left alone and reported). -ENOENT counts as success.
  */
-int sandbox_tree_remove(const char *path, rg_error *err);
+int fork_tree_remove(const char *path, rg_error *err);
 
 #endif

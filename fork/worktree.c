@@ -54,7 +54,7 @@ static int wt_resolve(char *out, const char *dir, const char *rel)
     return realpath(joined, out) == NULL ? -errno : 0;
 }
 
-int sandbox_worktree_find(sandbox_worktree *out, const char *top, rg_error *err)
+int fork_worktree_find(fork_worktree *out, const char *top, rg_error *err)
 {
     char line[WT_LINK_MAX], gitdir[PATH_MAX], common[PATH_MAX];
     struct stat st;
@@ -90,13 +90,13 @@ int sandbox_worktree_find(sandbox_worktree *out, const char *top, rg_error *err)
     if (asprintf(&out->objects, "%s/objects", common) < 0)
         out->objects = NULL;
     if (out->gitdir == NULL || out->common == NULL || out->objects == NULL) {
-        sandbox_worktree_free(out);
+        fork_worktree_free(out);
         return rg_error_set(err, -ENOMEM, "out of memory");
     }
     return 1;
 }
 
-void sandbox_worktree_free(sandbox_worktree *wt)
+void fork_worktree_free(fork_worktree *wt)
 {
     if (wt == NULL)
         return;
@@ -148,8 +148,8 @@ done:
 /* Copy directory `from` to `dfd`/`name`; a missing optional one is skipped. */
 static int wt_copy_dir(int dfd, const char *name, const char *from, int optional, rg_error *err)
 {
-    sandbox_tree_opts to = SANDBOX_TREE_OPTS_INIT;
-    sandbox_tree_stats stats;
+    fork_tree_opts to = FORK_TREE_OPTS_INIT;
+    fork_tree_stats stats;
     int sfd, nfd = -1, rc;
 
     sfd = open(from, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -162,7 +162,7 @@ static int wt_copy_dir(int dfd, const char *name, const char *from, int optional
         (nfd = openat(dfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
         rc = rg_error_set(err, -errno, "%s: %s", name, strerror(errno));
     else
-        rc = sandbox_tree_copy(&stats, sfd, nfd, &to, err);
+        rc = fork_tree_copy(&stats, sfd, nfd, &to, err);
     close(sfd);
     if (nfd >= 0)
         close(nfd);
@@ -215,7 +215,7 @@ done:
     return rc;
 }
 
-int sandbox_worktree_standalone(const char *dir, const sandbox_worktree *wt, rg_error *err)
+int fork_worktree_standalone(const char *dir, const fork_worktree *wt, rg_error *err)
 {
     char from[PATH_MAX + 32], alt[PATH_MAX + 2];
     int dirfd, gfd = -1, rc = 0;
@@ -272,7 +272,7 @@ done:
         char staging[PATH_MAX + 32];
 
         snprintf(staging, sizeof(staging), "%s/%s", dir, WT_STAGING);
-        sandbox_tree_remove(staging, &ignored);
+        fork_tree_remove(staging, &ignored);
     }
     close(dirfd);
     return rc;

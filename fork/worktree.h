@@ -17,30 +17,30 @@
 
 #include "util/error.h"
 
-typedef struct sandbox_worktree {
+typedef struct fork_worktree {
     char *gitdir;  /* the worktree's git directory (canonical) */
     char *common;  /* the common git directory (canonical; gitdir for a submodule) */
     char *objects; /* common/objects: the alternate, to be readable inside */
-} sandbox_worktree;
+} fork_worktree;
 
-#define SANDBOX_WORKTREE_INIT                                                                      \
+#define FORK_WORKTREE_INIT                                                                         \
     {                                                                                              \
         NULL, NULL, NULL                                                                           \
     }
 
 /*
  * Whether canonical directory `top` has a gitfile for .git: 1 and *out
- * filled (free with sandbox_worktree_free), 0 when .git is a directory or
+ * filled (free with fork_worktree_free), 0 when .git is a directory or
  * absent, or a negative error when the gitfile names no git directory.
  */
-int sandbox_worktree_find(sandbox_worktree *out, const char *top, rg_error *err);
+int fork_worktree_find(fork_worktree *out, const char *top, rg_error *err);
 
 /*
  * Replace the gitfile `dir`/.git (a copy of the original's) by the
  * standalone repository described above.
  */
-int sandbox_worktree_standalone(const char *dir, const sandbox_worktree *wt, rg_error *err);
+int fork_worktree_standalone(const char *dir, const fork_worktree *wt, rg_error *err);
 
-void sandbox_worktree_free(sandbox_worktree *wt);
+void fork_worktree_free(fork_worktree *wt);
 
 #endif

@@ -330,7 +330,7 @@ static int show_commits(json_t **out, int *more, const gateway_ctx *ctx, const a
     gateway_route route = {0};
     const config_upstream *up;
     upstream_target target = {0};
-    gateway_mirror *mirror = NULL;
+    upstream_mirror *mirror = NULL;
     rgit_quarantine *q = NULL;
     rg_buf log = RG_BUF_INIT(1024 * 1024);
     char *repo_dir = NULL, *chunk = NULL;
@@ -360,10 +360,10 @@ static int show_commits(json_t **out, int *more, const gateway_ctx *ctx, const a
         target = (upstream_target){
             .up = up, .repo_path = route.path, .read = ctx->read_creds[up - ctx->cfg->upstreams]};
         have[0] = e->old_id;
-        if ((rc = gateway_mirror_acquire(&mirror, ctx->cfg->state_dir, &target, have, zero ? 0 : 1,
-                                         err)) < 0)
+        if ((rc = upstream_mirror_acquire(&mirror, ctx->cfg->state_dir, &target, have, zero ? 0 : 1,
+                                          err)) < 0)
             goto done;
-        gitdir = gateway_mirror_dir(mirror);
+        gitdir = upstream_mirror_dir(mirror);
     }
     if ((rc = rgit_quarantine_new(&q, gitdir, ctx->tmp_dir, strlen(e->new_id), err)) < 0)
         goto done;
@@ -386,7 +386,7 @@ static int show_commits(json_t **out, int *more, const gateway_ctx *ctx, const a
 done:
     /* The quarantine reads the mirror's objects: it goes first. */
     rgit_quarantine_free(q);
-    gateway_mirror_release(mirror);
+    upstream_mirror_release(mirror);
     rg_buf_free(&log);
     free(chunk);
     free(repo_dir);

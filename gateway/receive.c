@@ -116,7 +116,7 @@ struct gateway_receive {
     char remote[64];
     char push_id[17];
 
-    gateway_inflate *z;
+    rg_inflate *z;
     uint64_t raw_bytes;
     uint64_t decoded_bytes;
     rgit_push_parser *parser;
@@ -129,13 +129,13 @@ struct gateway_receive {
     /* Inspection (MODE_SPOOL). */
     int spool_fd;
     gateway_spool_lease *lease; /* the server's: charged before the spool grows */
-    gateway_mirror *mirror;     /* remote upstreams: held while the pack is inspected */
+    upstream_mirror *mirror;    /* remote upstreams: held while the pack is inspected */
     rgit_quarantine *q;
     int q_failed;
     rg_error q_err;
     int check_workflows; /* the write credential needs to know about workflow changes */
     int inspect;         /* a rule with content conditions may match: no overlap */
-    gateway_conditions *conds;
+    inspect_conditions *conds;
     const char *content_denied; /* the ref a content condition denied: the push is refused */
     int conditions_told;        /* band 2 said what made the conditions hold */
     /* Overlap: the pack goes upstream as it arrives, all but its trailing
@@ -273,8 +273,8 @@ int gateway_receive_new(gateway_receive **out, const gateway_receive_info *info,
         goto done;
     if (rgit_push_parser_new(&r->parser, &limits) < 0)
         goto done;
-    if (info->gzip && gateway_inflate_new(&r->z, r->ctx->cfg->max_body_bytes,
-                                          r->ctx->cfg->limits.inflate_ratio, on_decoded, r) < 0)
+    if (info->gzip && rg_inflate_new(&r->z, r->ctx->cfg->max_body_bytes,
+                                     r->ctx->cfg->limits.inflate_ratio, on_decoded, r) < 0)
         goto done;
     r->in_flight = 1;
     gateway_metrics_in_flight(r->ctx->metrics, 1);
@@ -490,14 +490,14 @@ static int start_spool(gateway_receive *r)
         for (size_t i = 0; have && i < r->req->nupdates; i++)
             if (!r->cmds[i].plan.old_zero)
                 have[n++] = r->cmds[i].u->old_id;
-        rc = gateway_mirror_acquire(&r->mirror, r->ctx->cfg->state_dir, &r->target, have, n,
-                                    &r->q_err);
+        rc = upstream_mirror_acquire(&r->mirror, r->ctx->cfg->state_dir, &r->target, have, n,
+                                     &r->q_err);
         free(have);
         if (rc < 0) {
             r->q_failed = 1;
             return 0;
         }
-        gitdir = gateway_mirror_dir(r->mirror);
+        gitdir = upstream_mirror_dir(r->mirror);
     }
     if (rgit_quarantine_new(&r->q, gitdir, r->ctx->tmp_dir, r->req->oid_hexlen, &r->q_err) < 0)
         r->q_failed = 1;
@@ -517,7 +517,7 @@ static void reinspect(gateway_receive *r)
     r->q_failed = 0;
     memset(&r->q_err, 0, sizeof(r->q_err));
     if (chunk == NULL || lseek(r->spool_fd, 0, SEEK_SET) < 0 ||
-        rgit_quarantine_new(&r->q, gateway_mirror_dir(r->mirror), r->ctx->tmp_dir,
+        rgit_quarantine_new(&r->q, upstream_mirror_dir(r->mirror), r->ctx->tmp_dir,
                             r->req->oid_hexlen, &r->q_err) < 0) {
         r->q_failed = 1;
         free(chunk);
@@ -547,9 +547,9 @@ static void finish_inspection(gateway_receive *r)
 
     if (r->q && !r->q_failed && rgit_quarantine_finish(r->q, &r->q_err) < 0)
         r->q_failed = 1;
-    if (!r->q_failed || r->mirror == NULL || gateway_mirror_fresh(r->mirror))
+    if (!r->q_failed || r->mirror == NULL || upstream_mirror_fresh(r->mirror))
         return;
-    if (gateway_mirror_refresh(r->mirror, &r->target, &e) < 0) {
+    if (upstream_mirror_refresh(r->mirror, &r->target, &e) < 0) {
         r->q_err = e;
         return;
     }
@@ -614,9 +614,9 @@ static void resolve_workflows(gateway_receive *r)
  * quarantine. Without one (or out of memory) every answer is unknown, and
  * the policy fails closed on that.
  */
-static void inspect_conditions(gateway_receive *r)
+static void run_inspection(gateway_receive *r)
 {
-    gateway_conditions_ref *refs;
+    inspect_conditions_ref *refs;
     rg_error e = RG_ERROR_INIT;
     size_t n = r->req->nupdates;
 
@@ -629,12 +629,12 @@ static void inspect_conditions(gateway_receive *r)
         refs[i].inspect = r->cmds[i].plan.needs_inspection;
     }
     if (refs == NULL ||
-        gateway_conditions_inspect(&r->conds, r->ctx->cfg, r->q && !r->q_failed ? r->q : NULL,
+        inspect_conditions_inspect(&r->conds, r->ctx->cfg, r->q && !r->q_failed ? r->q : NULL,
                                    r->q_err.msg[0] ? r->q_err.msg : "the pack was not quarantined",
                                    refs, n, &e) < 0)
         r->conds = NULL;
     for (size_t i = 0; i < n; i++)
-        r->cmds[i].plan.facts = gateway_conditions_facts(r->conds, i);
+        r->cmds[i].plan.facts = inspect_conditions_facts(r->conds, i);
     free(refs);
 }
 
@@ -661,17 +661,17 @@ static void settle_conditions(gateway_receive *r)
         if (idx >= 0 && cfg->rules[idx].cond.set && d->effect != CONFIG_ALLOW) {
             if (r->content_denied == NULL)
                 r->content_denied = r->cmds[i].u->refname;
-            gateway_conditions_first(r->conds, i, (size_t)idx, r->cmds[i].detail,
+            inspect_conditions_first(r->conds, i, (size_t)idx, r->cmds[i].detail,
                                      sizeof(r->cmds[i].detail));
             snprintf(label, sizeof(label), "rule \"%s\"", cfg->rules[idx].name);
             if (said && !said[idx]++ && !r->conditions_told)
-                gateway_conditions_explain(r->conds, i, (size_t)idx, label, &r->progress);
+                inspect_conditions_explain(r->conds, i, (size_t)idx, label, &r->progress);
         }
         if (ev >= 0 && cfg->rules[ev].cond.set && d->evaluate_effect != CONFIG_ALLOW) {
             snprintf(label, sizeof(label), "rule \"%s\" (evaluate mode, would %s)",
                      cfg->rules[ev].name, config_effect_name(d->evaluate_effect));
             if (said && !said[ev]++ && !r->conditions_told)
-                gateway_conditions_explain(r->conds, i, (size_t)ev, label, &r->progress);
+                inspect_conditions_explain(r->conds, i, (size_t)ev, label, &r->progress);
         }
     }
     r->conditions_told = 1;
@@ -689,7 +689,7 @@ static void end_inspection(gateway_receive *r)
         return;
     rgit_quarantine_free(r->q);
     r->q = NULL;
-    gateway_mirror_release(r->mirror);
+    upstream_mirror_release(r->mirror);
     r->mirror = NULL;
 }
 
@@ -1331,7 +1331,7 @@ int gateway_receive_body(gateway_receive *r, const char *data, size_t len)
         return fail(r, 413, RG_E_TOO_BIG, "push body larger than the configured max_body_bytes");
     if (!r->z)
         return on_decoded(r, data, len);
-    rc = gateway_inflate_feed(r->z, data, len, &e);
+    rc = rg_inflate_feed(r->z, data, len, &e);
     if (rc < 0 && !r->failed)
         return fail(r, rc == RG_E_TOO_BIG ? 413 : 400, rc, e.msg);
     return rc;
@@ -1547,7 +1547,7 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
 
     *status = 200;
     *content_type = "application/x-git-receive-pack-result";
-    if (!r->failed && r->z && gateway_inflate_finish(r->z, &e) < 0)
+    if (!r->failed && r->z && rg_inflate_finish(r->z, &e) < 0)
         fail(r, 400, RG_E_PROTOCOL, e.msg);
     if (!r->failed && r->mode == MODE_HEADER)
         fail(r, 400, RG_E_PROTOCOL, "the request ended before its command list did");
@@ -1563,7 +1563,7 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
     if (r->mode == MODE_SPOOL && !r->decided) {
         finish_inspection(r);
         resolve_ancestry(r);
-        inspect_conditions(r);
+        run_inspection(r);
         decide_all(r);
         settle_conditions(r);
         /* Waiting for an approval: gateway_receive_read goes on from here. */
@@ -1650,14 +1650,14 @@ void gateway_receive_free(gateway_receive *r)
     upstream_push_free(r->upstream);
     /* The quarantine reads the mirror's objects: free it first. */
     rgit_quarantine_free(r->q);
-    gateway_mirror_release(r->mirror);
-    gateway_conditions_free(r->conds);
+    upstream_mirror_release(r->mirror);
+    inspect_conditions_free(r->conds);
     rgit_packscan_free(r->scan);
     if (r->spool_fd >= 0)
         close(r->spool_fd);
     if (r->keep_fd >= 0)
         close(r->keep_fd);
-    gateway_inflate_free(r->z);
+    rg_inflate_free(r->z);
     /* The commands point into the request the parser owns: they go first. */
     for (size_t i = 0; r->cmds && i < r->req->nupdates; i++)
         free(r->cmds[i].moves);

@@ -7,7 +7,7 @@
  * for their headers under gateway_conns (a deadline trickling cannot
  * extend, eviction of the oldest waiting connection, a per-token request
  * limit), every spooled byte is charged to one gateway_spool budget, and
- * gzip bodies may expand only so far (gateway_inflate).
+ * gzip bodies may expand only so far (rg_inflate).
  *
  * Pushes go through gateway_receive. Fetches (upload-pack) are relayed:
  * authorised like pushes (the token must name the repository), their
@@ -136,7 +136,7 @@ typedef struct request {
     char git_protocol[GIT_PROTOCOL_MAX + 1];
     int gzip;
     int spool_fd;
-    gateway_inflate *z;
+    rg_inflate *z;
     gateway_spool_lease lease; /* what this request's spool holds of the budget */
     uint64_t body_bytes;
     unsigned fail_status;
@@ -368,7 +368,7 @@ static int fetch_body(request *req, const char *data, size_t len, uint64_t max)
         return fetch_fail(req, 413, RG_E_TOO_BIG, "request larger than max_body_bytes");
     if (req->z == NULL)
         return fetch_spool(req, data, len);
-    rc = gateway_inflate_feed(req->z, data, len, &e);
+    rc = rg_inflate_feed(req->z, data, len, &e);
     if (rc < 0 && !req->failed)
         return fetch_fail(req, rc == RG_E_TOO_BIG ? 413 : 400, rc, e.msg);
     return rc;
@@ -379,7 +379,7 @@ static enum MHD_Result fetch_end(struct MHD_Connection *c, request *req)
     upstream_fetch_request freq = UPSTREAM_FETCH_REQUEST_INIT;
     rg_error e = RG_ERROR_INIT;
 
-    if (!req->failed && req->z && gateway_inflate_finish(req->z, &e) < 0)
+    if (!req->failed && req->z && rg_inflate_finish(req->z, &e) < 0)
         fetch_fail(req, 400, RG_E_PROTOCOL, e.msg);
     if (!req->failed && lseek(req->spool_fd, 0, SEEK_SET) < 0)
         fetch_fail(req, 500, -errno, "cannot read the spooled request");
@@ -397,7 +397,7 @@ static void request_free(request *req)
     if (req == NULL)
         return;
     gateway_receive_free(req->push);
-    gateway_inflate_free(req->z);
+    rg_inflate_free(req->z);
     if (req->spool_fd >= 0)
         close(req->spool_fd);
     /* The spool file is gone with its descriptor: its bytes are free again. */
@@ -447,8 +447,8 @@ static enum MHD_Result fetch_begin(gateway_server *s, struct MHD_Connection *c, 
     if (req->spool_fd < 0)
         return respond_text(c, 500, "cannot spool the request");
     if (gzip && target->repo_dir &&
-        gateway_inflate_new(&req->z, req->ctx.cfg->max_body_bytes,
-                            req->ctx.cfg->limits.inflate_ratio, fetch_spool, req) < 0)
+        rg_inflate_new(&req->z, req->ctx.cfg->max_body_bytes, req->ctx.cfg->limits.inflate_ratio,
+                       fetch_spool, req) < 0)
         goto oom;
     /* A fetch in progress from here; before, only answered (the completed
      * callback frees what was made). */

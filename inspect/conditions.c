@@ -49,7 +49,7 @@ typedef struct slot {
     char why[TEXT_MAX];
 } slot;
 
-struct gateway_conditions {
+struct inspect_conditions {
     const config_model *cfg;
     size_t nrefs;
     size_t nslots;       /* rules with conditions */
@@ -90,7 +90,7 @@ static void shown(char *out, size_t outsz, const char *s)
         out[n] = '\0';
 }
 
-static slot *slot_at(gateway_conditions *g, size_t ref, size_t rule)
+static slot *slot_at(inspect_conditions *g, size_t ref, size_t rule)
 {
     return g->slot_of[rule] < 0 ? NULL : &g->slots[ref * g->nslots + (size_t)g->slot_of[rule]];
 }
@@ -113,7 +113,7 @@ static void add_evidence(slot *s, config_condition bit, const char *fmt, ...)
 
 static int on_secret(const content_secret_finding *f, void *arg)
 {
-    gateway_conditions *g = arg;
+    inspect_conditions *g = arg;
 
     g->nfound++;
     if (g->nfindings < FINDINGS_MAX) {
@@ -127,14 +127,14 @@ static int on_secret(const content_secret_finding *f, void *arg)
 }
 
 typedef struct pack_pass {
-    gateway_conditions *g;
+    inspect_conditions *g;
     content_secrets_scan *scan;
 } pack_pass;
 
 static int on_object(const rgit_inspect_object *o, void *arg)
 {
     pack_pass *p = arg;
-    gateway_conditions *g = p->g;
+    inspect_conditions *g = p->g;
 
     if (o->type == RGIT_INSPECT_BLOB && (o->size > g->largest || g->largest_id[0] == '\0')) {
         g->largest = o->size;
@@ -172,7 +172,7 @@ static unsigned pack_bits(const config_model *cfg)
     return bits;
 }
 
-static void pack_pass_run(gateway_conditions *g, rgit_quarantine *q, rgit_inspect_budget *b)
+static void pack_pass_run(inspect_conditions *g, rgit_quarantine *q, rgit_inspect_budget *b)
 {
     pack_pass p = {.g = g};
     rgit_inspect_object_fns fns = {on_object, on_data, on_end, &p};
@@ -205,7 +205,7 @@ static void pack_pass_run(gateway_conditions *g, rgit_quarantine *q, rgit_inspec
 
 static int on_commit(const rgit_inspect_commit *c, void *arg)
 {
-    gateway_conditions *g = arg;
+    inspect_conditions *g = arg;
     char email[TEXT_MAX / 2];
 
     for (size_t i = 0; i < g->cfg->nrules; i++) {
@@ -240,7 +240,7 @@ static int on_commit(const rgit_inspect_commit *c, void *arg)
 
 static int on_path(const rgit_inspect_commit *c, const rgit_inspect_path *p, void *arg)
 {
-    gateway_conditions *g = arg;
+    inspect_conditions *g = arg;
     char path[PATH_SHOWN_MAX + 4];
     size_t len = strlen(p->path);
 
@@ -292,7 +292,7 @@ static int on_path(const rgit_inspect_commit *c, const rgit_inspect_path *p, voi
  * Diffs are most of a range's cost, so a push with nothing to find pays
  * only the walk.
  */
-static int paths_needed(const gateway_conditions *g)
+static int paths_needed(const inspect_conditions *g)
 {
     for (size_t i = 0; i < g->cfg->nrules; i++) {
         const config_conditions *cc = &g->cfg->rules[i].cond;
@@ -327,7 +327,7 @@ static const char *signature_problem(char letter)
 
 static int on_signature(const char *id, int verified, char letter, void *arg)
 {
-    gateway_conditions *g = arg;
+    inspect_conditions *g = arg;
 
     if (verified)
         return 0;
@@ -348,8 +348,8 @@ static int any_rule_has(const config_model *cfg, config_condition c)
     return 0;
 }
 
-static void range_pass_run(gateway_conditions *g, rgit_quarantine *q,
-                           const gateway_conditions_ref *refs, rgit_inspect_budget *b)
+static void range_pass_run(inspect_conditions *g, rgit_quarantine *q,
+                           const inspect_conditions_ref *refs, rgit_inspect_budget *b)
 {
     rgit_inspect_range_fns fns = {on_commit, paths_needed(g) ? on_path : NULL, g};
     rgit_inspect_signing keys = {g->cfg->signing.allowed_signers, g->cfg->signing.gpg_keyring};
@@ -379,7 +379,7 @@ static void range_pass_run(gateway_conditions *g, rgit_quarantine *q,
 /* ---------------------------------------------------------------- answer */
 
 /* One condition of a rule on a ref: HOLDS, FAILS or UNKNOWN. */
-static policy_cond one(const gateway_conditions *g, size_t ref, const config_conditions *cc,
+static policy_cond one(const inspect_conditions *g, size_t ref, const config_conditions *cc,
                        const slot *s, config_condition bit)
 {
     int found, known;
@@ -440,7 +440,7 @@ static void phrase(char *out, size_t outsz, const config_conditions *cc, const s
 }
 
 /* Kleene AND over the rule's conditions, and the why that goes with it. */
-static void answer(gateway_conditions *g, size_t ref, size_t rule, const char *qwhy)
+static void answer(inspect_conditions *g, size_t ref, size_t rule, const char *qwhy)
 {
     const config_conditions *cc = &g->cfg->rules[rule].cond;
     slot *s = slot_at(g, ref, rule);
@@ -472,11 +472,11 @@ static void answer(gateway_conditions *g, size_t ref, size_t rule, const char *q
     g->why[ref * g->cfg->nrules + rule] = s->why;
 }
 
-int gateway_conditions_inspect(gateway_conditions **out, const config_model *cfg,
+int inspect_conditions_inspect(inspect_conditions **out, const config_model *cfg,
                                rgit_quarantine *q, const char *why,
-                               const gateway_conditions_ref *refs, size_t nrefs, rg_error *err)
+                               const inspect_conditions_ref *refs, size_t nrefs, rg_error *err)
 {
-    gateway_conditions *g;
+    inspect_conditions *g;
     rgit_inspect_budget b;
     size_t n = nrefs ? nrefs : 1, nr = cfg->nrules ? cfg->nrules : 1;
 
@@ -498,7 +498,7 @@ int gateway_conditions_inspect(gateway_conditions **out, const config_model *cfg
     g->range_err = calloc(n, sizeof(*g->range_err));
     if (g->slot_of == NULL || g->slots == NULL || g->cond == NULL || g->why == NULL ||
         g->facts == NULL || g->range_done == NULL || g->sig_done == NULL || g->range_err == NULL) {
-        gateway_conditions_free(g);
+        inspect_conditions_free(g);
         return rg_error_set(err, -ENOMEM, "out of memory");
     }
     if (q != NULL) {
@@ -520,7 +520,7 @@ int gateway_conditions_inspect(gateway_conditions **out, const config_model *cfg
     return 0;
 }
 
-const policy_facts *gateway_conditions_facts(const gateway_conditions *g, size_t i)
+const policy_facts *inspect_conditions_facts(const inspect_conditions *g, size_t i)
 {
     return g && i < g->nrefs ? &g->facts[i] : NULL;
 }
@@ -563,7 +563,7 @@ static void explain_finding(const finding *f, lines *l)
              (unsigned long long)f->f.line, f->f.fingerprint);
 }
 
-static void explain(const gateway_conditions *g, size_t i, size_t rule, lines *l)
+static void explain(const inspect_conditions *g, size_t i, size_t rule, lines *l)
 {
     const config_conditions *cc;
     const slot *s;
@@ -597,7 +597,7 @@ static void explain(const gateway_conditions *g, size_t i, size_t rule, lines *l
         line(l, "%s", s->evidence[k]);
 }
 
-void gateway_conditions_explain(const gateway_conditions *g, size_t i, size_t rule,
+void inspect_conditions_explain(const inspect_conditions *g, size_t i, size_t rule,
                                 const char *label, rg_buf *out)
 {
     lines l = {label, out, NULL, 0};
@@ -605,7 +605,7 @@ void gateway_conditions_explain(const gateway_conditions *g, size_t i, size_t ru
     explain(g, i, rule, &l);
 }
 
-void gateway_conditions_first(const gateway_conditions *g, size_t i, size_t rule, char *out,
+void inspect_conditions_first(const inspect_conditions *g, size_t i, size_t rule, char *out,
                               size_t outsz)
 {
     lines l = {NULL, NULL, out, outsz};
@@ -615,7 +615,7 @@ void gateway_conditions_first(const gateway_conditions *g, size_t i, size_t rule
     explain(g, i, rule, &l);
 }
 
-void gateway_conditions_free(gateway_conditions *g)
+void inspect_conditions_free(inspect_conditions *g)
 {
     if (g == NULL)
         return;

@@ -26,39 +26,39 @@
 #include "util/buf.h"
 #include "util/error.h"
 
-typedef struct gateway_conditions gateway_conditions;
+typedef struct inspect_conditions inspect_conditions;
 
 /* One command of the push, as inspection sees it. */
-typedef struct gateway_conditions_ref {
+typedef struct inspect_conditions_ref {
     const char *old_hex; /* NULL for a create */
     const char *new_hex;
     int inspect; /* 0: a delete, or no rule with conditions selects it */
-} gateway_conditions_ref;
+} inspect_conditions_ref;
 
 /*
  * Inspect the push. `q` is the finished quarantine, or NULL when there is
  * none (`why` then says why, and every answer is unknown). Fails only when
  * memory runs out; what cannot be inspected is an unknown answer.
  */
-int gateway_conditions_inspect(gateway_conditions **out, const config_model *cfg,
+int inspect_conditions_inspect(inspect_conditions **out, const config_model *cfg,
                                rgit_quarantine *q, const char *why,
-                               const gateway_conditions_ref *refs, size_t nrefs, rg_error *err);
+                               const inspect_conditions_ref *refs, size_t nrefs, rg_error *err);
 
 /* The answers for ref `i`, valid while `g` is. */
-const policy_facts *gateway_conditions_facts(const gateway_conditions *g, size_t i);
+const policy_facts *inspect_conditions_facts(const inspect_conditions *g, size_t i);
 
 /*
  * Append to `out` the lines ("refgate: <label>: ...\n") saying what made
  * rule `rule`'s conditions hold on ref `i` (or why they are unknown).
  */
-void gateway_conditions_explain(const gateway_conditions *g, size_t i, size_t rule,
+void inspect_conditions_explain(const inspect_conditions *g, size_t i, size_t rule,
                                 const char *label, rg_buf *out);
 
 /* The first of those lines' text alone (no prefix), for the audit record; "" when none. */
-void gateway_conditions_first(const gateway_conditions *g, size_t i, size_t rule, char *out,
+void inspect_conditions_first(const inspect_conditions *g, size_t i, size_t rule, char *out,
                               size_t outsz);
 
 /* Accepts NULL. */
-void gateway_conditions_free(gateway_conditions *g);
+void inspect_conditions_free(inspect_conditions *g);
 
 #endif

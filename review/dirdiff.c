@@ -81,7 +81,7 @@ typedef struct dd_store {
     size_t nobjs, capobjs;
     size_t *slots; /* open addressing: index + 1, 0 when empty */
     size_t nslots;
-    int rootfd[2]; /* borrowed from the rgit_dirdiff */
+    int rootfd[2]; /* borrowed from the review_dirdiff */
 } dd_store;
 
 static size_t dd_oid_hash(const git_oid *id)
@@ -521,13 +521,13 @@ static int dd_store_new(dd_store **out)
 /* The diff object                                                          */
 /* ------------------------------------------------------------------------ */
 
-/* A file left out for its size (rgit_dirdiff_skipped, owning its path). */
+/* A file left out for its size (review_dirdiff_skipped, owning its path). */
 typedef struct dd_skip {
     char *path;
     long long size[2]; /* -1: absent on that side */
 } dd_skip;
 
-struct rgit_dirdiff {
+struct review_dirdiff {
     dd_skip *skips; /* bounded by the files walked */
     size_t nskips, capskips;
     char *tmpdir;         /* the private repository; removed by free */
@@ -546,7 +546,7 @@ static const char *dd_git_msg(void)
     return e && e->message ? e->message : "unknown libgit2 error";
 }
 
-void rgit_dirdiff_free(rgit_dirdiff *d)
+void review_dirdiff_free(review_dirdiff *d)
 {
     size_t i;
 
@@ -602,7 +602,7 @@ static bool dd_is_dotgit(const char *name)
  * nothing falls back to ~/.config/git; the user's global and system config
  * never join in.
  */
-static int dd_repo_open(rgit_dirdiff *d, const char *base, const char *tmp_parent, rg_error *err)
+static int dd_repo_open(review_dirdiff *d, const char *base, const char *tmp_parent, rg_error *err)
 {
     git_repository_init_options io;
     rg_buf path = RG_BUF_INIT(PATH_MAX), cfgpath = RG_BUF_INIT(PATH_MAX);
@@ -732,7 +732,7 @@ done:
 /* ------------------------------------------------------------------------ */
 
 typedef struct dd_walk {
-    rgit_dirdiff *d;
+    review_dirdiff *d;
     dd_scratch sc;
     rg_buf query; /* the ignore question being asked */
     unsigned int max_depth;
@@ -963,7 +963,7 @@ static int dd_kind(int *out, int dirfd, const dd_name *e)
 /* Record a file too large to read; `size` per side, -1 where absent. */
 static int dd_skip_add(dd_walk *w, const char *rel, long long base_size, long long fork_size)
 {
-    rgit_dirdiff *d = w->d;
+    review_dirdiff *d = w->d;
     dd_skip *v;
 
     if (d->nskips == d->capskips) {
@@ -1340,8 +1340,8 @@ static int dd_open_root(int *out, const char *path, const char *what, rg_error *
     return 0;
 }
 
-int rgit_dirdiff_new(rgit_dirdiff **out, const char *base, const char *fork,
-                     const rgit_dirdiff_opts *opts, rg_error *err)
+int review_dirdiff_new(review_dirdiff **out, const char *base, const char *fork,
+                       const review_dirdiff_opts *opts, rg_error *err)
 {
     git_diff_options dopts;
     git_tree *tree[2] = {NULL, NULL};
@@ -1350,7 +1350,7 @@ int rgit_dirdiff_new(rgit_dirdiff **out, const char *base, const char *fork,
     dd_walk w;
     rg_buf rel = RG_BUF_INIT(DD_PATH_MAX);
     struct stat st[2];
-    rgit_dirdiff *d;
+    review_dirdiff *d;
     dd_tvec empty = {NULL, 0, 0};
     int rc, s;
 
@@ -1385,7 +1385,7 @@ int rgit_dirdiff_new(rgit_dirdiff **out, const char *base, const char *fork,
     w.d = d;
     w.err = err;
     w.max_depth = opts && opts->max_depth ? opts->max_depth : DD_DEFAULT_DEPTH;
-    w.max_size = opts && opts->max_file_size ? opts->max_file_size : RGIT_DIRDIFF_MAX_FILE_SIZE;
+    w.max_size = opts && opts->max_file_size ? opts->max_file_size : REVIEW_DIRDIFF_MAX_FILE_SIZE;
     if (opts && opts->excluded_len > 0) {
         rc = dd_excluded_list(&w.excluded, &w.nexcluded, opts->excluded, opts->excluded_len);
         if (rc < 0) {
@@ -1432,16 +1432,16 @@ done:
     rg_buf_free(&w.query);
     free(w.excluded);
     rg_buf_free(&rel);
-    rgit_dirdiff_free(d);
+    review_dirdiff_free(d);
     return rc;
 }
 
-size_t rgit_dirdiff_count(const rgit_dirdiff *d)
+size_t review_dirdiff_count(const review_dirdiff *d)
 {
     return git_diff_num_deltas(d->diff);
 }
 
-int rgit_dirdiff_get(rgit_dirdiff_change *out, const rgit_dirdiff *d, size_t i)
+int review_dirdiff_get(review_dirdiff_change *out, const review_dirdiff *d, size_t i)
 {
     const git_diff_delta *delta;
 
@@ -1449,20 +1449,20 @@ int rgit_dirdiff_get(rgit_dirdiff_change *out, const rgit_dirdiff *d, size_t i)
         return -ERANGE;
     delta = git_diff_get_delta(d->diff, i);
     out->path = delta->old_file.path ? delta->old_file.path : delta->new_file.path;
-    out->status = delta->status == GIT_DELTA_ADDED     ? RGIT_DIRDIFF_ADDED
-                  : delta->status == GIT_DELTA_DELETED ? RGIT_DIRDIFF_DELETED
-                                                       : RGIT_DIRDIFF_MODIFIED;
+    out->status = delta->status == GIT_DELTA_ADDED     ? REVIEW_DIRDIFF_ADDED
+                  : delta->status == GIT_DELTA_DELETED ? REVIEW_DIRDIFF_DELETED
+                                                       : REVIEW_DIRDIFF_MODIFIED;
     out->old_mode = delta->status == GIT_DELTA_ADDED ? 0 : delta->old_file.mode;
     out->new_mode = delta->status == GIT_DELTA_DELETED ? 0 : delta->new_file.mode;
     return 0;
 }
 
-size_t rgit_dirdiff_skipped_count(const rgit_dirdiff *d)
+size_t review_dirdiff_skipped_count(const review_dirdiff *d)
 {
     return d->nskips;
 }
 
-int rgit_dirdiff_skipped_get(rgit_dirdiff_skipped *out, const rgit_dirdiff *d, size_t i)
+int review_dirdiff_skipped_get(review_dirdiff_skipped *out, const review_dirdiff *d, size_t i)
 {
     if (i >= d->nskips)
         return -ERANGE;
@@ -1477,7 +1477,7 @@ int rgit_dirdiff_skipped_get(rgit_dirdiff_skipped *out, const rgit_dirdiff *d, s
 /* ------------------------------------------------------------------------ */
 
 typedef struct dd_print {
-    rgit_dirdiff_write_fn write;
+    review_dirdiff_write_fn write;
     void *payload;
     int rc;          /* what the writer returned, or ours */
     const char *bad; /* a path whose binary patch could not be made */
@@ -1513,7 +1513,8 @@ static int dd_print_line(const git_diff_delta *delta, const git_diff_hunk *hunk,
     return p->rc != 0 ? -1 : 0;
 }
 
-int rgit_dirdiff_print(rgit_dirdiff *d, rgit_dirdiff_write_fn write, void *payload, rg_error *err)
+int review_dirdiff_print(review_dirdiff *d, review_dirdiff_write_fn write, void *payload,
+                         rg_error *err)
 {
     dd_print p = {write, payload, 0, NULL};
 
@@ -1528,7 +1529,7 @@ int rgit_dirdiff_print(rgit_dirdiff *d, rgit_dirdiff_write_fn write, void *paylo
 
 typedef struct dd_hashing {
     EVP_MD_CTX *md;
-    rgit_dirdiff_write_fn write; /* NULL: hash only */
+    review_dirdiff_write_fn write; /* NULL: hash only */
     void *payload;
 } dd_hashing;
 
@@ -1541,8 +1542,8 @@ static int dd_hash_write(const void *data, size_t len, void *payload)
     return h->write != NULL ? h->write(data, len, h->payload) : 0;
 }
 
-int rgit_dirdiff_print_digest(rgit_dirdiff *d, rgit_dirdiff_write_fn write, void *payload,
-                              char digest[RGIT_DIRDIFF_DIGEST_SIZE], rg_error *err)
+int review_dirdiff_print_digest(review_dirdiff *d, review_dirdiff_write_fn write, void *payload,
+                                char digest[REVIEW_DIRDIFF_DIGEST_SIZE], rg_error *err)
 {
     static const char hex[] = "0123456789abcdef";
     dd_hashing h = {NULL, write, payload};
@@ -1558,7 +1559,7 @@ int rgit_dirdiff_print_digest(rgit_dirdiff *d, rgit_dirdiff_write_fn write, void
         rc = rg_error_set(err, -ENOMEM, "sha256: cannot start");
         goto done;
     }
-    rc = rgit_dirdiff_print(d, dd_hash_write, &h, err);
+    rc = review_dirdiff_print(d, dd_hash_write, &h, err);
     if (rc < 0)
         goto done;
     /* The skipped files are part of what was shown: a file growing past
@@ -1594,16 +1595,16 @@ static int dd_buf_write(const void *data, size_t len, void *payload)
     return rg_buf_append(payload, data, len);
 }
 
-int rgit_dirdiff_patch(rg_buf *out, rgit_dirdiff *d, rg_error *err)
+int review_dirdiff_patch(rg_buf *out, review_dirdiff *d, rg_error *err)
 {
-    int rc = rgit_dirdiff_print(d, dd_buf_write, out, err);
+    int rc = review_dirdiff_print(d, dd_buf_write, out, err);
 
     if (rc == RG_E_TOO_BIG)
         rg_error_set(err, rc, "the patch is larger than %zu bytes", out->max);
     return rc;
 }
 
-int rgit_dirdiff_stat(rg_buf *out, rgit_dirdiff *d, size_t width, rg_error *err)
+int review_dirdiff_stat(rg_buf *out, review_dirdiff *d, size_t width, rg_error *err)
 {
     git_diff_stats *stats = NULL;
     git_buf b = {NULL, 0, 0};
@@ -1857,17 +1858,17 @@ static int dd_rmdir_empty(int dirfd, const char *name, unsigned int depth)
     return rc;
 }
 
-static void dd_tell(rgit_dirdiff_apply_fn report, void *payload, const char *path,
-                    rgit_dirdiff_outcome outcome, const char *reason, size_t *refused)
+static void dd_tell(review_dirdiff_apply_fn report, void *payload, const char *path,
+                    review_dirdiff_outcome outcome, const char *reason, size_t *refused)
 {
-    if (outcome == RGIT_DIRDIFF_REFUSED)
+    if (outcome == REVIEW_DIRDIFF_REFUSED)
         (*refused)++;
     if (report != NULL)
         report(path, outcome, reason, payload);
 }
 
-static int dd_apply_one(size_t *refused, rgit_dirdiff *d, int origfd, const git_diff_delta *delta,
-                        const dd_added *added, dd_scratch *sc, rgit_dirdiff_apply_fn report,
+static int dd_apply_one(size_t *refused, review_dirdiff *d, int origfd, const git_diff_delta *delta,
+                        const dd_added *added, dd_scratch *sc, review_dirdiff_apply_fn report,
                         void *payload, rg_error *err)
 {
     const char *path = delta->old_file.path, *name = NULL;
@@ -1879,7 +1880,7 @@ static int dd_apply_one(size_t *refused, rgit_dirdiff *d, int origfd, const git_
 
     pfd = dd_open_parent(origfd, path, &name, false);
     if (pfd == -ENOTDIR) {
-        dd_tell(report, payload, path, RGIT_DIRDIFF_REFUSED, dd_changed_parent, refused);
+        dd_tell(report, payload, path, REVIEW_DIRDIFF_REFUSED, dd_changed_parent, refused);
         return 0;
     }
     if (pfd < 0 && pfd != -ENOENT)
@@ -1887,7 +1888,7 @@ static int dd_apply_one(size_t *refused, rgit_dirdiff *d, int origfd, const git_
     rc = dd_inspect(&cur, pfd, name ? name : path, sc);
     if (rc == -ESTALE) {
         /* It changed while being read: someone is editing it right now. */
-        dd_tell(report, payload, path, RGIT_DIRDIFF_REFUSED, dd_changed, refused);
+        dd_tell(report, payload, path, REVIEW_DIRDIFF_REFUSED, dd_changed, refused);
         rc = 0;
         goto done;
     }
@@ -1905,7 +1906,7 @@ static int dd_apply_one(size_t *refused, rgit_dirdiff *d, int origfd, const git_
     else
         dd_state_of(&want, &delta->new_file);
     if (dd_state_eq(&cur, &want)) {
-        dd_tell(report, payload, path, RGIT_DIRDIFF_ALREADY, NULL, refused);
+        dd_tell(report, payload, path, REVIEW_DIRDIFF_ALREADY, NULL, refused);
         goto done;
     }
     /* A directory holding nothing but empty directories (which no patch
@@ -1914,7 +1915,7 @@ static int dd_apply_one(size_t *refused, rgit_dirdiff *d, int origfd, const git_
     if (adding && cur.mode == DD_STATE_DIR && dd_rmdir_empty(pfd, name, 0) == 0)
         cur.mode = 0;
     if (!dd_state_eq(&cur, &was)) {
-        dd_tell(report, payload, path, RGIT_DIRDIFF_REFUSED,
+        dd_tell(report, payload, path, REVIEW_DIRDIFF_REFUSED,
                 cur.mode == DD_STATE_DIR ? dd_in_the_way : dd_changed, refused);
         goto done;
     }
@@ -1928,7 +1929,7 @@ static int dd_apply_one(size_t *refused, rgit_dirdiff *d, int origfd, const git_
         if (pfd < 0) {
             pfd = dd_open_parent(origfd, path, &name, true);
             if (pfd == -ENOTDIR) {
-                dd_tell(report, payload, path, RGIT_DIRDIFF_REFUSED, dd_changed_parent, refused);
+                dd_tell(report, payload, path, REVIEW_DIRDIFF_REFUSED, dd_changed_parent, refused);
                 goto done;
             }
             if (pfd < 0) {
@@ -1950,7 +1951,7 @@ static int dd_apply_one(size_t *refused, rgit_dirdiff *d, int origfd, const git_
             goto done;
         }
     }
-    dd_tell(report, payload, path, RGIT_DIRDIFF_APPLIED, NULL, refused);
+    dd_tell(report, payload, path, REVIEW_DIRDIFF_APPLIED, NULL, refused);
 done:
     git_blob_free(blob);
     if (pfd >= 0)
@@ -1958,8 +1959,8 @@ done:
     return rc;
 }
 
-int rgit_dirdiff_apply(size_t *refused, rgit_dirdiff *d, const char *original,
-                       rgit_dirdiff_apply_fn report, void *payload, rg_error *err)
+int review_dirdiff_apply(size_t *refused, review_dirdiff *d, const char *original,
+                         review_dirdiff_apply_fn report, void *payload, rg_error *err)
 {
     dd_scratch sc;
     dd_added added = {NULL, 0};
@@ -1997,7 +1998,7 @@ int rgit_dirdiff_apply(size_t *refused, rgit_dirdiff *d, const char *original,
     qsort(added.v, added.n, sizeof(*added.v), dd_added_cmp);
     /* Fail closed: what could not be shown is not applied. */
     for (i = 0; i < d->nskips; i++)
-        dd_tell(report, payload, d->skips[i].path, RGIT_DIRDIFF_REFUSED, dd_too_large, refused);
+        dd_tell(report, payload, d->skips[i].path, REVIEW_DIRDIFF_REFUSED, dd_too_large, refused);
     /* Deletions first, so that a path that changed type is free again. */
     for (pass = 0; pass < 2; pass++) {
         for (i = 0; i < n; i++) {
@@ -2030,7 +2031,7 @@ static size_t dd_trimmed_len(const char *fork)
     return n;
 }
 
-int rgit_dirdiff_default_base(rg_buf *out, const char *fork, rg_error *err)
+int review_dirdiff_default_base(rg_buf *out, const char *fork, rg_error *err)
 {
     size_t n = dd_trimmed_len(fork), slash = n;
     int rc;
@@ -2048,7 +2049,7 @@ int rgit_dirdiff_default_base(rg_buf *out, const char *fork, rg_error *err)
     return 0;
 }
 
-int rgit_dirdiff_default_original(rg_buf *out, const char *fork, rg_error *err)
+int review_dirdiff_default_original(rg_buf *out, const char *fork, rg_error *err)
 {
     size_t n = dd_trimmed_len(fork), dot = n;
     int rc;
@@ -2064,10 +2065,10 @@ int rgit_dirdiff_default_original(rg_buf *out, const char *fork, rg_error *err)
     return 0;
 }
 
-/* The record is at most SANDBOX_EXCLUDE_MAX (1024) paths of PATH_MAX. */
+/* The record is at most FORK_EXCLUDE_MAX (1024) paths of PATH_MAX. */
 #define DD_EXCLUDED_MAX (1024 * 4096 + 4096)
 
-int rgit_dirdiff_default_excluded(rg_buf *out, const char *fork, rg_error *err)
+int review_dirdiff_default_excluded(rg_buf *out, const char *fork, rg_error *err)
 {
     static const char head[] = "# refgate-run: ";
     rg_buf path = RG_BUF_INIT(DD_PATH_MAX), body = RG_BUF_INIT(DD_EXCLUDED_MAX);
@@ -2118,7 +2119,7 @@ done:
     return rc;
 }
 
-int rgit_dirdiff_check_run(const char *fork, rg_error *err)
+int review_dirdiff_check_run(const char *fork, rg_error *err)
 {
     rg_buf path = RG_BUF_INIT(DD_PATH_MAX);
     size_t n = dd_trimmed_len(fork), slash = n;

@@ -44,79 +44,79 @@
 #include "util/buf.h"
 #include "util/error.h"
 
-typedef struct rgit_dirdiff rgit_dirdiff;
+typedef struct review_dirdiff review_dirdiff;
 
-typedef struct rgit_dirdiff_opts {
+typedef struct review_dirdiff_opts {
     /* Parent of the short-lived private repository that holds the ignore
      * machinery's state; NULL: $TMPDIR, else /tmp. Never the base or fork. */
     const char *tmp_parent;
     /* Deepest directory nesting read before failing; 0: 256. */
     unsigned int max_depth;
-    /* Larger files are skipped, not read; 0: RGIT_DIRDIFF_MAX_FILE_SIZE. */
+    /* Larger files are skipped, not read; 0: REVIEW_DIRDIFF_MAX_FILE_SIZE. */
     unsigned long long max_file_size;
     /* Paths left out of both sides, with everything below them: `excluded`
      * holds `excluded_len` bytes of NUL-terminated relative paths (what
-     * refgate-run excluded from the fork; rgit_dirdiff_default_excluded).
-     * Not copied: it must outlive rgit_dirdiff_new only. */
+     * refgate-run excluded from the fork; review_dirdiff_default_excluded).
+     * Not copied: it must outlive review_dirdiff_new only. */
     const char *excluded;
     size_t excluded_len;
-} rgit_dirdiff_opts;
+} review_dirdiff_opts;
 
-#define RGIT_DIRDIFF_OPTS_INIT                                                                     \
+#define REVIEW_DIRDIFF_OPTS_INIT                                                                   \
     {                                                                                              \
         NULL, 0, 0, NULL, 0                                                                        \
     }
 
-#define RGIT_DIRDIFF_MAX_FILE_SIZE (64ULL << 20)
+#define REVIEW_DIRDIFF_MAX_FILE_SIZE (64ULL << 20)
 
 /* "sha256:" and 64 hex digits, with the NUL. */
-#define RGIT_DIRDIFF_DIGEST_SIZE 72
+#define REVIEW_DIRDIFF_DIGEST_SIZE 72
 
-typedef enum rgit_dirdiff_status {
-    RGIT_DIRDIFF_ADDED = 'A',
-    RGIT_DIRDIFF_DELETED = 'D',
-    RGIT_DIRDIFF_MODIFIED = 'M', /* content, mode or both */
-} rgit_dirdiff_status;
+typedef enum review_dirdiff_status {
+    REVIEW_DIRDIFF_ADDED = 'A',
+    REVIEW_DIRDIFF_DELETED = 'D',
+    REVIEW_DIRDIFF_MODIFIED = 'M', /* content, mode or both */
+} review_dirdiff_status;
 
 /* One changed path. Modes are git's: 0100644, 0100755 or 0120000, 0 absent. */
-typedef struct rgit_dirdiff_change {
+typedef struct review_dirdiff_change {
     const char *path; /* '/'-separated, relative; owned by the diff */
-    rgit_dirdiff_status status;
+    review_dirdiff_status status;
     unsigned int old_mode;
     unsigned int new_mode;
-} rgit_dirdiff_change;
+} review_dirdiff_change;
 
 /*
  * Compare the directory `base` (the fork point) with `fork` and keep the
- * result in *out (free with rgit_dirdiff_free). `opts` may be NULL. Fails
+ * result in *out (free with review_dirdiff_free). `opts` may be NULL. Fails
  * with a message naming the path when a file cannot be read, a directory is
  * nested deeper than opts->max_depth, or base and fork are the same.
  */
-int rgit_dirdiff_new(rgit_dirdiff **out, const char *base, const char *fork,
-                     const rgit_dirdiff_opts *opts, rg_error *err);
+int review_dirdiff_new(review_dirdiff **out, const char *base, const char *fork,
+                       const review_dirdiff_opts *opts, rg_error *err);
 
 /* Number of changed paths; a type change counts twice (delete + add). */
-size_t rgit_dirdiff_count(const rgit_dirdiff *d);
+size_t review_dirdiff_count(const review_dirdiff *d);
 
 /* The i-th change in path order; -ERANGE when i >= count. */
-int rgit_dirdiff_get(rgit_dirdiff_change *out, const rgit_dirdiff *d, size_t i);
+int review_dirdiff_get(review_dirdiff_change *out, const review_dirdiff *d, size_t i);
 
 /* A file left out for its size: sizes in bytes, -1 on a side without it. */
-typedef struct rgit_dirdiff_skipped {
+typedef struct review_dirdiff_skipped {
     const char *path; /* owned by the diff */
     long long base_size;
     long long fork_size;
-} rgit_dirdiff_skipped;
+} review_dirdiff_skipped;
 
 /* Number of skipped files, and the i-th in walk order (-ERANGE past). */
-size_t rgit_dirdiff_skipped_count(const rgit_dirdiff *d);
-int rgit_dirdiff_skipped_get(rgit_dirdiff_skipped *out, const rgit_dirdiff *d, size_t i);
+size_t review_dirdiff_skipped_count(const review_dirdiff *d);
+int review_dirdiff_skipped_get(review_dirdiff_skipped *out, const review_dirdiff *d, size_t i);
 
 /*
  * Receives the patch in pieces, in order. Return 0 to go on; anything else
- * stops the printing and is returned by rgit_dirdiff_print.
+ * stops the printing and is returned by review_dirdiff_print.
  */
-typedef int (*rgit_dirdiff_write_fn)(const void *data, size_t len, void *payload);
+typedef int (*review_dirdiff_write_fn)(const void *data, size_t len, void *payload);
 
 /*
  * Write the patch: `diff --git a/<path> b/<path>` sections with modes,
@@ -124,31 +124,32 @@ typedef int (*rgit_dirdiff_write_fn)(const void *data, size_t len, void *payload
  * `git apply` reproduces the fork from a copy of the base. Nothing is
  * written when there are no changes.
  */
-int rgit_dirdiff_print(rgit_dirdiff *d, rgit_dirdiff_write_fn write, void *payload, rg_error *err);
+int review_dirdiff_print(review_dirdiff *d, review_dirdiff_write_fn write, void *payload,
+                         rg_error *err);
 
 /*
- * Like rgit_dirdiff_print (`write` may be NULL: digest only), and put the
+ * Like review_dirdiff_print (`write` may be NULL: digest only), and put the
  * digest of the patch and the skipped list in `digest` ("sha256:<hex>").
  */
-int rgit_dirdiff_print_digest(rgit_dirdiff *d, rgit_dirdiff_write_fn write, void *payload,
-                              char digest[RGIT_DIRDIFF_DIGEST_SIZE], rg_error *err);
+int review_dirdiff_print_digest(review_dirdiff *d, review_dirdiff_write_fn write, void *payload,
+                                char digest[REVIEW_DIRDIFF_DIGEST_SIZE], rg_error *err);
 
 /* The same patch appended to `out` (which keeps its cap). */
-int rgit_dirdiff_patch(rg_buf *out, rgit_dirdiff *d, rg_error *err);
+int review_dirdiff_patch(rg_buf *out, review_dirdiff *d, rg_error *err);
 
 /* A `git diff --stat --summary` style summary, `width` columns (0: 80). */
-int rgit_dirdiff_stat(rg_buf *out, rgit_dirdiff *d, size_t width, rg_error *err);
+int review_dirdiff_stat(rg_buf *out, review_dirdiff *d, size_t width, rg_error *err);
 
-typedef enum rgit_dirdiff_outcome {
-    RGIT_DIRDIFF_APPLIED, /* the original now has the fork's version */
-    RGIT_DIRDIFF_ALREADY, /* the original already had the fork's version */
-    RGIT_DIRDIFF_REFUSED, /* the original changed since the fork: left alone */
-} rgit_dirdiff_outcome;
+typedef enum review_dirdiff_outcome {
+    REVIEW_DIRDIFF_APPLIED, /* the original now has the fork's version */
+    REVIEW_DIRDIFF_ALREADY, /* the original already had the fork's version */
+    REVIEW_DIRDIFF_REFUSED, /* the original changed since the fork: left alone */
+} review_dirdiff_outcome;
 
 /* Told the outcome of each path as it is decided; `reason` is NULL unless
  * refused. */
-typedef void (*rgit_dirdiff_apply_fn)(const char *path, rgit_dirdiff_outcome outcome,
-                                      const char *reason, void *payload);
+typedef void (*review_dirdiff_apply_fn)(const char *path, review_dirdiff_outcome outcome,
+                                        const char *reason, void *payload);
 
 /*
  * Apply the changes to the directory `original` by writing files directly
@@ -162,11 +163,11 @@ typedef void (*rgit_dirdiff_apply_fn)(const char *path, rgit_dirdiff_outcome out
  * all refused. A filesystem error stops the run
  * (paths already reported as applied stay applied) and returns negative.
  */
-int rgit_dirdiff_apply(size_t *refused, rgit_dirdiff *d, const char *original,
-                       rgit_dirdiff_apply_fn report, void *payload, rg_error *err);
+int review_dirdiff_apply(size_t *refused, review_dirdiff *d, const char *original,
+                         review_dirdiff_apply_fn report, void *payload, rg_error *err);
 
 /* Free the diff and remove its private repository. Accepts NULL. */
-void rgit_dirdiff_free(rgit_dirdiff *d);
+void review_dirdiff_free(review_dirdiff *d);
 
 /*
  * refgate-run's naming: the base of FORK is `<dirname FORK>/.<basename
@@ -174,8 +175,8 @@ void rgit_dirdiff_free(rgit_dirdiff *d);
  * slashes of `fork` are ignored. Appends to `out`; the original fails with
  * -EINVAL when FORK does not end in `.<digits>`.
  */
-int rgit_dirdiff_default_base(rg_buf *out, const char *fork, rg_error *err);
-int rgit_dirdiff_default_original(rg_buf *out, const char *fork, rg_error *err);
+int review_dirdiff_default_base(rg_buf *out, const char *fork, rg_error *err);
+int review_dirdiff_default_original(rg_buf *out, const char *fork, rg_error *err);
 
 /*
  * Whether the run that made FORK is still alive. refgate-run holds an
@@ -184,7 +185,7 @@ int rgit_dirdiff_default_original(rg_buf *out, const char *fork, rg_error *err);
  * before it lets go). RG_E_DENIED while it is held; 0 when free or absent
  * (a fork made before the marker existed, or not by refgate-run).
  */
-int rgit_dirdiff_check_run(const char *fork, rg_error *err);
+int review_dirdiff_check_run(const char *fork, rg_error *err);
 
 /*
  * What refgate-run left out of FORK (--exclude): the NUL-terminated paths
@@ -192,6 +193,6 @@ int rgit_dirdiff_check_run(const char *fork, rg_error *err);
  * (nothing when there is no record). The record lies outside the fork, where
  * the run could not write. RG_E_TAMPER for a record that is not one.
  */
-int rgit_dirdiff_default_excluded(rg_buf *out, const char *fork, rg_error *err);
+int review_dirdiff_default_excluded(rg_buf *out, const char *fork, rg_error *err);
 
 #endif

@@ -143,12 +143,12 @@ typedef struct run_state {
     sandbox_home home;
     sandbox_landlock_plan plan;
     sandbox_landlock *ll;
-    sandbox_fork fork;
+    fork_ws fork;
     char *workdir; /* canonical: the fork or -d */
     char *shown;   /* where the workdir is inside: with the mount namespace, the forked DIR */
     char *cwd;     /* the command's working directory inside: shown, or below it */
-    sandbox_place place;
-    sandbox_worktree wt; /* the forked work tree's gitfile repository, if any */
+    fork_place place;
+    fork_worktree wt; /* the forked work tree's gitfile repository, if any */
     sandbox_bind *binds;
     char *tmpdir;   /* the private TMPDIR, once created */
     int tmp_inside; /* TMPDIR is a tmpfs inside the run's own /tmp: nothing on disk */
@@ -156,7 +156,7 @@ typedef struct run_state {
     char **env;
     sandbox_home_inode *inodes; /* everything in secret directories: built lazily */
     size_t ninodes;
-    int inodes_state; /* 0 not built, 1 built, -1 could not be built */
+    int inodes_state;         /* 0 not built, 1 built, -1 could not be built */
     sandbox_home_inode *tops; /* the home and the secrets that exist: stat'ed once */
     size_t ntops;
     int tops_state; /* 0 not stat'ed, 1 done, -1 out of memory */
@@ -171,12 +171,12 @@ typedef struct run_state {
     int notifysock[2];            /* the listener's way out: [0] runner, [1] child */
     sandbox_notify *sup;          /* in the runner, once the child sets up */
     char notify_off[256];         /* why seccomp denials are not counted */
-    sandbox_guard *guard;         /* hardens the fork if the runner dies (guard.h) */
-    sandbox_dirgit dirgit;        /* -d: DIR/.git, bound read-only (dirgit.h) */
+    fork_guard *guard;            /* hardens the fork if the runner dies (guard.h) */
+    fork_dirgit dirgit;           /* -d: DIR/.git, bound read-only (dirgit.h) */
     int neutralised;              /* things neutralised in the fork's .git */
     char neutralised_what[RUN_BLOCKED_ITEM_MAX];
 
-    sandbox_exclude excl;  /* what the fork leaves out (exclude.h) */
+    fork_exclude excl;     /* what the fork leaves out (exclude.h) */
     sandbox_caches caches; /* writable tool caches (caches.h) */
     sandbox_toolconf conf; /* toolchain configs given (toolconf.h) */
 } run_state;
@@ -1009,9 +1009,9 @@ static int run_resolve_binds(run_state *s)
     for (i = 0; rc == 0 && i < n; i++) {
         int ro = i >= s->o.nbinds;
 
-        rc = sandbox_place_bind_resolve(&s->binds[i],
-                                        ro ? s->o.robinds[i - s->o.nbinds] : s->o.binds[i], ro,
-                                        &s->home, s->o.force, &exposed, &err);
+        rc = fork_place_bind_resolve(&s->binds[i],
+                                     ro ? s->o.robinds[i - s->o.nbinds] : s->o.binds[i], ro,
+                                     &s->home, s->o.force, &exposed, &err);
         if (rc < 0)
             say("%s", err.msg);
         else if (exposed != NULL)
@@ -1034,7 +1034,7 @@ static int run_place_paths(run_state *s, const char *cwd)
     size_t i;
     int rc;
 
-    rc = sandbox_place_find(&s->place, cwd, s->o.cont_fork, s->o.cont, &s->home, &err);
+    rc = fork_place_find(&s->place, cwd, s->o.cont_fork, s->o.cont, &s->home, &err);
     if (rc < 0) {
         say("%s", err.msg);
         return rc;
@@ -1049,7 +1049,7 @@ static int run_place_paths(run_state *s, const char *cwd)
     else if (s->place.sub[0] != '\0')
         note("forking the work tree's top %s; the command starts in %s", s->place.top,
              s->place.sub);
-    rc = sandbox_worktree_find(&s->wt, s->place.top, &err);
+    rc = fork_worktree_find(&s->wt, s->place.top, &err);
     if (rc <= 0) {
         if (rc < 0)
             say("%s", err.msg);
@@ -1091,8 +1091,7 @@ static int run_resolve_paths(run_state *s)
         if (rc == 0) {
             rg_error err = RG_ERROR_INIT;
 
-            rc = sandbox_dirgit_plan(&s->dirgit, s->workdir, (s->o.ns & SANDBOX_NS_MOUNT) != 0,
-                                     &err);
+            rc = fork_dirgit_plan(&s->dirgit, s->workdir, (s->o.ns & SANDBOX_NS_MOUNT) != 0, &err);
             if (rc < 0)
                 say("%s", err.msg);
         }
@@ -1282,9 +1281,9 @@ static int run_plan_exclude(run_state *s)
     int rc = 0;
 
     for (i = 0; rc == 0 && i < s->o.nexcludes; i++)
-        rc = sandbox_exclude_add_pattern(&s->excl, s->o.excludes[i], &err);
+        rc = fork_exclude_add_pattern(&s->excl, s->o.excludes[i], &err);
     if (rc == 0 && s->o.exclude_ignored) {
-        rc = sandbox_exclude_add_ignored(&n, &s->excl, s->workdir, &err);
+        rc = fork_exclude_add_ignored(&n, &s->excl, s->workdir, &err);
         if (rc == -ENOENT) {
             note("--exclude-ignored: %s: %s; nothing excluded by it", s->workdir, err.msg);
             rc = 0;
@@ -1466,10 +1465,10 @@ static int run_open_fork(run_state *s)
     rg_error err = RG_ERROR_INIT;
     int rc;
 
-    rc = sandbox_fork_open(&s->fork, s->place.top, &err);
+    rc = fork_open(&s->fork, s->place.top, &err);
     /* Its exclusions again: the original shown read-only over each placeholder. */
     if (rc == 0)
-        rc = sandbox_exclude_load(&s->excl, s->fork.path, &err);
+        rc = fork_exclude_load(&s->excl, s->fork.path, &err);
     if (rc == 0 && s->excl.nexcluded > 0 && !(s->o.ns & SANDBOX_NS_MOUNT))
         rc = rg_error_set(&err, -EINVAL,
                           "%s was made with exclusions, shown read-only from the original only "
@@ -1493,9 +1492,9 @@ static int run_fork_worktree(run_state *s)
     rg_error err = RG_ERROR_INIT;
     int rc;
 
-    rc = sandbox_worktree_standalone(s->fork.base, &s->wt, &err);
+    rc = fork_worktree_standalone(s->fork.base, &s->wt, &err);
     if (rc == 0)
-        rc = sandbox_worktree_standalone(s->fork.path, &s->wt, &err);
+        rc = fork_worktree_standalone(s->fork.path, &s->wt, &err);
     if (rc < 0)
         say("%s", err.msg);
     else
@@ -1507,8 +1506,8 @@ static int run_fork_worktree(run_state *s)
 
 static int run_make_fork(run_state *s)
 {
-    sandbox_tree_opts to = SANDBOX_TREE_OPTS_INIT;
-    const sandbox_tree_stats *b = &s->fork.base_stats, *f = &s->fork.fork_stats;
+    fork_tree_opts to = FORK_TREE_OPTS_INIT;
+    const fork_tree_stats *b = &s->fork.base_stats, *f = &s->fork.fork_stats;
     rg_error err = RG_ERROR_INIT;
     unsigned long cloned, copied;
     int rc, why;
@@ -1524,10 +1523,10 @@ static int run_make_fork(run_state *s)
     to.mounted = run_said_mount;
     to.ctx = s;
     if (s->excl.npatterns + s->excl.npaths > 0) {
-        to.exclude = sandbox_exclude_tree_cb;
+        to.exclude = fork_exclude_tree_cb;
         to.exclude_ctx = &s->excl;
     }
-    rc = sandbox_fork_create(&s->fork, s->workdir, &to, &err);
+    rc = fork_create(&s->fork, s->workdir, &to, &err);
     if (rc < 0) {
         say("%s%s", err.msg,
             rc == RG_E_DENIED ? "; refusing to copy a secret into the fork (--force copies it)"
@@ -1535,7 +1534,7 @@ static int run_make_fork(run_state *s)
                               : "");
         return rc;
     }
-    if (sandbox_exclude_record(&s->excl, s->fork.path, &err) < 0) {
+    if (fork_exclude_record(&s->excl, s->fork.path, &err) < 0) {
         say("%s", err.msg);
         return -EIO;
     }
@@ -1585,7 +1584,7 @@ static int run_guard(run_state *s)
     rg_error err = RG_ERROR_INIT;
     int rc;
 
-    rc = sandbox_guard_start(&s->guard, s->fork.path, s->fork.base, s->fork.lock_fd, &err);
+    rc = fork_guard_start(&s->guard, s->fork.path, s->fork.base, s->fork.lock_fd, &err);
     if (rc < 0)
         say("refusing to run: %s", err.msg);
     return rc;
@@ -1812,7 +1811,7 @@ static int run_plan_mounts(run_state *s)
     if (rc == 0)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->workdir, s->shown, rw, &err);
     if (rc == 0 && s->fork.src != NULL)
-        rc = sandbox_exclude_plan_mounts(p, &s->excl, s->fork.src, s->shown, idmap, &err);
+        rc = fork_exclude_plan_mounts(p, &s->excl, s->fork.src, s->shown, idmap, &err);
     /* -d DIR's .git: read-only, and a mount point nothing can replace (dirgit.h). */
     if (rc == 0 && s->dirgit.existed)
         rc = sandbox_mount_plan_add(p, SANDBOX_MOUNT_BIND, s->dirgit.git, s->dirgit.git, idmap,
@@ -1891,7 +1890,7 @@ static int run_map(void *ctx, pid_t child, rg_error *err)
     const run_state *s = ctx;
 
     /* Before the child may start the command. */
-    if (sandbox_guard_watch(s->guard, child, err) < 0)
+    if (fork_guard_watch(s->guard, child, err) < 0)
         return err->code;
     if (!(s->o.ns & SANDBOX_NS_USER))
         return 0;
@@ -2029,8 +2028,7 @@ static void run_neutralise_git(run_state *s)
     rg_error err = RG_ERROR_INIT;
     int n = 0;
 
-    if (sandbox_gitconf_neutralise(&n, s->fork.path, s->fork.base, run_tell_neutralised, &t, &err) <
-        0)
+    if (fork_gitconf_neutralise(&n, s->fork.path, s->fork.base, run_tell_neutralised, &t, &err) < 0)
         say("WARNING: %s; do not run git in %s before checking its .git", err.msg, s->fork.path);
     if (n > 0)
         say("neutralised %d thing%s in the fork's .git that would run outside the sandbox at "
@@ -2092,13 +2090,13 @@ static void run_cleanup(run_state *s, int started)
     if (s->tmpdir != NULL && !s->tmp_inside) {
         if (s->o.keep_tmp)
             note("kept TMPDIR %s", s->tmpdir);
-        else if (sandbox_tree_remove(s->tmpdir, &err) < 0)
+        else if (fork_tree_remove(s->tmpdir, &err) < 0)
             say("warning: %s", err.msg);
     }
     if (s->fork.path != NULL && !s->o.rm)
         run_neutralise_git(s);
     if (started && s->o.dir != NULL) {
-        if (sandbox_dirgit_after(&s->neutralised, &s->dirgit, &err) < 0)
+        if (fork_dirgit_after(&s->neutralised, &s->dirgit, &err) < 0)
             say("WARNING: %s; do not run git in %s before checking it", err.msg, s->workdir);
         snprintf(s->neutralised_what, sizeof(s->neutralised_what),
                  ".git (created by the run): moved to .git.refgate-disabled");
@@ -2108,16 +2106,16 @@ static void run_cleanup(run_state *s, int started)
     if (s->fork.path == NULL)
         return;
     if (s->o.rm) {
-        if (sandbox_fork_remove(&s->fork, &err) < 0)
+        if (fork_remove(&s->fork, &err) < 0)
             say("warning: %s", err.msg);
-        sandbox_guard_free(s->guard);
+        fork_guard_free(s->guard);
         s->guard = NULL;
     } else {
         char rg[PATH_MAX], self[PATH_MAX];
 
         /* By absolute paths: refgate may not be on PATH (a build tree, /opt). */
-        sandbox_place_sibling(rg, sizeof(rg), "refgate", "../cli");
-        sandbox_place_sibling(self, sizeof(self), "refgate-run", ".");
+        fork_place_sibling(rg, sizeof(rg), "refgate", "../cli");
+        fork_place_sibling(self, sizeof(self), "refgate-run", ".");
         note("the fork stays at %s; `%s diff %s` shows what the run changed; "
              "`%s --continue %s -- CMD` runs in it again",
              s->fork.path, rg[0] ? rg : "refgate", s->fork.path, self[0] ? self : "refgate-run",
@@ -2140,7 +2138,7 @@ static void run_free(run_state *s)
     free(s->o.envs);
     free(s->o.hides);
     free(s->o.excludes);
-    sandbox_exclude_free(&s->excl);
+    fork_exclude_free(&s->excl);
     sandbox_mount_plan_free(&s->mounts);
     sandbox_net_relay_free(s->relay);
     sandbox_notify_free(s->sup);
@@ -2157,12 +2155,12 @@ static void run_free(run_state *s)
     if (s->bpf[1] >= 0)
         close(s->bpf[1]);
     for (i = 0; s->binds && s->binds[i].dst; i++)
-        sandbox_place_bind_free(&s->binds[i]);
+        fork_place_bind_free(&s->binds[i]);
     free(s->binds);
     free(s->o.binds);
     free(s->o.robinds);
-    sandbox_place_free(&s->place);
-    sandbox_worktree_free(&s->wt);
+    fork_place_free(&s->place);
+    fork_worktree_free(&s->wt);
     free(s->shown);
     free(s->cwd);
     free(s->workdir);
@@ -2174,9 +2172,9 @@ static void run_free(run_state *s)
     sandbox_toolconf_free(&s->conf);
     sandbox_landlock_free(s->ll);
     /* The fork is hardened (or removed): its guardian is not needed. */
-    sandbox_guard_free(s->guard);
-    sandbox_fork_free(&s->fork);
-    sandbox_dirgit_free(&s->dirgit);
+    fork_guard_free(s->guard);
+    fork_free(&s->fork);
+    fork_dirgit_free(&s->dirgit);
     sandbox_home_free(&s->home);
 }
 
@@ -2364,7 +2362,7 @@ int main(int argc, char **argv)
     }
     started = 1;
     /* Without namespaces there was no map step to tell the guardian. */
-    if (sandbox_guard_watch(s.guard, pid, &err) < 0)
+    if (fork_guard_watch(s.guard, pid, &err) < 0)
         say("warning: %s", err.msg);
     rc = sandbox_proc_wait(&status, pid, &err);
     if (rc < 0) {

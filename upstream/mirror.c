@@ -67,7 +67,7 @@
  * up (http.lowSpeedTime), unless the upstream sets its own idle timeout. */
 #define MIRROR_IDLE_SECONDS_DEFAULT 60
 
-struct gateway_mirror {
+struct upstream_mirror {
     char *dir;  /* the mirror's git directory */
     int use_fd; /* <dir>.use, held shared until release */
     int fresh;  /* fetched (or found fetched) by this acquire */
@@ -448,11 +448,11 @@ static int mirror_has_all(const char *dir, const char *const *ids, size_t n)
     return rgit_odb_has_all(&has, dir, ids, n, NULL) == 0 && has;
 }
 
-int gateway_mirror_acquire(gateway_mirror **out, const char *state_dir, const upstream_target *t,
-                           const char *const *have, size_t n, rg_error *err)
+int upstream_mirror_acquire(upstream_mirror **out, const char *state_dir, const upstream_target *t,
+                            const char *const *have, size_t n, rg_error *err)
 {
     int64_t asked = mirror_now_ns(CLOCK_REALTIME), started, stamp;
-    gateway_mirror *m = NULL;
+    upstream_mirror *m = NULL;
     char *slash, what[700];
     int update_fd = -1, rc;
     struct stat st;
@@ -511,16 +511,16 @@ done:
     /* Closing the only descriptor of the open file drops its flock. */
     if (update_fd >= 0)
         close(update_fd);
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
     return rc;
 }
 
-int gateway_mirror_fresh(const gateway_mirror *m)
+int upstream_mirror_fresh(const upstream_mirror *m)
 {
     return m->fresh;
 }
 
-int gateway_mirror_refresh(gateway_mirror *m, const upstream_target *t, rg_error *err)
+int upstream_mirror_refresh(upstream_mirror *m, const upstream_target *t, rg_error *err)
 {
     int64_t started = mirror_now_ns(CLOCK_REALTIME);
     char what[700];
@@ -543,12 +543,12 @@ int gateway_mirror_refresh(gateway_mirror *m, const upstream_target *t, rg_error
     return rc;
 }
 
-const char *gateway_mirror_dir(const gateway_mirror *m)
+const char *upstream_mirror_dir(const upstream_mirror *m)
 {
     return m->dir;
 }
 
-void gateway_mirror_release(gateway_mirror *m)
+void upstream_mirror_release(upstream_mirror *m)
 {
     if (m == NULL)
         return;

@@ -17,7 +17,7 @@
 #include "upstream/upstream.h"
 #include "util/error.h"
 
-typedef struct gateway_mirror gateway_mirror;
+typedef struct upstream_mirror upstream_mirror;
 
 /*
  * Create or update the mirror of t's repository and hold it (shared) until
@@ -26,21 +26,21 @@ typedef struct gateway_mirror gateway_mirror;
  *
  * With `have` (n ids, may be 0), an existing mirror that already holds
  * every one of them is not fetched first: a push whose old ids the mirror
- * has pays no round trip to upstream. gateway_mirror_refresh fetches
+ * has pays no round trip to upstream. upstream_mirror_refresh fetches
  * later, when the inspection finds the mirror short after all.
  */
-int gateway_mirror_acquire(gateway_mirror **out, const char *state_dir, const upstream_target *t,
-                           const char *const *have, size_t n, rg_error *err);
+int upstream_mirror_acquire(upstream_mirror **out, const char *state_dir, const upstream_target *t,
+                            const char *const *have, size_t n, rg_error *err);
 
 /* Whether the held mirror was brought up to date by this acquire. */
-int gateway_mirror_fresh(const gateway_mirror *m);
+int upstream_mirror_fresh(const upstream_mirror *m);
 
 /* Fetch into the held mirror now (it stays held). */
-int gateway_mirror_refresh(gateway_mirror *m, const upstream_target *t, rg_error *err);
+int upstream_mirror_refresh(upstream_mirror *m, const upstream_target *t, rg_error *err);
 
 /* The mirror's git directory, valid until release. */
-const char *gateway_mirror_dir(const gateway_mirror *m);
+const char *upstream_mirror_dir(const upstream_mirror *m);
 
-void gateway_mirror_release(gateway_mirror *m);
+void upstream_mirror_release(upstream_mirror *m);
 
 #endif

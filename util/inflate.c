@@ -4,20 +4,20 @@
 #include <stdlib.h>
 #include <zlib.h>
 
-struct gateway_inflate {
+struct rg_inflate {
     z_stream zs;
     int ended;
     uint64_t out_total;
     uint64_t max_out;
     unsigned ratio;
-    gateway_inflate_sink sink;
+    rg_inflate_sink sink;
     void *arg;
 };
 
-int gateway_inflate_new(gateway_inflate **out, uint64_t max_out, unsigned ratio,
-                        gateway_inflate_sink sink, void *arg)
+int rg_inflate_new(rg_inflate **out, uint64_t max_out, unsigned ratio, rg_inflate_sink sink,
+                   void *arg)
 {
-    gateway_inflate *z = calloc(1, sizeof(*z));
+    rg_inflate *z = calloc(1, sizeof(*z));
 
     *out = NULL;
     if (z == NULL)
@@ -35,7 +35,7 @@ int gateway_inflate_new(gateway_inflate **out, uint64_t max_out, unsigned ratio,
     return 0;
 }
 
-int gateway_inflate_feed(gateway_inflate *z, const char *data, size_t len, rg_error *err)
+int rg_inflate_feed(rg_inflate *z, const char *data, size_t len, rg_error *err)
 {
     char outbuf[65536];
     size_t have;
@@ -60,7 +60,7 @@ int gateway_inflate_feed(gateway_inflate *z, const char *data, size_t len, rg_er
         /* Checked before the sink sees the piece, so a bomb costs at most one
          * output block beyond the ratio, never disk. The first MiB is free:
          * a short command list compresses far better than a pack. */
-        if (z->ratio && z->out_total > GATEWAY_INFLATE_FREE_BYTES &&
+        if (z->ratio && z->out_total > RG_INFLATE_FREE_BYTES &&
             z->out_total / z->ratio > (uint64_t)z->zs.total_in)
             return rg_error_set(err, RG_E_TOO_BIG,
                                 "gzip body expands more than %u:1 (limits.inflate_ratio): "
@@ -79,14 +79,14 @@ int gateway_inflate_feed(gateway_inflate *z, const char *data, size_t len, rg_er
     return 0;
 }
 
-int gateway_inflate_finish(gateway_inflate *z, rg_error *err)
+int rg_inflate_finish(rg_inflate *z, rg_error *err)
 {
     if (!z->ended)
         return rg_error_set(err, RG_E_PROTOCOL, "gzip body ended early");
     return 0;
 }
 
-void gateway_inflate_free(gateway_inflate *z)
+void rg_inflate_free(rg_inflate *z)
 {
     if (z == NULL)
         return;

@@ -12,29 +12,29 @@
 
 #include "util/error.h"
 
-typedef struct gateway_inflate gateway_inflate;
+typedef struct rg_inflate rg_inflate;
 
 /* Receives each decoded piece; a negative return stops decoding. */
-typedef int (*gateway_inflate_sink)(void *arg, const char *data, size_t len);
+typedef int (*rg_inflate_sink)(void *arg, const char *data, size_t len);
 
 /* Decoded bytes that may come out before the ratio is enforced. */
-#define GATEWAY_INFLATE_FREE_BYTES (1024 * 1024)
+#define RG_INFLATE_FREE_BYTES (1024 * 1024)
 
 /*
  * A decoder that hands at most `max_out` decoded bytes to `sink`, and once
- * past GATEWAY_INFLATE_FREE_BYTES never more than `ratio` times the
+ * past RG_INFLATE_FREE_BYTES never more than `ratio` times the
  * compressed bytes read so far (0: no ratio cap).
  */
-int gateway_inflate_new(gateway_inflate **out, uint64_t max_out, unsigned ratio,
-                        gateway_inflate_sink sink, void *arg);
+int rg_inflate_new(rg_inflate **out, uint64_t max_out, unsigned ratio, rg_inflate_sink sink,
+                   void *arg);
 
 /* Decode the next compressed bytes. RG_E_PROTOCOL for bad data,
  * RG_E_TOO_BIG past max_out or the ratio, or the sink's own error. */
-int gateway_inflate_feed(gateway_inflate *z, const char *data, size_t len, rg_error *err);
+int rg_inflate_feed(rg_inflate *z, const char *data, size_t len, rg_error *err);
 
 /* RG_E_PROTOCOL when the stream did not end where the body did. */
-int gateway_inflate_finish(gateway_inflate *z, rg_error *err);
+int rg_inflate_finish(rg_inflate *z, rg_error *err);
 
-void gateway_inflate_free(gateway_inflate *z);
+void rg_inflate_free(rg_inflate *z);
 
 #endif

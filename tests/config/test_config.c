@@ -548,10 +548,8 @@ static struct bad_case bad_cases[] = {
      "unknown key (expected listen, state_dir, default, max_body_bytes, limits, control, "
      "approvals, admin, console, upstreams, rules, secrets, signing or state)"},
     /* Shared state: a libpq connection string without a password. */
-    {"state not an object", "{'state_dir': 's', 'state': 'pg'}", "state", 0,
-     "expected an object"},
-    {"state without postgres", "{'state_dir': 's', 'state': {}}", "state.postgres", 0,
-     "required"},
+    {"state not an object", "{'state_dir': 's', 'state': 'pg'}", "state", 0, "expected an object"},
+    {"state without postgres", "{'state_dir': 's', 'state': {}}", "state.postgres", 0, "required"},
     {"state unknown key", "{'state_dir': 's', 'state': {'postgres': 'dbname=x', 'pool': 2}}",
      "state.pool", 0, "unknown key"},
     {"state password in the string",

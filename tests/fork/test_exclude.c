@@ -69,7 +69,7 @@ ParameterizedTestParameters(exclude, patterns_match_like_gitignore)
 
 ParameterizedTest(const match_case *c, exclude, patterns_match_like_gitignore)
 {
-    cr_assert_eq(sandbox_exclude_pattern_match(c->pattern, c->path, c->is_dir), c->want,
+    cr_assert_eq(fork_exclude_pattern_match(c->pattern, c->path, c->is_dir), c->want,
                  "pattern '%s' against %s '%s': want %d", c->pattern, c->is_dir ? "dir" : "file",
                  c->path, c->want);
 }
@@ -77,19 +77,18 @@ ParameterizedTest(const match_case *c, exclude, patterns_match_like_gitignore)
 Test(exclude, bad_patterns_are_refused_and_dot_git_is_never_excluded)
 {
     static const char *const bad[] = {"", "/", "a//b", ".", "..", "../x", "a/../b", "a/./b"};
-    sandbox_exclude x = SANDBOX_EXCLUDE_INIT;
+    fork_exclude x = FORK_EXCLUDE_INIT;
     rg_error err = RG_ERROR_INIT;
     size_t i;
 
     for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-        cr_assert_eq(sandbox_exclude_add_pattern(&x, bad[i], &err), -EINVAL, "'%s' accepted",
-                     bad[i]);
+        cr_assert_eq(fork_exclude_add_pattern(&x, bad[i], &err), -EINVAL, "'%s' accepted", bad[i]);
     cr_assert_eq(x.npatterns, 0);
-    cr_assert_eq(sandbox_exclude_add_pattern(&x, "*", &err), 0, "%s", err.msg);
-    cr_assert(sandbox_exclude_matches(&x, "anything", 1));
-    cr_assert_not(sandbox_exclude_matches(&x, ".git", 1), ".git is never excluded");
-    cr_assert_not(sandbox_exclude_matches(&x, "sub/.git", 0));
-    sandbox_exclude_free(&x);
+    cr_assert_eq(fork_exclude_add_pattern(&x, "*", &err), 0, "%s", err.msg);
+    cr_assert(fork_exclude_matches(&x, "anything", 1));
+    cr_assert_not(fork_exclude_matches(&x, ".git", 1), ".git is never excluded");
+    cr_assert_not(fork_exclude_matches(&x, "sub/.git", 0));
+    fork_exclude_free(&x);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -118,14 +117,13 @@ static void copy_teardown(void)
 
 TestSuite(exclude_copy, .init = copy_setup, .fini = copy_teardown);
 
-static int copy_with(sandbox_tree_stats *st, sandbox_exclude *x, sandbox_tree_opts *o,
-                     rg_error *err)
+static int copy_with(fork_tree_stats *st, fork_exclude *x, fork_tree_opts *o, rg_error *err)
 {
     int s = open(src, O_RDONLY | O_DIRECTORY), d = open(dst, O_RDONLY | O_DIRECTORY), rc;
 
-    o->exclude = sandbox_exclude_tree_cb;
+    o->exclude = fork_exclude_tree_cb;
     o->exclude_ctx = x;
-    rc = sandbox_tree_copy(st, s, d, o, err);
+    rc = fork_tree_copy(st, s, d, o, err);
     close(s);
     close(d);
     return rc;
@@ -133,10 +131,10 @@ static int copy_with(sandbox_tree_stats *st, sandbox_exclude *x, sandbox_tree_op
 
 Test(exclude_copy, an_excluded_entry_becomes_an_empty_placeholder_and_is_recorded)
 {
-    sandbox_tree_opts o = SANDBOX_TREE_OPTS_INIT;
-    sandbox_exclude x = SANDBOX_EXCLUDE_INIT;
+    fork_tree_opts o = FORK_TREE_OPTS_INIT;
+    fork_exclude x = FORK_EXCLUDE_INIT;
     rg_error err = RG_ERROR_INIT;
-    sandbox_tree_stats st;
+    fork_tree_stats st;
     struct stat a;
     char p[256], rec[256], buf[512];
     ssize_t n;
@@ -146,8 +144,8 @@ Test(exclude_copy, an_excluded_entry_becomes_an_empty_placeholder_and_is_recorde
              " && echo lib >web/node_modules/lib/index.js && echo x >node_modules/.bin/x"
              " && echo log >debug.log && chmod 750 web/node_modules",
              src);
-    cr_assert_eq(sandbox_exclude_add_pattern(&x, "node_modules/", &err), 0);
-    cr_assert_eq(sandbox_exclude_add_pattern(&x, "*.log", &err), 0);
+    cr_assert_eq(fork_exclude_add_pattern(&x, "node_modules/", &err), 0);
+    cr_assert_eq(fork_exclude_add_pattern(&x, "*.log", &err), 0);
     cr_assert_eq(copy_with(&st, &x, &o, &err), 0, "%s", err.msg);
 
     cr_assert_eq(st.excluded, 3);
@@ -166,7 +164,7 @@ Test(exclude_copy, an_excluded_entry_becomes_an_empty_placeholder_and_is_recorde
 
     /* The record: beside the fork, the header, then NUL-terminated paths. */
     snprintf(p, sizeof(p), "%s/proj.1", top);
-    cr_assert_eq(sandbox_exclude_record(&x, p, &err), 0, "%s", err.msg);
+    cr_assert_eq(fork_exclude_record(&x, p, &err), 0, "%s", err.msg);
     snprintf(rec, sizeof(rec), "%s/.proj.1.excluded", top);
     fd = open(rec, O_RDONLY);
     cr_assert_geq(fd, 0);
@@ -181,8 +179,8 @@ Test(exclude_copy, an_excluded_entry_becomes_an_empty_placeholder_and_is_recorde
     cr_assert_eq(a.st_mode & 0777, 0600);
 
     /* Nothing excluded: a stale record of the name is removed. */
-    sandbox_exclude_free(&x);
-    cr_assert_eq(sandbox_exclude_record(&x, p, &err), 0, "%s", err.msg);
+    fork_exclude_free(&x);
+    cr_assert_eq(fork_exclude_record(&x, p, &err), 0, "%s", err.msg);
     cr_assert_neq(access(rec, F_OK), 0);
 }
 
@@ -196,10 +194,10 @@ static int refuse_secret(void *ctx, const struct stat *st)
 
 Test(exclude_copy, a_secret_linked_inside_an_excluded_directory_refuses_the_copy)
 {
-    sandbox_tree_opts o = SANDBOX_TREE_OPTS_INIT;
-    sandbox_exclude x = SANDBOX_EXCLUDE_INIT;
+    fork_tree_opts o = FORK_TREE_OPTS_INIT;
+    fork_exclude x = FORK_EXCLUDE_INIT;
     rg_error err = RG_ERROR_INIT;
-    sandbox_tree_stats st;
+    fork_tree_stats st;
     struct stat a;
     char p[256];
 
@@ -210,28 +208,28 @@ Test(exclude_copy, a_secret_linked_inside_an_excluded_directory_refuses_the_copy
     cr_assert_eq(stat(p, &a), 0);
     secret_ino = a.st_ino;
     o.refuse = refuse_secret;
-    cr_assert_eq(sandbox_exclude_add_pattern(&x, "node_modules", &err), 0);
+    cr_assert_eq(fork_exclude_add_pattern(&x, "node_modules", &err), 0);
     cr_assert_eq(copy_with(&st, &x, &o, &err), RG_E_DENIED);
     cr_assert_not_null(strstr(err.msg, "node_modules/deep/key"), "%s", err.msg);
-    sandbox_exclude_free(&x);
+    fork_exclude_free(&x);
 }
 
 Test(exclude_copy, more_than_the_limit_of_excluded_entries_fails)
 {
-    sandbox_tree_opts o = SANDBOX_TREE_OPTS_INIT;
-    sandbox_exclude x = SANDBOX_EXCLUDE_INIT;
+    fork_tree_opts o = FORK_TREE_OPTS_INIT;
+    fork_exclude x = FORK_EXCLUDE_INIT;
     rg_error err = RG_ERROR_INIT;
-    sandbox_tree_stats st;
+    fork_tree_stats st;
 
     test_run("cd %s && for i in $(seq 1030); do : >f$i.tmp; done", src);
-    cr_assert_eq(sandbox_exclude_add_pattern(&x, "*.tmp", &err), 0);
+    cr_assert_eq(fork_exclude_add_pattern(&x, "*.tmp", &err), 0);
     cr_assert_eq(copy_with(&st, &x, &o, &err), -E2BIG);
-    sandbox_exclude_free(&x);
+    fork_exclude_free(&x);
 }
 
 Test(exclude_copy, exclude_ignored_takes_wholly_ignored_dependency_directories_only)
 {
-    sandbox_exclude x = SANDBOX_EXCLUDE_INIT;
+    fork_exclude x = FORK_EXCLUDE_INIT;
     rg_error err = RG_ERROR_INIT;
     size_t n, i;
     int seen_root = 0, seen_web = 0;
@@ -244,7 +242,7 @@ Test(exclude_copy, exclude_ignored_takes_wholly_ignored_dependency_directories_o
              " other/node_modules/kept && git add .gitignore && git add -f vendor/v/tracked"
              " other/node_modules/kept",
              src);
-    cr_assert_eq(sandbox_exclude_add_ignored(&n, &x, src, &err), 0, "%s", err.msg);
+    cr_assert_eq(fork_exclude_add_ignored(&n, &x, src, &err), 0, "%s", err.msg);
     for (i = 0; i < x.npaths; i++) {
         seen_root |= strcmp(x.paths[i], "node_modules") == 0;
         seen_web |= strcmp(x.paths[i], "web/node_modules") == 0;
@@ -254,9 +252,8 @@ Test(exclude_copy, exclude_ignored_takes_wholly_ignored_dependency_directories_o
     }
     cr_assert(seen_root && seen_web, "%zu paths", x.npaths);
     cr_assert_eq(n, 2);
-    sandbox_exclude_free(&x);
+    fork_exclude_free(&x);
 
-    cr_assert_eq(sandbox_exclude_add_ignored(&n, &x, top, &err), -ENOENT,
-                 "outside a git work tree");
-    sandbox_exclude_free(&x);
+    cr_assert_eq(fork_exclude_add_ignored(&n, &x, top, &err), -ENOENT, "outside a git work tree");
+    fork_exclude_free(&x);
 }

@@ -38,7 +38,7 @@ ParameterizedTest(name_case *c, fork, paths_put_the_fork_and_its_base_beside_the
 {
     char *f = NULL, *b = NULL;
 
-    cr_assert_eq(sandbox_fork_paths(&f, &b, c->src, c->n, NULL), 0);
+    cr_assert_eq(fork_paths(&f, &b, c->src, c->n, NULL), 0);
     cr_assert_str_eq(f, c->fork);
     cr_assert_str_eq(b, c->base);
     free(f);
@@ -50,10 +50,10 @@ Test(fork, the_root_directory_cannot_be_forked)
     rg_error err = RG_ERROR_INIT;
     char *f = NULL, *b = NULL;
 
-    cr_assert_eq(sandbox_fork_paths(&f, &b, "/", 1, &err), -EINVAL);
+    cr_assert_eq(fork_paths(&f, &b, "/", 1, &err), -EINVAL);
     cr_assert(strstr(err.msg, "beside") != NULL, "%s", err.msg);
-    cr_assert_eq(sandbox_fork_paths(&f, &b, "relative", 1, NULL), -EINVAL);
-    cr_assert_eq(sandbox_fork_paths(&f, &b, "/a/", 1, NULL), -EINVAL);
+    cr_assert_eq(fork_paths(&f, &b, "relative", 1, NULL), -EINVAL);
+    cr_assert_eq(fork_paths(&f, &b, "/a/", 1, NULL), -EINVAL);
 }
 
 static char top[64];
@@ -100,8 +100,8 @@ static char *slurp(const char *path)
 Test(fork, create_claims_the_first_free_number_and_copies_twice, .init = fork_setup,
      .fini = fork_teardown)
 {
-    sandbox_tree_opts to = SANDBOX_TREE_OPTS_INIT;
-    sandbox_fork f = SANDBOX_FORK_INIT, g = SANDBOX_FORK_INIT;
+    fork_tree_opts to = FORK_TREE_OPTS_INIT;
+    fork_ws f = FORK_FORK_INIT, g = FORK_FORK_INIT;
     char src[128], p[256];
 
     snprintf(src, sizeof(src), "%s/proj", top);
@@ -112,7 +112,7 @@ Test(fork, create_claims_the_first_free_number_and_copies_twice, .init = fork_se
     mkdir(p, 0755);
     snprintf(p, sizeof(p), "%s/.proj.2.base", top);
     mkdir(p, 0755);
-    cr_assert_eq(sandbox_fork_create(&f, src, &to, NULL), 0);
+    cr_assert_eq(fork_create(&f, src, &to, NULL), 0);
     cr_assert_eq(f.n, 3);
     snprintf(p, sizeof(p), "%s/proj.3", top);
     cr_assert_str_eq(f.path, p);
@@ -126,16 +126,16 @@ Test(fork, create_claims_the_first_free_number_and_copies_twice, .init = fork_se
     cr_assert_eq(f.fork_stats.files, 1);
     cr_assert_eq(f.fork_stats.cloned + f.fork_stats.copied, 1);
 
-    cr_assert_eq(sandbox_fork_create(&g, src, &to, NULL), 0);
+    cr_assert_eq(fork_create(&g, src, &to, NULL), 0);
     cr_assert_eq(g.n, 4, "a second fork takes the next number");
 
-    cr_assert_eq(sandbox_fork_remove(&f, NULL), 0);
+    cr_assert_eq(fork_remove(&f, NULL), 0);
     cr_assert_eq(access(f.path, F_OK), -1);
     cr_assert_eq(access(f.base, F_OK), -1);
     cr_assert_eq(access(src, F_OK), 0, "removing a fork leaves the source");
-    sandbox_fork_free(&f);
-    sandbox_fork_free(&g);
-    sandbox_fork_free(NULL);
+    fork_free(&f);
+    fork_free(&g);
+    fork_free(NULL);
 }
 
 /* Whether somebody holds the lock on `path` (a shared lock cannot be had). */
@@ -152,15 +152,15 @@ static int locked(const char *path)
 Test(fork, the_run_marker_is_locked_while_the_fork_is_held, .init = fork_setup,
      .fini = fork_teardown)
 {
-    sandbox_tree_opts to = SANDBOX_TREE_OPTS_INIT;
-    sandbox_fork f = SANDBOX_FORK_INIT;
+    fork_tree_opts to = FORK_TREE_OPTS_INIT;
+    fork_ws f = FORK_FORK_INIT;
     char src[128], p[256];
     struct stat st;
 
     snprintf(src, sizeof(src), "%s/proj", top);
     mkdir(src, 0755);
     put(src, "file", "hello\n");
-    cr_assert_eq(sandbox_fork_create(&f, src, &to, NULL), 0);
+    cr_assert_eq(fork_create(&f, src, &to, NULL), 0);
     snprintf(p, sizeof(p), "%s/.proj.1.run", top);
     cr_assert_str_eq(f.lock, p);
     cr_assert_eq(stat(p, &st), 0);
@@ -173,9 +173,9 @@ Test(fork, the_run_marker_is_locked_while_the_fork_is_held, .init = fork_setup,
         cr_assert_eq(access(p, F_OK), -1);
         snprintf(p, sizeof(p), "%s/.proj.1.run", top);
     }
-    cr_assert_eq(sandbox_fork_remove(&f, NULL), 0);
+    cr_assert_eq(fork_remove(&f, NULL), 0);
     cr_assert_eq(access(p, F_OK), -1, "--rm removes the marker");
-    sandbox_fork_free(&f);
+    fork_free(&f);
     cr_assert_eq(f.lock_fd, -1);
 }
 
@@ -187,8 +187,8 @@ static int refuse_all_links(void *ctx, const struct stat *st)
 
 Test(fork, a_refused_copy_leaves_nothing_behind, .init = fork_setup, .fini = fork_teardown)
 {
-    sandbox_tree_opts to = SANDBOX_TREE_OPTS_INIT;
-    sandbox_fork f = SANDBOX_FORK_INIT;
+    fork_tree_opts to = FORK_TREE_OPTS_INIT;
+    fork_ws f = FORK_FORK_INIT;
     rg_error err = RG_ERROR_INIT;
     char src[128], a[192], b[192], p[256];
 
@@ -199,7 +199,7 @@ Test(fork, a_refused_copy_leaves_nothing_behind, .init = fork_setup, .fini = for
     snprintf(b, sizeof(b), "%s/b", src);
     cr_assert_eq(link(a, b), 0);
     to.refuse = refuse_all_links;
-    cr_assert_eq(sandbox_fork_create(&f, src, &to, &err), RG_E_DENIED);
+    cr_assert_eq(fork_create(&f, src, &to, &err), RG_E_DENIED);
     cr_assert(strstr(err.msg, "hard link to a secret") != NULL, "%s", err.msg);
     snprintf(p, sizeof(p), "%s/proj.1", top);
     cr_assert_eq(access(p, F_OK), -1, "no fork is left");
@@ -232,7 +232,7 @@ ParameterizedTest(parse_case *c, fork, parse_is_the_inverse_of_paths_on_names)
     char *src = NULL;
     unsigned n = 0;
 
-    cr_assert_eq(sandbox_fork_parse(&src, &n, c->path), c->rc, "%s", c->path);
+    cr_assert_eq(fork_parse(&src, &n, c->path), c->rc, "%s", c->path);
     if (c->rc == 0) {
         cr_assert_str_eq(src, c->src);
         cr_assert_eq(n, c->n);
@@ -245,34 +245,34 @@ ParameterizedTest(parse_case *c, fork, parse_is_the_inverse_of_paths_on_names)
 Test(fork, a_fork_is_recognised_by_its_base_and_opened_under_its_marker, .init = fork_setup,
      .fini = fork_teardown)
 {
-    sandbox_tree_opts to = SANDBOX_TREE_OPTS_INIT;
-    sandbox_fork f = SANDBOX_FORK_INIT, g = SANDBOX_FORK_INIT, h = SANDBOX_FORK_INIT;
+    fork_tree_opts to = FORK_TREE_OPTS_INIT;
+    fork_ws f = FORK_FORK_INIT, g = FORK_FORK_INIT, h = FORK_FORK_INIT;
     rg_error err = RG_ERROR_INIT;
     char src[128], p[256];
 
     snprintf(src, sizeof(src), "%s/proj", top);
     mkdir(src, 0755);
     put(src, "file", "hello\n");
-    cr_assert_eq(sandbox_fork_create(&f, src, &to, NULL), 0);
-    cr_assert(sandbox_fork_is_fork(f.path));
-    cr_assert(!sandbox_fork_is_fork(src), "the original is no fork");
+    cr_assert_eq(fork_create(&f, src, &to, NULL), 0);
+    cr_assert(fork_is_fork(f.path));
+    cr_assert(!fork_is_fork(src), "the original is no fork");
     snprintf(p, sizeof(p), "%s/plain.2", top);
     mkdir(p, 0755);
-    cr_assert(!sandbox_fork_is_fork(p), "a name alone does not make a fork");
-    cr_assert_eq(sandbox_fork_open(&g, p, &err), -EINVAL);
+    cr_assert(!fork_is_fork(p), "a name alone does not make a fork");
+    cr_assert_eq(fork_open(&g, p, &err), -EINVAL);
     cr_assert(strstr(err.msg, "not a fork") != NULL, "%s", err.msg);
 
     /* The run that made it still holds the marker. */
-    cr_assert_eq(sandbox_fork_open(&g, f.path, &err), -EBUSY);
+    cr_assert_eq(fork_open(&g, f.path, &err), -EBUSY);
     cr_assert(strstr(err.msg, "still alive") != NULL, "%s", err.msg);
-    sandbox_fork_free(&f);
+    fork_free(&f);
     snprintf(p, sizeof(p), "%s/proj.1", top);
-    cr_assert_eq(sandbox_fork_open(&g, p, &err), 0, "%s", err.msg);
+    cr_assert_eq(fork_open(&g, p, &err), 0, "%s", err.msg);
     cr_assert_str_eq(g.src, src);
     cr_assert_str_eq(g.path, p);
     cr_assert(g.continued);
-    cr_assert_eq(sandbox_fork_open(&h, p, &err), -EBUSY, "one run at a time");
+    cr_assert_eq(fork_open(&h, p, &err), -EBUSY, "one run at a time");
     snprintf(p, sizeof(p), "%s/proj.1/file", top);
     cr_assert_str_eq(slurp(p), "hello\n", "opening copies nothing and keeps the files");
-    sandbox_fork_free(&g);
+    fork_free(&g);
 }

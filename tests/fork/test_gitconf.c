@@ -24,8 +24,8 @@ static void tell(void *ctx, const char *where, const char *what)
 static int filter(char **out, const char *config, const char *base)
 {
     told[0] = '\0';
-    return sandbox_gitconf_filter(out, config, strlen(config), base, base ? strlen(base) : 0, tell,
-                                  NULL);
+    return fork_gitconf_filter(out, config, strlen(config), base, base ? strlen(base) : 0, tell,
+                               NULL);
 }
 
 Test(gitconf, a_plain_repository_config_is_kept_as_it_is)

@@ -37,7 +37,7 @@ ParameterizedTest(norm_case *c, place, normalise_folds_slashes_and_refuses_dots)
 {
     char *out = NULL;
 
-    cr_assert_eq(sandbox_place_normalise(&out, c->in), c->rc, "%s", c->in);
+    cr_assert_eq(fork_place_normalise(&out, c->in), c->rc, "%s", c->in);
     if (c->rc == 0)
         cr_assert_str_eq(out, c->out);
     free(out);
@@ -45,11 +45,11 @@ ParameterizedTest(norm_case *c, place, normalise_folds_slashes_and_refuses_dots)
 
 Test(place, below_is_the_path_under_the_top)
 {
-    cr_assert_str_eq(sandbox_place_below("/a/b", "/a/b"), "");
-    cr_assert_str_eq(sandbox_place_below("/a/b/c/d", "/a/b"), "c/d");
-    cr_assert_str_eq(sandbox_place_below("/a/b", "/"), "a/b");
-    cr_assert_null(sandbox_place_below("/a/bc", "/a/b"));
-    cr_assert_null(sandbox_place_below("/a", "/a/b"));
+    cr_assert_str_eq(fork_place_below("/a/b", "/a/b"), "");
+    cr_assert_str_eq(fork_place_below("/a/b/c/d", "/a/b"), "c/d");
+    cr_assert_str_eq(fork_place_below("/a/b", "/"), "a/b");
+    cr_assert_null(fork_place_below("/a/bc", "/a/b"));
+    cr_assert_null(fork_place_below("/a", "/a/b"));
 }
 
 Test(place, a_bind_spec_is_split_at_its_first_colon)
@@ -57,24 +57,24 @@ Test(place, a_bind_spec_is_split_at_its_first_colon)
     rg_error err = RG_ERROR_INIT;
     char *src = NULL, *dst = NULL;
 
-    cr_assert_eq(sandbox_place_bind_parse(&src, &dst, "/s:/d//x/", "--bind", &err), 0);
+    cr_assert_eq(fork_place_bind_parse(&src, &dst, "/s:/d//x/", "--bind", &err), 0);
     cr_assert_str_eq(src, "/s");
     cr_assert_str_eq(dst, "/d/x");
     free(src);
     free(dst);
-    cr_assert_eq(sandbox_place_bind_parse(&src, &dst, "rel:/d:e", "--bind", &err), 0);
+    cr_assert_eq(fork_place_bind_parse(&src, &dst, "rel:/d:e", "--bind", &err), 0);
     cr_assert_str_eq(src, "rel", "SRC may be relative");
     cr_assert_str_eq(dst, "/d:e");
     free(src);
     free(dst);
-    cr_assert_eq(sandbox_place_bind_parse(&src, &dst, "/s", "--bind", &err), -EINVAL);
+    cr_assert_eq(fork_place_bind_parse(&src, &dst, "/s", "--bind", &err), -EINVAL);
     cr_assert(strstr(err.msg, "SRC:DST") != NULL, "%s", err.msg);
-    cr_assert_eq(sandbox_place_bind_parse(&src, &dst, ":/d", "--bind", &err), -EINVAL);
-    cr_assert_eq(sandbox_place_bind_parse(&src, &dst, "/s:", "--ro-bind", &err), -EINVAL);
-    cr_assert_eq(sandbox_place_bind_parse(&src, &dst, "/s:d", "--ro-bind", &err), -EINVAL);
+    cr_assert_eq(fork_place_bind_parse(&src, &dst, ":/d", "--bind", &err), -EINVAL);
+    cr_assert_eq(fork_place_bind_parse(&src, &dst, "/s:", "--ro-bind", &err), -EINVAL);
+    cr_assert_eq(fork_place_bind_parse(&src, &dst, "/s:d", "--ro-bind", &err), -EINVAL);
     cr_assert(strstr(err.msg, "--ro-bind /s:d: DST must be an absolute path") != NULL, "%s",
               err.msg);
-    cr_assert_eq(sandbox_place_bind_parse(&src, &dst, "/s:/a/../etc", "--bind", &err), -EINVAL);
+    cr_assert_eq(fork_place_bind_parse(&src, &dst, "/s:/a/../etc", "--bind", &err), -EINVAL);
     cr_assert_null(src);
     cr_assert_null(dst);
 }
@@ -117,7 +117,7 @@ static const char *at(const char *rel)
 
 Test(place, a_subdirectory_forks_the_work_trees_top, .init = place_setup, .fini = place_teardown)
 {
-    sandbox_place p = SANDBOX_PLACE_INIT;
+    fork_place p = FORK_PLACE_INIT;
 
     mk("proj");
     mk("proj/.git");
@@ -125,25 +125,25 @@ Test(place, a_subdirectory_forks_the_work_trees_top, .init = place_setup, .fini 
     mk("proj/src/deep");
     mk("plain");
     mk("plain/sub");
-    cr_assert_eq(sandbox_place_find(&p, at("proj/src/deep"), NULL, 0, NULL, NULL), 0);
+    cr_assert_eq(fork_place_find(&p, at("proj/src/deep"), NULL, 0, NULL, NULL), 0);
     cr_assert_str_eq(p.top, at("proj"));
     cr_assert_str_eq(p.sub, "src/deep");
     cr_assert(!p.is_fork);
-    sandbox_place_free(&p);
+    fork_place_free(&p);
     /* A gitfile (a linked worktree) marks a top too. */
     mk("wt");
     mk("wt/a");
     fclose(fopen(at("wt/.git"), "w"));
-    cr_assert_eq(sandbox_place_find(&p, at("wt/a"), NULL, 0, NULL, NULL), 0);
+    cr_assert_eq(fork_place_find(&p, at("wt/a"), NULL, 0, NULL, NULL), 0);
     cr_assert_str_eq(p.top, at("wt"));
     cr_assert_str_eq(p.sub, "a");
-    sandbox_place_free(&p);
+    fork_place_free(&p);
     /* Outside a work tree: the directory itself (nothing above has .git). */
     if (access("/tmp/.git", F_OK) != 0 && access("/.git", F_OK) != 0) {
-        cr_assert_eq(sandbox_place_find(&p, at("plain/sub"), NULL, 0, NULL, NULL), 0);
+        cr_assert_eq(fork_place_find(&p, at("plain/sub"), NULL, 0, NULL, NULL), 0);
         cr_assert_str_eq(p.top, at("plain/sub"));
         cr_assert_str_eq(p.sub, "");
-        sandbox_place_free(&p);
+        fork_place_free(&p);
     }
 }
 
@@ -151,7 +151,7 @@ Test(place, a_top_that_holds_secrets_gives_way_to_the_cwd, .init = place_setup,
      .fini = place_teardown)
 {
     sandbox_home h = SANDBOX_HOME_INIT;
-    sandbox_place p = SANDBOX_PLACE_INIT;
+    fork_place p = FORK_PLACE_INIT;
 
     /* A dotfiles repository: the home directory is a work tree. */
     mk("home");
@@ -159,21 +159,21 @@ Test(place, a_top_that_holds_secrets_gives_way_to_the_cwd, .init = place_setup,
     mk("home/.ssh");
     mk("home/proj");
     cr_assert_eq(sandbox_home_init(&h, at("home"), NULL, 0, NULL), 0);
-    cr_assert_eq(sandbox_place_find(&p, at("home/proj"), NULL, 0, &h, NULL), 0);
+    cr_assert_eq(fork_place_find(&p, at("home/proj"), NULL, 0, &h, NULL), 0);
     cr_assert_str_eq(p.top, at("home/proj"));
     cr_assert_str_eq(p.sub, "");
     cr_assert(p.narrowed);
-    sandbox_place_free(&p);
-    cr_assert_eq(sandbox_place_find(&p, at("home/proj"), NULL, 0, NULL, NULL), 0);
+    fork_place_free(&p);
+    cr_assert_eq(fork_place_find(&p, at("home/proj"), NULL, 0, NULL, NULL), 0);
     cr_assert_str_eq(p.top, at("home"), "without a home to check, the top");
-    sandbox_place_free(&p);
+    fork_place_free(&p);
     sandbox_home_free(&h);
 }
 
 Test(place, a_fork_around_the_cwd_is_continued_never_nested, .init = place_setup,
      .fini = place_teardown)
 {
-    sandbox_place p = SANDBOX_PLACE_INIT;
+    fork_place p = FORK_PLACE_INIT;
     rg_error err = RG_ERROR_INIT;
 
     mk("proj.2");
@@ -181,25 +181,25 @@ Test(place, a_fork_around_the_cwd_is_continued_never_nested, .init = place_setup
     mk("proj.2/src");
     mk(".proj.2.base");
     mk("other.1");
-    cr_assert_eq(sandbox_place_find(&p, at("proj.2/src"), NULL, 0, NULL, NULL), 0);
+    cr_assert_eq(fork_place_find(&p, at("proj.2/src"), NULL, 0, NULL, NULL), 0);
     cr_assert_str_eq(p.top, at("proj.2"));
     cr_assert_str_eq(p.sub, "src");
     cr_assert(p.is_fork && p.implicit);
-    sandbox_place_free(&p);
-    cr_assert_eq(sandbox_place_find(&p, at("proj.2/src"), NULL, 1, NULL, NULL), 0);
+    fork_place_free(&p);
+    cr_assert_eq(fork_place_find(&p, at("proj.2/src"), NULL, 1, NULL, NULL), 0);
     cr_assert(p.is_fork && !p.implicit, "--continue without FORK: the fork around");
-    sandbox_place_free(&p);
+    fork_place_free(&p);
     /* Named from elsewhere: the command starts at the fork's top. */
-    cr_assert_eq(sandbox_place_find(&p, at("other.1"), at("proj.2"), 1, NULL, NULL), 0);
+    cr_assert_eq(fork_place_find(&p, at("other.1"), at("proj.2"), 1, NULL, NULL), 0);
     cr_assert_str_eq(p.top, at("proj.2"));
     cr_assert_str_eq(p.sub, "");
-    sandbox_place_free(&p);
+    fork_place_free(&p);
     /* other.1 has no base: not a fork. */
-    cr_assert_eq(sandbox_place_find(&p, at(""), at("other.1"), 1, NULL, &err), -EINVAL);
+    cr_assert_eq(fork_place_find(&p, at(""), at("other.1"), 1, NULL, &err), -EINVAL);
     cr_assert(strstr(err.msg, "not a fork") != NULL, "%s", err.msg);
-    cr_assert_eq(sandbox_place_find(&p, at("other.1"), NULL, 1, NULL, &err), -EINVAL);
+    cr_assert_eq(fork_place_find(&p, at("other.1"), NULL, 1, NULL, &err), -EINVAL);
     cr_assert(strstr(err.msg, "--continue DIR.N") != NULL, "%s", err.msg);
-    cr_assert_eq(sandbox_place_find(&p, at(""), at("missing.1"), 1, NULL, &err), -ENOENT);
+    cr_assert_eq(fork_place_find(&p, at(""), at("missing.1"), 1, NULL, &err), -ENOENT);
 }
 
 Test(place, a_bind_is_refused_for_a_secret_and_kept_under_the_home, .init = place_setup,
@@ -217,25 +217,25 @@ Test(place, a_bind_is_refused_for_a_secret_and_kept_under_the_home, .init = plac
     mk("out");
     cr_assert_eq(sandbox_home_init(&h, at("home"), NULL, 0, &err), 0, "%s", err.msg);
     snprintf(dst, sizeof(dst), "%s:%s", at("home/.ssh"), at("out"));
-    cr_assert_eq(sandbox_place_bind_resolve(&b, dst, 0, &h, 0, &exposed, &err), RG_E_DENIED);
+    cr_assert_eq(fork_place_bind_resolve(&b, dst, 0, &h, 0, &exposed, &err), RG_E_DENIED);
     cr_assert(strstr(err.msg, "refusing --bind") != NULL, "%s", err.msg);
-    cr_assert_eq(sandbox_place_bind_resolve(&b, dst, 1, &h, 1, &exposed, &err), 0, "%s", err.msg);
+    cr_assert_eq(fork_place_bind_resolve(&b, dst, 1, &h, 1, &exposed, &err), 0, "%s", err.msg);
     cr_assert_str_eq(exposed, at("home/.ssh"), "--force says what it exposes");
-    sandbox_place_bind_free(&b);
+    fork_place_bind_free(&b);
     snprintf(dst, sizeof(dst), "%s:%s", at("home"), at("out"));
-    cr_assert_eq(sandbox_place_bind_resolve(&b, dst, 1, &h, 0, &exposed, &err), RG_E_DENIED,
+    cr_assert_eq(fork_place_bind_resolve(&b, dst, 1, &h, 0, &exposed, &err), RG_E_DENIED,
                  "a bind of the home directory exposes it");
     /* Under the home: kept as written (made in the tmpfs home inside). */
     snprintf(dst, sizeof(dst), "%s:%s", at("home/cfg"), at("home/.agent/x"));
-    cr_assert_eq(sandbox_place_bind_resolve(&b, dst, 0, &h, 0, &exposed, &err), 0, "%s", err.msg);
+    cr_assert_eq(fork_place_bind_resolve(&b, dst, 0, &h, 0, &exposed, &err), 0, "%s", err.msg);
     cr_assert_str_eq(b.src, at("home/cfg"));
     cr_assert_str_eq(b.dst, at("home/.agent/x"));
     cr_assert(!b.ro && exposed == NULL);
-    sandbox_place_bind_free(&b);
+    fork_place_bind_free(&b);
     /* Elsewhere it must exist. */
     snprintf(dst, sizeof(dst), "%s:%s", at("home/cfg"), at("out/missing"));
-    cr_assert_eq(sandbox_place_bind_resolve(&b, dst, 0, &h, 0, &exposed, &err), -ENOENT);
+    cr_assert_eq(fork_place_bind_resolve(&b, dst, 0, &h, 0, &exposed, &err), -ENOENT);
     snprintf(dst, sizeof(dst), "%s:/", at("home/cfg"));
-    cr_assert_eq(sandbox_place_bind_resolve(&b, dst, 0, &h, 0, &exposed, &err), -EINVAL);
+    cr_assert_eq(fork_place_bind_resolve(&b, dst, 0, &h, 0, &exposed, &err), -EINVAL);
     sandbox_home_free(&h);
 }

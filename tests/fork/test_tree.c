@@ -55,12 +55,12 @@ static void put(const char *name, const char *data, mode_t mode)
     close(fd);
 }
 
-static int copy(sandbox_tree_stats *st)
+static int copy(fork_tree_stats *st)
 {
-    sandbox_tree_opts o = SANDBOX_TREE_OPTS_INIT;
+    fork_tree_opts o = FORK_TREE_OPTS_INIT;
     int s = open(src, O_RDONLY | O_DIRECTORY), d = open(dst, O_RDONLY | O_DIRECTORY), rc;
 
-    rc = sandbox_tree_copy(st, s, d, &o, NULL);
+    rc = fork_tree_copy(st, s, d, &o, NULL);
     close(s);
     close(d);
     return rc;
@@ -69,7 +69,7 @@ static int copy(sandbox_tree_stats *st)
 Test(tree, copy_keeps_modes_times_links_fifos_and_empty_directories)
 {
     struct timespec times[2] = {{1000000000, 0}, {1000000000, 123456789}};
-    sandbox_tree_stats st;
+    fork_tree_stats st;
     struct stat a, b;
     char p[256], q[256], target[64];
     ssize_t n;
@@ -123,7 +123,7 @@ Test(tree, copy_keeps_modes_times_links_fifos_and_empty_directories)
 Test(tree, copy_splits_hard_links_and_skips_sockets)
 {
     struct sockaddr_un sun = {.sun_family = AF_UNIX};
-    sandbox_tree_stats st;
+    fork_tree_stats st;
     struct stat a, b;
     char p[256], q[256];
     int s;
@@ -153,7 +153,7 @@ Test(tree, copy_splits_hard_links_and_skips_sockets)
 
 Test(tree, copy_reports_the_clone_refusal_or_clones)
 {
-    sandbox_tree_stats st;
+    fork_tree_stats st;
 
     put("f", "data", 0644);
     cr_assert_eq(copy(&st), 0);
@@ -178,15 +178,15 @@ Test(tree, remove_never_follows_a_symlink_out)
     cr_assert_eq(symlink(victim, q), 0);
     chmod(p, 0555);
 
-    cr_assert_eq(sandbox_tree_remove(dst, NULL), 0);
+    cr_assert_eq(fork_tree_remove(dst, NULL), 0);
     cr_assert_eq(access(dst, F_OK), -1);
     at(p, sizeof(p), victim, "keep");
     cr_assert_eq(access(p, F_OK), 0, "the symlink's target is untouched");
-    cr_assert_eq(sandbox_tree_remove(dst, NULL), 0, "a missing path is not an error");
+    cr_assert_eq(fork_tree_remove(dst, NULL), 0, "a missing path is not an error");
 }
 
 Test(tree, remove_refuses_odd_paths)
 {
-    cr_assert_eq(sandbox_tree_remove("relative", NULL), -EINVAL);
-    cr_assert_eq(sandbox_tree_remove("/", NULL), -EINVAL);
+    cr_assert_eq(fork_tree_remove("relative", NULL), -EINVAL);
+    cr_assert_eq(fork_tree_remove("/", NULL), -EINVAL);
 }

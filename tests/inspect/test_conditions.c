@@ -166,8 +166,8 @@ static rgit_quarantine *quarantine_push(void)
 ParameterizedTest(struct row *r, conditions, each_condition_on_a_real_push)
 {
     config_model *cfg = config_for(r);
-    gateway_conditions *g = NULL;
-    gateway_conditions_ref ref = {NULL, NULL, 1};
+    inspect_conditions *g = NULL;
+    inspect_conditions_ref ref = {NULL, NULL, 1};
     rg_buf said = RG_BUF_INIT(1 << 20);
     rg_error err = RG_ERROR_INIT;
     const policy_facts *facts;
@@ -182,11 +182,11 @@ ParameterizedTest(struct row *r, conditions, each_condition_on_a_real_push)
     q = quarantine_push();
     ref.old_hex = r->create ? NULL : base_id;
     ref.new_hex = head;
-    cr_assert_eq(gateway_conditions_inspect(&g, cfg, q, NULL, &ref, 1, &err), 0, "%s", err.msg);
-    facts = gateway_conditions_facts(g, 0);
+    cr_assert_eq(inspect_conditions_inspect(&g, cfg, q, NULL, &ref, 1, &err), 0, "%s", err.msg);
+    facts = inspect_conditions_facts(g, 0);
     cr_assert_eq(facts->cond[0], r->want, "%s: got %d, want %d (%s)", r->what, facts->cond[0],
                  r->want, facts->why[0] ? facts->why[0] : "");
-    gateway_conditions_explain(g, 0, 0, "rule \"r\"", &said);
+    inspect_conditions_explain(g, 0, 0, "rule \"r\"", &said);
     cr_assert_eq(rg_buf_puts(&said, ""), 0);
     if (r->says[0])
         cr_assert(said.data && strstr(said.data, r->says), "%s: band 2 said \"%s\", want \"%s\"",
@@ -197,12 +197,12 @@ ParameterizedTest(struct row *r, conditions, each_condition_on_a_real_push)
     if (r->says[0]) {
         char first[400];
 
-        gateway_conditions_first(g, 0, 0, first, sizeof(first));
+        inspect_conditions_first(g, 0, 0, first, sizeof(first));
         cr_assert(first[0] != '\0' && strstr(said.data, first), "%s: first \"%s\"", r->what, first);
         cr_assert_null(strstr(first, "refgate:"));
     }
     rg_buf_free(&said);
-    gateway_conditions_free(g);
+    inspect_conditions_free(g);
     rgit_quarantine_free(q);
     config_free(cfg);
     free(base_id);
@@ -212,22 +212,22 @@ ParameterizedTest(struct row *r, conditions, each_condition_on_a_real_push)
 Test(conditions, without_a_quarantine_every_answer_is_unknown_and_says_why)
 {
     config_model *cfg = config_for(&(struct row){.rule = "'secrets': true, 'paths': ['x']"});
-    gateway_conditions *g = NULL;
-    gateway_conditions_ref refs[2] = {{NULL, "0123", 1}, {NULL, "4567", 0}};
+    inspect_conditions *g = NULL;
+    inspect_conditions_ref refs[2] = {{NULL, "0123", 1}, {NULL, "4567", 0}};
     rg_error err = RG_ERROR_INIT;
     const policy_facts *f;
 
-    cr_assert_eq(gateway_conditions_inspect(&g, cfg, NULL, "bad pack: truncated", refs, 2, &err),
+    cr_assert_eq(inspect_conditions_inspect(&g, cfg, NULL, "bad pack: truncated", refs, 2, &err),
                  0);
-    f = gateway_conditions_facts(g, 0);
+    f = inspect_conditions_facts(g, 0);
     cr_assert_eq(f->cond[0], POLICY_COND_UNKNOWN);
     cr_assert_str_eq(f->why[0], "push content could not be inspected: bad pack: truncated");
     /* A ref no conditioned rule selects gets no answer (unknown, no why). */
-    f = gateway_conditions_facts(g, 1);
+    f = inspect_conditions_facts(g, 1);
     cr_assert_eq(f->cond[0], POLICY_COND_UNKNOWN);
     cr_assert_null(f->why[0]);
-    cr_assert_null(gateway_conditions_facts(g, 2));
-    gateway_conditions_free(g);
+    cr_assert_null(inspect_conditions_facts(g, 2));
+    inspect_conditions_free(g);
     config_free(cfg);
 }
 
@@ -240,8 +240,8 @@ static void check_unsigned(const char *script, const char *signing, policy_cond 
     char json[2048];
     rg_error err = RG_ERROR_INIT;
     config_model *cfg = NULL;
-    gateway_conditions *g = NULL;
-    gateway_conditions_ref ref = {NULL, NULL, 1};
+    inspect_conditions *g = NULL;
+    inspect_conditions_ref ref = {NULL, NULL, 1};
     rg_buf said = RG_BUF_INIT(1 << 20);
     rgit_quarantine *q;
     char *base_id, *head;
@@ -261,15 +261,15 @@ static void check_unsigned(const char *script, const char *signing, policy_cond 
     q = quarantine_push();
     ref.old_hex = base_id;
     ref.new_hex = head;
-    cr_assert_eq(gateway_conditions_inspect(&g, cfg, q, NULL, &ref, 1, &err), 0, "%s", err.msg);
-    gateway_conditions_explain(g, 0, 0, "rule \"r\"", &said);
+    cr_assert_eq(inspect_conditions_inspect(&g, cfg, q, NULL, &ref, 1, &err), 0, "%s", err.msg);
+    inspect_conditions_explain(g, 0, 0, "rule \"r\"", &said);
     cr_assert_eq(rg_buf_puts(&said, ""), 0);
-    cr_assert_eq(gateway_conditions_facts(g, 0)->cond[0], want, "%s: got %d (%s)", script,
-                 gateway_conditions_facts(g, 0)->cond[0], said.data);
+    cr_assert_eq(inspect_conditions_facts(g, 0)->cond[0], want, "%s: got %d (%s)", script,
+                 inspect_conditions_facts(g, 0)->cond[0], said.data);
     if (says)
         cr_assert(strstr(said.data, says), "%s: said \"%s\", want \"%s\"", script, said.data, says);
     rg_buf_free(&said);
-    gateway_conditions_free(g);
+    inspect_conditions_free(g);
     rgit_quarantine_free(q);
     config_free(cfg);
     free(base_id);
@@ -329,8 +329,8 @@ Test(conditions, unsigned_without_a_key_is_a_config_error)
 Test(conditions, a_sha256_repository_cannot_be_inspected_so_the_answer_is_unknown)
 {
     config_model *cfg = config_for(&(struct row){.rule = "'secrets': true"});
-    gateway_conditions *g = NULL;
-    gateway_conditions_ref ref = {NULL, NULL, 1};
+    inspect_conditions *g = NULL;
+    inspect_conditions_ref ref = {NULL, NULL, 1};
     rg_buf pack = RG_BUF_INIT(1 << 20);
     rg_error err = RG_ERROR_INIT;
     rgit_quarantine *q = NULL;
@@ -349,11 +349,11 @@ Test(conditions, a_sha256_repository_cannot_be_inspected_so_the_answer_is_unknow
     cr_assert_eq(rgit_quarantine_write(q, pack.data, pack.len, &err), 0, "%s", err.msg);
     cr_assert_eq(rgit_quarantine_finish(q, &err), 0, "%s", err.msg);
     ref.new_hex = head;
-    cr_assert_eq(gateway_conditions_inspect(&g, cfg, q, NULL, &ref, 1, &err), 0, "%s", err.msg);
-    cr_assert_eq(gateway_conditions_facts(g, 0)->cond[0], POLICY_COND_UNKNOWN);
-    cr_assert(strstr(gateway_conditions_facts(g, 0)->why[0], "SHA-1 repositories only"), "%s",
-              gateway_conditions_facts(g, 0)->why[0]);
-    gateway_conditions_free(g);
+    cr_assert_eq(inspect_conditions_inspect(&g, cfg, q, NULL, &ref, 1, &err), 0, "%s", err.msg);
+    cr_assert_eq(inspect_conditions_facts(g, 0)->cond[0], POLICY_COND_UNKNOWN);
+    cr_assert(strstr(inspect_conditions_facts(g, 0)->why[0], "SHA-1 repositories only"), "%s",
+              inspect_conditions_facts(g, 0)->why[0]);
+    inspect_conditions_free(g);
     rgit_quarantine_free(q);
     rg_buf_free(&pack);
     config_free(cfg);

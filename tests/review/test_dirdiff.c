@@ -119,33 +119,34 @@ static void fork_base(void)
     test_run("cp -a '%s' '%s'", base, fork_dir);
 }
 
-static rgit_dirdiff *diff_of(const char *b, const char *f)
+static review_dirdiff *diff_of(const char *b, const char *f)
 {
     rg_error err = RG_ERROR_INIT;
-    rgit_dirdiff *d = NULL;
-    int rc = rgit_dirdiff_new(&d, b, f, NULL, &err);
+    review_dirdiff *d = NULL;
+    int rc = review_dirdiff_new(&d, b, f, NULL, &err);
 
-    cr_assert_eq(rc, 0, "rgit_dirdiff_new: %s", err.msg);
+    cr_assert_eq(rc, 0, "review_dirdiff_new: %s", err.msg);
     return d;
 }
 
-static char *patch_of(rgit_dirdiff *d)
+static char *patch_of(review_dirdiff *d)
 {
     rg_buf b = RG_BUF_INIT(64 << 20);
     rg_error err = RG_ERROR_INIT;
 
-    cr_assert_eq(rgit_dirdiff_patch(&b, d, &err), 0, "patch: %s", err.msg);
+    cr_assert_eq(review_dirdiff_patch(&b, d, &err), 0, "patch: %s", err.msg);
     return rg_buf_detach(&b);
 }
 
 /* The change at `path` with `status`, or fail. */
-static rgit_dirdiff_change change_at(rgit_dirdiff *d, const char *path, rgit_dirdiff_status status)
+static review_dirdiff_change change_at(review_dirdiff *d, const char *path,
+                                       review_dirdiff_status status)
 {
-    rgit_dirdiff_change c;
+    review_dirdiff_change c;
     size_t i;
 
-    for (i = 0; i < rgit_dirdiff_count(d); i++) {
-        cr_assert_eq(rgit_dirdiff_get(&c, d, i), 0);
+    for (i = 0; i < review_dirdiff_count(d); i++) {
+        cr_assert_eq(review_dirdiff_get(&c, d, i), 0);
         if (!strcmp(c.path, path) && c.status == status)
             return c;
     }
@@ -155,11 +156,11 @@ static rgit_dirdiff_change change_at(rgit_dirdiff *d, const char *path, rgit_dir
 
 /* Apply the patch with the real `git apply` to a copy of the base and check,
  * with the diff itself, that the copy now matches the fork. */
-static void assert_round_trip(rgit_dirdiff *d)
+static void assert_round_trip(review_dirdiff *d)
 {
     char patch_path[700], copy[700];
     char *patch = patch_of(d);
-    rgit_dirdiff *again;
+    review_dirdiff *again;
 
     snprintf(patch_path, sizeof(patch_path), "%s/patch", root);
     snprintf(copy, sizeof(copy), "%s/copy", root);
@@ -168,9 +169,9 @@ static void assert_round_trip(rgit_dirdiff *d)
     test_run("rm -rf '%s' && cp -a '%s' '%s'", copy, base, copy);
     test_run("cd '%s' && git apply --whitespace=nowarn '%s'", copy, patch_path);
     again = diff_of(copy, fork_dir);
-    cr_assert_eq(rgit_dirdiff_count(again), 0, "the patched copy differs from the fork:\n%s",
+    cr_assert_eq(review_dirdiff_count(again), 0, "the patched copy differs from the fork:\n%s",
                  patch_of(again));
-    rgit_dirdiff_free(again);
+    review_dirdiff_free(again);
 }
 
 static void free_indices(struct criterion_test_params *p)
@@ -200,25 +201,25 @@ static struct criterion_test_params indices(size_t n)
 Test(dirdiff, identical_trees_have_no_changes_and_an_empty_patch)
 {
     rg_buf stat = RG_BUF_INIT(1 << 20);
-    rgit_dirdiff *d;
+    review_dirdiff *d;
     char *patch;
 
     make_project();
     fork_base();
     d = diff_of(base, fork_dir);
-    cr_assert_eq(rgit_dirdiff_count(d), 0);
+    cr_assert_eq(review_dirdiff_count(d), 0);
     patch = patch_of(d);
     cr_assert_str_empty(patch);
-    cr_assert_eq(rgit_dirdiff_stat(&stat, d, 80, NULL), 0);
+    cr_assert_eq(review_dirdiff_stat(&stat, d, 80, NULL), 0);
     cr_assert_eq(stat.len, 0);
     free(patch);
     rg_buf_free(&stat);
-    rgit_dirdiff_free(d);
+    review_dirdiff_free(d);
 }
 
 Test(dirdiff, mtime_alone_is_not_a_change_and_same_size_content_is)
 {
-    rgit_dirdiff *d;
+    review_dirdiff *d;
 
     make_project();
     fork_base();
@@ -228,9 +229,9 @@ Test(dirdiff, mtime_alone_is_not_a_change_and_same_size_content_is)
              "'%s/src/util.c' && touch -r '%s/t' '%s/src/util.c' && rm '%s/t'",
              fork_dir, root, fork_dir, root, fork_dir, root);
     d = diff_of(base, fork_dir);
-    cr_assert_eq(rgit_dirdiff_count(d), 1);
-    change_at(d, "src/util.c", RGIT_DIRDIFF_MODIFIED);
-    rgit_dirdiff_free(d);
+    cr_assert_eq(review_dirdiff_count(d), 1);
+    change_at(d, "src/util.c", REVIEW_DIRDIFF_MODIFIED);
+    review_dirdiff_free(d);
 }
 
 /* One kind of change: what to do to the fork and what the diff must say. */
@@ -238,7 +239,7 @@ typedef struct change_case {
     const char *name;
     void (*mutate)(void);
     const char *path;
-    rgit_dirdiff_status status;
+    review_dirdiff_status status;
     unsigned int old_mode, new_mode;
     const char *in_patch; /* text the patch must contain */
 } change_case;
@@ -286,19 +287,21 @@ static void mut_no_newline(void)
 }
 
 static change_case change_cases[] = {
-    {"modify", mut_modify, "src/main.c", RGIT_DIRDIFF_MODIFIED, 0100644, 0100644, "+    return 1;"},
-    {"add", mut_add, "src/new.c", RGIT_DIRDIFF_ADDED, 0, 0100644, "new file mode 100644"},
-    {"delete", mut_delete, "docs/old.txt", RGIT_DIRDIFF_DELETED, 0100644, 0,
+    {"modify", mut_modify, "src/main.c", REVIEW_DIRDIFF_MODIFIED, 0100644, 0100644,
+     "+    return 1;"},
+    {"add", mut_add, "src/new.c", REVIEW_DIRDIFF_ADDED, 0, 0100644, "new file mode 100644"},
+    {"delete", mut_delete, "docs/old.txt", REVIEW_DIRDIFF_DELETED, 0100644, 0,
      "deleted file mode 100644"},
-    {"chmod", mut_chmod, "run.sh", RGIT_DIRDIFF_MODIFIED, 0100755, 0100644, "new mode 100644"},
-    {"symlink", mut_add_link, "docs/link", RGIT_DIRDIFF_ADDED, 0, 0120000, "+../README.md"},
-    {"retarget", mut_retarget_link, "latest", RGIT_DIRDIFF_MODIFIED, 0120000, 0120000,
+    {"chmod", mut_chmod, "run.sh", REVIEW_DIRDIFF_MODIFIED, 0100755, 0100644, "new mode 100644"},
+    {"symlink", mut_add_link, "docs/link", REVIEW_DIRDIFF_ADDED, 0, 0120000, "+../README.md"},
+    {"retarget", mut_retarget_link, "latest", REVIEW_DIRDIFF_MODIFIED, 0120000, 0120000,
      "+src/util.c"},
-    {"binary", mut_binary, "logo.bin", RGIT_DIRDIFF_MODIFIED, 0100644, 0100644, "GIT binary patch"},
-    {"delete-binary", mut_delete_binary, "logo.bin", RGIT_DIRDIFF_DELETED, 0100644, 0,
+    {"binary", mut_binary, "logo.bin", REVIEW_DIRDIFF_MODIFIED, 0100644, 0100644,
      "GIT binary patch"},
-    {"empty", mut_empty, "empty", RGIT_DIRDIFF_ADDED, 0, 0100644, "new file mode 100644"},
-    {"no-newline", mut_no_newline, "README.md", RGIT_DIRDIFF_MODIFIED, 0100644, 0100644,
+    {"delete-binary", mut_delete_binary, "logo.bin", REVIEW_DIRDIFF_DELETED, 0100644, 0,
+     "GIT binary patch"},
+    {"empty", mut_empty, "empty", REVIEW_DIRDIFF_ADDED, 0, 0100644, "new file mode 100644"},
+    {"no-newline", mut_no_newline, "README.md", REVIEW_DIRDIFF_MODIFIED, 0100644, 0100644,
      "\\ No newline at end of file"},
 };
 
@@ -310,15 +313,15 @@ ParameterizedTestParameters(dirdiff, each_kind_of_change_is_reported_and_round_t
 ParameterizedTest(int *i, dirdiff, each_kind_of_change_is_reported_and_round_trips)
 {
     const change_case *cc = &change_cases[*i];
-    rgit_dirdiff_change c;
-    rgit_dirdiff *d;
+    review_dirdiff_change c;
+    review_dirdiff *d;
     char *patch;
 
     make_project();
     fork_base();
     cc->mutate();
     d = diff_of(base, fork_dir);
-    cr_assert_eq(rgit_dirdiff_count(d), 1, "%s: %zu changes", cc->name, rgit_dirdiff_count(d));
+    cr_assert_eq(review_dirdiff_count(d), 1, "%s: %zu changes", cc->name, review_dirdiff_count(d));
     c = change_at(d, cc->path, cc->status);
     cr_assert_eq(c.old_mode, cc->old_mode, "%s: old mode %o", cc->name, c.old_mode);
     cr_assert_eq(c.new_mode, cc->new_mode, "%s: new mode %o", cc->name, c.new_mode);
@@ -327,12 +330,12 @@ ParameterizedTest(int *i, dirdiff, each_kind_of_change_is_reported_and_round_tri
                        cc->in_patch, patch);
     free(patch);
     assert_round_trip(d);
-    rgit_dirdiff_free(d);
+    review_dirdiff_free(d);
 }
 
 Test(dirdiff, type_changes_are_a_deletion_and_an_addition)
 {
-    rgit_dirdiff *d;
+    review_dirdiff *d;
 
     make_project();
     fork_base();
@@ -343,20 +346,20 @@ Test(dirdiff, type_changes_are_a_deletion_and_an_addition)
     remove_path(fork_dir, "run.sh");
     put(fork_dir, "run.sh/inner", "file -> directory\n");
     d = diff_of(base, fork_dir);
-    change_at(d, "latest", RGIT_DIRDIFF_DELETED);
-    change_at(d, "latest", RGIT_DIRDIFF_ADDED);
-    change_at(d, "docs/old.txt", RGIT_DIRDIFF_DELETED);
-    change_at(d, "docs", RGIT_DIRDIFF_ADDED);
-    change_at(d, "run.sh", RGIT_DIRDIFF_DELETED);
-    change_at(d, "run.sh/inner", RGIT_DIRDIFF_ADDED);
-    cr_assert_eq(rgit_dirdiff_count(d), 6);
+    change_at(d, "latest", REVIEW_DIRDIFF_DELETED);
+    change_at(d, "latest", REVIEW_DIRDIFF_ADDED);
+    change_at(d, "docs/old.txt", REVIEW_DIRDIFF_DELETED);
+    change_at(d, "docs", REVIEW_DIRDIFF_ADDED);
+    change_at(d, "run.sh", REVIEW_DIRDIFF_DELETED);
+    change_at(d, "run.sh/inner", REVIEW_DIRDIFF_ADDED);
+    cr_assert_eq(review_dirdiff_count(d), 6);
     assert_round_trip(d);
-    rgit_dirdiff_free(d);
+    review_dirdiff_free(d);
 }
 
 Test(dirdiff, odd_file_names_round_trip)
 {
-    rgit_dirdiff *d;
+    review_dirdiff *d;
     char *patch;
 
     make_project();
@@ -368,19 +371,19 @@ Test(dirdiff, odd_file_names_round_trip)
     put(fork_dir, "caf\xc3\xa9.txt", "e\n");
     put(fork_dir, "-dash", "f\n");
     d = diff_of(base, fork_dir);
-    cr_assert_eq(rgit_dirdiff_count(d), 6);
+    cr_assert_eq(review_dirdiff_count(d), 6);
     patch = patch_of(d);
     /* git quotes such names; a raw newline would start a forged line. */
     cr_assert_null(strstr(patch, "new\nline"), "%s", patch);
     free(patch);
     assert_round_trip(d);
-    rgit_dirdiff_free(d);
+    review_dirdiff_free(d);
 }
 
 Test(dirdiff, stat_summarises_like_git)
 {
     rg_buf stat = RG_BUF_INIT(1 << 20);
-    rgit_dirdiff *d;
+    review_dirdiff *d;
 
     make_project();
     fork_base();
@@ -389,13 +392,13 @@ Test(dirdiff, stat_summarises_like_git)
     mut_chmod();
     mut_binary();
     d = diff_of(base, fork_dir);
-    cr_assert_eq(rgit_dirdiff_stat(&stat, d, 80, NULL), 0);
+    cr_assert_eq(review_dirdiff_stat(&stat, d, 80, NULL), 0);
     cr_assert_not_null(strstr(stat.data, " 4 files changed"), "%s", stat.data);
     cr_assert_not_null(strstr(stat.data, "create mode 100644 src/new.c"), "%s", stat.data);
     cr_assert_not_null(strstr(stat.data, "mode change 100755 => 100644 run.sh"), "%s", stat.data);
     cr_assert_not_null(strstr(stat.data, "Bin 12 -> 7 bytes"), "%s", stat.data);
     rg_buf_free(&stat);
-    rgit_dirdiff_free(d);
+    review_dirdiff_free(d);
 }
 
 /* ---------------------------------------------------------------------------
@@ -404,7 +407,7 @@ Test(dirdiff, stat_summarises_like_git)
 
 Test(dirdiff, base_gitignore_hides_paths_on_both_sides)
 {
-    rgit_dirdiff *d;
+    review_dirdiff *d;
 
     make_project();
     put(base, ".gitignore", "*.log\nbuild/\n");
@@ -417,13 +420,13 @@ Test(dirdiff, base_gitignore_hides_paths_on_both_sides)
     put(fork_dir, "build/sub/deep.txt", "inside an ignored directory\n");
     remove_path(fork_dir, "build/out.o");
     d = diff_of(base, fork_dir);
-    cr_assert_eq(rgit_dirdiff_count(d), 0);
-    rgit_dirdiff_free(d);
+    cr_assert_eq(review_dirdiff_count(d), 0);
+    review_dirdiff_free(d);
 }
 
 Test(dirdiff, nested_gitignore_of_the_base_applies_below_it)
 {
-    rgit_dirdiff *d;
+    review_dirdiff *d;
 
     make_project();
     put(base, "src/.gitignore", "*.tmp\n");
@@ -432,14 +435,14 @@ Test(dirdiff, nested_gitignore_of_the_base_applies_below_it)
     put(fork_dir, "src/deeper/more.tmp", "hidden too\n");
     put(fork_dir, "top.tmp", "not under src: shown\n");
     d = diff_of(base, fork_dir);
-    cr_assert_eq(rgit_dirdiff_count(d), 1);
-    change_at(d, "top.tmp", RGIT_DIRDIFF_ADDED);
-    rgit_dirdiff_free(d);
+    cr_assert_eq(review_dirdiff_count(d), 1);
+    change_at(d, "top.tmp", REVIEW_DIRDIFF_ADDED);
+    review_dirdiff_free(d);
 }
 
 Test(dirdiff, fork_gitignore_cannot_hide_a_change)
 {
-    rgit_dirdiff *d;
+    review_dirdiff *d;
 
     make_project();
     put(base, ".gitignore", "*.log\n");
@@ -450,18 +453,18 @@ Test(dirdiff, fork_gitignore_cannot_hide_a_change)
     put(fork_dir, "sub/.gitignore", "*\n");
     put(fork_dir, "sub/x.c", "x\n");
     d = diff_of(base, fork_dir);
-    change_at(d, ".gitignore", RGIT_DIRDIFF_MODIFIED);
-    change_at(d, "secret.txt", RGIT_DIRDIFF_ADDED);
-    change_at(d, "src/main.c", RGIT_DIRDIFF_MODIFIED);
-    change_at(d, "sub/.gitignore", RGIT_DIRDIFF_ADDED);
-    change_at(d, "sub/x.c", RGIT_DIRDIFF_ADDED);
-    cr_assert_eq(rgit_dirdiff_count(d), 5);
-    rgit_dirdiff_free(d);
+    change_at(d, ".gitignore", REVIEW_DIRDIFF_MODIFIED);
+    change_at(d, "secret.txt", REVIEW_DIRDIFF_ADDED);
+    change_at(d, "src/main.c", REVIEW_DIRDIFF_MODIFIED);
+    change_at(d, "sub/.gitignore", REVIEW_DIRDIFF_ADDED);
+    change_at(d, "sub/x.c", REVIEW_DIRDIFF_ADDED);
+    cr_assert_eq(review_dirdiff_count(d), 5);
+    review_dirdiff_free(d);
 }
 
 Test(dirdiff, base_info_exclude_counts_and_tracked_files_stay_visible)
 {
-    rgit_dirdiff *d;
+    review_dirdiff *d;
 
     make_project();
     put(base, ".gitignore", "*.env\nvendor/\n");
@@ -477,15 +480,15 @@ Test(dirdiff, base_info_exclude_counts_and_tracked_files_stay_visible)
     put(fork_dir, "other.env", "new and ignored\n");
     put(fork_dir, "me.local", "excluded by info/exclude\n");
     d = diff_of(base, fork_dir);
-    change_at(d, "config.env", RGIT_DIRDIFF_MODIFIED);
-    change_at(d, "vendor/lib.c", RGIT_DIRDIFF_MODIFIED);
-    cr_assert_eq(rgit_dirdiff_count(d), 2);
-    rgit_dirdiff_free(d);
+    change_at(d, "config.env", REVIEW_DIRDIFF_MODIFIED);
+    change_at(d, "vendor/lib.c", REVIEW_DIRDIFF_MODIFIED);
+    cr_assert_eq(review_dirdiff_count(d), 2);
+    review_dirdiff_free(d);
 }
 
 Test(dirdiff, dot_git_is_left_out_at_every_level_in_every_spelling)
 {
-    rgit_dirdiff *d;
+    review_dirdiff *d;
 
     make_project();
     test_run("cd '%s' && git init -q", base);
@@ -499,9 +502,9 @@ Test(dirdiff, dot_git_is_left_out_at_every_level_in_every_spelling)
     put(fork_dir, ".git. /config", "x\n");
     put(fork_dir, ".gitx", "an ordinary file\n");
     d = diff_of(base, fork_dir);
-    cr_assert_eq(rgit_dirdiff_count(d), 1);
-    change_at(d, ".gitx", RGIT_DIRDIFF_ADDED);
-    rgit_dirdiff_free(d);
+    cr_assert_eq(review_dirdiff_count(d), 1);
+    change_at(d, ".gitx", REVIEW_DIRDIFF_ADDED);
+    review_dirdiff_free(d);
 }
 
 /* ---------------------------------------------------------------------------
@@ -512,7 +515,7 @@ Test(dirdiff, fork_git_config_hooks_and_attributes_never_run)
 {
     char marker[700], shim[700], path[900], original[700], cfg[2048];
     rg_buf b = RG_BUF_INIT(1 << 20);
-    rgit_dirdiff *d;
+    review_dirdiff *d;
     size_t refused;
 
     snprintf(marker, sizeof(marker), "%s/PWNED", root);
@@ -547,11 +550,11 @@ Test(dirdiff, fork_git_config_hooks_and_attributes_never_run)
     setenv("PATH", path, 1);
 
     d = diff_of(base, fork_dir);
-    cr_assert_gt(rgit_dirdiff_count(d), 0);
-    cr_assert_eq(rgit_dirdiff_patch(&b, d, NULL), 0);
-    cr_assert_eq(rgit_dirdiff_stat(&b, d, 80, NULL), 0);
-    cr_assert_eq(rgit_dirdiff_apply(&refused, d, original, NULL, NULL, NULL), 0);
-    rgit_dirdiff_free(d);
+    cr_assert_gt(review_dirdiff_count(d), 0);
+    cr_assert_eq(review_dirdiff_patch(&b, d, NULL), 0);
+    cr_assert_eq(review_dirdiff_stat(&b, d, 80, NULL), 0);
+    cr_assert_eq(review_dirdiff_apply(&refused, d, original, NULL, NULL, NULL), 0);
+    review_dirdiff_free(d);
     rg_buf_free(&b);
     cr_assert(!exists(marker), "something ran a command planted in the fork");
 }
@@ -559,7 +562,7 @@ Test(dirdiff, fork_git_config_hooks_and_attributes_never_run)
 Test(dirdiff, symlinks_pointing_outside_are_shown_as_links_never_followed)
 {
     char target[700];
-    rgit_dirdiff *d;
+    review_dirdiff *d;
     char *patch;
 
     make_project();
@@ -572,21 +575,21 @@ Test(dirdiff, symlinks_pointing_outside_are_shown_as_links_never_followed)
     put_link(fork_dir, "leakdir", target);
     put_link(fork_dir, "passwd", "/etc/passwd");
     d = diff_of(base, fork_dir);
-    cr_assert_eq(rgit_dirdiff_count(d), 3);
-    cr_assert_eq(change_at(d, "leak", RGIT_DIRDIFF_ADDED).new_mode, 0120000);
-    cr_assert_eq(change_at(d, "leakdir", RGIT_DIRDIFF_ADDED).new_mode, 0120000);
-    cr_assert_eq(change_at(d, "passwd", RGIT_DIRDIFF_ADDED).new_mode, 0120000);
+    cr_assert_eq(review_dirdiff_count(d), 3);
+    cr_assert_eq(change_at(d, "leak", REVIEW_DIRDIFF_ADDED).new_mode, 0120000);
+    cr_assert_eq(change_at(d, "leakdir", REVIEW_DIRDIFF_ADDED).new_mode, 0120000);
+    cr_assert_eq(change_at(d, "passwd", REVIEW_DIRDIFF_ADDED).new_mode, 0120000);
     patch = patch_of(d);
     cr_assert_not_null(strstr(patch, "+/etc/passwd"), "%s", patch);
     cr_assert_null(strstr(patch, "TOP-SECRET"), "a symlink was followed:\n%s", patch);
     cr_assert_null(strstr(patch, "root:"), "a symlink was followed:\n%s", patch);
     free(patch);
-    rgit_dirdiff_free(d);
+    review_dirdiff_free(d);
 }
 
 Test(dirdiff, fifos_and_sockets_count_as_absent_and_never_block)
 {
-    rgit_dirdiff *d;
+    review_dirdiff *d;
     char path[700];
 
     make_project();
@@ -598,26 +601,26 @@ Test(dirdiff, fifos_and_sockets_count_as_absent_and_never_block)
     path_in(path, sizeof(path), fork_dir, "README.md");
     cr_assert_eq(mkfifo(path, 0644), 0);
     d = diff_of(base, fork_dir);
-    cr_assert_eq(rgit_dirdiff_count(d), 1);
-    change_at(d, "README.md", RGIT_DIRDIFF_DELETED);
-    rgit_dirdiff_free(d);
+    cr_assert_eq(review_dirdiff_count(d), 1);
+    change_at(d, "README.md", REVIEW_DIRDIFF_DELETED);
+    review_dirdiff_free(d);
 }
 
 Test(dirdiff, content_changed_after_hashing_fails_instead_of_showing_other_bytes)
 {
     rg_buf b = RG_BUF_INIT(1 << 20);
     rg_error err = RG_ERROR_INIT;
-    rgit_dirdiff *d;
+    review_dirdiff *d;
 
     make_project();
     fork_base();
     mut_modify();
     d = diff_of(base, fork_dir);
     put(fork_dir, "src/main.c", "swapped after the diff was taken\n");
-    cr_assert_lt(rgit_dirdiff_patch(&b, d, &err), 0);
+    cr_assert_lt(review_dirdiff_patch(&b, d, &err), 0);
     cr_assert_not_null(strstr(err.msg, "src/main.c"), "%s", err.msg);
     rg_buf_free(&b);
-    rgit_dirdiff_free(d);
+    review_dirdiff_free(d);
 }
 
 /* Every entry under `dir` with its size, mode and change time, one a line. */
@@ -665,10 +668,10 @@ static void wait_for_a_clock_tick(void)
 
 Test(dirdiff, nothing_is_written_into_base_or_fork_and_the_private_repo_goes_away)
 {
-    rgit_dirdiff_opts opts = RGIT_DIRDIFF_OPTS_INIT;
+    review_dirdiff_opts opts = REVIEW_DIRDIFF_OPTS_INIT;
     rg_buf b = RG_BUF_INIT(1 << 20);
     char tmp[700], *before[2], *after[2];
-    rgit_dirdiff *d = NULL;
+    review_dirdiff *d = NULL;
     rg_error err = RG_ERROR_INIT;
     int s;
 
@@ -685,10 +688,10 @@ Test(dirdiff, nothing_is_written_into_base_or_fork_and_the_private_repo_goes_awa
     before[1] = snapshot(fork_dir);
     wait_for_a_clock_tick();
     opts.tmp_parent = tmp;
-    cr_assert_eq(rgit_dirdiff_new(&d, base, fork_dir, &opts, &err), 0, "%s", err.msg);
-    cr_assert_eq(rgit_dirdiff_patch(&b, d, NULL), 0);
-    cr_assert_eq(rgit_dirdiff_stat(&b, d, 80, NULL), 0);
-    rgit_dirdiff_free(d);
+    cr_assert_eq(review_dirdiff_new(&d, base, fork_dir, &opts, &err), 0, "%s", err.msg);
+    cr_assert_eq(review_dirdiff_patch(&b, d, NULL), 0);
+    cr_assert_eq(review_dirdiff_stat(&b, d, 80, NULL), 0);
+    review_dirdiff_free(d);
     after[0] = snapshot(base);
     after[1] = snapshot(fork_dir);
     for (s = 0; s < 2; s++) {
@@ -702,25 +705,25 @@ Test(dirdiff, nothing_is_written_into_base_or_fork_and_the_private_repo_goes_awa
 
 Test(dirdiff, nesting_deeper_than_the_limit_fails)
 {
-    rgit_dirdiff_opts opts = RGIT_DIRDIFF_OPTS_INIT;
+    review_dirdiff_opts opts = REVIEW_DIRDIFF_OPTS_INIT;
     rg_error err = RG_ERROR_INIT;
-    rgit_dirdiff *d = NULL;
+    review_dirdiff *d = NULL;
 
     make_project();
     fork_base();
     put(fork_dir, "a/b/c/d/e/f.txt", "deep\n");
     opts.max_depth = 3;
-    cr_assert_eq(rgit_dirdiff_new(&d, base, fork_dir, &opts, &err), -ELOOP, "%s", err.msg);
+    cr_assert_eq(review_dirdiff_new(&d, base, fork_dir, &opts, &err), -ELOOP, "%s", err.msg);
     cr_assert_null(d);
 }
 
 Test(dirdiff, base_and_fork_must_differ)
 {
     rg_error err = RG_ERROR_INIT;
-    rgit_dirdiff *d = NULL;
+    review_dirdiff *d = NULL;
 
-    cr_assert_eq(rgit_dirdiff_new(&d, base, base, NULL, &err), -EINVAL);
-    cr_assert_eq(rgit_dirdiff_new(&d, base, "/nonexistent/fork", NULL, &err), -ENOENT);
+    cr_assert_eq(review_dirdiff_new(&d, base, base, NULL, &err), -EINVAL);
+    cr_assert_eq(review_dirdiff_new(&d, base, "/nonexistent/fork", NULL, &err), -ENOENT);
     cr_assert_null(d);
 }
 
@@ -732,7 +735,7 @@ typedef struct outcomes {
     char text[4096];
 } outcomes;
 
-static void record(const char *path, rgit_dirdiff_outcome outcome, const char *reason, void *p)
+static void record(const char *path, review_dirdiff_outcome outcome, const char *reason, void *p)
 {
     outcomes *o = p;
     size_t n = strlen(o->text);
@@ -746,7 +749,7 @@ Test(dirdiff, apply_refuses_paths_changed_in_the_original_and_applies_the_rest)
 {
     rg_error err = RG_ERROR_INIT;
     outcomes o = {{0}};
-    rgit_dirdiff *d, *left;
+    review_dirdiff *d, *left;
     size_t refused;
 
     make_project();
@@ -762,7 +765,7 @@ Test(dirdiff, apply_refuses_paths_changed_in_the_original_and_applies_the_rest)
     put(other, "src/new.c", "and created this\n");
 
     d = diff_of(base, fork_dir);
-    cr_assert_eq(rgit_dirdiff_apply(&refused, d, other, record, &o, &err), 0, "%s", err.msg);
+    cr_assert_eq(review_dirdiff_apply(&refused, d, other, record, &o, &err), 0, "%s", err.msg);
     cr_assert_eq(refused, 2, "%s", o.text);
     cr_assert_not_null(strstr(o.text, "refused src/main.c: changed in the original since the fork"),
                        "%s", o.text);
@@ -771,22 +774,22 @@ Test(dirdiff, apply_refuses_paths_changed_in_the_original_and_applies_the_rest)
 
     /* Everything but the two refused paths now matches the fork. */
     left = diff_of(other, fork_dir);
-    cr_assert_eq(rgit_dirdiff_count(left), 2);
-    change_at(left, "src/main.c", RGIT_DIRDIFF_MODIFIED);
-    change_at(left, "src/new.c", RGIT_DIRDIFF_MODIFIED);
-    rgit_dirdiff_free(left);
+    cr_assert_eq(review_dirdiff_count(left), 2);
+    change_at(left, "src/main.c", REVIEW_DIRDIFF_MODIFIED);
+    change_at(left, "src/new.c", REVIEW_DIRDIFF_MODIFIED);
+    review_dirdiff_free(left);
 
     /* Again: nothing new to do; the two stay refused. */
     memset(&o, 0, sizeof(o));
-    cr_assert_eq(rgit_dirdiff_apply(&refused, d, other, record, &o, &err), 0, "%s", err.msg);
+    cr_assert_eq(review_dirdiff_apply(&refused, d, other, record, &o, &err), 0, "%s", err.msg);
     cr_assert_eq(refused, 2, "%s", o.text);
     cr_assert_null(strstr(o.text, "applied"), "%s", o.text);
-    rgit_dirdiff_free(d);
+    review_dirdiff_free(d);
 }
 
 Test(dirdiff, apply_handles_type_changes_and_prunes_emptied_directories)
 {
-    rgit_dirdiff *d, *left;
+    review_dirdiff *d, *left;
     struct stat st;
     char path[700];
     size_t refused;
@@ -806,22 +809,22 @@ Test(dirdiff, apply_handles_type_changes_and_prunes_emptied_directories)
     remove_path(fork_dir, "src");
 
     d = diff_of(base, fork_dir);
-    cr_assert_eq(rgit_dirdiff_apply(&refused, d, other, NULL, NULL, NULL), 0);
+    cr_assert_eq(review_dirdiff_apply(&refused, d, other, NULL, NULL, NULL), 0);
     cr_assert_eq(refused, 0);
     left = diff_of(other, fork_dir);
-    cr_assert_eq(rgit_dirdiff_count(left), 0);
-    rgit_dirdiff_free(left);
+    cr_assert_eq(review_dirdiff_count(left), 0);
+    review_dirdiff_free(left);
     path_in(path, sizeof(path), other, "src");
     cr_assert(!exists(path), "src/ should be gone once its files are");
     path_in(path, sizeof(path), other, "run.sh/inner");
     cr_assert_eq(stat(path, &st), 0);
     cr_assert(st.st_mode & S_IXUSR);
-    rgit_dirdiff_free(d);
+    review_dirdiff_free(d);
 }
 
 Test(dirdiff, apply_keeps_permissions_and_follows_git_for_the_x_bit)
 {
-    rgit_dirdiff *d;
+    review_dirdiff *d;
     struct stat st;
     char path[700];
     size_t refused;
@@ -833,18 +836,18 @@ Test(dirdiff, apply_keeps_permissions_and_follows_git_for_the_x_bit)
     put(fork_dir, "src/util.c", "int util(void) { return 3; }\n");
     chmod_path(fork_dir, "src/util.c", 0700);
     d = diff_of(base, fork_dir);
-    cr_assert_eq(rgit_dirdiff_apply(&refused, d, other, NULL, NULL, NULL), 0);
+    cr_assert_eq(review_dirdiff_apply(&refused, d, other, NULL, NULL, NULL), 0);
     path_in(path, sizeof(path), other, "src/util.c");
     cr_assert_eq(stat(path, &st), 0);
     cr_assert_eq(st.st_mode & 07777, 0700, "mode %o", st.st_mode & 07777);
-    rgit_dirdiff_free(d);
+    review_dirdiff_free(d);
 }
 
 Test(dirdiff, apply_never_writes_through_a_symlink_in_the_original)
 {
     char outside[700], path[900];
     outcomes o = {{0}};
-    rgit_dirdiff *d;
+    review_dirdiff *d;
     size_t refused;
 
     snprintf(outside, sizeof(outside), "%s/outside", root);
@@ -858,27 +861,27 @@ Test(dirdiff, apply_never_writes_through_a_symlink_in_the_original)
     remove_path(other, "src");
     put_link(other, "src", outside);
     d = diff_of(base, fork_dir);
-    cr_assert_eq(rgit_dirdiff_apply(&refused, d, other, record, &o, NULL), 0);
+    cr_assert_eq(review_dirdiff_apply(&refused, d, other, record, &o, NULL), 0);
     cr_assert_eq(refused, 1, "%s", o.text);
     cr_assert_not_null(strstr(o.text, "refused src/planted.c"), "%s", o.text);
     path_in(path, sizeof(path), outside, "planted.c");
     cr_assert(!exists(path), "apply wrote through a symlink");
-    rgit_dirdiff_free(d);
+    review_dirdiff_free(d);
 }
 
 Test(dirdiff, apply_refuses_to_write_into_the_fork_or_base)
 {
     rg_error err = RG_ERROR_INIT;
-    rgit_dirdiff *d;
+    review_dirdiff *d;
     size_t refused;
 
     make_project();
     fork_base();
     mut_add();
     d = diff_of(base, fork_dir);
-    cr_assert_eq(rgit_dirdiff_apply(&refused, d, fork_dir, NULL, NULL, &err), -EINVAL);
-    cr_assert_eq(rgit_dirdiff_apply(&refused, d, base, NULL, NULL, &err), -EINVAL);
-    rgit_dirdiff_free(d);
+    cr_assert_eq(review_dirdiff_apply(&refused, d, fork_dir, NULL, NULL, &err), -EINVAL);
+    cr_assert_eq(review_dirdiff_apply(&refused, d, base, NULL, NULL, &err), -EINVAL);
+    review_dirdiff_free(d);
 }
 
 /* ---------------------------------------------------------------------------
@@ -914,7 +917,7 @@ ParameterizedTest(int *i, dirdiff, default_base_and_original_follow_refgate_run)
     rg_buf b = RG_BUF_INIT(4096);
     int rc;
 
-    rc = rgit_dirdiff_default_base(&b, nc->fork, NULL);
+    rc = review_dirdiff_default_base(&b, nc->fork, NULL);
     if (nc->base == NULL) {
         cr_assert_eq(rc, -EINVAL, "%s", nc->fork);
     } else {
@@ -922,7 +925,7 @@ ParameterizedTest(int *i, dirdiff, default_base_and_original_follow_refgate_run)
         cr_assert_str_eq(b.data, nc->base);
     }
     rg_buf_free(&b);
-    rc = rgit_dirdiff_default_original(&b, nc->fork, NULL);
+    rc = review_dirdiff_default_original(&b, nc->fork, NULL);
     if (nc->original == NULL) {
         cr_assert_eq(rc, -EINVAL, "%s", nc->fork);
     } else {
@@ -938,11 +941,11 @@ ParameterizedTest(int *i, dirdiff, default_base_and_original_follow_refgate_run)
 
 Test(dirdiff, files_over_the_size_limit_are_skipped_listed_and_never_applied)
 {
-    rgit_dirdiff_opts opts = RGIT_DIRDIFF_OPTS_INIT;
+    review_dirdiff_opts opts = REVIEW_DIRDIFF_OPTS_INIT;
     rg_error err = RG_ERROR_INIT;
-    rgit_dirdiff_skipped sk;
+    review_dirdiff_skipped sk;
     outcomes o = {{0}};
-    rgit_dirdiff *d = NULL;
+    review_dirdiff *d = NULL;
     size_t refused;
     char *patch;
 
@@ -954,22 +957,22 @@ Test(dirdiff, files_over_the_size_limit_are_skipped_listed_and_never_applied)
     test_run("truncate -s 8T '%s/sparse.img'", fork_dir);
     test_run("head -c 2000 /dev/zero >'%s/grows.txt'", fork_dir);
     opts.max_file_size = 1000;
-    cr_assert_eq(rgit_dirdiff_new(&d, base, fork_dir, &opts, &err), 0, "%s", err.msg);
-    cr_assert_eq(rgit_dirdiff_count(d), 1); /* README.md only */
-    cr_assert_eq(rgit_dirdiff_skipped_count(d), 2);
-    cr_assert_eq(rgit_dirdiff_skipped_get(&sk, d, 0), 0);
+    cr_assert_eq(review_dirdiff_new(&d, base, fork_dir, &opts, &err), 0, "%s", err.msg);
+    cr_assert_eq(review_dirdiff_count(d), 1); /* README.md only */
+    cr_assert_eq(review_dirdiff_skipped_count(d), 2);
+    cr_assert_eq(review_dirdiff_skipped_get(&sk, d, 0), 0);
     cr_assert_str_eq(sk.path, "grows.txt");
     cr_assert_eq(sk.base_size, 6);
     cr_assert_eq(sk.fork_size, 2000);
-    cr_assert_eq(rgit_dirdiff_skipped_get(&sk, d, 1), 0);
+    cr_assert_eq(review_dirdiff_skipped_get(&sk, d, 1), 0);
     cr_assert_str_eq(sk.path, "sparse.img");
     cr_assert_eq(sk.base_size, -1);
     cr_assert_eq(sk.fork_size, 8LL << 40);
-    cr_assert_eq(rgit_dirdiff_skipped_get(&sk, d, 2), -ERANGE);
+    cr_assert_eq(review_dirdiff_skipped_get(&sk, d, 2), -ERANGE);
     patch = patch_of(d);
     cr_assert_null(strstr(patch, "sparse.img"));
     free(patch);
-    cr_assert_eq(rgit_dirdiff_apply(&refused, d, other, record, &o, &err), 0, "%s", err.msg);
+    cr_assert_eq(review_dirdiff_apply(&refused, d, other, record, &o, &err), 0, "%s", err.msg);
     cr_assert_eq(refused, 2, "%s", o.text);
     cr_assert(strstr(o.text, "refused sparse.img: larger than the size limit"), "%s", o.text);
     cr_assert(strstr(o.text, "applied README.md"), "%s", o.text);
@@ -978,31 +981,31 @@ Test(dirdiff, files_over_the_size_limit_are_skipped_listed_and_never_applied)
         path_in(path, sizeof(path), other, "sparse.img");
         cr_assert_not(exists(path));
     }
-    rgit_dirdiff_free(d);
+    review_dirdiff_free(d);
 }
 
 Test(dirdiff, the_digest_changes_with_any_change_to_the_fork)
 {
-    char d1[RGIT_DIRDIFF_DIGEST_SIZE], d2[RGIT_DIRDIFF_DIGEST_SIZE];
-    char d3[RGIT_DIRDIFF_DIGEST_SIZE];
-    rgit_dirdiff *d;
+    char d1[REVIEW_DIRDIFF_DIGEST_SIZE], d2[REVIEW_DIRDIFF_DIGEST_SIZE];
+    char d3[REVIEW_DIRDIFF_DIGEST_SIZE];
+    review_dirdiff *d;
 
     make_project();
     fork_base();
     put(fork_dir, "README.md", "edited\n");
     d = diff_of(base, fork_dir);
-    cr_assert_eq(rgit_dirdiff_print_digest(d, NULL, NULL, d1, NULL), 0);
-    rgit_dirdiff_free(d);
+    cr_assert_eq(review_dirdiff_print_digest(d, NULL, NULL, d1, NULL), 0);
+    review_dirdiff_free(d);
     cr_assert_eq(strncmp(d1, "sha256:", 7), 0);
     cr_assert_eq(strlen(d1), 71);
     d = diff_of(base, fork_dir);
-    cr_assert_eq(rgit_dirdiff_print_digest(d, NULL, NULL, d2, NULL), 0);
-    rgit_dirdiff_free(d);
+    cr_assert_eq(review_dirdiff_print_digest(d, NULL, NULL, d2, NULL), 0);
+    review_dirdiff_free(d);
     cr_assert_str_eq(d1, d2, "the same fork gives the same digest");
     chmod_path(fork_dir, "README.md", 0755);
     d = diff_of(base, fork_dir);
-    cr_assert_eq(rgit_dirdiff_print_digest(d, NULL, NULL, d3, NULL), 0);
-    rgit_dirdiff_free(d);
+    cr_assert_eq(review_dirdiff_print_digest(d, NULL, NULL, d3, NULL), 0);
+    review_dirdiff_free(d);
     cr_assert_str_neq(d1, d3, "a mode change changes the digest");
 }
 
@@ -1029,12 +1032,12 @@ static void put_excluded_record(const char *const *paths, size_t n)
 Test(dirdiff, excluded_paths_are_left_out_of_both_sides_and_never_applied)
 {
     static const char *const excl[] = {"web/node_modules", "assets"};
-    rgit_dirdiff_opts opts = RGIT_DIRDIFF_OPTS_INIT;
+    review_dirdiff_opts opts = REVIEW_DIRDIFF_OPTS_INIT;
     rg_buf list = RG_BUF_INIT(1 << 20);
     rg_error err = RG_ERROR_INIT;
     outcomes o = {{0}};
     char path[700];
-    rgit_dirdiff *d = NULL;
+    review_dirdiff *d = NULL;
     size_t refused;
 
     make_project();
@@ -1053,15 +1056,15 @@ Test(dirdiff, excluded_paths_are_left_out_of_both_sides_and_never_applied)
     put(fork_dir, "assets/planted", "never applied\n");
     put_excluded_record(excl, 2);
 
-    cr_assert_eq(rgit_dirdiff_default_excluded(&list, fork_dir, &err), 0, "%s", err.msg);
+    cr_assert_eq(review_dirdiff_default_excluded(&list, fork_dir, &err), 0, "%s", err.msg);
     cr_assert_eq(list.len, strlen(excl[0]) + 1 + strlen(excl[1]) + 1);
     opts.excluded = list.data;
     opts.excluded_len = list.len;
-    cr_assert_eq(rgit_dirdiff_new(&d, base, fork_dir, &opts, &err), 0, "%s", err.msg);
-    cr_assert_eq(rgit_dirdiff_count(d), 1, "%s", patch_of(d));
-    change_at(d, "web/page.html", RGIT_DIRDIFF_MODIFIED);
+    cr_assert_eq(review_dirdiff_new(&d, base, fork_dir, &opts, &err), 0, "%s", err.msg);
+    cr_assert_eq(review_dirdiff_count(d), 1, "%s", patch_of(d));
+    change_at(d, "web/page.html", REVIEW_DIRDIFF_MODIFIED);
 
-    cr_assert_eq(rgit_dirdiff_apply(&refused, d, other, record, &o, &err), 0, "%s", err.msg);
+    cr_assert_eq(review_dirdiff_apply(&refused, d, other, record, &o, &err), 0, "%s", err.msg);
     cr_assert_eq(refused, 0, "%s", o.text);
     path_in(path, sizeof(path), other, "web/node_modules/lib/index.js");
     cr_assert(exists(path), "the original's excluded directory is untouched");
@@ -1069,13 +1072,13 @@ Test(dirdiff, excluded_paths_are_left_out_of_both_sides_and_never_applied)
     cr_assert(exists(path));
     path_in(path, sizeof(path), other, "assets/planted");
     cr_assert_not(exists(path));
-    rgit_dirdiff_free(d);
+    review_dirdiff_free(d);
 
     /* Without the record the placeholders read as the fork's truth: the
      * diff of the original against the fork would delete the content. */
     d = diff_of(other, fork_dir);
-    change_at(d, "web/node_modules/lib/index.js", RGIT_DIRDIFF_DELETED);
-    rgit_dirdiff_free(d);
+    change_at(d, "web/node_modules/lib/index.js", REVIEW_DIRDIFF_DELETED);
+    review_dirdiff_free(d);
     rg_buf_free(&list);
 }
 
@@ -1087,15 +1090,15 @@ Test(dirdiff, the_excluded_record_is_read_beside_the_fork_and_checked)
 
     make_project();
     fork_base();
-    cr_assert_eq(rgit_dirdiff_default_excluded(&list, fork_dir, &err), 0, "no record: nothing");
+    cr_assert_eq(review_dirdiff_default_excluded(&list, fork_dir, &err), 0, "no record: nothing");
     cr_assert_eq(list.len, 0);
     snprintf(path, sizeof(path), "%s/.app.1.excluded", root);
     cr_assert_eq(rg_fs_write_atomic(path, "node_modules\0", 13, 0600, NULL), 0);
-    cr_assert_eq(rgit_dirdiff_default_excluded(&list, fork_dir, &err), RG_E_TAMPER,
+    cr_assert_eq(review_dirdiff_default_excluded(&list, fork_dir, &err), RG_E_TAMPER,
                  "a file without the header is not a record");
     unlink(path);
     cr_assert_eq(symlink("/etc/passwd", path), 0);
-    cr_assert_lt(rgit_dirdiff_default_excluded(&list, fork_dir, &err), 0,
+    cr_assert_lt(review_dirdiff_default_excluded(&list, fork_dir, &err), 0,
                  "a symlink is not followed");
     rg_buf_free(&list);
 }

@@ -53,12 +53,12 @@ static char *snapshot_remote(void)
                         remote);
 }
 
-static gateway_mirror *acquire_ok(void)
+static upstream_mirror *acquire_ok(void)
 {
-    gateway_mirror *m = NULL;
+    upstream_mirror *m = NULL;
     rg_error err = RG_ERROR_INIT;
 
-    cr_assert_eq(gateway_mirror_acquire(&m, state, &target, NULL, 0, &err), 0, "%s", err.msg);
+    cr_assert_eq(upstream_mirror_acquire(&m, state, &target, NULL, 0, &err), 0, "%s", err.msg);
     cr_assert_not_null(m);
     return m;
 }
@@ -106,26 +106,26 @@ TestSuite(mirror, .init = setup, .fini = teardown);
 
 Test(mirror, first_acquire_clones_the_upstream_under_state_dir)
 {
-    gateway_mirror *m = acquire_ok();
+    upstream_mirror *m = acquire_ok();
     char expected[700];
     char *want = ref_in(remote, "refs/heads/main"), *got;
 
     snprintf(expected, sizeof(expected), "%s/mirrors/example/acme/app.git", state);
-    cr_expect_str_eq(gateway_mirror_dir(m), expected);
-    got = ref_in(gateway_mirror_dir(m), "refs/heads/main");
+    cr_expect_str_eq(upstream_mirror_dir(m), expected);
+    got = ref_in(upstream_mirror_dir(m), "refs/heads/main");
     cr_expect_str_eq(got, want);
     free(got);
     got = test_capture("git --git-dir='%s' rev-parse --is-bare-repository", expected);
     cr_expect_str_eq(got, "true");
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
     free(want);
     free(got);
 }
 
 /* The mirror holds `ref` exactly as the remote does. */
-static void expect_same_ref(const gateway_mirror *m, const char *ref)
+static void expect_same_ref(const upstream_mirror *m, const char *ref)
 {
-    char *want = ref_in(remote, ref), *got = ref_in(gateway_mirror_dir(m), ref);
+    char *want = ref_in(remote, ref), *got = ref_in(upstream_mirror_dir(m), ref);
 
     cr_expect_neq(strlen(want), 0, "%s is missing upstream", ref);
     cr_expect_str_eq(got, want, "%s", ref);
@@ -135,9 +135,9 @@ static void expect_same_ref(const gateway_mirror *m, const char *ref)
 
 Test(mirror, second_acquire_fetches_new_upstream_commits)
 {
-    gateway_mirror *m = acquire_ok();
+    upstream_mirror *m = acquire_ok();
 
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
     commit_and_push("README", "second", "main");
     commit_and_push("NEW", "a new file", "main:refs/heads/topic");
     test_run("git -C '%s' tag v1 && git -C '%s' push -q origin v1", work, work);
@@ -145,52 +145,52 @@ Test(mirror, second_acquire_fetches_new_upstream_commits)
     expect_same_ref(m, "refs/heads/main");
     expect_same_ref(m, "refs/heads/topic");
     expect_same_ref(m, "refs/tags/v1");
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
 }
 
 Test(mirror, a_mirror_holding_the_old_ids_is_not_fetched_until_refreshed)
 {
-    gateway_mirror *m = acquire_ok();
+    upstream_mirror *m = acquire_ok();
     rg_error err = RG_ERROR_INIT;
     char *old = ref_in(remote, "refs/heads/main"), *mirrored;
     const char *have[] = {old};
 
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
     commit_and_push("README", "moved on", "main");
     /* The stamp must be older than this acquire for the fetch to be skipped. */
-    cr_assert_eq(gateway_mirror_acquire(&m, state, &target, have, 1, &err), 0, "%s", err.msg);
-    cr_expect(!gateway_mirror_fresh(m), "the mirror had the old id: no fetch");
-    mirrored = ref_in(gateway_mirror_dir(m), "refs/heads/main");
+    cr_assert_eq(upstream_mirror_acquire(&m, state, &target, have, 1, &err), 0, "%s", err.msg);
+    cr_expect(!upstream_mirror_fresh(m), "the mirror had the old id: no fetch");
+    mirrored = ref_in(upstream_mirror_dir(m), "refs/heads/main");
     cr_expect_str_eq(mirrored, old, "not fetched yet");
     free(mirrored);
-    cr_assert_eq(gateway_mirror_refresh(m, &target, &err), 0, "%s", err.msg);
-    cr_expect(gateway_mirror_fresh(m));
+    cr_assert_eq(upstream_mirror_refresh(m, &target, &err), 0, "%s", err.msg);
+    cr_expect(upstream_mirror_fresh(m));
     expect_same_ref(m, "refs/heads/main");
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
 
     /* An id the mirror lacks makes the acquire fetch. */
     commit_and_push("README", "moved again", "main");
     free(old);
     old = ref_in(remote, "refs/heads/main");
     have[0] = old;
-    cr_assert_eq(gateway_mirror_acquire(&m, state, &target, have, 1, &err), 0, "%s", err.msg);
-    cr_expect(gateway_mirror_fresh(m));
+    cr_assert_eq(upstream_mirror_acquire(&m, state, &target, have, 1, &err), 0, "%s", err.msg);
+    cr_expect(upstream_mirror_fresh(m));
     expect_same_ref(m, "refs/heads/main");
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
     free(old);
 }
 
 Test(mirror, force_pushed_branch_is_updated_and_deleted_branch_is_pruned)
 {
-    gateway_mirror *m;
+    upstream_mirror *m;
     char *before, *after, *got;
 
     commit_and_push("F", "feature work", "main:refs/heads/feature");
     test_run("git -C '%s' push -q origin main:refs/heads/doomed", work);
     m = acquire_ok();
-    before = ref_in(gateway_mirror_dir(m), "refs/heads/feature");
+    before = ref_in(upstream_mirror_dir(m), "refs/heads/feature");
     cr_assert_neq(strlen(before), 0);
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
 
     /* Rewrite the branch (not a fast-forward) and delete another. */
     test_run("cd '%s' && git reset -q --hard HEAD~1 && printf 'other\\n' > G && git add G && "
@@ -200,12 +200,12 @@ Test(mirror, force_pushed_branch_is_updated_and_deleted_branch_is_pruned)
     after = ref_in(remote, "refs/heads/feature");
     cr_assert_str_neq(before, after);
     m = acquire_ok();
-    got = ref_in(gateway_mirror_dir(m), "refs/heads/feature");
+    got = ref_in(upstream_mirror_dir(m), "refs/heads/feature");
     cr_expect_str_eq(got, after, "the forced update reached the mirror");
     free(got);
-    got = ref_in(gateway_mirror_dir(m), "refs/heads/doomed");
+    got = ref_in(upstream_mirror_dir(m), "refs/heads/doomed");
     cr_expect_str_eq(got, "", "the deleted branch was pruned");
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
     free(got);
     free(before);
     free(after);
@@ -213,28 +213,28 @@ Test(mirror, force_pushed_branch_is_updated_and_deleted_branch_is_pruned)
 
 Test(mirror, empty_upstream_is_mirrored_and_filled_later)
 {
-    gateway_mirror *m;
+    upstream_mirror *m;
     char *got, *want;
 
     test_run("rm -rf '%s' && git init -q --bare -b main '%s'", remote, remote);
     m = acquire_ok();
-    got = ref_in(gateway_mirror_dir(m), "refs/heads/main");
+    got = ref_in(upstream_mirror_dir(m), "refs/heads/main");
     cr_expect_str_eq(got, "");
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
     free(got);
     commit_and_push("README", "after all", "main");
     m = acquire_ok();
-    got = ref_in(gateway_mirror_dir(m), "refs/heads/main");
+    got = ref_in(upstream_mirror_dir(m), "refs/heads/main");
     want = ref_in(remote, "refs/heads/main");
     cr_expect_str_eq(got, want);
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
     free(got);
     free(want);
 }
 
 Test(mirror, sha256_upstream_gets_a_sha256_mirror)
 {
-    gateway_mirror *m;
+    upstream_mirror *m;
     char *got, *fmt;
 
     test_run(
@@ -243,11 +243,11 @@ Test(mirror, sha256_upstream_gets_a_sha256_mirror)
         remote, work, remote, work, work, remote);
     commit_and_push("README", "sha256", "main");
     m = acquire_ok();
-    fmt = test_capture("git --git-dir='%s' rev-parse --show-object-format", gateway_mirror_dir(m));
+    fmt = test_capture("git --git-dir='%s' rev-parse --show-object-format", upstream_mirror_dir(m));
     cr_expect_str_eq(fmt, "sha256");
-    got = ref_in(gateway_mirror_dir(m), "refs/heads/main");
+    got = ref_in(upstream_mirror_dir(m), "refs/heads/main");
     cr_expect_eq(strlen(got), 64);
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
     free(got);
     free(fmt);
 }
@@ -258,11 +258,11 @@ Test(mirror, sha256_upstream_gets_a_sha256_mirror)
 
 Test(mirror, directories_are_private)
 {
-    gateway_mirror *m = acquire_ok();
+    upstream_mirror *m = acquire_ok();
     char path[700];
     struct stat st;
 
-    cr_assert_eq(stat(gateway_mirror_dir(m), &st), 0);
+    cr_assert_eq(stat(upstream_mirror_dir(m), &st), 0);
     cr_expect_eq(st.st_mode & 0777, 0700, "mirror mode %o", st.st_mode & 0777);
     snprintf(path, sizeof(path), "%s/mirrors", state);
     cr_assert_eq(stat(path, &st), 0);
@@ -270,17 +270,17 @@ Test(mirror, directories_are_private)
     snprintf(path, sizeof(path), "%s/mirrors/example/acme", state);
     cr_assert_eq(stat(path, &st), 0);
     cr_expect_eq(st.st_mode & 0777, 0700);
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
 }
 
 Test(mirror, nothing_is_written_into_the_upstream)
 {
     char *before = snapshot_remote(), *after;
-    gateway_mirror *m = acquire_ok();
+    upstream_mirror *m = acquire_ok();
 
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
     m = acquire_ok();
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
     after = snapshot_remote();
     cr_expect_str_eq(after, before);
     free(before);
@@ -289,13 +289,13 @@ Test(mirror, nothing_is_written_into_the_upstream)
 
 Test(mirror, unreachable_upstream_fails_with_a_message)
 {
-    gateway_mirror *m = (gateway_mirror *)&m;
+    upstream_mirror *m = (upstream_mirror *)&m;
     rg_error err = RG_ERROR_INIT;
     char missing[700];
 
     snprintf(missing, sizeof(missing), "file://%s/nowhere", base);
     up.url = missing;
-    cr_expect_eq(gateway_mirror_acquire(&m, state, &target, NULL, 0, &err), RG_E_UPSTREAM);
+    cr_expect_eq(upstream_mirror_acquire(&m, state, &target, NULL, 0, &err), RG_E_UPSTREAM);
     cr_expect_null(m);
     cr_expect_not_null(strstr(err.msg, "example/acme/app"), "message: %s", err.msg);
     cr_expect_not_null(strstr(err.msg, "git clone exited with status 128: fatal:"), "message: %s",
@@ -312,21 +312,21 @@ Test(mirror, unreachable_upstream_fails_with_a_message)
 
     /* Nothing listens on port 1: the HTTP transport fails the same way. */
     up.url = (char *)"http://127.0.0.1:1";
-    m = (gateway_mirror *)&m;
-    cr_expect_eq(gateway_mirror_acquire(&m, state, &target, NULL, 0, &err), RG_E_UPSTREAM);
+    m = (upstream_mirror *)&m;
+    cr_expect_eq(upstream_mirror_acquire(&m, state, &target, NULL, 0, &err), RG_E_UPSTREAM);
     cr_expect_null(m);
     cr_expect_not_null(strstr(err.msg, "unable to access"), "message: %s", err.msg);
 }
 
 Test(mirror, failed_fetch_of_an_existing_mirror_fails_closed)
 {
-    gateway_mirror *m = acquire_ok();
+    upstream_mirror *m = acquire_ok();
     rg_error err = RG_ERROR_INIT;
 
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
     test_run("rm -rf '%s'", remote);
-    m = (gateway_mirror *)&m;
-    cr_expect_eq(gateway_mirror_acquire(&m, state, &target, NULL, 0, &err), RG_E_UPSTREAM);
+    m = (upstream_mirror *)&m;
+    cr_expect_eq(upstream_mirror_acquire(&m, state, &target, NULL, 0, &err), RG_E_UPSTREAM);
     cr_expect_null(m);
     cr_expect_not_null(strstr(err.msg, "git fetch exited with status 128: fatal:"), "message: %s",
                        err.msg);
@@ -339,10 +339,10 @@ Test(mirror, invalid_repository_paths_are_refused)
     rg_error err = RG_ERROR_INIT;
 
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-        gateway_mirror *m = (gateway_mirror *)&m;
+        upstream_mirror *m = (upstream_mirror *)&m;
 
         target.repo_path = bad[i];
-        cr_expect_eq(gateway_mirror_acquire(&m, state, &target, NULL, 0, &err), -EINVAL, "%s",
+        cr_expect_eq(upstream_mirror_acquire(&m, state, &target, NULL, 0, &err), -EINVAL, "%s",
                      bad[i]);
         cr_expect_null(m);
     }
@@ -361,21 +361,21 @@ static void *acquire_rounds(void *arg)
 {
     (void)arg;
     for (int i = 0; i < ROUNDS; i++) {
-        gateway_mirror *m = NULL;
+        upstream_mirror *m = NULL;
         rg_error err = RG_ERROR_INIT;
         char cmd[1024];
 
-        if (gateway_mirror_acquire(&m, state, &target, NULL, 0, &err) < 0) {
+        if (upstream_mirror_acquire(&m, state, &target, NULL, 0, &err) < 0) {
             fprintf(stderr, "acquire failed: %s\n", err.msg);
             atomic_fetch_add(&failures, 1);
             continue;
         }
         /* Inspect while holding it, as a push does. */
         snprintf(cmd, sizeof(cmd), "git --git-dir='%s' rev-list --count refs/heads/main >/dev/null",
-                 gateway_mirror_dir(m));
+                 upstream_mirror_dir(m));
         if (system(cmd) != 0)
             atomic_fetch_add(&failures, 1);
-        gateway_mirror_release(m);
+        upstream_mirror_release(m);
     }
     return NULL;
 }
@@ -383,7 +383,7 @@ static void *acquire_rounds(void *arg)
 Test(mirror, concurrent_acquires_all_succeed_and_leave_a_clean_mirror, .timeout = 300)
 {
     pthread_t th[THREADS];
-    gateway_mirror *m;
+    upstream_mirror *m;
     char *want, *got;
 
     atomic_store(&failures, 0);
@@ -401,11 +401,12 @@ Test(mirror, concurrent_acquires_all_succeed_and_leave_a_clean_mirror, .timeout 
     cr_expect_eq(atomic_load(&failures), 0);
 
     m = acquire_ok();
-    test_run("git --git-dir='%s' fsck --strict --no-progress --no-dangling", gateway_mirror_dir(m));
+    test_run("git --git-dir='%s' fsck --strict --no-progress --no-dangling",
+             upstream_mirror_dir(m));
     want = ref_in(remote, "refs/heads/main");
-    got = ref_in(gateway_mirror_dir(m), "refs/heads/main");
+    got = ref_in(upstream_mirror_dir(m), "refs/heads/main");
     cr_expect_str_eq(got, want);
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
     free(want);
     free(got);
 }
@@ -414,23 +415,23 @@ static atomic_int second_done;
 
 static void *acquire_once(void *arg)
 {
-    gateway_mirror *m = NULL;
+    upstream_mirror *m = NULL;
     rg_error err = RG_ERROR_INIT;
 
     (void)arg;
-    if (gateway_mirror_acquire(&m, state, &target, NULL, 0, &err) < 0)
+    if (upstream_mirror_acquire(&m, state, &target, NULL, 0, &err) < 0)
         atomic_fetch_add(&failures, 1);
     atomic_store(&second_done, 1);
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
     return NULL;
 }
 
 Test(mirror, an_update_does_not_wait_for_inspections_in_progress, .timeout = 60)
 {
-    gateway_mirror *inspecting = acquire_ok();
+    upstream_mirror *inspecting = acquire_ok();
     pthread_t th;
     char *want, *got;
-    gateway_mirror *m;
+    upstream_mirror *m;
 
     /* While one push is inspected, another arrives after upstream moved. */
     commit_and_push("README", "moved", "main");
@@ -441,14 +442,15 @@ Test(mirror, an_update_does_not_wait_for_inspections_in_progress, .timeout = 60)
     cr_expect_eq(atomic_load(&failures), 0);
     cr_expect_eq(atomic_load(&second_done), 1);
     /* The first inspection still sees a working repository. */
-    test_run("git --git-dir='%s' fsck --no-progress --no-dangling", gateway_mirror_dir(inspecting));
-    gateway_mirror_release(inspecting);
+    test_run("git --git-dir='%s' fsck --no-progress --no-dangling",
+             upstream_mirror_dir(inspecting));
+    upstream_mirror_release(inspecting);
 
     m = acquire_ok();
     want = ref_in(remote, "refs/heads/main");
-    got = ref_in(gateway_mirror_dir(m), "refs/heads/main");
+    got = ref_in(upstream_mirror_dir(m), "refs/heads/main");
     cr_expect_str_eq(got, want);
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
     free(want);
     free(got);
 }
@@ -464,34 +466,34 @@ static size_t count_packs(const char *gitdir)
 
 Test(mirror, gc_runs_only_when_no_inspection_holds_the_mirror, .timeout = 120)
 {
-    gateway_mirror *inspecting, *m;
+    upstream_mirror *inspecting, *m;
     char *packs_before, *packs_after, *line, *save = NULL;
     char dir[700];
 
     /* Every fetch keeps a pack, and more than one pack makes gc --auto repack. */
     m = acquire_ok();
-    snprintf(dir, sizeof(dir), "%s", gateway_mirror_dir(m));
+    snprintf(dir, sizeof(dir), "%s", upstream_mirror_dir(m));
     test_run("git --git-dir='%s' config fetch.unpackLimit 1 && "
              "git --git-dir='%s' config gc.autoPackLimit 1",
              dir, dir);
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
 
     /* Held shared: the next update fetches but must not repack under it. */
     inspecting = acquire_ok();
     commit_and_push("README", "one", "main");
     packs_before = test_capture("ls '%s/objects/pack' | LC_ALL=C sort", dir);
     m = acquire_ok();
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
     cr_expect_eq(count_packs(dir), 2, "the fetch added a pack and nothing was repacked");
     packs_after = test_capture("ls '%s/objects/pack' | LC_ALL=C sort", dir);
     for (line = strtok_r(packs_before, "\n", &save); line; line = strtok_r(NULL, "\n", &save))
         cr_expect_not_null(strstr(packs_after, line), "%s was removed under an inspection", line);
-    gateway_mirror_release(inspecting);
+    upstream_mirror_release(inspecting);
 
     /* With nobody inspecting, the next update does its housekeeping. */
     commit_and_push("README", "two", "main");
     m = acquire_ok();
-    gateway_mirror_release(m);
+    upstream_mirror_release(m);
     cr_expect_eq(count_packs(dir), 1, "gc --auto repacked");
     test_run("git --git-dir='%s' fsck --no-progress --no-dangling", dir);
     free(packs_before);
