@@ -22,7 +22,7 @@
 # Defaults: 90 MB in 2,000 files, and 400 MB in 20,000 files. Needs root,
 # loop devices, mkfs.xfs, mkfs.ext4, git and python3. Stops itself after
 # BENCH_TIMEOUT seconds (default 1800). The binary is $REFGATE_RUN, else
-# $REFGATE_BUILD/sandbox/refgate-run, else build/sandbox/refgate-run.
+# $REFGATE_BUILD/runner/refgate-run, else build/runner/refgate-run.
 set -euo pipefail
 
 src_mb=${1:-90}
@@ -37,7 +37,7 @@ fi
 
 # shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
-run=$(bench_binary REFGATE_RUN sandbox/refgate-run)
+run=$(bench_binary REFGATE_RUN runner/refgate-run)
 if [[ $(id -u) != 0 ]]; then
     echo "bench/fork.sh: needs root (loop mounts)" >&2
     exit 2

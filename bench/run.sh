@@ -18,8 +18,8 @@ src=$(cd "$(dirname "$0")/.." && pwd)
 # shellcheck source=bench/lib.sh
 source "$src/bench/lib.sh"
 REFGATE=$(bench_binary REFGATE cli/refgate)
-REFGATE_RUN=${REFGATE_RUN:-$(dirname "$(dirname "$REFGATE")")/sandbox/refgate-run}
-REFGATE_RUN=$(bench_binary REFGATE_RUN sandbox/refgate-run)
+REFGATE_RUN=${REFGATE_RUN:-$(dirname "$(dirname "$REFGATE")")/runner/refgate-run}
+REFGATE_RUN=$(bench_binary REFGATE_RUN runner/refgate-run)
 for tool in jq git python3; do
     command -v "$tool" >/dev/null || { echo "bench/run.sh: needs $tool" >&2; exit 2; }
 done

@@ -18,7 +18,7 @@
 # loop devices, mkfs.xfs and mkfs.ext4, and is skipped otherwise (or with
 # BENCH_SKIP_FORK=1). The whole script stops itself after BENCH_TIMEOUT
 # seconds (default 1800). The binary is $REFGATE_RUN, else
-# $REFGATE_BUILD/sandbox/refgate-run, else build/sandbox/refgate-run.
+# $REFGATE_BUILD/runner/refgate-run, else build/runner/refgate-run.
 set -euo pipefail
 
 size_mb=${1:-1024}
@@ -33,7 +33,7 @@ fi
 
 # shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
-run=$(bench_binary REFGATE_RUN sandbox/refgate-run)
+run=$(bench_binary REFGATE_RUN runner/refgate-run)
 for tool in jq python3; do
     command -v "$tool" >/dev/null || {
         echo "bench/sandbox.sh: needs $tool" >&2

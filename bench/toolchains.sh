@@ -12,13 +12,13 @@
 #
 # Default: 3 timed runs of each; the median is printed. Offline
 # (GOPROXY=off, standard library only). The binary is $REFGATE_RUN, else
-# $REFGATE_BUILD/sandbox/refgate-run, else build/sandbox/refgate-run.
+# $REFGATE_BUILD/runner/refgate-run, else build/runner/refgate-run.
 set -euo pipefail
 
 runs=${1:-3}
 # shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
-run=$(bench_binary REFGATE_RUN sandbox/refgate-run)
+run=$(bench_binary REFGATE_RUN runner/refgate-run)
 command -v go >/dev/null || {
     echo "bench/toolchains.sh: needs go" >&2
     exit 2

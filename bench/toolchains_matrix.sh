@@ -23,8 +23,8 @@
 #
 # Run it as root where toolchains live under /root (cargo, pyenv): inside,
 # the command runs as nobody with root's home showing only the toolchain
-# paths. The binary is $REFGATE_RUN, else $REFGATE_BUILD/sandbox/refgate-run,
-# else build/sandbox/refgate-run.
+# paths. The binary is $REFGATE_RUN, else $REFGATE_BUILD/runner/refgate-run,
+# else build/runner/refgate-run.
 #
 # shellcheck disable=SC2016 # the jobs' $ expand in their own sh -c
 set -euo pipefail
@@ -32,7 +32,7 @@ set -euo pipefail
 runs=${1:-3}
 # shellcheck source=bench/lib.sh
 source "$(dirname "$0")/lib.sh"
-run=$(bench_binary REFGATE_RUN sandbox/refgate-run)
+run=$(bench_binary REFGATE_RUN runner/refgate-run)
 
 # Not under /tmp: the run's /tmp is its own.
 work=$(mktemp -d /var/tmp/refgate-bench-matrix.XXXXXX)

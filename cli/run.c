@@ -683,7 +683,7 @@ static int run_find_runner(char *out, size_t cap)
     if (access(out, X_OK) == 0)
         return 0;
     /* A build tree keeps the two programs in sibling directories. */
-    snprintf(out, cap, "%s/../sandbox/refgate-run", self);
+    snprintf(out, cap, "%s/../runner/refgate-run", self);
     return access(out, X_OK) == 0 ? 0 : -1;
 }
 
