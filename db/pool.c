@@ -82,8 +82,7 @@ static int read_password(rg_buf *out, const char *path, rg_error *err)
         return rg_error_wrap(err, "state.password_file");
     if (out->data == NULL && rg_buf_append(out, "", 0) < 0)
         return rg_error_set(err, -ENOMEM, "out of memory");
-    out->len = strcspn(out->data, "\r\n");
-    out->data[out->len] = '\0';
+    rg_buf_truncate(out, strcspn(out->data, "\r\n"));
     return 0;
 }
 

@@ -224,10 +224,7 @@ int rgit_advert_filter(rg_buf *out, const char *in, size_t len, const char *cons
         goto done;
 done:
     if (rc < 0) {
-        if (out->data != NULL && out->len > start) {
-            out->len = start;
-            out->data[start] = '\0';
-        }
+        rg_buf_truncate(out, start);
         rg_error_wrap(err, "advertisement");
     }
     return rc < 0 ? rc : 0;
@@ -438,10 +435,7 @@ int rgit_advert_for_push(rg_buf *out, const char *in, size_t len, const char *ag
         rc = output_error(err, rc);
 done:
     if (rc < 0) {
-        if (out->data != NULL && out->len > start) {
-            out->len = start;
-            out->data[start] = '\0';
-        }
+        rg_buf_truncate(out, start);
         rg_error_wrap(err, "upload-pack advertisement");
     }
     rg_buf_free(&caps);

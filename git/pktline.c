@@ -212,10 +212,8 @@ int rgit_pktline_write(rg_buf *out, const void *data, size_t len)
         rc = rg_buf_append(out, data, len);
 done:
     /* Never leave half a packet behind (a cap overflow has freed it all). */
-    if (rc < 0 && out->data != NULL && out->len > start) {
-        out->len = start;
-        out->data[start] = '\0';
-    }
+    if (rc < 0)
+        rg_buf_truncate(out, start);
     return rc;
 }
 

@@ -622,9 +622,7 @@ int rgit_push_request_write(rg_buf *out, const rgit_push_request *req, const siz
 done:
     free(seen);
     rg_buf_free(&line);
-    if (rc < 0 && out->data != NULL && out->len > start) {
-        out->len = start;
-        out->data[start] = '\0';
-    }
+    if (rc < 0)
+        rg_buf_truncate(out, start);
     return rc;
 }

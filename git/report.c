@@ -56,10 +56,8 @@ int rgit_sideband_write(rg_buf *out, int band, const void *data, size_t len,
         off += n;
     } while (off < len);
 done:
-    if (rc < 0 && out->data != NULL && out->len > start) {
-        out->len = start;
-        out->data[start] = '\0';
-    }
+    if (rc < 0)
+        rg_buf_truncate(out, start);
     return rc;
 }
 
@@ -164,10 +162,8 @@ int rgit_report_write(rg_buf *out, const char *unpack, const rgit_ref_status *re
 done:
     rg_buf_free(&plain);
     rg_buf_free(&line);
-    if (rc < 0 && out->data != NULL && out->len > start) {
-        out->len = start;
-        out->data[start] = '\0';
-    }
+    if (rc < 0)
+        rg_buf_truncate(out, start);
     return rc;
 }
 

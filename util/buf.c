@@ -85,6 +85,14 @@ void rg_buf_reset(rg_buf *b)
         b->data[0] = '\0';
 }
 
+void rg_buf_truncate(rg_buf *b, size_t len)
+{
+    if (b->data == NULL || len >= b->len)
+        return;
+    b->len = len;
+    b->data[len] = '\0';
+}
+
 void rg_buf_consume(rg_buf *b, size_t n)
 {
     if (n >= b->len) {

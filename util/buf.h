@@ -32,6 +32,12 @@ int rg_buf_printf(rg_buf *b, const char *fmt, ...) __attribute__((format(printf,
 /* Forget the contents, keep the allocation and the cap. */
 void rg_buf_reset(rg_buf *b);
 
+/*
+ * Cut the contents back to their first len bytes (a mark taken earlier, to
+ * undo a partial append); nothing happens when the buffer holds no more.
+ */
+void rg_buf_truncate(rg_buf *b, size_t len);
+
 /* Drop the first n bytes, moving the rest to the front. */
 void rg_buf_consume(rg_buf *b, size_t n);
 

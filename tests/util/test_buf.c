@@ -50,6 +50,27 @@ Test(buf, consume_and_detach)
     free(p);
 }
 
+Test(buf, truncate_cuts_back_to_a_mark_and_never_grows)
+{
+    rg_buf b = RG_BUF_INIT(100);
+    rg_buf empty = RG_BUF_INIT(100);
+
+    rg_buf_truncate(&empty, 0); /* no data yet: nothing to cut */
+    cr_assert_null(empty.data);
+    rg_buf_puts(&b, "abc");
+    rg_buf_puts(&b, "defgh");
+    rg_buf_truncate(&b, 3);
+    cr_assert_eq(b.len, 3);
+    cr_assert_str_eq(b.data, "abc");
+    rg_buf_truncate(&b, 10); /* past the end: unchanged */
+    cr_assert_eq(b.len, 3);
+    cr_assert_str_eq(b.data, "abc");
+    rg_buf_truncate(&b, 0);
+    cr_assert_eq(b.len, 0);
+    cr_assert_str_eq(b.data, "");
+    rg_buf_free(&b);
+}
+
 Test(error, wrap_prefixes_and_truncates_safely)
 {
     rg_error e = RG_ERROR_INIT;
