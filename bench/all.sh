@@ -168,6 +168,11 @@ EOF
 
     printf '\nLoad average at the end: %s. The whole run took %d s.\n' \
         "$(cut -d' ' -f1-3 /proc/loadavg)" "$SECONDS"
+    # Figures kept by hand (from their marker line on) survive a rewrite.
+    if [[ -f $out ]] && grep -q '^<!-- kept by hand' "$out"; then
+        printf '\n'
+        sed -n '/^<!-- kept by hand/,$p' "$out"
+    fi
 } >"$out.tmp"
 mv "$out.tmp" "$out"
 echo "bench/all.sh: wrote $out" >&2
