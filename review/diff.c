@@ -28,6 +28,7 @@
 
 #include <git2/sys/repository.h>
 
+#include "fork/layout.h"
 #include "review/review_int.h"
 #include "util/fs.h"
 
@@ -528,29 +529,16 @@ done:
 /* refgate-run's names                                                      */
 /* ------------------------------------------------------------------------ */
 
-/* Length of `fork` without trailing slashes (but "/" stays "/"). */
-static size_t dd_trimmed_len(const char *fork)
-{
-    size_t n = strlen(fork);
-
-    while (n > 1 && fork[n - 1] == '/')
-        n--;
-    return n;
-}
-
 int review_dirdiff_default_base(rg_buf *out, const char *fork, rg_error *err)
 {
-    size_t n = dd_trimmed_len(fork), slash = n;
+    char *base = NULL;
     int rc;
 
-    while (slash > 0 && fork[slash - 1] != '/')
-        slash--;
-    if (slash == n || (n - slash == 1 && fork[slash] == '.') ||
-        (n - slash == 2 && fork[slash] == '.' && fork[slash + 1] == '.'))
-        return rg_error_set(err, -EINVAL, "%s: not a fork directory name", fork);
-    rc = rg_buf_append(out, fork, slash);
-    if (rc == 0)
-        rc = rg_buf_printf(out, ".%.*s.base", (int)(n - slash), fork + slash);
+    rc = fork_layout_side_path(&base, fork, FORK_LAYOUT_BASE, err);
+    if (rc < 0)
+        return rc;
+    rc = rg_buf_puts(out, base);
+    free(base);
     if (rc < 0)
         return rg_error_set(err, rc, "%s: path too long", fork);
     return 0;
@@ -558,17 +546,41 @@ int review_dirdiff_default_base(rg_buf *out, const char *fork, rg_error *err)
 
 int review_dirdiff_default_original(rg_buf *out, const char *fork, rg_error *err)
 {
-    size_t n = dd_trimmed_len(fork), dot = n;
+    char *dir = NULL;
+    unsigned n;
     int rc;
 
-    while (dot > 0 && fork[dot - 1] >= '0' && fork[dot - 1] <= '9')
-        dot--;
-    if (dot == n || dot < 2 || fork[dot - 1] != '.' || fork[dot - 2] == '/')
-        return rg_error_set(err, -EINVAL, "%s: does not end in .<N>, so the original is unknown",
-                            fork);
-    rc = rg_buf_append(out, fork, dot - 1);
+    /* Any N: a fork renamed by hand still names its original. */
+    rc = fork_layout_parse(&dir, &n, fork, NULL);
+    if (rc == -EINVAL)
+        return rg_error_set(err, rc, "%s: does not end in .<N>, so the original is unknown", fork);
+    if (rc < 0)
+        return rg_error_set(err, rc, "out of memory");
+    rc = rg_buf_puts(out, dir);
+    free(dir);
     if (rc < 0)
         return rg_error_set(err, rc, "%s: path too long", fork);
+    return 0;
+}
+
+/*
+ * The path of the file `side` beside `fork`, or NULL in *out when `fork`
+ * names no fork ("/", ".", ".."): such a path has no side files, so the
+ * caller finds none, as it would find none under any other name.
+ */
+static int dd_side_path(char **out, const char *fork, fork_layout_side side, rg_error *err)
+{
+    int rc = fork_layout_side_path(out, fork, side, NULL);
+
+    if (rc == -EINVAL)
+        return 0;
+    if (rc < 0)
+        return rg_error_set(err, rc, "out of memory");
+    if (strlen(*out) > DD_PATH_MAX) {
+        free(*out);
+        *out = NULL;
+        return rg_error_set(err, RG_E_TOO_BIG, "%s: path too long", fork);
+    }
     return 0;
 }
 
@@ -578,75 +590,61 @@ int review_dirdiff_default_original(rg_buf *out, const char *fork, rg_error *err
 int review_dirdiff_default_excluded(rg_buf *out, const char *fork, rg_error *err)
 {
     static const char head[] = "# refgate-run: ";
-    rg_buf path = RG_BUF_INIT(DD_PATH_MAX), body = RG_BUF_INIT(DD_EXCLUDED_MAX);
-    size_t n = dd_trimmed_len(fork), slash = n;
+    rg_buf body = RG_BUF_INIT(DD_EXCLUDED_MAX);
+    char *path = NULL;
     const char *nl;
     char chunk[65536];
     ssize_t got;
     int fd = -1, rc;
 
-    while (slash > 0 && fork[slash - 1] != '/')
-        slash--;
-    rc = rg_buf_append(&path, fork, slash);
-    if (rc == 0)
-        rc = rg_buf_printf(&path, ".%.*s.excluded", (int)(n - slash), fork + slash);
-    if (rc < 0) {
-        rc = rg_error_set(err, rc, "%s: path too long", fork);
+    rc = dd_side_path(&path, fork, FORK_LAYOUT_EXCLUDED, err);
+    if (rc < 0 || path == NULL)
         goto done;
-    }
-    fd = open(path.data, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
-        rc = errno == ENOENT ? 0 : rg_error_set(err, -errno, "%s: %s", path.data, strerror(errno));
+        rc = errno == ENOENT ? 0 : rg_error_set(err, -errno, "%s: %s", path, strerror(errno));
         goto done;
     }
     /* Bounded: DD_EXCLUDED_MAX bytes. */
     while ((got = read(fd, chunk, sizeof(chunk))) > 0)
         if ((rc = rg_buf_append(&body, chunk, (size_t)got)) < 0) {
-            rc = rg_error_set(err, RG_E_TAMPER, "%s: larger than a record can be", path.data);
+            rc = rg_error_set(err, RG_E_TAMPER, "%s: larger than a record can be", path);
             goto done;
         }
     if (got < 0) {
-        rc = rg_error_set(err, -errno, "%s: %s", path.data, strerror(errno));
+        rc = rg_error_set(err, -errno, "%s: %s", path, strerror(errno));
         goto done;
     }
     nl = body.data ? memchr(body.data, '\n', body.len) : NULL;
     if (nl == NULL || strncmp(body.data, head, sizeof(head) - 1) != 0) {
-        rc = rg_error_set(err, RG_E_TAMPER, "%s: not a refgate-run record", path.data);
+        rc = rg_error_set(err, RG_E_TAMPER, "%s: not a refgate-run record", path);
         goto done;
     }
     nl++;
     rc = rg_buf_append(out, nl, body.len - (size_t)(nl - body.data));
     if (rc < 0)
-        rc = rg_error_set(err, rc, "%s: too large", path.data);
+        rc = rg_error_set(err, rc, "%s: too large", path);
 done:
     if (fd >= 0)
         close(fd);
-    rg_buf_free(&path);
+    free(path);
     rg_buf_free(&body);
     return rc;
 }
 
 int review_dirdiff_check_run(const char *fork, rg_error *err)
 {
-    rg_buf path = RG_BUF_INIT(DD_PATH_MAX);
-    size_t n = dd_trimmed_len(fork), slash = n;
+    char *path = NULL;
     int fd = -1, rc;
 
-    while (slash > 0 && fork[slash - 1] != '/')
-        slash--;
-    rc = rg_buf_append(&path, fork, slash);
-    if (rc == 0)
-        rc = rg_buf_printf(&path, ".%.*s.run", (int)(n - slash), fork + slash);
-    if (rc < 0) {
-        rc = rg_error_set(err, rc, "%s: path too long", fork);
+    rc = dd_side_path(&path, fork, FORK_LAYOUT_RUN, err);
+    if (rc < 0 || path == NULL)
         goto done;
-    }
     /* Read-only is enough to ask for a shared lock; O_NONBLOCK so a FIFO
      * put there cannot hang the check. */
-    fd = open(path.data, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
     if (fd < 0) {
-        rc = errno == ENOENT ? 0
-                             : rg_error_set(err, RG_E_DENIED, "%s: %s", path.data, strerror(errno));
+        rc = errno == ENOENT ? 0 : rg_error_set(err, RG_E_DENIED, "%s: %s", path, strerror(errno));
         goto done;
     }
     if (flock(fd, LOCK_SH | LOCK_NB) < 0) {
@@ -654,14 +652,14 @@ int review_dirdiff_check_run(const char *fork, rg_error *err)
                  ? rg_error_set(err, RG_E_DENIED,
                                 "the run that made %s is still running (%s is locked): a "
                                 "process of it could still change the fork; wait for it to end",
-                                fork, path.data)
-                 : rg_error_set(err, RG_E_DENIED, "%s: flock: %s", path.data, strerror(errno));
+                                fork, path)
+                 : rg_error_set(err, RG_E_DENIED, "%s: flock: %s", path, strerror(errno));
         goto done;
     }
     rc = 0;
 done:
     if (fd >= 0)
         close(fd);
-    rg_buf_free(&path);
+    free(path);
     return rc;
 }
