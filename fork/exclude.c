@@ -3,6 +3,7 @@
  */
 #include "fork/exclude.h"
 
+#include "fork/layout.h"
 #include "util/fs.h"
 
 #include <fcntl.h>
@@ -341,13 +342,18 @@ int fork_exclude_add_ignored(size_t *out_n, fork_exclude *x, const char *dir, rg
 int fork_exclude_record_path(char **out, const char *fork, rg_error *err)
 {
     const char *slash = strrchr(fork, '/');
+    int rc;
 
+    *out = NULL;
+    /* Only a path with a directory part and a last component: a bare name
+     * or a trailing slash, which layout would take, is refused as before. */
     if (slash == NULL || slash[1] == '\0')
         return rg_error_set(err, -EINVAL, "%s: not a fork path", fork);
-    if (asprintf(out, "%.*s/.%s.excluded", (int)(slash - fork), fork, slash + 1) < 0) {
-        *out = NULL;
-        return rg_error_set(err, -ENOMEM, "out of memory");
-    }
+    rc = fork_layout_side_path(out, fork, FORK_LAYOUT_EXCLUDED, NULL);
+    if (rc == -EINVAL)
+        return rg_error_set(err, rc, "%s: not a fork path", fork);
+    if (rc < 0)
+        return rg_error_set(err, rc, "out of memory");
     return 0;
 }
 

@@ -4,6 +4,7 @@
 #include "fork/fork.h"
 
 #include "fork/exclude.h"
+#include "fork/layout.h"
 
 #include <fcntl.h>
 #include <stdio.h>
@@ -18,22 +19,15 @@ int fork_paths(char **out_fork, char **out_base, const char *src, unsigned n, rg
 {
     const char *slash = strrchr(src, '/');
     char *fork = NULL, *base = NULL;
-    size_t dirlen;
     int rc = 0;
 
     if (src[0] != '/' || slash == NULL || slash[1] == '\0') {
         rc = rg_error_set(err, -EINVAL, "cannot fork %s: a fork lives beside its directory", src);
         goto done;
     }
-    /* "/a/b" -> dir "/a", name "b"; "/b" -> dir "", name "b". */
-    dirlen = (size_t)(slash - src);
-    /* asprintf() leaves its pointer undefined on failure. */
-    if (asprintf(&fork, "%s.%u", src, n) < 0)
-        fork = NULL;
-    if (fork == NULL || asprintf(&base, "%.*s/.%s.%u.base", (int)dirlen, src, slash + 1, n) < 0)
-        base = NULL;
-    if (base == NULL)
-        rc = rg_error_set(err, -ENOMEM, "out of memory");
+    rc = fork_layout_fork(&fork, src, n, err);
+    if (rc == 0)
+        rc = fork_layout_side_path(&base, fork, FORK_LAYOUT_BASE, err);
 done:
     if (rc < 0) {
         free(fork);
@@ -48,13 +42,7 @@ done:
 /* "/a/b.3" -> "/a/.b.3.run": beside the fork, named after it. */
 static int fork_lock_path(fork_ws *f, rg_error *err)
 {
-    const char *slash = strrchr(f->path, '/');
-
-    if (asprintf(&f->lock, "%.*s/.%s.run", (int)(slash - f->path), f->path, slash + 1) < 0) {
-        f->lock = NULL;
-        return rg_error_set(err, -ENOMEM, "out of memory");
-    }
-    return 0;
+    return fork_layout_side_path(&f->lock, f->path, FORK_LAYOUT_RUN, err);
 }
 
 /* Take the marker: held until the runner exits (or fork_free). A
@@ -177,23 +165,21 @@ done:
 
 int fork_parse(char **out_src, unsigned *out_n, const char *path)
 {
-    const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.'), *p;
-    unsigned long v = 0;
+    size_t len = strlen(path);
+    int rc;
 
     *out_src = NULL;
-    if (path[0] != '/' || slash == NULL || dot == NULL || dot < slash || dot == slash + 1 ||
-        dot[1] < '1' || dot[1] > '9')
+    /* Canonical: absolute, no trailing slash (which layout would forgive). */
+    if (path[0] != '/' || path[len - 1] == '/')
         return -EINVAL;
-    /* Bounded: at most the digits of FORK_FORK_MAX are read. */
-    for (p = dot + 1; *p >= '0' && *p <= '9' && v <= FORK_FORK_MAX; p++)
-        v = v * 10 + (unsigned long)(*p - '0');
-    if (*p != '\0' || v > FORK_FORK_MAX)
-        return -EINVAL;
-    *out_src = strndup(path, (size_t)(dot - path));
-    if (*out_src == NULL)
-        return -ENOMEM;
-    *out_n = (unsigned)v;
-    return 0;
+    rc = fork_layout_parse(out_src, out_n, path, NULL);
+    if (rc == 0 && *out_n == 0)
+        rc = -EINVAL; /* DIR.N in form, but no N refgate-run makes */
+    if (rc < 0) {
+        free(*out_src);
+        *out_src = NULL;
+    }
+    return rc;
 }
 
 int fork_is_fork(const char *path)

@@ -19,14 +19,17 @@
  * on the file, which makes --apply refuse: it fails closed. With a pid
  * namespace every process of the run is dead before the runner exits and
  * the lock goes with it.
+ *
+ * Every one of these names is spelled by fork/layout.h.
  */
 #ifndef RG_FORK_FORK_H
 #define RG_FORK_FORK_H
 
+#include "fork/layout.h"
 #include "fork/tree.h"
 #include "util/error.h"
 
-#define FORK_FORK_MAX 9999 /* the highest N tried */
+#define FORK_FORK_MAX FORK_LAYOUT_MAX_N /* the highest N tried */
 
 typedef struct fork_ws {
     char *src;  /* the directory forked (canonical) */

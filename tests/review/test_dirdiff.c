@@ -1,5 +1,5 @@
 /*
- * Tests for review/dirdiff.c. Each test builds a base directory in a fresh
+ * Tests for review/ (dirdiff.h). Each test builds a base directory in a fresh
  * temporary root, forks it with `cp -a` the way refgate-run does (base and
  * fork side by side), changes the fork, and checks what the diff reports,
  * what its patch does to a copy of the base under the real `git apply`, and
