@@ -1,6 +1,6 @@
 /*
  * `refgate diff`: show, summarise or apply what a sandboxed run changed in
- * its fork. The work is review/dirdiff.c; this file parses arguments, works out
+ * its fork. The work is review/ (dirdiff.h); this file parses arguments, works out
  * refgate-run's default base and original paths, and decides what the user
  * sees and which exit status they get (0 nothing changed / everything
  * applied, 1 changes / something refused, 2 error).

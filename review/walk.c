@@ -561,8 +561,7 @@ int review_walk_dir(dd_walk *w, int dirfd[2], rg_buf *rel, unsigned int depth, g
             rc = rc < 0 ? rc : -ENOMEM;
             goto done;
         }
-        rel->len = mark;
-        rel->data[mark] = '\0';
+        rg_buf_truncate(rel, mark);
         if (rc < 0)
             goto done;
     }
