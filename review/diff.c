@@ -634,10 +634,15 @@ done:
 
 int review_dirdiff_check_run(const char *fork, rg_error *err)
 {
-    char *path = NULL;
+    char *path = NULL, *real;
     int fd = -1, rc;
 
-    rc = dd_side_path(&path, fork, FORK_LAYOUT_RUN, err);
+    /* The marker is named after the fork's own name, which "." or a
+     * symlink to the fork does not show: resolve first, or `refgate diff
+     * --apply .` inside a live fork would find no marker and go ahead. */
+    real = realpath(fork, NULL);
+    rc = dd_side_path(&path, real != NULL ? real : fork, FORK_LAYOUT_RUN, err);
+    free(real);
     if (rc < 0 || path == NULL)
         goto done;
     /* Read-only is enough to ask for a shared lock; O_NONBLOCK so a FIFO

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -1101,4 +1103,30 @@ Test(dirdiff, the_excluded_record_is_read_beside_the_fork_and_checked)
     cr_assert_lt(review_dirdiff_default_excluded(&list, fork_dir, &err), 0,
                  "a symlink is not followed");
     rg_buf_free(&list);
+}
+
+Test(dirdiff, a_live_run_is_found_however_the_fork_is_named)
+{
+    rg_error err = RG_ERROR_INIT;
+    char marker[700], link[700], cwd[PATH_MAX];
+    int fd;
+
+    make_project();
+    fork_base();
+    snprintf(marker, sizeof(marker), "%s/.app.1.run", root);
+    fd = open(marker, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(review_dirdiff_check_run(fork_dir, &err), 0, "a marker nobody holds: ended");
+    cr_assert_eq(flock(fd, LOCK_EX | LOCK_NB), 0);
+    cr_assert_eq(review_dirdiff_check_run(fork_dir, &err), RG_E_DENIED, "held: still running");
+    /* "." inside the fork and a symlink to it name the same fork. */
+    cr_assert_not_null(getcwd(cwd, sizeof(cwd)));
+    cr_assert_eq(chdir(fork_dir), 0);
+    cr_assert_eq(review_dirdiff_check_run(".", &err), RG_E_DENIED, "`.`: %s", err.msg);
+    cr_assert_eq(chdir(cwd), 0);
+    snprintf(link, sizeof(link), "%s/alias", root);
+    cr_assert_eq(symlink(fork_dir, link), 0);
+    cr_assert_eq(review_dirdiff_check_run(link, &err), RG_E_DENIED, "a symlink: %s", err.msg);
+    close(fd);
+    cr_assert_eq(review_dirdiff_check_run(fork_dir, &err), 0, "released: ended");
 }
