@@ -451,7 +451,13 @@ int main(int argc, char **argv)
     s.netsock[0] = s.netsock[1] = -1;
     s.notifysock[0] = s.notifysock[1] = -1;
     run_guard_stdio();
-    rc = run_parse(&s.o, argc, argv);
+    rc = run_parse(&s.o, argc, argv, &err);
+    if (rc == RUN_PARSE_HELP)
+        fputs(run_opts_help(), stdout);
+    else if (rc == RUN_PARSE_VERSION)
+        printf("refgate-run %s (Landlock ABI up to %d)\n", RUN_VERSION, SANDBOX_LANDLOCK_ABI_LAST);
+    else if (rc < 0)
+        say("%s", err.msg);
     if (rc != 0) {
         code = rc > 0 ? 0 : SANDBOX_PROC_EXIT_FAILED;
         goto done;

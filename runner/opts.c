@@ -5,9 +5,13 @@
  */
 #include "runner/runner.h"
 
-#define RUN_VERSION "0.1.0"
+#include <getopt.h>
 
-static const char help_text[] =
+/*
+ * The whole --help text, in one place: run_opts_help() is its only reader (the man
+ * page will feed it). An array, not a literal in the function, so the function stays short.
+ */
+static const char run_help_text[] =
     "usage: refgate-run [options] -- CMD [ARGS...]\n"
     "\n"
     "Run CMD in a copy-on-write fork of the current directory that only it may\n"
@@ -299,37 +303,14 @@ static const char help_text[] =
     "  refgate-run -d /tmp/scratch -- sh     # no fork\n"
     "  GOFLAGS=-mod=mod refgate-run -- go test ./...   # caches warm after run 1\n";
 
+const char *run_opts_help(void)
+{
+    return run_help_text;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Options                                                                   */
 /* ------------------------------------------------------------------------ */
-
-enum {
-    OPT_RM = 256,
-    OPT_KEEP_TMP,
-    OPT_FORCE,
-    OPT_NO_SCOPE,
-    OPT_NO_TRUNCATE,
-    OPT_UNCONFINED,
-    OPT_CHECK,
-    OPT_VERSION,
-    OPT_DEBUG_ABI,
-    OPT_UNSHARE,
-    OPT_SHARE,
-    OPT_SHARE_NET,
-    OPT_HIDE,
-    OPT_DEBUG_NS,
-    OPT_NO_PTY,
-    OPT_NET,
-    OPT_GATEWAY,
-    OPT_EXCLUDE,
-    OPT_EXCLUDE_IGNORED,
-    OPT_BIND,
-    OPT_RO_BIND,
-    OPT_CONTINUE,
-    OPT_NO_CACHES,
-    OPT_CACHE_DIR,
-    OPT_MKDIR,
-};
 
 static int run_is_dir(const char *path)
 {
@@ -357,7 +338,7 @@ static int run_push(const char ***list, size_t *n, const char *v)
  * `host`, as before; asking for none or gateway without the namespace is
  * refused rather than quietly run open.
  */
-static int run_parse_net(run_opts *o)
+static int run_parse_net(run_opts *o, rg_error *err)
 {
     const char *m = o->net;
 
@@ -372,85 +353,138 @@ static int run_parse_net(run_opts *o)
     else if (strcmp(m, "gateway") == 0)
         o->net_mode = SANDBOX_NET_GATEWAY;
     else if (strncmp(m, "gateway=", 8) == 0) {
-        if (o->gateway != NULL && strcmp(o->gateway, m + 8) != 0) {
-            say("--net %s and --gateway %s name two gateways", m, o->gateway);
-            return -EINVAL;
-        }
+        if (o->gateway != NULL && strcmp(o->gateway, m + 8) != 0)
+            return rg_error_set(err, -EINVAL, "--net %s and --gateway %s name two gateways", m,
+                                o->gateway);
         o->gateway = m + 8;
         o->net_mode = SANDBOX_NET_GATEWAY;
     } else if (strncmp(m, "allow=", 6) == 0) {
         o->net_mode = SANDBOX_NET_ALLOW;
         o->allow = m + 6;
     } else {
-        say("--net: unknown mode '%s' (expected none, gateway, gateway=HOST:PORT, "
-            "allow=HOST:PORT,... or host)",
-            m);
-        return -EINVAL;
+        return rg_error_set(err, -EINVAL,
+                            "--net: unknown mode '%s' (expected none, gateway, gateway=HOST:PORT, "
+                            "allow=HOST:PORT,... or host)",
+                            m);
     }
-    if (o->net_mode == SANDBOX_NET_GATEWAY && o->gateway == NULL) {
-        say("--net gateway needs the gateway's address: --gateway URL or --net gateway=HOST:PORT");
-        return -EINVAL;
-    }
+    if (o->net_mode == SANDBOX_NET_GATEWAY && o->gateway == NULL)
+        return rg_error_set(err, -EINVAL,
+                            "--net gateway needs the gateway's address: --gateway URL or --net "
+                            "gateway=HOST:PORT");
     if (o->net_mode == SANDBOX_NET_HOST) {
         o->ns &= ~SANDBOX_NS_NET;
     } else if (!(o->ns & SANDBOX_NS_NET)) {
-        say("--net %s needs the net namespace: drop --share-net / --share=net, or use --net host",
+        return rg_error_set(
+            err, -EINVAL,
+            "--net %s needs the net namespace: drop --share-net / --share=net, or use --net host",
             o->net_mode == SANDBOX_NET_NONE      ? "none"
             : o->net_mode == SANDBOX_NET_GATEWAY ? "gateway"
                                                  : "allow");
-        return -EINVAL;
     }
     return 0;
 }
 
-/* Returns 0 to run, 1 to exit 0 (help, version), or a negative error. */
-int run_parse(run_opts *o, int argc, char **argv)
+/* getopt's tables, from the option table (options.h). */
+static void run_getopt_tables(struct option *longopts, char *shorts)
 {
-    static const struct option longopts[] = {
-        {"dir", required_argument, NULL, 'd'},
-        {"read", required_argument, NULL, 'r'},
-        {"write", required_argument, NULL, 'w'},
-        {"env", required_argument, NULL, 'e'},
-        {"rm", no_argument, NULL, OPT_RM},
-        {"keep-tmp", no_argument, NULL, OPT_KEEP_TMP},
-        {"force", no_argument, NULL, OPT_FORCE},
-        {"no-scope", no_argument, NULL, OPT_NO_SCOPE},
-        {"no-truncate-control", no_argument, NULL, OPT_NO_TRUNCATE},
-        {"allow-unconfined", no_argument, NULL, OPT_UNCONFINED},
-        {"check", no_argument, NULL, OPT_CHECK},
-        {"quiet", no_argument, NULL, 'q'},
-        {"verbose", no_argument, NULL, 'v'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, OPT_VERSION},
-        {"debug-landlock-abi", required_argument, NULL, OPT_DEBUG_ABI},
-        {"unshare", required_argument, NULL, OPT_UNSHARE},
-        {"share", required_argument, NULL, OPT_SHARE},
-        {"share-net", no_argument, NULL, OPT_SHARE_NET},
-        {"hide", required_argument, NULL, OPT_HIDE},
-        {"no-pty", no_argument, NULL, OPT_NO_PTY},
-        {"net", required_argument, NULL, OPT_NET},
-        {"gateway", required_argument, NULL, OPT_GATEWAY},
-        {"exclude", required_argument, NULL, OPT_EXCLUDE},
-        {"exclude-ignored", no_argument, NULL, OPT_EXCLUDE_IGNORED},
-        {"bind", required_argument, NULL, OPT_BIND},
-        {"ro-bind", required_argument, NULL, OPT_RO_BIND},
-        {"continue", optional_argument, NULL, OPT_CONTINUE},
-        {"no-caches", no_argument, NULL, OPT_NO_CACHES},
-        {"cache-dir", required_argument, NULL, OPT_CACHE_DIR},
-        {"mkdir", no_argument, NULL, OPT_MKDIR},
-        {"debug-ns-unavailable", required_argument, NULL, OPT_DEBUG_NS},
-        {NULL, 0, NULL, 0},
-    };
-    rg_error err = RG_ERROR_INIT;
-    unsigned set, shared = 0;
+    const runner_option *o;
+    size_t n = 0, k = 0;
+
+    /* "+": options end at the command, so its own options stay its own;
+     * ":": a missing value is told apart from an unknown option. */
+    shorts[k++] = '+';
+    shorts[k++] = ':';
+    for (o = runner_options; o->name != NULL; o++, n++) {
+        longopts[n] = (struct option){o->name + 2, (int)o->arg, NULL, o->id};
+        if (o->short_name == NULL)
+            continue;
+        shorts[k++] = o->short_name[1];
+        if (o->arg == RUNNER_ARG_REQUIRED)
+            shorts[k++] = ':';
+    }
+    longopts[n] = (struct option){NULL, 0, NULL, 0};
+    shorts[k] = '\0';
+}
+
+/* --unshare, --share and --debug-ns-unavailable: a list of namespaces. */
+static int run_parse_ns(run_opts *o, unsigned *shared, int c, const char *arg, rg_error *err)
+{
+    unsigned set;
+
+    if (sandbox_ns_parse(&set, arg,
+                         c == RUNNER_OPT_UNSHARE ? "--unshare"
+                         : c == RUNNER_OPT_SHARE ? "--share"
+                                                 : "--debug-ns-unavailable",
+                         err) < 0)
+        return -EINVAL;
+    if (c == RUNNER_OPT_UNSHARE)
+        o->ns = set;
+    else if (c == RUNNER_OPT_SHARE)
+        *shared |= set;
+    else
+        o->debug_no_ns |= set;
+    return 0;
+}
+
+/* What getopt could not take: an unknown option or one without its value. */
+static int run_parse_bad(int c, char **argv, rg_error *err)
+{
+    const char *arg = argv[optind - 1];
+
+    if (c == ':')
+        return rg_error_set(err, -EINVAL, "%s needs a value; try 'refgate-run --help'", arg);
+    if (optopt > 0 && optopt < 256)
+        return rg_error_set(err, -EINVAL, "unknown option '-%c'; try 'refgate-run --help'", optopt);
+    return rg_error_set(err, -EINVAL, "unknown option '%s'; try 'refgate-run --help'", arg);
+}
+
+/* The options once all are read: whether they agree. */
+static int run_parse_check(run_opts *o, rg_error *err)
+{
+    if (run_parse_net(o, err) < 0)
+        return -EINVAL;
+    if (o->nhides > 0 && !(o->ns & SANDBOX_NS_MOUNT))
+        return rg_error_set(err, -EINVAL, "--hide needs the mount namespace (drop --share=mount)");
+    if (o->nbinds + o->nrobinds > 0 && !(o->ns & SANDBOX_NS_MOUNT))
+        return rg_error_set(err, -EINVAL,
+                            "--bind and --ro-bind need the mount namespace (drop --share=mount)");
+    if (!o->check && o->argv[0] == NULL)
+        return rg_error_set(err, -EINVAL,
+                            "no command given; usage: refgate-run [options] -- CMD [ARGS...]");
+    /* Without the mount namespace an excluded directory would be an empty
+     * placeholder inside: refused rather than silently empty. */
+    if ((o->nexcludes > 0 || o->exclude_ignored) && (o->dir != NULL || !(o->ns & SANDBOX_NS_MOUNT)))
+        return rg_error_set(err, -EINVAL,
+                            "--exclude and --exclude-ignored need a fork (no -d) and the mount "
+                            "namespace (drop --share=mount): an excluded directory is shown "
+                            "read-only from the original");
+    if (o->dir != NULL && o->rm)
+        return rg_error_set(err, -EINVAL, "--rm removes a fork; with -d there is none");
+    if (o->dir != NULL && o->cont)
+        return rg_error_set(err, -EINVAL, "--continue runs in a fork; with -d there is none");
+    if (o->cont && (o->nexcludes > 0 || o->exclude_ignored))
+        return rg_error_set(err, -EINVAL,
+                            "--exclude and --exclude-ignored apply when a fork is made; a "
+                            "continued fork keeps the exclusions it was made with");
+    return 0;
+}
+
+int run_parse(run_opts *o, int argc, char **argv, rg_error *err)
+{
+    struct option longopts[64];
+    char shorts[64];
+    unsigned shared = 0;
     char *end;
     long v;
     int c, rc = 0;
 
+    run_getopt_tables(longopts, shorts);
     o->debug_abi = -1;
     o->ns = SANDBOX_NS_ALL;
-    /* "+": options end at the command, so its own options stay its own. */
-    while (rc == 0 && (c = getopt_long(argc, argv, "+d:r:w:e:qvh", longopts, NULL)) != -1) {
+    /* From the start, and quietly: every message is the caller's to say. */
+    optind = 0;
+    opterr = 0;
+    while (rc == 0 && (c = getopt_long(argc, argv, shorts, longopts, NULL)) != -1) {
         switch (c) {
         case 'd':
             o->dir = optarg;
@@ -464,25 +498,25 @@ int run_parse(run_opts *o, int argc, char **argv)
         case 'e':
             rc = run_push(&o->envs, &o->nenvs, optarg);
             break;
-        case OPT_RM:
+        case RUNNER_OPT_RM:
             o->rm = 1;
             break;
-        case OPT_KEEP_TMP:
+        case RUNNER_OPT_KEEP_TMP:
             o->keep_tmp = 1;
             break;
-        case OPT_FORCE:
+        case RUNNER_OPT_FORCE:
             o->force = 1;
             break;
-        case OPT_NO_SCOPE:
+        case RUNNER_OPT_NO_SCOPE:
             o->no_scope = 1;
             break;
-        case OPT_NO_TRUNCATE:
+        case RUNNER_OPT_NO_TRUNCATE:
             o->no_truncate = 1;
             break;
-        case OPT_UNCONFINED:
+        case RUNNER_OPT_UNCONFINED:
             o->allow_unconfined = 1;
             break;
-        case OPT_CHECK:
+        case RUNNER_OPT_CHECK:
             o->check = 1;
             break;
         case 'q':
@@ -492,58 +526,43 @@ int run_parse(run_opts *o, int argc, char **argv)
             o->verbose = 1;
             break;
         case 'h':
-            fputs(help_text, stdout);
-            return 1;
-        case OPT_VERSION:
-            printf("refgate-run %s (Landlock ABI up to %d)\n", RUN_VERSION,
-                   SANDBOX_LANDLOCK_ABI_LAST);
-            return 1;
-        case OPT_UNSHARE:
-        case OPT_SHARE:
-        case OPT_DEBUG_NS:
-            if (sandbox_ns_parse(&set, optarg,
-                                 c == OPT_UNSHARE ? "--unshare"
-                                 : c == OPT_SHARE ? "--share"
-                                                  : "--debug-ns-unavailable",
-                                 &err) < 0) {
-                say("%s", err.msg);
+            return RUN_PARSE_HELP;
+        case RUNNER_OPT_VERSION:
+            return RUN_PARSE_VERSION;
+        case RUNNER_OPT_UNSHARE:
+        case RUNNER_OPT_SHARE:
+        case RUNNER_OPT_DEBUG_NS:
+            if (run_parse_ns(o, &shared, c, optarg, err) < 0)
                 return -EINVAL;
-            }
-            if (c == OPT_UNSHARE)
-                o->ns = set;
-            else if (c == OPT_SHARE)
-                shared |= set;
-            else
-                o->debug_no_ns |= set;
             break;
-        case OPT_SHARE_NET:
+        case RUNNER_OPT_SHARE_NET:
             shared |= SANDBOX_NS_NET;
             break;
-        case OPT_NO_PTY:
+        case RUNNER_OPT_NO_PTY:
             o->no_pty = 1;
             break;
-        case OPT_NET:
+        case RUNNER_OPT_NET:
             o->net = optarg;
             break;
-        case OPT_GATEWAY:
+        case RUNNER_OPT_GATEWAY:
             o->gateway = optarg;
             break;
-        case OPT_HIDE:
+        case RUNNER_OPT_HIDE:
             rc = run_push(&o->hides, &o->nhides, optarg);
             break;
-        case OPT_EXCLUDE:
+        case RUNNER_OPT_EXCLUDE:
             rc = run_push(&o->excludes, &o->nexcludes, optarg);
             break;
-        case OPT_EXCLUDE_IGNORED:
+        case RUNNER_OPT_EXCLUDE_IGNORED:
             o->exclude_ignored = 1;
             break;
-        case OPT_BIND:
+        case RUNNER_OPT_BIND:
             rc = run_push(&o->binds, &o->nbinds, optarg);
             break;
-        case OPT_RO_BIND:
+        case RUNNER_OPT_RO_BIND:
             rc = run_push(&o->robinds, &o->nrobinds, optarg);
             break;
-        case OPT_CONTINUE:
+        case RUNNER_OPT_CONTINUE:
             o->cont = 1;
             o->cont_fork = optarg;
             /* `--continue FORK`: the next argument, when it is a directory. */
@@ -551,69 +570,31 @@ int run_parse(run_opts *o, int argc, char **argv)
                 run_is_dir(argv[optind]))
                 o->cont_fork = argv[optind++];
             break;
-        case OPT_NO_CACHES:
+        case RUNNER_OPT_NO_CACHES:
             o->no_caches = 1;
             break;
-        case OPT_CACHE_DIR:
+        case RUNNER_OPT_CACHE_DIR:
             o->cache_dir = optarg;
             break;
-        case OPT_MKDIR:
+        case RUNNER_OPT_MKDIR:
             o->mkdir = 1;
             break;
-        case OPT_DEBUG_ABI:
+        case RUNNER_OPT_DEBUG_ABI:
             errno = 0;
             v = strtol(optarg, &end, 10);
-            if (errno || *end || end == optarg || v < 0 || v > 100) {
-                say("--debug-landlock-abi: expected a number from 0, got '%s'", optarg);
-                return -EINVAL;
-            }
+            if (errno || *end || end == optarg || v < 0 || v > 100)
+                return rg_error_set(err, -EINVAL,
+                                    "--debug-landlock-abi: expected a number from 0, got '%s'",
+                                    optarg);
             o->debug_abi = (int)v;
             break;
         default:
-            say("try 'refgate-run --help'");
-            return -EINVAL;
+            return run_parse_bad(c, argv, err);
         }
     }
-    if (rc < 0) {
-        say("out of memory");
-        return rc;
-    }
+    if (rc < 0)
+        return rg_error_set(err, rc, "out of memory");
     o->ns &= ~shared;
-    if (run_parse_net(o) < 0)
-        return -EINVAL;
-    if (o->nhides > 0 && !(o->ns & SANDBOX_NS_MOUNT)) {
-        say("--hide needs the mount namespace (drop --share=mount)");
-        return -EINVAL;
-    }
-    if (o->nbinds + o->nrobinds > 0 && !(o->ns & SANDBOX_NS_MOUNT)) {
-        say("--bind and --ro-bind need the mount namespace (drop --share=mount)");
-        return -EINVAL;
-    }
     o->argv = argv + optind;
-    if (!o->check && o->argv[0] == NULL) {
-        say("no command given; usage: refgate-run [options] -- CMD [ARGS...]");
-        return -EINVAL;
-    }
-    /* Without the mount namespace an excluded directory would be an empty
-     * placeholder inside: refused rather than silently empty. */
-    if ((o->nexcludes > 0 || o->exclude_ignored) &&
-        (o->dir != NULL || !(o->ns & SANDBOX_NS_MOUNT))) {
-        say("--exclude and --exclude-ignored need a fork (no -d) and the mount namespace (drop "
-            "--share=mount): an excluded directory is shown read-only from the original");
-        return -EINVAL;
-    }
-    if (o->dir != NULL && o->rm) {
-        say("--rm removes a fork; with -d there is none");
-        return -EINVAL;
-    }
-    if (o->dir != NULL && o->cont) {
-        say("--continue runs in a fork; with -d there is none");
-        return -EINVAL;
-    }
-    if (o->cont && (o->nexcludes > 0 || o->exclude_ignored)) {
-        say("--exclude and --exclude-ignored apply when a fork is made; a continued fork keeps "
-            "the exclusions it was made with");
-        return -EINVAL;
-    }
-    return 0;
+    return run_parse_check(o, err);
 }

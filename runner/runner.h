@@ -47,7 +47,10 @@
 #include "sandbox/seccomp.h"
 #include "fork/worktree.h"
 #include "sandbox/toolconf.h"
+#include "runner/options.h"
 #include "util/buf.h"
+
+#define RUN_VERSION "0.1.0"
 
 /* One item of the end-of-run summary, at most (longer ones are cut). */
 #define RUN_BLOCKED_ITEM_MAX 512
@@ -140,7 +143,18 @@ void __attribute__((format(printf, 1, 2))) say(const char *fmt, ...);
 void run_trace_rule(void *ctx, const char *path, const char *what);
 
 /* opts.c */
-int run_parse(run_opts *o, int argc, char **argv);
+#define RUN_PARSE_HELP    1 /* run_parse: --help was given */
+#define RUN_PARSE_VERSION 2 /* run_parse: --version was given */
+
+/* refgate-run's whole --help text. */
+const char *run_opts_help(void);
+
+/*
+ * The command line into `o` (whose lists the caller frees): 0 to run,
+ * RUN_PARSE_HELP or RUN_PARSE_VERSION, or a negative error with its
+ * message in `err`. Prints nothing.
+ */
+int run_parse(run_opts *o, int argc, char **argv, rg_error *err);
 
 /* plan.c */
 int run_plan(run_state *s);
