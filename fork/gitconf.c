@@ -1,5 +1,6 @@
 /*
- * Neutralising a fork's .git after a run; see gitconf.h. The parser follows
+ * The config filter of a fork's .git (see gitconf.h; the walk that
+ * neutralises the rest is gitconf_neutralise.c). The parser follows
  * git's config.c (get_base_var, get_extended_base_var, parse_value) closely
  * enough that every key git would see is seen here: where the two could
  * disagree, the file is refused as a whole and replaced by an empty one.

@@ -220,10 +220,6 @@ static char *run_read_mountinfo(void)
 }
 
 /*
- * The mount namespace's layout (see mount.h): planned here, in the runner,
- * where the paths are resolved and refusals can still be made cleanly.
- */
-/*
  * The seccomp supervisor, when this kernel can give the command a listener;
  * else the plain filter (the same denials), and the summary says why they
  * are not counted.
@@ -245,6 +241,10 @@ int run_plan_notify(run_state *s)
     return 0;
 }
 
+/*
+ * The mount namespace's layout (see mount.h): planned here, in the runner,
+ * where the paths are resolved and refusals can still be made cleanly.
+ */
 int run_plan_mounts(run_state *s)
 {
     /* A root caller's command is nobody outside: what it is given, root's
