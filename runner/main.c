@@ -3,14 +3,16 @@
  * directory that only it may write, with secrets unreadable and a clean
  * environment, and exit with its status.
  *
- * This file decides what the user sees and in which order the layers are
- * set up; each layer lives in its own module: home.c (what must stay
- * hidden), fork.c and tree.c (the fork), env.c (the environment), ns.c
- * (namespaces, id maps), mount.c (the mount namespace's layout), landlock.c
- * (file access and scoping), privs.c (no_new_privs, capabilities),
- * seccomp.c (the system call deny-list) and proc.c (session, descriptors,
- * init, exec, signals) and net.c (the gateway's bridge into the net
- * namespace). Every refusal happens before anything is created,
+ * This file holds main(), which decides in which order the steps run, the
+ * callbacks sandbox_proc_spawn() calls and the messages; the steps live in
+ * opts.c (the command line), plan.c (what the run will do) and mounts.c
+ * (what it sees), and each layer in its own module of sandbox/ and fork/:
+ * home.c (what must stay hidden), fork.c and tree.c (the fork), env.c (the
+ * environment), ns.c (namespaces, id maps), mount.c (the mount namespace's
+ * layout), landlock.c (file access and scoping), privs.c (no_new_privs,
+ * capabilities), seccomp.c (the system call deny-list), proc.c (session,
+ * descriptors, init, exec, signals) and net.c (the gateway's bridge into
+ * the net namespace). Every refusal happens before anything is created,
  * so a refused run leaves no trace.
  *
  * The order: the runner (outside) makes the fork and TMPDIR and plans the
