@@ -21,6 +21,7 @@
 #include "cli/profile.h"
 #include "cli/runplace.h"
 #include "config/config.h"
+#include "runner/options.h"
 #include "tokens/token.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -55,36 +56,6 @@
 #define FORKS_MAX 4096
 /* refgate-run options passed on (words), at most. */
 #define RUN_FORK_OPTS_MAX 64
-
-/*
- * refgate-run's options that refgate run passes on as they are. What the
- * run's network, namespaces and confinement are is refgate run's to decide:
- * those options are refused (refgate-run itself takes them).
- */
-static const struct run_passed {
-    const char *name;
-    int valued;
-} run_passed[] = {
-    {"-q", 0},
-    {"-v", 0},
-    {"--rm", 0},
-    {"--keep-tmp", 0},
-    {"--no-caches", 0},
-    {"--mkdir", 0},
-    {"--exclude-ignored", 0},
-    {"-r", 1},
-    {"-w", 1},
-    {"-e", 1},
-    {"--exclude", 1},
-    {"--cache-dir", 1},
-    {"--bind", 1},
-    {"--ro-bind", 1},
-    {"--hide", 1},
-};
-static const char *const run_refused[] = {
-    "-d",        "--net",   "--share-net",        "--share",    "--unshare",
-    "--gateway", "--force", "--allow-unconfined", "--no-scope", "--no-truncate-control",
-};
 
 /* What git needs to reach the gateway: see run_git_env. */
 #define CREDENTIAL_HELPER                                                                          \
@@ -1088,50 +1059,46 @@ done:
 }
 
 /*
- * One of refgate-run's options at argv[*argi], added to opts (with its
- * value) when refgate run passes it on: 1. 0 when it is none of them, -1
- * (said) when it is refused, lacks its value or would pass the cap.
+ * One of refgate-run's options at argv[*argi], added to opts (by its long
+ * name, with its value) when refgate run passes it on (runner/options.h):
+ * 1. 0 when it is none refgate run offers, -1 (said) when it is refused,
+ * lacks its value or would pass the cap.
  */
 static int run_pass_option(const char **opts, size_t *n, int *quiet, int argc, char **argv,
                            int *argi)
 {
-    const char *arg = argv[*argi], *value;
-    size_t i, len;
-    int m;
+    const char *arg = argv[*argi], *value = NULL;
+    const runner_option *o;
+    char name[64];
+    size_t len;
 
-    for (i = 0; i < sizeof(run_refused) / sizeof(run_refused[0]); i++) {
-        len = strlen(run_refused[i]);
-        if (!strncmp(arg, run_refused[i], len) && (arg[len] == '\0' || arg[len] == '=')) {
-            fprintf(stderr,
-                    "refgate run: %s is refgate run's to decide (its network is the gateway, its "
-                    "confinement whole); refgate-run itself takes it\n",
-                    run_refused[i]);
-            return -1;
-        }
+    o = runner_option_lookup(arg, &len);
+    if (o == NULL || o->run == RUNNER_RUN_NOT_OFFERED)
+        return 0;
+    if (o->run != RUNNER_RUN_PASSED) {
+        fprintf(stderr,
+                "refgate run: %.*s is refgate run's to decide (%s); refgate-run itself takes it\n",
+                (int)len, arg, o->why);
+        return -1;
     }
-    for (i = 0; i < sizeof(run_passed) / sizeof(run_passed[0]); i++) {
-        if (!run_passed[i].valued) {
-            if (strcmp(arg, run_passed[i].name) != 0)
-                continue;
-            value = NULL;
-        } else if ((m = cli_opt_value(&value, argc, argv, argi, run_passed[i].name,
-                                      "refgate run")) <= 0) {
-            if (m < 0)
-                return -1;
-            continue;
-        }
-        if (*n + 2 > RUN_FORK_OPTS_MAX) {
-            fprintf(stderr, "refgate run: too many refgate-run options\n");
+    if (o->arg == RUNNER_ARG_NONE) {
+        if (arg[len] != '\0')
+            return 0;
+    } else {
+        snprintf(name, sizeof(name), "%.*s", (int)len, arg);
+        if (cli_opt_value(&value, argc, argv, argi, name, "refgate run") < 0)
             return -1;
-        }
-        opts[(*n)++] = run_passed[i].name;
-        if (value != NULL)
-            opts[(*n)++] = value;
-        if (!strcmp(run_passed[i].name, "-q"))
-            *quiet = 1;
-        return 1;
     }
-    return 0;
+    if (*n + 2 > RUN_FORK_OPTS_MAX) {
+        fprintf(stderr, "refgate run: too many refgate-run options\n");
+        return -1;
+    }
+    opts[(*n)++] = o->name;
+    if (value != NULL)
+        opts[(*n)++] = value;
+    if (o->id == 'q')
+        *quiet = 1;
+    return 1;
 }
 
 int cli_run(int argc, char **argv)
