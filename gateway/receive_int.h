@@ -1,0 +1,175 @@
+/*
+ * What the files of one push share (receive.c, receive_inspect.c, hold.c):
+ * the push's state and the steps one file takes for another. Private to
+ * gateway/; the interface is receive.h.
+ */
+#ifndef RG_GATEWAY_RECEIVE_INT_H
+#define RG_GATEWAY_RECEIVE_INT_H
+
+#include <stdint.h>
+
+#include "gateway/approve.h"
+#include "gateway/merge.h"
+#include "gateway/receive.h"
+#include "git/packscan.h"
+#include "git/push.h"
+#include "git/quarantine.h"
+#include "git/report.h"
+#include "inspect/conditions.h"
+#include "policy/plan.h"
+#include "upstream/mirror.h"
+#include "util/inflate.h"
+
+/* The rewritten command list is at most the client's (capped by the
+ * parser) plus the capability the gateway adds. */
+#define FORWARD_HEADER_MAX (16u * 1024 * 1024)
+
+/* What the spooled pack is read back in. */
+#define SPOOL_CHUNK (1u << 20)
+
+/* ---------------------------------------------------------------- state */
+
+typedef enum body_mode {
+    MODE_HEADER,  /* still reading the command list */
+    MODE_STREAM,  /* pack bytes go straight to upstream */
+    MODE_SPOOL,   /* pack bytes go to disk and the quarantine */
+    MODE_DISCARD, /* nothing of the rest is needed */
+} body_mode;
+
+/* One command of the push and everything decided about it. */
+typedef struct ref_cmd {
+    const rgit_ref_update *u;
+    policy_plan_ref plan;
+    char *moves;                      /* owned: the ref it moves when symbolic upstream, or NULL */
+    char note[256];                   /* what the gateway could not decide, said with the verdict */
+    char reason[GATEWAY_RESULT_MAX];  /* the verdict's reason, for the ng and the log */
+    char refusal[GATEWAY_RESULT_MAX]; /* the ng text when not forwarded */
+    char detail[300]; /* what made its deciding rule's conditions hold, for the audit log */
+    char audited[GATEWAY_RESULT_MAX + 300]; /* the decision record's reason: reason; detail */
+    int unaudited;                          /* allowed, the audit log refused it; 2: DB down */
+    int tentative;                          /* overlap: sent upstream before the decision */
+    uint64_t decision_seq;                  /* its decision record, once written */
+    gateway_approval_ref approval;          /* when the rules ask about it */
+    gateway_ref_result result;
+} ref_cmd;
+
+struct gateway_receive {
+    const gateway_ctx *ctx;
+    gateway_route route;
+    upstream_target target; /* its strings point into route and repo_dir */
+    char *repo_dir;
+    char *run;
+    char token_hash[TOKENS_HASH_PREFIX_SIZE];
+    char remote[64];
+    char push_id[17];
+
+    rg_inflate *z;
+    uint64_t raw_bytes;
+    uint64_t decoded_bytes;
+    rgit_push_parser *parser;
+    const rgit_push_request *req;
+    ref_cmd *cmds; /* req->nupdates of them */
+    body_mode mode;
+    rgit_sideband_mode sideband;
+    int report_status;
+
+    /* Inspection (MODE_SPOOL). */
+    int spool_fd;
+    gateway_spool_lease *lease; /* the server's: charged before the spool grows */
+    upstream_mirror *mirror;    /* remote upstreams: held while the pack is inspected */
+    rgit_quarantine *q;
+    int q_failed;
+    rg_error q_err;
+    int check_workflows; /* the write credential needs to know about workflow changes */
+    int inspect;         /* a rule with content conditions may match: no overlap */
+    inspect_conditions *conds;
+    const char *content_denied; /* the ref a content condition denied: the push is refused */
+    int conditions_told;        /* band 2 said what made the conditions hold */
+    /* Overlap: the pack goes upstream as it arrives, all but its trailing
+     * checksum (not where the write credential is minted per push). */
+    rgit_packscan *scan;
+    int scan_state;      /* 0 scanning, 1 the pack's end is known, < 0 failed */
+    uint64_t pack_bytes; /* of the pack (and what follows) seen so far */
+    uint64_t sent;       /* of the pack sent upstream */
+    unsigned cred_flags; /* TOKENS_CRED_* for the forwarded push */
+
+    /* A ref asked for an approval and the pack was not spooled: it is kept
+     * here for the approval (pack bytes after the decision). */
+    int keep_fd;
+    uint64_t keep_bytes;
+    int keep_failed;
+    int kept; /* keep_packs ran */
+
+    /* Hold: an ask rule keeps the push open until its approval is decided. */
+    int may_hold;           /* a rule with a hold may ask: decide at the end */
+    int held;               /* waiting; gateway_receive_read answers */
+    int hold_done;          /* the wait is over and the answer built */
+    int64_t hold_until;     /* CLOCK_MONOTONIC ms */
+    int64_t next_keepalive; /* CLOCK_MONOTONIC ms */
+    rg_buf held_out;        /* what gateway_receive_read still has to send */
+    size_t held_off;
+
+    /* Upstream could not say which refs are symbolic: nothing is sent. */
+    int symrefs_failed;
+    rg_error symrefs_err;
+
+    /* Forwarding. */
+    int decided;  /* verdicts made and decision records written */
+    int nforward; /* refs sent upstream */
+    upstream_push *upstream;
+    int send_pack;
+    int upstream_failed;
+    rg_error upstream_err;
+    int finished; /* upstream's answer merged and outcome records written */
+    rgit_report report;
+    rg_buf progress;
+    int have_report;
+
+    /* Metrics: counted as in flight until freed; when upstream began. */
+    int in_flight;
+    double upstream_t0;
+
+    /* The request failed (malformed, too large): the HTTP status and why. */
+    int failed;
+    unsigned fail_status;
+    rg_error fail_err;
+};
+
+/*
+ * A github-app write token may change files under .github/workflows/ only
+ * when it has the "workflows" permission, which is asked for only when an
+ * allowed ref update needs it.
+ */
+#define WORKFLOWS_PREFIX ".github/workflows/"
+
+/* receive.c */
+int fail(gateway_receive *r, unsigned status, int code, const char *msg);
+void upstream_failed(gateway_receive *r, const rg_error *e);
+void add_note(ref_cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int send_upstream(gateway_receive *r, const void *data, size_t len, rg_error *err);
+int start_upstream(gateway_receive *r, rg_error *err);
+void decide_all(gateway_receive *r);
+int forward_spooled(gateway_receive *r);
+void answer(gateway_receive *r, rg_buf *response, unsigned *status, const char **content_type);
+
+/* receive_inspect.c */
+int start_spool(gateway_receive *r);
+void finish_inspection(gateway_receive *r);
+void resolve_ancestry(gateway_receive *r);
+void resolve_workflows(gateway_receive *r);
+void run_inspection(gateway_receive *r);
+void settle_conditions(gateway_receive *r);
+void end_inspection(gateway_receive *r);
+void start_overlap(gateway_receive *r);
+void overlap_pack(gateway_receive *r, const char *data, size_t len);
+int overlap_holds(const gateway_receive *r);
+void abort_overlap(gateway_receive *r);
+void complete_overlap(gateway_receive *r);
+
+/* hold.c */
+void start_keep(gateway_receive *r);
+void keep_write(gateway_receive *r, const char *data, size_t len);
+void keep_packs(gateway_receive *r);
+int start_hold(gateway_receive *r);
+
+#endif
