@@ -130,7 +130,7 @@ int start_hold(gateway_receive *r)
     /* Nothing else needs the quarantine unless workflows are asked about. */
     if (!r->check_workflows)
         end_inspection(r);
-    r->held = 1;
+    push_phase_hold(r);
     r->hold_until = now_ms() + (int64_t)hold * 1000;
     r->next_keepalive = now_ms() + HOLD_KEEPALIVE_MS;
     rgit_sideband_write(&r->held_out, 2, msg, strlen(msg), r->sideband);
@@ -163,10 +163,8 @@ static void hold_step(gateway_receive *r)
         return;
     }
 decide:
-    r->hold_done = 1;
-    decide_all(r);
-    settle_conditions(r);
-    if (forward_spooled(r) < 0) {
+    /* Leaves PUSH_HELD whatever happens: forwarded, or failed. */
+    if (decide_and_forward(r) < 0) {
         char msg[700];
 
         /* Too late for an HTTP error: side-band's error band says it. */
@@ -183,7 +181,8 @@ decide:
 
 int gateway_receive_held(const gateway_receive *r)
 {
-    return r->held;
+    /* Set when the push is held, and kept: the answer is read from here on. */
+    return r->hold_until != 0;
 }
 
 size_t gateway_receive_read(gateway_receive *r, char *buf, size_t max)
@@ -191,7 +190,7 @@ size_t gateway_receive_read(gateway_receive *r, char *buf, size_t max)
     size_t n;
 
     /* Bounded: each round either waits out part of the hold or ends it. */
-    while (r->held_off == r->held_out.len && !r->hold_done)
+    while (r->held_off == r->held_out.len && r->phase == PUSH_HELD)
         hold_step(r);
     n = r->held_out.len - r->held_off;
     if (n > max)

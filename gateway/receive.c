@@ -66,6 +66,57 @@
 
 static int on_decoded(void *arg, const char *data, size_t len);
 
+/* --------------------------------------------------------------- phases */
+
+/* The command list is read and the pack must be inspected before the
+ * decision (start_spool). */
+void push_phase_inspect(gateway_receive *r)
+{
+    r->phase = PUSH_INSPECTING;
+}
+
+/* Decided on the spooled pack, and a ref waits for its approval (start_hold). */
+void push_phase_hold(gateway_receive *r)
+{
+    r->phase = PUSH_HELD;
+}
+
+/* The command list held no command: git's probe (header_done). */
+static void push_phase_probe(gateway_receive *r)
+{
+    r->phase = PUSH_PROBE;
+}
+
+/* The decision records are durable: from here on what is allowed goes
+ * upstream (record_and_forward, the only caller). */
+static void push_phase_forward(gateway_receive *r)
+{
+    r->phase = PUSH_FORWARDING;
+}
+
+/* Upstream's answer is in and the outcomes recorded (finish_push). */
+static void push_phase_finish(gateway_receive *r)
+{
+    r->phase = PUSH_FINISHED;
+}
+
+/* Whether the decision records were written (and forwarding began). */
+int push_decided(const gateway_receive *r)
+{
+    return r->phase == PUSH_FORWARDING || r->phase == PUSH_FINISHED;
+}
+
+push_phase gateway_receive_phase(const gateway_receive *r)
+{
+    return r->phase;
+}
+
+/*
+ * The request went wrong: keep the first status and reason. Before the
+ * decision is durable that ends the push (PUSH_FAILED: nothing is
+ * forwarded); after it, the forwarded push still finishes and the client
+ * hears upstream's report with the reason.
+ */
 int fail(gateway_receive *r, unsigned status, int code, const char *msg)
 {
     if (!r->failed) {
@@ -73,6 +124,8 @@ int fail(gateway_receive *r, unsigned status, int code, const char *msg)
         r->fail_status = status;
         rg_error_set(&r->fail_err, code, "%s", msg);
     }
+    if (!push_decided(r))
+        r->phase = PUSH_FAILED;
     return code;
 }
 
@@ -516,7 +569,6 @@ static int record_decisions(gateway_receive *r)
     }
     for (size_t i = 0; i < n && first; i++)
         r->cmds[i].decision_seq = first + i;
-    r->decided = 1;
 done:
     free(recs);
     free(evals);
@@ -546,7 +598,6 @@ static int start_forward(gateway_receive *r)
         if (!r->cmds[i].plan.new_zero)
             r->send_pack = 1;
     }
-    r->mode = MODE_DISCARD;
     if (r->nforward == 0)
         goto done;
     /* Without report-status upstream says nothing of what it did: always
@@ -560,8 +611,6 @@ static int start_forward(gateway_receive *r)
     }
     if (start_upstream(r, &e) < 0 || send_upstream(r, header.data, header.len, &e) < 0)
         upstream_failed(r, &e);
-    if (r->send_pack && !r->upstream_failed)
-        r->mode = MODE_STREAM;
 done:
     rg_buf_free(&header);
     free(keep);
@@ -597,12 +646,60 @@ static void send_spool(gateway_receive *r)
     free(chunk);
 }
 
-/* Record, then forward: the one path from decided refs to upstream. */
+/*
+ * Record, then forward: the one path from decided refs to upstream, and
+ * the one entry to PUSH_FORWARDING. Overlapped and still exactly right,
+ * only the trailer is left to send once the decisions are durable (unless
+ * the audit log refused the push, which overlap_holds then sees); else
+ * the overlapped request is given up and the allowed commands go anew,
+ * followed by the spooled pack when there is one (on the streamed path the
+ * pack is still to come and on_pack sends it).
+ */
 static int record_and_forward(gateway_receive *r)
 {
-    int rc = record_decisions(r);
+    int overlapped = overlap_holds(r), rc;
 
-    return rc < 0 ? rc : start_forward(r);
+    if (!overlapped)
+        abort_overlap(r);
+    rc = record_decisions(r);
+    if (rc < 0)
+        return rc;
+    push_phase_forward(r);
+    if (overlapped && overlap_holds(r)) {
+        complete_overlap(r);
+        return 0;
+    }
+    abort_overlap(r);
+    rc = start_forward(r);
+    if (rc == 0 && r->spool_fd >= 0 && r->upstream && r->send_pack && !r->upstream_failed)
+        send_spool(r);
+    return rc;
+}
+
+/*
+ * Decide every ref, then record and forward: the one way a push is
+ * decided, entered when the command list alone decides (the pack then
+ * streams), when the body ends on the spooled path, and when a hold is
+ * over. On the spooled path the content conditions are settled, and a ref
+ * that waits for an approval may hold the push (the first time only).
+ */
+int decide_and_forward(gateway_receive *r)
+{
+    push_phase from = r->phase;
+
+    decide_all(r);
+    if (from == PUSH_COMMANDS) {
+        start_keep(r);
+        return record_and_forward(r);
+    }
+    settle_conditions(r);
+    /* Waiting for an approval: gateway_receive_read goes on from here. */
+    if (from == PUSH_INSPECTING && start_hold(r))
+        return 0;
+    if (r->check_workflows)
+        resolve_workflows(r);
+    end_inspection(r);
+    return record_and_forward(r);
 }
 
 /* --------------------------------------------------------------- finish */
@@ -622,9 +719,9 @@ static void finish_push(gateway_receive *r)
     char q[RG_LOG_VALUE_MAX];
     int kept;
 
-    if (r->finished || !r->decided)
+    if (r->phase != PUSH_FORWARDING)
         return;
-    r->finished = 1;
+    push_phase_finish(r);
     if (r->upstream) {
         if (upstream_push_finish(r->upstream, &r->report, &r->progress, &e) < 0) {
             upstream_failed(r, &e);
@@ -690,7 +787,7 @@ static int header_done(gateway_receive *r)
     r->report_status = rgit_push_has_cap(r->req, "report-status");
     if (r->req->nupdates == 0) {
         /* git's 4-byte probe before a large push: answer 200, do nothing. */
-        r->mode = MODE_DISCARD;
+        push_phase_probe(r);
         return 0;
     }
     need_pack = plan_push(r);
@@ -703,9 +800,7 @@ static int header_done(gateway_receive *r)
             start_overlap(r);
         return rc;
     }
-    decide_all(r);
-    start_keep(r);
-    return record_and_forward(r);
+    return decide_and_forward(r);
 }
 
 static int on_pack(gateway_receive *r, const char *data, size_t len)
@@ -713,13 +808,14 @@ static int on_pack(gateway_receive *r, const char *data, size_t len)
     rg_error e = RG_ERROR_INIT;
     int rc;
 
-    switch (r->mode) {
-    case MODE_STREAM:
-        if (!r->upstream_failed && send_upstream(r, data, len, &e) < 0)
+    switch (r->phase) {
+    case PUSH_FORWARDING:
+        /* Decided on the names: the pack streams to upstream as it comes. */
+        if (r->send_pack && !r->upstream_failed && send_upstream(r, data, len, &e) < 0)
             upstream_failed(r, &e);
         keep_write(r, data, len);
         return 0;
-    case MODE_SPOOL:
+    case PUSH_INSPECTING:
         if ((rc = gateway_spool_take(r->lease, len)) < 0)
             return fail(r, 503, rc, GATEWAY_SPOOL_FULL);
         rc = rg_fs_write_all(r->spool_fd, data, len);
@@ -746,7 +842,7 @@ static int on_decoded(void *arg, const char *data, size_t len)
     r->decoded_bytes += len;
     if (r->decoded_bytes > r->ctx->cfg->max_body_bytes)
         return fail(r, 413, RG_E_TOO_BIG, "push body larger than the configured max_body_bytes");
-    if (r->mode == MODE_HEADER) {
+    if (r->phase == PUSH_COMMANDS) {
         rc = rgit_push_parser_feed(r->parser, data, len, &consumed, &e);
         if (rc < 0)
             return fail(r, rc == RG_E_TOO_BIG ? 413 : 400, rc, e.msg);
@@ -780,30 +876,6 @@ int gateway_receive_body(gateway_receive *r, const char *data, size_t len)
 }
 
 /* --------------------------------------------------------------- answer */
-
-/* Decided on the spooled pack: record, then forward (completing the overlap
- * when it still holds). 0, or < 0 when the request failed (fail_err). */
-int forward_spooled(gateway_receive *r)
-{
-    if (r->check_workflows)
-        resolve_workflows(r);
-    end_inspection(r);
-    /* Overlapped and still exactly right: the decisions become durable,
-     * then the trailer may go (unless the audit log refused the push,
-     * which overlap_holds then sees). */
-    if (overlap_holds(r) && record_decisions(r) < 0)
-        return -1;
-    if (r->decided && overlap_holds(r)) {
-        complete_overlap(r);
-        return 0;
-    }
-    abort_overlap(r);
-    if ((r->decided ? start_forward(r) : record_and_forward(r)) < 0)
-        return -1;
-    if (r->upstream && r->send_pack && !r->upstream_failed)
-        send_spool(r);
-    return 0;
-}
 
 static void error_response(rg_buf *response, unsigned *status, const char **ctype, unsigned code,
                            const char *msg)
@@ -884,30 +956,28 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
     *content_type = "application/x-git-receive-pack-result";
     if (!r->failed && r->z && rg_inflate_finish(r->z, &e) < 0)
         fail(r, 400, RG_E_PROTOCOL, e.msg);
-    if (!r->failed && r->mode == MODE_HEADER)
+    if (!r->failed && r->phase == PUSH_COMMANDS)
         fail(r, 400, RG_E_PROTOCOL, "the request ended before its command list did");
     /* Before anything was forwarded a bad request is only an HTTP error. */
     if (r->failed && r->nforward == 0) {
         error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
         return;
     }
-    if (r->req->nupdates == 0) {
+    if (r->phase == PUSH_PROBE) {
         rg_buf_reset(response);
         return;
     }
-    if (r->mode == MODE_SPOOL && !r->decided) {
+    if (r->phase == PUSH_INSPECTING) {
         finish_inspection(r);
         resolve_ancestry(r);
         run_inspection(r);
-        decide_all(r);
-        settle_conditions(r);
-        /* Waiting for an approval: gateway_receive_read goes on from here. */
-        if (start_hold(r))
-            return;
-        if (forward_spooled(r) < 0) {
+        if (decide_and_forward(r) < 0) {
             error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
             return;
         }
+        /* Waiting for an approval: gateway_receive_read goes on from here. */
+        if (r->phase == PUSH_HELD)
+            return;
     }
     answer(r, response, status, content_type);
 }
@@ -916,7 +986,7 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
 static void count_push(const gateway_receive *r)
 {
     gateway_metrics *m = r->ctx->metrics;
-    size_t n = r->decided ? r->req->nupdates : 0, nallow = 0, nforward = 0, nfailed = 0;
+    size_t n = push_decided(r) ? r->req->nupdates : 0, nallow = 0, nforward = 0, nfailed = 0;
 
     if (n == 0) {
         gateway_metrics_push(m, "none", "invalid");
@@ -959,7 +1029,7 @@ void gateway_receive_free(gateway_receive *r)
         count_push(r);
         gateway_metrics_in_flight(r->ctx->metrics, -1);
     }
-    if (!r->decided)
+    if (!push_decided(r))
         abort_overlap(r);
     upstream_push_free(r->upstream);
     /* The quarantine reads the mirror's objects: free it first. */

@@ -26,7 +26,7 @@ int start_spool(gateway_receive *r)
     r->spool_fd = open(r->ctx->tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (r->spool_fd < 0)
         return fail(r, 500, -errno, "cannot create a spool file for the pack");
-    r->mode = MODE_SPOOL;
+    push_phase_inspect(r);
     if (gitdir == NULL) {
         /*
          * A remote upstream's history is read from its mirror, which must

@@ -29,12 +29,29 @@
 
 /* ---------------------------------------------------------------- state */
 
-typedef enum body_mode {
-    MODE_HEADER,  /* still reading the command list */
-    MODE_STREAM,  /* pack bytes go straight to upstream */
-    MODE_SPOOL,   /* pack bytes go to disk and the quarantine */
-    MODE_DISCARD, /* nothing of the rest is needed */
-} body_mode;
+/*
+ * Where a push is. Each phase is entered by one function (receive.c,
+ * "phases"); the pack bytes that arrive go where the phase says (on_pack).
+ *
+ *   COMMANDS -> PROBE                      no commands: git's probe
+ *   COMMANDS -> FORWARDING                 the names decide; the pack streams
+ *   COMMANDS -> INSPECTING -> FORWARDING   the pack is spooled and inspected
+ *   INSPECTING -> HELD -> FORWARDING       an approval was waited for
+ *   FORWARDING -> FINISHED                 upstream's answer and the outcomes
+ *   any undecided phase -> FAILED          the request went wrong first
+ *
+ * FORWARDING is entered in one place, record_and_forward, once the
+ * decision records are durable: nothing reaches upstream for good before.
+ */
+typedef enum push_phase {
+    PUSH_COMMANDS,   /* reading the command list */
+    PUSH_PROBE,      /* no commands: the rest of the body is not needed */
+    PUSH_INSPECTING, /* undecided: the pack spools into the quarantine (maybe overlapped) */
+    PUSH_HELD,       /* decided once, a ref waits for its approval: gateway_receive_read */
+    PUSH_FORWARDING, /* decided for good: the allowed commands went upstream, the pack follows */
+    PUSH_FINISHED,   /* upstream's answer merged and the outcome records written */
+    PUSH_FAILED,     /* the request went wrong before its decision: nothing is forwarded */
+} push_phase;
 
 /* One command of the push and everything decided about it. */
 typedef struct ref_cmd {
@@ -69,11 +86,23 @@ struct gateway_receive {
     rgit_push_parser *parser;
     const rgit_push_request *req;
     ref_cmd *cmds; /* req->nupdates of them */
-    body_mode mode;
+    push_phase phase;
     rgit_sideband_mode sideband;
     int report_status;
 
-    /* Inspection (MODE_SPOOL). */
+    /*
+     * Besides the phase, facts that hold whatever the phase, or are
+     * learned once and kept: what the client asked for (report_status),
+     * what the plan found (check_workflows, inspect, may_hold), failures
+     * latched with their message (q_failed, keep_failed, symrefs_failed,
+     * upstream_failed, failed: a request can go wrong after its push was
+     * forwarded, and that push still finishes), what is there to send
+     * (send_pack, have_report) and guards that make a step run once
+     * (conditions_told, kept, in_flight). scan_state is the overlap
+     * scanner's own small state.
+     */
+
+    /* Inspection (PUSH_INSPECTING). */
     int spool_fd;
     gateway_spool_lease *lease; /* the server's: charged before the spool grows */
     upstream_mirror *mirror;    /* remote upstreams: held while the pack is inspected */
@@ -102,9 +131,7 @@ struct gateway_receive {
 
     /* Hold: an ask rule keeps the push open until its approval is decided. */
     int may_hold;           /* a rule with a hold may ask: decide at the end */
-    int held;               /* waiting; gateway_receive_read answers */
-    int hold_done;          /* the wait is over and the answer built */
-    int64_t hold_until;     /* CLOCK_MONOTONIC ms */
+    int64_t hold_until;     /* CLOCK_MONOTONIC ms; 0: never held */
     int64_t next_keepalive; /* CLOCK_MONOTONIC ms */
     rg_buf held_out;        /* what gateway_receive_read still has to send */
     size_t held_off;
@@ -114,13 +141,11 @@ struct gateway_receive {
     rg_error symrefs_err;
 
     /* Forwarding. */
-    int decided;  /* verdicts made and decision records written */
     int nforward; /* refs sent upstream */
     upstream_push *upstream;
-    int send_pack;
+    int send_pack; /* the pack follows the forwarded commands (not all deletes) */
     int upstream_failed;
     rg_error upstream_err;
-    int finished; /* upstream's answer merged and outcome records written */
     rgit_report report;
     rg_buf progress;
     int have_report;
@@ -142,14 +167,20 @@ struct gateway_receive {
  */
 #define WORKFLOWS_PREFIX ".github/workflows/"
 
-/* receive.c */
+/* receive.c: the phases */
+void push_phase_inspect(gateway_receive *r);
+void push_phase_hold(gateway_receive *r);
+int push_decided(const gateway_receive *r);
+push_phase gateway_receive_phase(const gateway_receive *r);
+int decide_and_forward(gateway_receive *r);
+
+/* receive.c: the rest */
 int fail(gateway_receive *r, unsigned status, int code, const char *msg);
 void upstream_failed(gateway_receive *r, const rg_error *e);
 void add_note(ref_cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int send_upstream(gateway_receive *r, const void *data, size_t len, rg_error *err);
 int start_upstream(gateway_receive *r, rg_error *err);
 void decide_all(gateway_receive *r);
-int forward_spooled(gateway_receive *r);
 void answer(gateway_receive *r, rg_buf *response, unsigned *status, const char **content_type);
 
 /* receive_inspect.c */
