@@ -1,6 +1,7 @@
 /*
  * Holding a push for an approval (see receive.c for the whole walk): the
- * pack an asked-for approval keeps, then, when the deciding rule holds, the
+ * pack an asked-for approval keeps, whether a push may be held at all,
+ * then, when the deciding rule holds, the
  * push kept open with keepalives until the approval is decided or the hold
  * is up, and the push decided again and answered.
  */
@@ -76,6 +77,30 @@ void keep_packs(gateway_receive *r)
 }
 
 /* ----------------------------------------------------------------- hold */
+
+/*
+ * Whether a rule with a hold may ask about a ref of this push (so it is
+ * decided once the pack is in, where it can wait). Only a client that
+ * speaks side-band hears keepalives, and only one that asked for
+ * report-status hears the outcome: others are refused at once.
+ */
+int may_hold(const gateway_receive *r)
+{
+    const config_model *cfg = r->ctx->cfg;
+    size_t i;
+
+    if (r->ctx->approvals == NULL || r->sideband == RGIT_SIDEBAND_NONE || !r->report_status)
+        return 0;
+    /* Most configs hold nothing: then no ref is decided twice for it. */
+    for (i = 0; i < cfg->nrules && cfg->rules[i].hold == 0; i++)
+        ;
+    if (i == cfg->nrules)
+        return 0;
+    for (i = 0; i < r->req->nupdates; i++)
+        if (gateway_approval_hold(&r->cmds[i].plan, cfg, r->route.repo) > 0)
+            return 1;
+    return 0;
+}
 
 static int64_t now_ms(void)
 {

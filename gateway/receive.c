@@ -257,20 +257,6 @@ static int find_moves(gateway_receive *r, rgit_symrefs *refs, ref_cmd *c)
     return 0;
 }
 
-/* Does a push to this upstream need to know whether it changes workflows? */
-static int workflows_matter(gateway_receive *r)
-{
-    if (r->target.repo_dir != NULL || r->target.up == NULL ||
-        r->target.up->credentials.type != CONFIG_CRED_GITHUB_APP)
-        return 0;
-    /* Only refs that may be forwarded carry content the token would write. */
-    for (size_t i = 0; i < r->req->nupdates; i++)
-        if (!r->cmds[i].plan.new_zero &&
-            policy_plan_may_allow(&r->cmds[i].plan, r->ctx->cfg, r->route.repo))
-            return 1;
-    return 0;
-}
-
 /* A remote upstream's symbolic refs, asked on a thread of their own. */
 typedef struct symref_job {
     gateway_receive *r;
@@ -285,30 +271,6 @@ static void *symref_job_main(void *arg)
 
     j->rc = open_symrefs(&j->refs, j->r, &j->err);
     return NULL;
-}
-
-/*
- * Whether a rule with a hold may ask about a ref of this push (so it is
- * decided once the pack is in, where it can wait). Only a client that
- * speaks side-band hears keepalives, and only one that asked for
- * report-status hears the outcome: others are refused at once.
- */
-static int may_hold(const gateway_receive *r)
-{
-    const config_model *cfg = r->ctx->cfg;
-    size_t i;
-
-    if (r->ctx->approvals == NULL || r->sideband == RGIT_SIDEBAND_NONE || !r->report_status)
-        return 0;
-    /* Most configs hold nothing: then no ref is decided twice for it. */
-    for (i = 0; i < cfg->nrules && cfg->rules[i].hold == 0; i++)
-        ;
-    if (i == cfg->nrules)
-        return 0;
-    for (i = 0; i < r->req->nupdates; i++)
-        if (gateway_approval_hold(&r->cmds[i].plan, cfg, r->route.repo) > 0)
-            return 1;
-    return 0;
 }
 
 /* Classify every command on the names alone; 1 when a pack would be read. */
@@ -615,35 +577,6 @@ done:
     rg_buf_free(&header);
     free(keep);
     return rc;
-}
-
-/* Send the spooled pack upstream once the decision is made. */
-static void send_spool(gateway_receive *r)
-{
-    uint64_t end = r->scan && r->scan_state == 1 ? rgit_packscan_end(r->scan) : 0, done = 0;
-    rg_error e = RG_ERROR_INIT;
-    char *chunk;
-    ssize_t n;
-
-    chunk = malloc(SPOOL_CHUNK);
-    if (chunk == NULL || lseek(r->spool_fd, 0, SEEK_SET) < 0) {
-        rg_error_set(&e, RG_E_UPSTREAM, "cannot read the spooled pack");
-        upstream_failed(r, &e);
-        free(chunk);
-        return;
-    }
-    /* Bounded: the spool holds at most max_body_bytes. Where the pack's
-     * end is known, nothing after it goes upstream. */
-    while ((n = read(r->spool_fd, chunk, SPOOL_CHUNK)) > 0) {
-        if (end && (uint64_t)n > end - done)
-            n = (ssize_t)(end - done);
-        done += (uint64_t)n;
-        if (n > 0 && send_upstream(r, chunk, (size_t)n, &e) < 0) {
-            upstream_failed(r, &e);
-            break;
-        }
-    }
-    free(chunk);
 }
 
 /*

@@ -3,7 +3,8 @@
  * to disk and into a quarantine, settle ancestry and workflow changes there,
  * work out the rules' content conditions (inspect/conditions.h), and the
  * overlap that sends the pack upstream, all but its trailer, while the
- * gateway indexes it.
+ * gateway indexes it; once decided, the spooled pack goes upstream from
+ * here too.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -132,6 +133,20 @@ void resolve_ancestry(gateway_receive *r)
             policy_plan_set_ancestry(&c->plan, 1, anc);
         }
     }
+}
+
+/* Does a push to this upstream need to know whether it changes workflows? */
+int workflows_matter(gateway_receive *r)
+{
+    if (r->target.repo_dir != NULL || r->target.up == NULL ||
+        r->target.up->credentials.type != CONFIG_CRED_GITHUB_APP)
+        return 0;
+    /* Only refs that may be forwarded carry content the token would write. */
+    for (size_t i = 0; i < r->req->nupdates; i++)
+        if (!r->cmds[i].plan.new_zero &&
+            policy_plan_may_allow(&r->cmds[i].plan, r->ctx->cfg, r->route.repo))
+            return 1;
+    return 0;
 }
 
 /*
@@ -384,4 +399,33 @@ void complete_overlap(gateway_receive *r)
     if (send_upstream(r, trailer, n, &e) < 0)
         upstream_failed(r, &e);
     r->sent = end;
+}
+
+/* Send the spooled pack upstream once the decision is made. */
+void send_spool(gateway_receive *r)
+{
+    uint64_t end = r->scan && r->scan_state == 1 ? rgit_packscan_end(r->scan) : 0, done = 0;
+    rg_error e = RG_ERROR_INIT;
+    char *chunk;
+    ssize_t n;
+
+    chunk = malloc(SPOOL_CHUNK);
+    if (chunk == NULL || lseek(r->spool_fd, 0, SEEK_SET) < 0) {
+        rg_error_set(&e, RG_E_UPSTREAM, "cannot read the spooled pack");
+        upstream_failed(r, &e);
+        free(chunk);
+        return;
+    }
+    /* Bounded: the spool holds at most max_body_bytes. Where the pack's
+     * end is known, nothing after it goes upstream. */
+    while ((n = read(r->spool_fd, chunk, SPOOL_CHUNK)) > 0) {
+        if (end && (uint64_t)n > end - done)
+            n = (ssize_t)(end - done);
+        done += (uint64_t)n;
+        if (n > 0 && send_upstream(r, chunk, (size_t)n, &e) < 0) {
+            upstream_failed(r, &e);
+            break;
+        }
+    }
+    free(chunk);
 }

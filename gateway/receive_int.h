@@ -185,6 +185,8 @@ void answer(gateway_receive *r, rg_buf *response, unsigned *status, const char *
 
 /* receive_inspect.c */
 int start_spool(gateway_receive *r);
+int workflows_matter(gateway_receive *r);
+void send_spool(gateway_receive *r);
 void finish_inspection(gateway_receive *r);
 void resolve_ancestry(gateway_receive *r);
 void resolve_workflows(gateway_receive *r);
@@ -198,6 +200,7 @@ void abort_overlap(gateway_receive *r);
 void complete_overlap(gateway_receive *r);
 
 /* hold.c */
+int may_hold(const gateway_receive *r);
 void start_keep(gateway_receive *r);
 void keep_write(gateway_receive *r, const char *data, size_t len);
 void keep_packs(gateway_receive *r);
