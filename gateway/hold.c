@@ -1,9 +1,9 @@
 /*
  * Holding a push for an approval (see receive.c for the whole walk): the
  * pack an asked-for approval keeps, whether a push may be held at all,
- * then, when the deciding rule holds, the
- * push kept open with keepalives until the approval is decided or the hold
- * is up, and the push decided again and answered.
+ * then, when the deciding rule holds, the push kept open with keepalives
+ * until the approval is decided or the hold is up, and the push decided
+ * again and answered.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -33,7 +33,7 @@ static int asked_for_approval(const gateway_receive *r)
 }
 
 /* Decided before the pack came: keep the pack bytes still to come. */
-void start_keep(gateway_receive *r)
+void receive_start_keep(gateway_receive *r)
 {
     if (!asked_for_approval(r))
         return;
@@ -42,7 +42,7 @@ void start_keep(gateway_receive *r)
         r->keep_failed = 1;
 }
 
-void keep_write(gateway_receive *r, const char *data, size_t len)
+void receive_keep_write(gateway_receive *r, const char *data, size_t len)
 {
     if (r->keep_fd < 0 || r->keep_failed)
         return;
@@ -55,7 +55,7 @@ void keep_write(gateway_receive *r, const char *data, size_t len)
 }
 
 /* The push is over: each approval it asked for keeps a copy of its pack. */
-void keep_packs(gateway_receive *r)
+void receive_keep_packs(gateway_receive *r)
 {
     int fd = r->keep_fd >= 0 ? r->keep_fd : r->spool_fd;
     uint64_t len = r->keep_fd >= 0 ? r->keep_bytes : r->pack_bytes;
@@ -84,7 +84,7 @@ void keep_packs(gateway_receive *r)
  * speaks side-band hears keepalives, and only one that asked for
  * report-status hears the outcome: others are refused at once.
  */
-int may_hold(const gateway_receive *r)
+int receive_may_hold(const gateway_receive *r)
 {
     const config_model *cfg = r->ctx->cfg;
     size_t i;
@@ -128,7 +128,7 @@ static int waiting(const gateway_receive *r)
  * the push open (the reviewer sees its kept pack meanwhile). The client
  * hears why on band 2, then keepalives until gateway_receive_read ends it.
  */
-int start_hold(gateway_receive *r)
+int receive_start_hold(gateway_receive *r)
 {
     unsigned hold = 0, h;
     char msg[300];
@@ -151,11 +151,11 @@ int start_hold(gateway_receive *r)
     }
     if (hold == 0)
         return 0;
-    keep_packs(r);
+    receive_keep_packs(r);
     /* Nothing else needs the quarantine unless workflows are asked about. */
     if (!r->check_workflows)
-        end_inspection(r);
-    push_phase_hold(r);
+        receive_end_inspection(r);
+    receive_phase_hold(r);
     r->hold_until = now_ms() + (int64_t)hold * 1000;
     r->next_keepalive = now_ms() + HOLD_KEEPALIVE_MS;
     rgit_sideband_write(&r->held_out, 2, msg, strlen(msg), r->sideband);
@@ -189,7 +189,7 @@ static void hold_step(gateway_receive *r)
     }
 decide:
     /* Leaves PUSH_HELD whatever happens: forwarded, or failed. */
-    if (decide_and_forward(r) < 0) {
+    if (receive_decide_and_forward(r) < 0) {
         char msg[700];
 
         /* Too late for an HTTP error: side-band's error band says it. */
@@ -198,7 +198,7 @@ decide:
         rg_buf_free(&tail);
         return;
     }
-    answer(r, &tail, &status, &ctype);
+    receive_answer(r, &tail, &status, &ctype);
     if (tail.len)
         rg_buf_append(&r->held_out, tail.data, tail.len);
     rg_buf_free(&tail);

@@ -69,14 +69,14 @@ static int on_decoded(void *arg, const char *data, size_t len);
 /* --------------------------------------------------------------- phases */
 
 /* The command list is read and the pack must be inspected before the
- * decision (start_spool). */
-void push_phase_inspect(gateway_receive *r)
+ * decision (receive_start_spool). */
+void receive_phase_inspect(gateway_receive *r)
 {
     r->phase = PUSH_INSPECTING;
 }
 
-/* Decided on the spooled pack, and a ref waits for its approval (start_hold). */
-void push_phase_hold(gateway_receive *r)
+/* Decided on the spooled pack, and a ref waits for its approval (receive_start_hold). */
+void receive_phase_hold(gateway_receive *r)
 {
     r->phase = PUSH_HELD;
 }
@@ -101,12 +101,12 @@ static void push_phase_finish(gateway_receive *r)
 }
 
 /* Whether the decision records were written (and forwarding began). */
-int push_decided(const gateway_receive *r)
+int receive_decided(const gateway_receive *r)
 {
     return r->phase == PUSH_FORWARDING || r->phase == PUSH_FINISHED;
 }
 
-push_phase gateway_receive_phase(const gateway_receive *r)
+push_phase receive_phase(const gateway_receive *r)
 {
     return r->phase;
 }
@@ -117,19 +117,19 @@ push_phase gateway_receive_phase(const gateway_receive *r)
  * forwarded); after it, the forwarded push still finishes and the client
  * hears upstream's report with the reason.
  */
-int fail(gateway_receive *r, unsigned status, int code, const char *msg)
+int receive_fail(gateway_receive *r, unsigned status, int code, const char *msg)
 {
     if (!r->failed) {
         r->failed = 1;
         r->fail_status = status;
         rg_error_set(&r->fail_err, code, "%s", msg);
     }
-    if (!push_decided(r))
+    if (!receive_decided(r))
         r->phase = PUSH_FAILED;
     return code;
 }
 
-void upstream_failed(gateway_receive *r, const rg_error *e)
+void receive_upstream_failed(gateway_receive *r, const rg_error *e)
 {
     if (!r->upstream_failed) {
         r->upstream_failed = 1;
@@ -137,7 +137,7 @@ void upstream_failed(gateway_receive *r, const rg_error *e)
     }
 }
 
-void add_note(ref_cmd *c, const char *fmt, ...)
+void receive_add_note(ref_cmd *c, const char *fmt, ...)
 {
     size_t len = strlen(c->note);
     va_list ap;
@@ -152,7 +152,7 @@ void add_note(ref_cmd *c, const char *fmt, ...)
 }
 
 /* Every byte sent upstream goes through here, so the metrics count it. */
-int send_upstream(gateway_receive *r, const void *data, size_t len, rg_error *err)
+int receive_send_upstream(gateway_receive *r, const void *data, size_t len, rg_error *err)
 {
     int rc = upstream_push_write(r->upstream, data, len, err);
 
@@ -162,7 +162,7 @@ int send_upstream(gateway_receive *r, const void *data, size_t len, rg_error *er
 }
 
 /* Start upstream's side of the push: timed from here to its report. */
-int start_upstream(gateway_receive *r, rg_error *err)
+int receive_start_upstream(gateway_receive *r, rg_error *err)
 {
     r->upstream_t0 = gateway_metrics_now();
     return upstream_push_start(&r->upstream, &r->target, r->sideband, r->cred_flags, err);
@@ -252,7 +252,7 @@ static int find_moves(gateway_receive *r, rgit_symrefs *refs, ref_cmd *c)
     if (refs == NULL)
         return 0;
     if (rgit_symrefs_resolve(&c->moves, refs, c->u->refname, &e) < 0)
-        return fail(r, 502, e.code, e.msg);
+        return receive_fail(r, 502, e.code, e.msg);
     c->plan.moves = c->moves;
     return 0;
 }
@@ -280,7 +280,7 @@ static int guess_need_pack(gateway_receive *r)
 
     for (size_t i = 0; i < r->req->nupdates; i++)
         need |= policy_plan_classify(&r->cmds[i].plan, r->ctx->cfg, r->route.repo);
-    return need || workflows_matter(r);
+    return need || receive_workflows_matter(r);
 }
 
 /*
@@ -299,7 +299,7 @@ static int plan_push(gateway_receive *r)
 
     r->cmds = calloc(r->req->nupdates, sizeof(*r->cmds));
     if (r->cmds == NULL)
-        return fail(r, 500, -ENOMEM, "out of memory");
+        return receive_fail(r, 500, -ENOMEM, "out of memory");
     for (size_t i = 0; i < r->req->nupdates; i++) {
         ref_cmd *c = &r->cmds[i];
 
@@ -316,7 +316,7 @@ static int plan_push(gateway_receive *r)
         symref_job_main(&job);
     if (threaded) {
         if (guess_need_pack(r))
-            rc = start_spool(r);
+            rc = receive_start_spool(r);
         pthread_join(tid, NULL);
         if (rc < 0)
             goto done;
@@ -335,8 +335,8 @@ static int plan_push(gateway_receive *r)
     }
     for (size_t i = 0; i < r->req->nupdates; i++)
         r->inspect |= r->cmds[i].plan.needs_inspection;
-    r->check_workflows = workflows_matter(r);
-    r->may_hold = may_hold(r);
+    r->check_workflows = receive_workflows_matter(r);
+    r->may_hold = receive_may_hold(r);
     rc = need_pack || r->check_workflows || r->spool_fd >= 0 || r->may_hold;
 done:
     rgit_symrefs_free(job.refs);
@@ -352,7 +352,7 @@ static gateway_approval_push approval_push(const gateway_receive *r, const ref_c
                                    c->u->refname, c->u->old_id, c->u->new_id};
 }
 
-void decide_all(gateway_receive *r)
+void receive_decide_all(gateway_receive *r)
 {
     const char *denied = NULL;
 
@@ -504,7 +504,7 @@ static int record_decisions(gateway_receive *r)
     recs = calloc(n, sizeof(*recs));
     evals = calloc(n, sizeof(*evals));
     if (recs == NULL || evals == NULL) {
-        rc = fail(r, 500, -ENOMEM, "out of memory");
+        rc = receive_fail(r, 500, -ENOMEM, "out of memory");
         goto done;
     }
     for (size_t i = 0; i < n; i++) {
@@ -550,7 +550,7 @@ static int start_forward(gateway_receive *r)
 
     keep = calloc(req->nupdates ? req->nupdates : 1, sizeof(*keep));
     if (keep == NULL)
-        return fail(r, 500, -ENOMEM, "out of memory");
+        return receive_fail(r, 500, -ENOMEM, "out of memory");
     r->send_pack = 0;
     for (size_t i = 0; i < req->nupdates; i++) {
         if (!r->cmds[i].result.forwarded)
@@ -567,12 +567,13 @@ static int start_forward(gateway_receive *r)
     rc = rgit_push_request_write(&header, req, keep, r->nforward, "report-status");
     if (rc < 0) {
         rg_error_set(&e, RG_E_UPSTREAM, "cannot rewrite the command list");
-        upstream_failed(r, &e);
+        receive_upstream_failed(r, &e);
         rc = 0;
         goto done;
     }
-    if (start_upstream(r, &e) < 0 || send_upstream(r, header.data, header.len, &e) < 0)
-        upstream_failed(r, &e);
+    if (receive_start_upstream(r, &e) < 0 ||
+        receive_send_upstream(r, header.data, header.len, &e) < 0)
+        receive_upstream_failed(r, &e);
 done:
     rg_buf_free(&header);
     free(keep);
@@ -583,29 +584,29 @@ done:
  * Record, then forward: the one path from decided refs to upstream, and
  * the one entry to PUSH_FORWARDING. Overlapped and still exactly right,
  * only the trailer is left to send once the decisions are durable (unless
- * the audit log refused the push, which overlap_holds then sees); else
+ * the audit log refused the push, which receive_overlap_holds then sees); else
  * the overlapped request is given up and the allowed commands go anew,
  * followed by the spooled pack when there is one (on the streamed path the
  * pack is still to come and on_pack sends it).
  */
 static int record_and_forward(gateway_receive *r)
 {
-    int overlapped = overlap_holds(r), rc;
+    int overlapped = receive_overlap_holds(r), rc;
 
     if (!overlapped)
-        abort_overlap(r);
+        receive_abort_overlap(r);
     rc = record_decisions(r);
     if (rc < 0)
         return rc;
     push_phase_forward(r);
-    if (overlapped && overlap_holds(r)) {
-        complete_overlap(r);
+    if (overlapped && receive_overlap_holds(r)) {
+        receive_complete_overlap(r);
         return 0;
     }
-    abort_overlap(r);
+    receive_abort_overlap(r);
     rc = start_forward(r);
     if (rc == 0 && r->spool_fd >= 0 && r->upstream && r->send_pack && !r->upstream_failed)
-        send_spool(r);
+        receive_send_spool(r);
     return rc;
 }
 
@@ -616,22 +617,22 @@ static int record_and_forward(gateway_receive *r)
  * over. On the spooled path the content conditions are settled, and a ref
  * that waits for an approval may hold the push (the first time only).
  */
-int decide_and_forward(gateway_receive *r)
+int receive_decide_and_forward(gateway_receive *r)
 {
     push_phase from = r->phase;
 
-    decide_all(r);
+    receive_decide_all(r);
     if (from == PUSH_COMMANDS) {
-        start_keep(r);
+        receive_start_keep(r);
         return record_and_forward(r);
     }
-    settle_conditions(r);
+    receive_settle_conditions(r);
     /* Waiting for an approval: gateway_receive_read goes on from here. */
-    if (from == PUSH_INSPECTING && start_hold(r))
+    if (from == PUSH_INSPECTING && receive_start_hold(r))
         return 0;
     if (r->check_workflows)
-        resolve_workflows(r);
-    end_inspection(r);
+        receive_resolve_workflows(r);
+    receive_end_inspection(r);
     return record_and_forward(r);
 }
 
@@ -657,7 +658,7 @@ static void finish_push(gateway_receive *r)
     push_phase_finish(r);
     if (r->upstream) {
         if (upstream_push_finish(r->upstream, &r->report, &r->progress, &e) < 0) {
-            upstream_failed(r, &e);
+            receive_upstream_failed(r, &e);
         } else {
             r->have_report = 1;
             gateway_metrics_upstream(r->ctx->metrics, gateway_metrics_now() - r->upstream_t0);
@@ -727,13 +728,13 @@ static int header_done(gateway_receive *r)
     if (need_pack < 0)
         return need_pack;
     if (need_pack) {
-        int rc = r->spool_fd >= 0 ? 0 : start_spool(r);
+        int rc = r->spool_fd >= 0 ? 0 : receive_start_spool(r);
 
         if (rc == 0)
-            start_overlap(r);
+            receive_start_overlap(r);
         return rc;
     }
-    return decide_and_forward(r);
+    return receive_decide_and_forward(r);
 }
 
 static int on_pack(gateway_receive *r, const char *data, size_t len)
@@ -744,23 +745,23 @@ static int on_pack(gateway_receive *r, const char *data, size_t len)
     switch (r->phase) {
     case PUSH_FORWARDING:
         /* Decided on the names: the pack streams to upstream as it comes. */
-        if (r->send_pack && !r->upstream_failed && send_upstream(r, data, len, &e) < 0)
-            upstream_failed(r, &e);
-        keep_write(r, data, len);
+        if (r->send_pack && !r->upstream_failed && receive_send_upstream(r, data, len, &e) < 0)
+            receive_upstream_failed(r, &e);
+        receive_keep_write(r, data, len);
         return 0;
     case PUSH_INSPECTING:
         if ((rc = gateway_spool_take(r->lease, len)) < 0)
-            return fail(r, 503, rc, GATEWAY_SPOOL_FULL);
+            return receive_fail(r, 503, rc, GATEWAY_SPOOL_FULL);
         rc = rg_fs_write_all(r->spool_fd, data, len);
         if (rc < 0)
-            return fail(r, 500, rc, "cannot spool the pack to disk");
+            return receive_fail(r, 500, rc, "cannot spool the pack to disk");
         if (r->q && !r->q_failed && rgit_quarantine_write(r->q, data, len, &r->q_err) < 0)
             r->q_failed = 1;
-        overlap_pack(r, data, len);
+        receive_overlap_pack(r, data, len);
         r->pack_bytes += len;
         return 0;
     default:
-        keep_write(r, data, len);
+        receive_keep_write(r, data, len);
         return 0;
     }
 }
@@ -774,11 +775,12 @@ static int on_decoded(void *arg, const char *data, size_t len)
 
     r->decoded_bytes += len;
     if (r->decoded_bytes > r->ctx->cfg->max_body_bytes)
-        return fail(r, 413, RG_E_TOO_BIG, "push body larger than the configured max_body_bytes");
+        return receive_fail(r, 413, RG_E_TOO_BIG,
+                            "push body larger than the configured max_body_bytes");
     if (r->phase == PUSH_COMMANDS) {
         rc = rgit_push_parser_feed(r->parser, data, len, &consumed, &e);
         if (rc < 0)
-            return fail(r, rc == RG_E_TOO_BIG ? 413 : 400, rc, e.msg);
+            return receive_fail(r, rc == RG_E_TOO_BIG ? 413 : 400, rc, e.msg);
         if (rc == 0)
             return 0;
         rc = header_done(r);
@@ -799,12 +801,13 @@ int gateway_receive_body(gateway_receive *r, const char *data, size_t len)
         return r->fail_err.code;
     r->raw_bytes += len;
     if (r->raw_bytes > r->ctx->cfg->max_body_bytes)
-        return fail(r, 413, RG_E_TOO_BIG, "push body larger than the configured max_body_bytes");
+        return receive_fail(r, 413, RG_E_TOO_BIG,
+                            "push body larger than the configured max_body_bytes");
     if (!r->z)
         return on_decoded(r, data, len);
     rc = rg_inflate_feed(r->z, data, len, &e);
     if (rc < 0 && !r->failed)
-        return fail(r, rc == RG_E_TOO_BIG ? 413 : 400, rc, e.msg);
+        return receive_fail(r, rc == RG_E_TOO_BIG ? 413 : 400, rc, e.msg);
     return rc;
 }
 
@@ -866,10 +869,11 @@ static int any_landed(const gateway_receive *r)
 }
 
 /* The push is decided and forwarded: its outcome, and the answer. */
-void answer(gateway_receive *r, rg_buf *response, unsigned *status, const char **content_type)
+void receive_answer(gateway_receive *r, rg_buf *response, unsigned *status,
+                    const char **content_type)
 {
     finish_push(r);
-    keep_packs(r);
+    receive_keep_packs(r);
     /* A request that went wrong after forwarding began is answered with
      * upstream's report when upstream applied anything (the client must not
      * be told an HTTP error for a push that landed), else with the error. */
@@ -888,9 +892,9 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
     *status = 200;
     *content_type = "application/x-git-receive-pack-result";
     if (!r->failed && r->z && rg_inflate_finish(r->z, &e) < 0)
-        fail(r, 400, RG_E_PROTOCOL, e.msg);
+        receive_fail(r, 400, RG_E_PROTOCOL, e.msg);
     if (!r->failed && r->phase == PUSH_COMMANDS)
-        fail(r, 400, RG_E_PROTOCOL, "the request ended before its command list did");
+        receive_fail(r, 400, RG_E_PROTOCOL, "the request ended before its command list did");
     /* Before anything was forwarded a bad request is only an HTTP error. */
     if (r->failed && r->nforward == 0) {
         error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
@@ -901,10 +905,10 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
         return;
     }
     if (r->phase == PUSH_INSPECTING) {
-        finish_inspection(r);
-        resolve_ancestry(r);
-        run_inspection(r);
-        if (decide_and_forward(r) < 0) {
+        receive_finish_inspection(r);
+        receive_resolve_ancestry(r);
+        receive_run_inspection(r);
+        if (receive_decide_and_forward(r) < 0) {
             error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
             return;
         }
@@ -912,14 +916,14 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
         if (r->phase == PUSH_HELD)
             return;
     }
-    answer(r, response, status, content_type);
+    receive_answer(r, response, status, content_type);
 }
 
 /* The metrics of a push that has ended: its refs and itself, once. */
 static void count_push(const gateway_receive *r)
 {
     gateway_metrics *m = r->ctx->metrics;
-    size_t n = push_decided(r) ? r->req->nupdates : 0, nallow = 0, nforward = 0, nfailed = 0;
+    size_t n = receive_decided(r) ? r->req->nupdates : 0, nallow = 0, nforward = 0, nfailed = 0;
 
     if (n == 0) {
         gateway_metrics_push(m, "none", "invalid");
@@ -962,8 +966,8 @@ void gateway_receive_free(gateway_receive *r)
         count_push(r);
         gateway_metrics_in_flight(r->ctx->metrics, -1);
     }
-    if (!push_decided(r))
-        abort_overlap(r);
+    if (!receive_decided(r))
+        receive_abort_overlap(r);
     upstream_push_free(r->upstream);
     /* The quarantine reads the mirror's objects: free it first. */
     rgit_quarantine_free(r->q);

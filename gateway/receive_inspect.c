@@ -20,20 +20,20 @@
 
 /* -------------------------------------------------------------- inspect */
 
-int start_spool(gateway_receive *r)
+int receive_start_spool(gateway_receive *r)
 {
     const char *gitdir = r->repo_dir;
 
     r->spool_fd = open(r->ctx->tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (r->spool_fd < 0)
-        return fail(r, 500, -errno, "cannot create a spool file for the pack");
-    push_phase_inspect(r);
+        return receive_fail(r, 500, -errno, "cannot create a spool file for the pack");
+    receive_phase_inspect(r);
     if (gitdir == NULL) {
         /*
          * A remote upstream's history is read from its mirror, which must
          * hold the old ids the client saw (and thin-pack bases). When it
          * already has every old id it is not fetched first; should the
-         * pack still need what it lacks, finish_inspection fetches and
+         * pack still need what it lacks, receive_finish_inspection fetches and
          * indexes again. When upstream moved after the client's
          * advertisement and the mirror lacks an old id even then, or the
          * mirror cannot be had at all, the quarantine cannot answer and
@@ -97,7 +97,7 @@ static void reinspect(gateway_receive *r)
  * fetched (it had the old ids) but turns out to lack what the pack needs
  * is fetched now and the pack indexed again.
  */
-void finish_inspection(gateway_receive *r)
+void receive_finish_inspection(gateway_receive *r)
 {
     rg_error e = RG_ERROR_INIT;
 
@@ -113,7 +113,7 @@ void finish_inspection(gateway_receive *r)
 }
 
 /* Settle the updates that needed ancestry, from the quarantine. */
-void resolve_ancestry(gateway_receive *r)
+void receive_resolve_ancestry(gateway_receive *r)
 {
     for (size_t i = 0; i < r->req->nupdates; i++) {
         ref_cmd *c = &r->cmds[i];
@@ -123,11 +123,11 @@ void resolve_ancestry(gateway_receive *r)
         if (!c->plan.needs_ancestry)
             continue;
         if (r->q == NULL || r->q_failed) {
-            add_note(c, "ancestry undecidable (%s): treated as force",
-                     r->q_err.msg[0] ? r->q_err.msg : "no pack");
+            receive_add_note(c, "ancestry undecidable (%s): treated as force",
+                             r->q_err.msg[0] ? r->q_err.msg : "no pack");
             policy_plan_set_ancestry(&c->plan, 0, 0);
         } else if (rgit_quarantine_is_ancestor(&anc, r->q, c->u->old_id, c->u->new_id, &e) < 0) {
-            add_note(c, "ancestry undecidable (%s): treated as force", e.msg);
+            receive_add_note(c, "ancestry undecidable (%s): treated as force", e.msg);
             policy_plan_set_ancestry(&c->plan, 0, 0);
         } else {
             policy_plan_set_ancestry(&c->plan, 1, anc);
@@ -136,7 +136,7 @@ void resolve_ancestry(gateway_receive *r)
 }
 
 /* Does a push to this upstream need to know whether it changes workflows? */
-int workflows_matter(gateway_receive *r)
+int receive_workflows_matter(gateway_receive *r)
 {
     if (r->target.repo_dir != NULL || r->target.up == NULL ||
         r->target.up->credentials.type != CONFIG_CRED_GITHUB_APP)
@@ -156,7 +156,7 @@ int workflows_matter(gateway_receive *r)
  * cannot be decided does not get the permission, so upstream refuses a
  * workflow change itself (fail closed); the note says so.
  */
-void resolve_workflows(gateway_receive *r)
+void receive_resolve_workflows(gateway_receive *r)
 {
     for (size_t i = 0; i < r->req->nupdates; i++) {
         ref_cmd *c = &r->cmds[i];
@@ -166,14 +166,15 @@ void resolve_workflows(gateway_receive *r)
         if (!c->plan.allowed || c->plan.new_zero)
             continue;
         if (r->q == NULL || r->q_failed) {
-            add_note(c, "workflow changes undecidable (%s): no workflows permission",
-                     r->q_err.msg[0] ? r->q_err.msg : "no pack");
+            receive_add_note(c, "workflow changes undecidable (%s): no workflows permission",
+                             r->q_err.msg[0] ? r->q_err.msg : "no pack");
         } else if (rgit_quarantine_changes_prefix(
                        &changed, r->q, c->plan.action == CONFIG_ACTION_CREATE ? NULL : c->u->old_id,
                        c->u->new_id, WORKFLOWS_PREFIX, &e) < 0) {
-            add_note(c, "workflow changes undecidable (%s): no workflows permission", e.msg);
+            receive_add_note(c, "workflow changes undecidable (%s): no workflows permission",
+                             e.msg);
         } else if (changed) {
-            add_note(c, "changes " WORKFLOWS_PREFIX);
+            receive_add_note(c, "changes " WORKFLOWS_PREFIX);
             r->cred_flags |= TOKENS_CRED_WORKFLOWS;
         }
     }
@@ -184,7 +185,7 @@ void resolve_workflows(gateway_receive *r)
  * quarantine. Without one (or out of memory) every answer is unknown, and
  * the policy fails closed on that.
  */
-void run_inspection(gateway_receive *r)
+void receive_run_inspection(gateway_receive *r)
 {
     inspect_conditions_ref *refs;
     rg_error e = RG_ERROR_INIT;
@@ -214,7 +215,7 @@ void run_inspection(gateway_receive *r)
  * must not land even unreferenced). Band 2 says what held, once per rule,
  * for enforced rules and evaluate-mode ones that would have refused.
  */
-void settle_conditions(gateway_receive *r)
+void receive_settle_conditions(gateway_receive *r)
 {
     const config_model *cfg = r->ctx->cfg;
     char *said = calloc(cfg->nrules ? cfg->nrules : 1, 1);
@@ -253,7 +254,7 @@ done:
 
 /* Inspection is over: let waiting updates of the mirror in while the push
  * is forwarded. The quarantine reads the mirror's objects, so it goes first. */
-void end_inspection(gateway_receive *r)
+void receive_end_inspection(gateway_receive *r)
 {
     if (r->mirror == NULL)
         return;
@@ -271,7 +272,7 @@ void end_inspection(gateway_receive *r)
  * github-app token): a denied push mints nothing, so nothing starts before
  * the decision.
  */
-void start_overlap(gateway_receive *r)
+void receive_start_overlap(gateway_receive *r)
 {
     const rgit_push_request *req = r->req;
     rg_buf header = RG_BUF_INIT(FORWARD_HEADER_MAX);
@@ -305,7 +306,8 @@ void start_overlap(gateway_receive *r)
     if (nkeep == 0 || (denied && rgit_push_has_cap(req, "atomic")))
         goto fail;
     if (rgit_push_request_write(&header, req, keep, nkeep, "report-status") < 0 ||
-        start_upstream(r, &e) < 0 || send_upstream(r, header.data, header.len, &e) < 0)
+        receive_start_upstream(r, &e) < 0 ||
+        receive_send_upstream(r, header.data, header.len, &e) < 0)
         goto fail;
     free(keep);
     rg_buf_free(&header);
@@ -323,7 +325,7 @@ fail:
 
 /* The next pack bytes, while overlapping: forward what is surely not the
  * trailer. A pack the scanner cannot follow stops the overlap. */
-void overlap_pack(gateway_receive *r, const char *data, size_t len)
+void receive_overlap_pack(gateway_receive *r, const char *data, size_t len)
 {
     rg_error e = RG_ERROR_INIT;
     uint64_t start = r->pack_bytes, safe;
@@ -337,18 +339,18 @@ void overlap_pack(gateway_receive *r, const char *data, size_t len)
     /* What is safe and unsent lies in this chunk: before the trailer
      * starts, safe is everything scanned. */
     if (safe > r->sent && !r->upstream_failed &&
-        send_upstream(r, data + (r->sent - start), (size_t)(safe - r->sent), &e) < 0)
-        upstream_failed(r, &e);
+        receive_send_upstream(r, data + (r->sent - start), (size_t)(safe - r->sent), &e) < 0)
+        receive_upstream_failed(r, &e);
     r->sent = safe;
 }
 
 /*
  * Whether the overlapped push can be completed: the pack's end was found,
  * upstream took everything so far, and the refs sent early are exactly the
- * refs now allowed. Otherwise it is abandoned (abort_overlap) and the push
+ * refs now allowed. Otherwise it is abandoned (receive_abort_overlap) and the push
  * takes the spooled path.
  */
-int overlap_holds(const gateway_receive *r)
+int receive_overlap_holds(const gateway_receive *r)
 {
     if (r->upstream == NULL || r->scan == NULL || r->scan_state != 1 || r->upstream_failed)
         return 0;
@@ -363,7 +365,7 @@ int overlap_holds(const gateway_receive *r)
  * upstream's index-pack fails on the incomplete pack, receive-pack applies
  * nothing and cleans its own quarantine (a kill would leave it behind).
  */
-void abort_overlap(gateway_receive *r)
+void receive_abort_overlap(gateway_receive *r)
 {
     rgit_report ignored = {0};
     rg_error e = RG_ERROR_INIT;
@@ -381,7 +383,7 @@ void abort_overlap(gateway_receive *r)
 
 /* Complete the overlapped request: send the trailer, read back from the
  * spool where the scanner found it. */
-void complete_overlap(gateway_receive *r)
+void receive_complete_overlap(gateway_receive *r)
 {
     uint64_t end = rgit_packscan_end(r->scan);
     char trailer[RGIT_OID_HEX_MAX / 2];
@@ -393,16 +395,16 @@ void complete_overlap(gateway_receive *r)
     r->send_pack = 1;
     if (n > sizeof(trailer) || pread(r->spool_fd, trailer, n, (off_t)r->sent) != (ssize_t)n) {
         rg_error_set(&e, RG_E_UPSTREAM, "cannot read the pack's trailer back");
-        upstream_failed(r, &e);
+        receive_upstream_failed(r, &e);
         return;
     }
-    if (send_upstream(r, trailer, n, &e) < 0)
-        upstream_failed(r, &e);
+    if (receive_send_upstream(r, trailer, n, &e) < 0)
+        receive_upstream_failed(r, &e);
     r->sent = end;
 }
 
 /* Send the spooled pack upstream once the decision is made. */
-void send_spool(gateway_receive *r)
+void receive_send_spool(gateway_receive *r)
 {
     uint64_t end = r->scan && r->scan_state == 1 ? rgit_packscan_end(r->scan) : 0, done = 0;
     rg_error e = RG_ERROR_INIT;
@@ -412,7 +414,7 @@ void send_spool(gateway_receive *r)
     chunk = malloc(SPOOL_CHUNK);
     if (chunk == NULL || lseek(r->spool_fd, 0, SEEK_SET) < 0) {
         rg_error_set(&e, RG_E_UPSTREAM, "cannot read the spooled pack");
-        upstream_failed(r, &e);
+        receive_upstream_failed(r, &e);
         free(chunk);
         return;
     }
@@ -422,8 +424,8 @@ void send_spool(gateway_receive *r)
         if (end && (uint64_t)n > end - done)
             n = (ssize_t)(end - done);
         done += (uint64_t)n;
-        if (n > 0 && send_upstream(r, chunk, (size_t)n, &e) < 0) {
-            upstream_failed(r, &e);
+        if (n > 0 && receive_send_upstream(r, chunk, (size_t)n, &e) < 0) {
+            receive_upstream_failed(r, &e);
             break;
         }
     }

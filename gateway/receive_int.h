@@ -127,7 +127,7 @@ struct gateway_receive {
     int keep_fd;
     uint64_t keep_bytes;
     int keep_failed;
-    int kept; /* keep_packs ran */
+    int kept; /* receive_keep_packs ran */
 
     /* Hold: an ask rule keeps the push open until its approval is decided. */
     int may_hold;           /* a rule with a hold may ask: decide at the end */
@@ -168,42 +168,43 @@ struct gateway_receive {
 #define WORKFLOWS_PREFIX ".github/workflows/"
 
 /* receive.c: the phases */
-void push_phase_inspect(gateway_receive *r);
-void push_phase_hold(gateway_receive *r);
-int push_decided(const gateway_receive *r);
-push_phase gateway_receive_phase(const gateway_receive *r);
-int decide_and_forward(gateway_receive *r);
+void receive_phase_inspect(gateway_receive *r);
+void receive_phase_hold(gateway_receive *r);
+int receive_decided(const gateway_receive *r);
+push_phase receive_phase(const gateway_receive *r);
+int receive_decide_and_forward(gateway_receive *r);
 
-/* receive.c: the rest */
-int fail(gateway_receive *r, unsigned status, int code, const char *msg);
-void upstream_failed(gateway_receive *r, const rg_error *e);
-void add_note(ref_cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-int send_upstream(gateway_receive *r, const void *data, size_t len, rg_error *err);
-int start_upstream(gateway_receive *r, rg_error *err);
-void decide_all(gateway_receive *r);
-void answer(gateway_receive *r, rg_buf *response, unsigned *status, const char **content_type);
+/* receive.c: shared steps (cross-file symbols are prefixed receive_: they are global) */
+int receive_fail(gateway_receive *r, unsigned status, int code, const char *msg);
+void receive_upstream_failed(gateway_receive *r, const rg_error *e);
+void receive_add_note(ref_cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int receive_send_upstream(gateway_receive *r, const void *data, size_t len, rg_error *err);
+int receive_start_upstream(gateway_receive *r, rg_error *err);
+void receive_decide_all(gateway_receive *r);
+void receive_answer(gateway_receive *r, rg_buf *response, unsigned *status,
+                    const char **content_type);
 
 /* receive_inspect.c */
-int start_spool(gateway_receive *r);
-int workflows_matter(gateway_receive *r);
-void send_spool(gateway_receive *r);
-void finish_inspection(gateway_receive *r);
-void resolve_ancestry(gateway_receive *r);
-void resolve_workflows(gateway_receive *r);
-void run_inspection(gateway_receive *r);
-void settle_conditions(gateway_receive *r);
-void end_inspection(gateway_receive *r);
-void start_overlap(gateway_receive *r);
-void overlap_pack(gateway_receive *r, const char *data, size_t len);
-int overlap_holds(const gateway_receive *r);
-void abort_overlap(gateway_receive *r);
-void complete_overlap(gateway_receive *r);
+int receive_start_spool(gateway_receive *r);
+int receive_workflows_matter(gateway_receive *r);
+void receive_send_spool(gateway_receive *r);
+void receive_finish_inspection(gateway_receive *r);
+void receive_resolve_ancestry(gateway_receive *r);
+void receive_resolve_workflows(gateway_receive *r);
+void receive_run_inspection(gateway_receive *r);
+void receive_settle_conditions(gateway_receive *r);
+void receive_end_inspection(gateway_receive *r);
+void receive_start_overlap(gateway_receive *r);
+void receive_overlap_pack(gateway_receive *r, const char *data, size_t len);
+int receive_overlap_holds(const gateway_receive *r);
+void receive_abort_overlap(gateway_receive *r);
+void receive_complete_overlap(gateway_receive *r);
 
 /* hold.c */
-int may_hold(const gateway_receive *r);
-void start_keep(gateway_receive *r);
-void keep_write(gateway_receive *r, const char *data, size_t len);
-void keep_packs(gateway_receive *r);
-int start_hold(gateway_receive *r);
+int receive_may_hold(const gateway_receive *r);
+void receive_start_keep(gateway_receive *r);
+void receive_keep_write(gateway_receive *r, const char *data, size_t len);
+void receive_keep_packs(gateway_receive *r);
+int receive_start_hold(gateway_receive *r);
 
 #endif

@@ -163,7 +163,7 @@ static gateway_receive *start(void)
     rg_error err = RG_ERROR_INIT;
 
     cr_assert_eq(gateway_receive_new(&r, &info, &err), 0, "%s", err.msg);
-    cr_assert_eq(gateway_receive_phase(r), PUSH_COMMANDS);
+    cr_assert_eq(receive_phase(r), PUSH_COMMANDS);
     return r;
 }
 
@@ -189,13 +189,13 @@ static void feed(outcome *o, gateway_receive *r, const rg_buf *body, size_t head
         cr_assert_geq(gateway_receive_body(r, body->data + off, n), 0, "at %zu", off);
         off += n;
         if (off < header_len)
-            cr_assert_eq(gateway_receive_phase(r), PUSH_COMMANDS, "at %zu of %zu", off, header_len);
+            cr_assert_eq(receive_phase(r), PUSH_COMMANDS, "at %zu of %zu", off, header_len);
         if (off == header_len)
-            o->after_commands = gateway_receive_phase(r);
+            o->after_commands = receive_phase(r);
     }
-    o->before_end = gateway_receive_phase(r);
+    o->before_end = receive_phase(r);
     gateway_receive_end(r, &o->response, &o->status, &ctype);
-    o->after_end = gateway_receive_phase(r);
+    o->after_end = receive_phase(r);
     /* No NUL in a report: strings can be looked for. */
     rg_buf_append(&o->response, "", 1);
 }
@@ -496,7 +496,7 @@ Test(receive, a_malformed_command_fails_before_anything_is_forwarded)
     rg_buf resp = RG_BUF_INIT(4096);
 
     cr_expect_lt(gateway_receive_body(r, bad, strlen(bad)), 0);
-    cr_expect_eq(gateway_receive_phase(r), PUSH_FAILED);
+    cr_expect_eq(receive_phase(r), PUSH_FAILED);
     gateway_receive_end(r, &resp, &status, &ctype);
     cr_expect_eq(status, 400);
     cr_expect_eq(r->nforward, 0);
