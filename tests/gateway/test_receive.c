@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "config/config.h"
 #include "gateway/receive_int.h"
@@ -35,7 +36,8 @@ static char *repo_dir;
 static tokens_claims claims = {.run = (char *)"unit"};
 
 /* main may only move forward; feature branches are open; blocked ones and
- * everything else are refused. */
+ * everything else are refused; creating a held branch asks for an approval
+ * and holds the push a second for it (when the gateway keeps approvals). */
 static const char *rules_json =
     "[{\"name\": \"protect-main\", \"refs\": [\"refs/heads/main\"], \"actions\": [\"force\", "
     "\"delete\"], \"effect\": \"deny\", \"reason\": \"main is protected\"},"
@@ -44,7 +46,9 @@ static const char *rules_json =
     " {\"name\": \"features\", \"refs\": [\"refs/heads/feature/**\"], \"actions\": [\"create\", "
     "\"update\", \"delete\"], \"effect\": \"allow\"},"
     " {\"name\": \"blocked\", \"refs\": [\"refs/heads/blocked/**\"], \"actions\": [\"create\"], "
-    "\"effect\": \"deny\", \"reason\": \"blocked\"}]";
+    "\"effect\": \"deny\", \"reason\": \"blocked\"},"
+    " {\"name\": \"held\", \"refs\": [\"refs/heads/held/*\"], \"actions\": [\"create\"], "
+    "\"effect\": \"ask\", \"hold\": 1}]";
 
 static void setup(void)
 {
@@ -502,4 +506,108 @@ Test(receive, a_malformed_command_fails_before_anything_is_forwarded)
     cr_expect_eq(r->nforward, 0);
     gateway_receive_free(r);
     rg_buf_free(&resp);
+}
+
+/* ---------------------------------------------------------------- hold */
+
+/* Open an approvals store for this test; the push may then be held. */
+static void with_approvals(void)
+{
+    char path[PATH_MAX + 32];
+    rg_error err = RG_ERROR_INIT;
+
+    snprintf(path, sizeof(path), "%s/approvals", cfg->state_dir);
+    cr_assert_eq(approvals_file_open(&ctx.approvals, path, 3600, &err), 0, "%s", err.msg);
+    snprintf(ctx.gateway_id, sizeof(ctx.gateway_id), "0123456789abcdef");
+}
+
+/* Create refs/heads/held/x with side-band, as git would; held after the end. */
+static gateway_receive *push_held(outcome *o, char **c1)
+{
+    rg_buf body = RG_BUF_INIT(64 << 20);
+    char *base_id = test_capture("git -C '%s' rev-parse base", work), revs[200];
+    gateway_receive *r = start();
+    size_t header;
+
+    *c1 = commit_on("base", "h", "held");
+    command(&body, ZERO, *c1, "refs/heads/held/x", "report-status side-band-64k");
+    rg_buf_append(&body, "0000", 4);
+    header = body.len;
+    snprintf(revs, sizeof(revs), "%s ^%s", *c1, base_id);
+    pack(&body, revs);
+    feed(o, r, &body, header, 61);
+    rg_buf_free(&body);
+    free(base_id);
+    return r;
+}
+
+/* Everything gateway_receive_read has to say, to its end. */
+static void read_all(rg_buf *out, gateway_receive *r)
+{
+    char buf[97];
+    size_t n;
+
+    /* Bounded: the hold is a second; the test's timeout stops a hang. */
+    while ((n = gateway_receive_read(r, buf, sizeof(buf))) > 0)
+        cr_assert_eq(rg_buf_append(out, buf, n), 0);
+    rg_buf_append(out, "", 1);
+}
+
+Test(receive, a_held_push_whose_hold_runs_out_is_refused_and_nothing_lands)
+{
+    rg_buf held = RG_BUF_INIT(1 << 20);
+    gateway_receive *r;
+    char *c1, *after;
+    outcome o;
+
+    with_approvals();
+    r = push_held(&o, &c1);
+    cr_expect_eq(o.after_commands, PUSH_INSPECTING);
+    cr_expect_eq(o.after_end, PUSH_HELD);
+    cr_expect(gateway_receive_held(r));
+    cr_expect_eq(o.response.len, 1, "a held push answers through gateway_receive_read");
+    read_all(&held, r);
+    cr_expect_eq(receive_phase(r), PUSH_FINISHED);
+    cr_expect(strstr(held.data, "waiting up to 1 s for approval") != NULL);
+    cr_expect(memmem(held.data, held.len, "ng refs/heads/held/x", 20) != NULL);
+    cr_expect_eq(r->nforward, 0);
+    after = upstream_ref("refs/heads/held/x");
+    cr_expect_str_eq(after, "");
+    cr_expect_not(upstream_has(c1));
+    gateway_receive_free(r);
+    approvals_close(ctx.approvals);
+    rg_buf_free(&held);
+    rg_buf_free(&o.response);
+    free(after);
+    free(c1);
+}
+
+Test(receive, a_held_push_approved_meanwhile_is_forwarded_when_it_resumes)
+{
+    rg_buf held = RG_BUF_INIT(1 << 20);
+    rg_error err = RG_ERROR_INIT;
+    approvals_entry e;
+    gateway_receive *r;
+    char *c1, *after;
+    outcome o;
+
+    with_approvals();
+    r = push_held(&o, &c1);
+    cr_assert_eq(o.after_end, PUSH_HELD);
+    cr_assert(r->cmds[0].approval.id[0]);
+    cr_assert_eq(
+        approvals_approve(ctx.approvals, &e, r->cmds[0].approval.id, "alice", time(NULL), &err), 0,
+        "%s", err.msg);
+    read_all(&held, r);
+    cr_expect_eq(receive_phase(r), PUSH_FINISHED);
+    cr_expect(r->cmds[0].plan.allowed);
+    cr_expect(memmem(held.data, held.len, "ok refs/heads/held/x", 20) != NULL);
+    after = upstream_ref("refs/heads/held/x");
+    cr_expect_str_eq(after, c1);
+    gateway_receive_free(r);
+    approvals_close(ctx.approvals);
+    rg_buf_free(&held);
+    rg_buf_free(&o.response);
+    free(after);
+    free(c1);
 }
