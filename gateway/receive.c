@@ -82,22 +82,28 @@ void receive_phase_hold(gateway_receive *r)
 }
 
 /* The command list held no command: git's probe (header_done). */
-static void push_phase_probe(gateway_receive *r)
+static void receive_phase_probe(gateway_receive *r)
 {
     r->phase = PUSH_PROBE;
 }
 
 /* The decision records are durable: from here on what is allowed goes
  * upstream (record_and_forward, the only caller). */
-static void push_phase_forward(gateway_receive *r)
+static void receive_phase_forward(gateway_receive *r)
 {
     r->phase = PUSH_FORWARDING;
 }
 
 /* Upstream's answer is in and the outcomes recorded (finish_push). */
-static void push_phase_finish(gateway_receive *r)
+static void receive_phase_finish(gateway_receive *r)
 {
     r->phase = PUSH_FINISHED;
+}
+
+/* The request went wrong before its decision was durable (receive_fail). */
+static void receive_phase_fail(gateway_receive *r)
+{
+    r->phase = PUSH_FAILED;
 }
 
 /* Whether the decision records were written (and forwarding began). */
@@ -125,7 +131,7 @@ int receive_fail(gateway_receive *r, unsigned status, int code, const char *msg)
         rg_error_set(&r->fail_err, code, "%s", msg);
     }
     if (!receive_decided(r))
-        r->phase = PUSH_FAILED;
+        receive_phase_fail(r);
     return code;
 }
 
@@ -598,7 +604,7 @@ static int record_and_forward(gateway_receive *r)
     rc = record_decisions(r);
     if (rc < 0)
         return rc;
-    push_phase_forward(r);
+    receive_phase_forward(r);
     if (overlapped && receive_overlap_holds(r)) {
         receive_complete_overlap(r);
         return 0;
@@ -655,7 +661,7 @@ static void finish_push(gateway_receive *r)
 
     if (r->phase != PUSH_FORWARDING)
         return;
-    push_phase_finish(r);
+    receive_phase_finish(r);
     if (r->upstream) {
         if (upstream_push_finish(r->upstream, &r->report, &r->progress, &e) < 0) {
             receive_upstream_failed(r, &e);
@@ -721,7 +727,7 @@ static int header_done(gateway_receive *r)
     r->report_status = rgit_push_has_cap(r->req, "report-status");
     if (r->req->nupdates == 0) {
         /* git's 4-byte probe before a large push: answer 200, do nothing. */
-        push_phase_probe(r);
+        receive_phase_probe(r);
         return 0;
     }
     need_pack = plan_push(r);

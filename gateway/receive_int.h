@@ -40,17 +40,20 @@
  *   FORWARDING -> FINISHED                 upstream's answer and the outcomes
  *   any undecided phase -> FAILED          the request went wrong first
  *
- * FORWARDING is entered in one place, record_and_forward, once the
- * decision records are durable: nothing reaches upstream for good before.
+ * A push is decided in one function, receive_decide_and_forward, whichever
+ * event lets it decide (the command list's flush, the body's end, the
+ * hold's end); FORWARDING is entered in one place under it,
+ * record_and_forward, once the decision records are durable: nothing
+ * reaches upstream for good before.
  */
 typedef enum push_phase {
-    PUSH_COMMANDS,   /* reading the command list */
-    PUSH_PROBE,      /* no commands: the rest of the body is not needed */
-    PUSH_INSPECTING, /* undecided: the pack spools into the quarantine (maybe overlapped) */
-    PUSH_HELD,       /* decided once, a ref waits for its approval: gateway_receive_read */
-    PUSH_FORWARDING, /* decided for good: the allowed commands went upstream, the pack follows */
-    PUSH_FINISHED,   /* upstream's answer merged and the outcome records written */
-    PUSH_FAILED,     /* the request went wrong before its decision: nothing is forwarded */
+    PUSH_COMMANDS = 0, /* reading the command list: where gateway_receive_new (calloc) starts */
+    PUSH_PROBE,        /* no commands: the rest of the body is not needed */
+    PUSH_INSPECTING,   /* undecided: the pack spools into the quarantine (maybe overlapped) */
+    PUSH_HELD,         /* decided once, a ref waits for its approval: gateway_receive_read */
+    PUSH_FORWARDING,   /* decided for good: the allowed commands went upstream, the pack follows */
+    PUSH_FINISHED,     /* upstream's answer merged and the outcome records written */
+    PUSH_FAILED,       /* the request went wrong before its decision: nothing is forwarded */
 } push_phase;
 
 /* One command of the push and everything decided about it. */
