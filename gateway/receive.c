@@ -25,6 +25,9 @@
  *             the request ended: answered, failed after forwarding began,
  *             or abandoned by a client that went away
  *
+ * inspect lives in receive_inspect.c, the hold for an approval (and the
+ * pack it keeps) in hold.c; what they share is receive_int.h.
+ *
  * Each ref carries its own state (ref_cmd), as git's `struct command`
  * carries its error_string: the report and the audit records are walks
  * over the commands.
@@ -38,11 +41,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "gateway/receive_int.h"
 #include "inspect/conditions.h"
-#include "gateway/approve.h"
 #include "util/inflate.h"
 #include "gateway/merge.h"
 #include "gateway/metrics.h"
@@ -53,26 +55,8 @@
 #include "git/quarantine.h"
 #include "git/report.h"
 #include "git/symref.h"
-#include "policy/plan.h"
 #include "util/fs.h"
 #include "util/log.h"
-
-/* The rewritten command list is at most the client's (capped by the
- * parser) plus the capability the gateway adds. */
-#define FORWARD_HEADER_MAX (16u * 1024 * 1024)
-
-/* What the spooled pack is read back in. */
-#define SPOOL_CHUNK (1u << 20)
-
-/* How much a pack may inflate to, per byte of max_body_bytes, before the
- * scanner gives up; the push then takes the spooled path. */
-#define PACKSCAN_INFLATE_RATIO 32
-
-/* A held push: a keepalive this often, and the approvals looked at this
- * often (in the shared database, where another gateway may decide, less). */
-#define HOLD_KEEPALIVE_MS 5000
-#define HOLD_POLL_MS      250
-#define HOLD_POLL_DB_MS   1000
 
 /* What every ng for a ref the audit log could not take says. */
 #define UNAUDITED_REASON "the audit log cannot be written, so nothing was forwarded"
@@ -80,127 +64,78 @@
     "the audit log's database cannot be reached, so nothing was forwarded; push again once it is " \
     "back"
 
-/* ---------------------------------------------------------------- state */
-
-typedef enum body_mode {
-    MODE_HEADER,  /* still reading the command list */
-    MODE_STREAM,  /* pack bytes go straight to upstream */
-    MODE_SPOOL,   /* pack bytes go to disk and the quarantine */
-    MODE_DISCARD, /* nothing of the rest is needed */
-} body_mode;
-
-/* One command of the push and everything decided about it. */
-typedef struct ref_cmd {
-    const rgit_ref_update *u;
-    policy_plan_ref plan;
-    char *moves;                      /* owned: the ref it moves when symbolic upstream, or NULL */
-    char note[256];                   /* what the gateway could not decide, said with the verdict */
-    char reason[GATEWAY_RESULT_MAX];  /* the verdict's reason, for the ng and the log */
-    char refusal[GATEWAY_RESULT_MAX]; /* the ng text when not forwarded */
-    char detail[300]; /* what made its deciding rule's conditions hold, for the audit log */
-    char audited[GATEWAY_RESULT_MAX + 300]; /* the decision record's reason: reason; detail */
-    int unaudited;                          /* allowed, the audit log refused it; 2: DB down */
-    int tentative;                          /* overlap: sent upstream before the decision */
-    uint64_t decision_seq;                  /* its decision record, once written */
-    gateway_approval_ref approval;          /* when the rules ask about it */
-    gateway_ref_result result;
-} ref_cmd;
-
-struct gateway_receive {
-    const gateway_ctx *ctx;
-    gateway_route route;
-    upstream_target target; /* its strings point into route and repo_dir */
-    char *repo_dir;
-    char *run;
-    char token_hash[TOKENS_HASH_PREFIX_SIZE];
-    char remote[64];
-    char push_id[17];
-
-    rg_inflate *z;
-    uint64_t raw_bytes;
-    uint64_t decoded_bytes;
-    rgit_push_parser *parser;
-    const rgit_push_request *req;
-    ref_cmd *cmds; /* req->nupdates of them */
-    body_mode mode;
-    rgit_sideband_mode sideband;
-    int report_status;
-
-    /* Inspection (MODE_SPOOL). */
-    int spool_fd;
-    gateway_spool_lease *lease; /* the server's: charged before the spool grows */
-    upstream_mirror *mirror;    /* remote upstreams: held while the pack is inspected */
-    rgit_quarantine *q;
-    int q_failed;
-    rg_error q_err;
-    int check_workflows; /* the write credential needs to know about workflow changes */
-    int inspect;         /* a rule with content conditions may match: no overlap */
-    inspect_conditions *conds;
-    const char *content_denied; /* the ref a content condition denied: the push is refused */
-    int conditions_told;        /* band 2 said what made the conditions hold */
-    /* Overlap: the pack goes upstream as it arrives, all but its trailing
-     * checksum (not where the write credential is minted per push). */
-    rgit_packscan *scan;
-    int scan_state;      /* 0 scanning, 1 the pack's end is known, < 0 failed */
-    uint64_t pack_bytes; /* of the pack (and what follows) seen so far */
-    uint64_t sent;       /* of the pack sent upstream */
-    unsigned cred_flags; /* TOKENS_CRED_* for the forwarded push */
-
-    /* A ref asked for an approval and the pack was not spooled: it is kept
-     * here for the approval (pack bytes after the decision). */
-    int keep_fd;
-    uint64_t keep_bytes;
-    int keep_failed;
-    int kept; /* keep_packs ran */
-
-    /* Hold: an ask rule keeps the push open until its approval is decided. */
-    int may_hold;           /* a rule with a hold may ask: decide at the end */
-    int held;               /* waiting; gateway_receive_read answers */
-    int hold_done;          /* the wait is over and the answer built */
-    int64_t hold_until;     /* CLOCK_MONOTONIC ms */
-    int64_t next_keepalive; /* CLOCK_MONOTONIC ms */
-    rg_buf held_out;        /* what gateway_receive_read still has to send */
-    size_t held_off;
-
-    /* Upstream could not say which refs are symbolic: nothing is sent. */
-    int symrefs_failed;
-    rg_error symrefs_err;
-
-    /* Forwarding. */
-    int decided;  /* verdicts made and decision records written */
-    int nforward; /* refs sent upstream */
-    upstream_push *upstream;
-    int send_pack;
-    int upstream_failed;
-    rg_error upstream_err;
-    int finished; /* upstream's answer merged and outcome records written */
-    rgit_report report;
-    rg_buf progress;
-    int have_report;
-
-    /* Metrics: counted as in flight until freed; when upstream began. */
-    int in_flight;
-    double upstream_t0;
-
-    /* The request failed (malformed, too large): the HTTP status and why. */
-    int failed;
-    unsigned fail_status;
-    rg_error fail_err;
-};
-
 static int on_decoded(void *arg, const char *data, size_t len);
 
-static int fail(gateway_receive *r, unsigned status, int code, const char *msg)
+/* --------------------------------------------------------------- phases */
+
+/* The command list is read and the pack must be inspected before the
+ * decision (receive_start_spool). */
+void receive_phase_inspect(gateway_receive *r)
+{
+    r->phase = PUSH_INSPECTING;
+}
+
+/* Decided on the spooled pack, and a ref waits for its approval (receive_start_hold). */
+void receive_phase_hold(gateway_receive *r)
+{
+    r->phase = PUSH_HELD;
+}
+
+/* The command list held no command: git's probe (header_done). */
+static void receive_phase_probe(gateway_receive *r)
+{
+    r->phase = PUSH_PROBE;
+}
+
+/* The decision records are durable: from here on what is allowed goes
+ * upstream (record_and_forward, the only caller). */
+static void receive_phase_forward(gateway_receive *r)
+{
+    r->phase = PUSH_FORWARDING;
+}
+
+/* Upstream's answer is in and the outcomes recorded (finish_push). */
+static void receive_phase_finish(gateway_receive *r)
+{
+    r->phase = PUSH_FINISHED;
+}
+
+/* The request went wrong before its decision was durable (receive_fail). */
+static void receive_phase_fail(gateway_receive *r)
+{
+    r->phase = PUSH_FAILED;
+}
+
+/* Whether the decision records were written (and forwarding began). */
+int receive_decided(const gateway_receive *r)
+{
+    return r->phase == PUSH_FORWARDING || r->phase == PUSH_FINISHED;
+}
+
+push_phase receive_phase(const gateway_receive *r)
+{
+    return r->phase;
+}
+
+/*
+ * The request went wrong: keep the first status and reason. Before the
+ * decision is durable that ends the push (PUSH_FAILED: nothing is
+ * forwarded); after it, the forwarded push still finishes and the client
+ * hears upstream's report with the reason.
+ */
+int receive_fail(gateway_receive *r, unsigned status, int code, const char *msg)
 {
     if (!r->failed) {
         r->failed = 1;
         r->fail_status = status;
         rg_error_set(&r->fail_err, code, "%s", msg);
     }
+    if (!receive_decided(r))
+        receive_phase_fail(r);
     return code;
 }
 
-static void upstream_failed(gateway_receive *r, const rg_error *e)
+void receive_upstream_failed(gateway_receive *r, const rg_error *e)
 {
     if (!r->upstream_failed) {
         r->upstream_failed = 1;
@@ -208,8 +143,7 @@ static void upstream_failed(gateway_receive *r, const rg_error *e)
     }
 }
 
-static void add_note(ref_cmd *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_note(ref_cmd *c, const char *fmt, ...)
+void receive_add_note(ref_cmd *c, const char *fmt, ...)
 {
     size_t len = strlen(c->note);
     va_list ap;
@@ -224,7 +158,7 @@ static void add_note(ref_cmd *c, const char *fmt, ...)
 }
 
 /* Every byte sent upstream goes through here, so the metrics count it. */
-static int send_upstream(gateway_receive *r, const void *data, size_t len, rg_error *err)
+int receive_send_upstream(gateway_receive *r, const void *data, size_t len, rg_error *err)
 {
     int rc = upstream_push_write(r->upstream, data, len, err);
 
@@ -234,7 +168,7 @@ static int send_upstream(gateway_receive *r, const void *data, size_t len, rg_er
 }
 
 /* Start upstream's side of the push: timed from here to its report. */
-static int start_upstream(gateway_receive *r, rg_error *err)
+int receive_start_upstream(gateway_receive *r, rg_error *err)
 {
     r->upstream_t0 = gateway_metrics_now();
     return upstream_push_start(&r->upstream, &r->target, r->sideband, r->cred_flags, err);
@@ -324,29 +258,8 @@ static int find_moves(gateway_receive *r, rgit_symrefs *refs, ref_cmd *c)
     if (refs == NULL)
         return 0;
     if (rgit_symrefs_resolve(&c->moves, refs, c->u->refname, &e) < 0)
-        return fail(r, 502, e.code, e.msg);
+        return receive_fail(r, 502, e.code, e.msg);
     c->plan.moves = c->moves;
-    return 0;
-}
-
-/*
- * A github-app write token may change files under .github/workflows/ only
- * when it has the "workflows" permission, which is asked for only when an
- * allowed ref update needs it.
- */
-#define WORKFLOWS_PREFIX ".github/workflows/"
-
-/* Does a push to this upstream need to know whether it changes workflows? */
-static int workflows_matter(gateway_receive *r)
-{
-    if (r->target.repo_dir != NULL || r->target.up == NULL ||
-        r->target.up->credentials.type != CONFIG_CRED_GITHUB_APP)
-        return 0;
-    /* Only refs that may be forwarded carry content the token would write. */
-    for (size_t i = 0; i < r->req->nupdates; i++)
-        if (!r->cmds[i].plan.new_zero &&
-            policy_plan_may_allow(&r->cmds[i].plan, r->ctx->cfg, r->route.repo))
-            return 1;
     return 0;
 }
 
@@ -366,32 +279,6 @@ static void *symref_job_main(void *arg)
     return NULL;
 }
 
-static int start_spool(gateway_receive *r);
-
-/*
- * Whether a rule with a hold may ask about a ref of this push (so it is
- * decided once the pack is in, where it can wait). Only a client that
- * speaks side-band hears keepalives, and only one that asked for
- * report-status hears the outcome: others are refused at once.
- */
-static int may_hold(const gateway_receive *r)
-{
-    const config_model *cfg = r->ctx->cfg;
-    size_t i;
-
-    if (r->ctx->approvals == NULL || r->sideband == RGIT_SIDEBAND_NONE || !r->report_status)
-        return 0;
-    /* Most configs hold nothing: then no ref is decided twice for it. */
-    for (i = 0; i < cfg->nrules && cfg->rules[i].hold == 0; i++)
-        ;
-    if (i == cfg->nrules)
-        return 0;
-    for (i = 0; i < r->req->nupdates; i++)
-        if (gateway_approval_hold(&r->cmds[i].plan, cfg, r->route.repo) > 0)
-            return 1;
-    return 0;
-}
-
 /* Classify every command on the names alone; 1 when a pack would be read. */
 static int guess_need_pack(gateway_receive *r)
 {
@@ -399,7 +286,7 @@ static int guess_need_pack(gateway_receive *r)
 
     for (size_t i = 0; i < r->req->nupdates; i++)
         need |= policy_plan_classify(&r->cmds[i].plan, r->ctx->cfg, r->route.repo);
-    return need || workflows_matter(r);
+    return need || receive_workflows_matter(r);
 }
 
 /*
@@ -418,7 +305,7 @@ static int plan_push(gateway_receive *r)
 
     r->cmds = calloc(r->req->nupdates, sizeof(*r->cmds));
     if (r->cmds == NULL)
-        return fail(r, 500, -ENOMEM, "out of memory");
+        return receive_fail(r, 500, -ENOMEM, "out of memory");
     for (size_t i = 0; i < r->req->nupdates; i++) {
         ref_cmd *c = &r->cmds[i];
 
@@ -435,7 +322,7 @@ static int plan_push(gateway_receive *r)
         symref_job_main(&job);
     if (threaded) {
         if (guess_need_pack(r))
-            rc = start_spool(r);
+            rc = receive_start_spool(r);
         pthread_join(tid, NULL);
         if (rc < 0)
             goto done;
@@ -454,381 +341,12 @@ static int plan_push(gateway_receive *r)
     }
     for (size_t i = 0; i < r->req->nupdates; i++)
         r->inspect |= r->cmds[i].plan.needs_inspection;
-    r->check_workflows = workflows_matter(r);
-    r->may_hold = may_hold(r);
+    r->check_workflows = receive_workflows_matter(r);
+    r->may_hold = receive_may_hold(r);
     rc = need_pack || r->check_workflows || r->spool_fd >= 0 || r->may_hold;
 done:
     rgit_symrefs_free(job.refs);
     return rc;
-}
-
-/* -------------------------------------------------------------- inspect */
-
-static int start_spool(gateway_receive *r)
-{
-    const char *gitdir = r->repo_dir;
-
-    r->spool_fd = open(r->ctx->tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (r->spool_fd < 0)
-        return fail(r, 500, -errno, "cannot create a spool file for the pack");
-    r->mode = MODE_SPOOL;
-    if (gitdir == NULL) {
-        /*
-         * A remote upstream's history is read from its mirror, which must
-         * hold the old ids the client saw (and thin-pack bases). When it
-         * already has every old id it is not fetched first; should the
-         * pack still need what it lacks, finish_inspection fetches and
-         * indexes again. When upstream moved after the client's
-         * advertisement and the mirror lacks an old id even then, or the
-         * mirror cannot be had at all, the quarantine cannot answer and
-         * the ref counts as a force (fail closed), with the reason noted.
-         */
-        const char **have = calloc(r->req->nupdates, sizeof(*have));
-        size_t n = 0;
-        int rc;
-
-        for (size_t i = 0; have && i < r->req->nupdates; i++)
-            if (!r->cmds[i].plan.old_zero)
-                have[n++] = r->cmds[i].u->old_id;
-        rc = upstream_mirror_acquire(&r->mirror, r->ctx->cfg->state_dir, &r->target, have, n,
-                                     &r->q_err);
-        free(have);
-        if (rc < 0) {
-            r->q_failed = 1;
-            return 0;
-        }
-        gitdir = upstream_mirror_dir(r->mirror);
-    }
-    if (rgit_quarantine_new(&r->q, gitdir, r->ctx->tmp_dir, r->req->oid_hexlen, &r->q_err) < 0)
-        r->q_failed = 1;
-    return 0;
-}
-
-/* Index the spooled pack into a new quarantine, after the mirror was
- * fetched because the first one lacked something the pack needs. */
-static void reinspect(gateway_receive *r)
-{
-    char *chunk = malloc(SPOOL_CHUNK);
-    uint64_t left = r->pack_bytes;
-    ssize_t n;
-
-    rgit_quarantine_free(r->q);
-    r->q = NULL;
-    r->q_failed = 0;
-    memset(&r->q_err, 0, sizeof(r->q_err));
-    if (chunk == NULL || lseek(r->spool_fd, 0, SEEK_SET) < 0 ||
-        rgit_quarantine_new(&r->q, upstream_mirror_dir(r->mirror), r->ctx->tmp_dir,
-                            r->req->oid_hexlen, &r->q_err) < 0) {
-        r->q_failed = 1;
-        free(chunk);
-        return;
-    }
-    /* Bounded: the spool holds what the body brought, at most max_body_bytes. */
-    while (left > 0 && (n = read(r->spool_fd, chunk, SPOOL_CHUNK)) > 0) {
-        left -= (uint64_t)n < left ? (uint64_t)n : left;
-        if (rgit_quarantine_write(r->q, chunk, (size_t)n, &r->q_err) < 0) {
-            r->q_failed = 1;
-            break;
-        }
-    }
-    free(chunk);
-    if (!r->q_failed && rgit_quarantine_finish(r->q, &r->q_err) < 0)
-        r->q_failed = 1;
-}
-
-/*
- * The body is complete: finish indexing. A remote's mirror that was not
- * fetched (it had the old ids) but turns out to lack what the pack needs
- * is fetched now and the pack indexed again.
- */
-static void finish_inspection(gateway_receive *r)
-{
-    rg_error e = RG_ERROR_INIT;
-
-    if (r->q && !r->q_failed && rgit_quarantine_finish(r->q, &r->q_err) < 0)
-        r->q_failed = 1;
-    if (!r->q_failed || r->mirror == NULL || upstream_mirror_fresh(r->mirror))
-        return;
-    if (upstream_mirror_refresh(r->mirror, &r->target, &e) < 0) {
-        r->q_err = e;
-        return;
-    }
-    reinspect(r);
-}
-
-/* Settle the updates that needed ancestry, from the quarantine. */
-static void resolve_ancestry(gateway_receive *r)
-{
-    for (size_t i = 0; i < r->req->nupdates; i++) {
-        ref_cmd *c = &r->cmds[i];
-        rg_error e = RG_ERROR_INIT;
-        int anc = 0;
-
-        if (!c->plan.needs_ancestry)
-            continue;
-        if (r->q == NULL || r->q_failed) {
-            add_note(c, "ancestry undecidable (%s): treated as force",
-                     r->q_err.msg[0] ? r->q_err.msg : "no pack");
-            policy_plan_set_ancestry(&c->plan, 0, 0);
-        } else if (rgit_quarantine_is_ancestor(&anc, r->q, c->u->old_id, c->u->new_id, &e) < 0) {
-            add_note(c, "ancestry undecidable (%s): treated as force", e.msg);
-            policy_plan_set_ancestry(&c->plan, 0, 0);
-        } else {
-            policy_plan_set_ancestry(&c->plan, 1, anc);
-        }
-    }
-}
-
-/*
- * Set TOKENS_CRED_WORKFLOWS when an allowed create or update changes
- * .github/workflows/: an update compares the old and new trees, a create
- * (whose base is unknown) the upstream's HEAD tree and the new one. What
- * cannot be decided does not get the permission, so upstream refuses a
- * workflow change itself (fail closed); the note says so.
- */
-static void resolve_workflows(gateway_receive *r)
-{
-    for (size_t i = 0; i < r->req->nupdates; i++) {
-        ref_cmd *c = &r->cmds[i];
-        rg_error e = RG_ERROR_INIT;
-        int changed = 0;
-
-        if (!c->plan.allowed || c->plan.new_zero)
-            continue;
-        if (r->q == NULL || r->q_failed) {
-            add_note(c, "workflow changes undecidable (%s): no workflows permission",
-                     r->q_err.msg[0] ? r->q_err.msg : "no pack");
-        } else if (rgit_quarantine_changes_prefix(
-                       &changed, r->q, c->plan.action == CONFIG_ACTION_CREATE ? NULL : c->u->old_id,
-                       c->u->new_id, WORKFLOWS_PREFIX, &e) < 0) {
-            add_note(c, "workflow changes undecidable (%s): no workflows permission", e.msg);
-        } else if (changed) {
-            add_note(c, "changes " WORKFLOWS_PREFIX);
-            r->cred_flags |= TOKENS_CRED_WORKFLOWS;
-        }
-    }
-}
-
-/*
- * Work out the rules' content conditions for every ref from the
- * quarantine. Without one (or out of memory) every answer is unknown, and
- * the policy fails closed on that.
- */
-static void run_inspection(gateway_receive *r)
-{
-    inspect_conditions_ref *refs;
-    rg_error e = RG_ERROR_INIT;
-    size_t n = r->req->nupdates;
-
-    if (!r->inspect)
-        return;
-    refs = calloc(n, sizeof(*refs));
-    for (size_t i = 0; refs && i < n; i++) {
-        refs[i].old_hex = r->cmds[i].plan.old_zero ? NULL : r->cmds[i].u->old_id;
-        refs[i].new_hex = r->cmds[i].u->new_id;
-        refs[i].inspect = r->cmds[i].plan.needs_inspection;
-    }
-    if (refs == NULL ||
-        inspect_conditions_inspect(&r->conds, r->ctx->cfg, r->q && !r->q_failed ? r->q : NULL,
-                                   r->q_err.msg[0] ? r->q_err.msg : "the pack was not quarantined",
-                                   refs, n, &e) < 0)
-        r->conds = NULL;
-    for (size_t i = 0; i < n; i++)
-        r->cmds[i].plan.facts = inspect_conditions_facts(r->conds, i);
-    free(refs);
-}
-
-/*
- * After the decision: a ref denied by a rule with content conditions
- * denies the whole push (its pack cannot be split, and what it carries
- * must not land even unreferenced). Band 2 says what held, once per rule,
- * for enforced rules and evaluate-mode ones that would have refused.
- */
-static void settle_conditions(gateway_receive *r)
-{
-    const config_model *cfg = r->ctx->cfg;
-    char *said = calloc(cfg->nrules ? cfg->nrules : 1, 1);
-    char label[200];
-
-    /* Decided again after a hold: an approval may have settled an ask. */
-    r->content_denied = NULL;
-    if (!r->inspect)
-        goto done;
-    for (size_t i = 0; i < r->req->nupdates; i++) {
-        const policy_decision *d = &r->cmds[i].plan.decision;
-        int idx = d->rule_index, ev = d->evaluate_rule_index;
-
-        if (idx >= 0 && cfg->rules[idx].cond.set && d->effect != CONFIG_ALLOW) {
-            if (r->content_denied == NULL)
-                r->content_denied = r->cmds[i].u->refname;
-            inspect_conditions_first(r->conds, i, (size_t)idx, r->cmds[i].detail,
-                                     sizeof(r->cmds[i].detail));
-            snprintf(label, sizeof(label), "rule \"%s\"", cfg->rules[idx].name);
-            if (said && !said[idx]++ && !r->conditions_told)
-                inspect_conditions_explain(r->conds, i, (size_t)idx, label, &r->progress);
-        }
-        if (ev >= 0 && cfg->rules[ev].cond.set && d->evaluate_effect != CONFIG_ALLOW) {
-            snprintf(label, sizeof(label), "rule \"%s\" (evaluate mode, would %s)",
-                     cfg->rules[ev].name, config_effect_name(d->evaluate_effect));
-            if (said && !said[ev]++ && !r->conditions_told)
-                inspect_conditions_explain(r->conds, i, (size_t)ev, label, &r->progress);
-        }
-    }
-    r->conditions_told = 1;
-    for (size_t i = 0; r->content_denied && i < r->req->nupdates; i++)
-        policy_plan_deny_atomic(&r->cmds[i].plan, r->content_denied);
-done:
-    free(said);
-}
-
-/* Inspection is over: let waiting updates of the mirror in while the push
- * is forwarded. The quarantine reads the mirror's objects, so it goes first. */
-static void end_inspection(gateway_receive *r)
-{
-    if (r->mirror == NULL)
-        return;
-    rgit_quarantine_free(r->q);
-    r->q = NULL;
-    upstream_mirror_release(r->mirror);
-    r->mirror = NULL;
-}
-
-/*
- * Overlap: send the commands that may be allowed upstream now, then the
- * pack as it arrives, all but its trailer. Refs whose decision does not
- * wait for ancestry are decided now; those that wait go if either answer
- * could allow them. Not where the write credential is minted per push (a
- * github-app token): a denied push mints nothing, so nothing starts before
- * the decision.
- */
-static void start_overlap(gateway_receive *r)
-{
-    const rgit_push_request *req = r->req;
-    rg_buf header = RG_BUF_INIT(FORWARD_HEADER_MAX);
-    rg_error e = RG_ERROR_INIT;
-    size_t *keep = NULL, nkeep = 0;
-    int denied = 0;
-
-    /* Nor for a push that may be held: upstream would wait out the hold. */
-    if (r->check_workflows || r->inspect || r->q_failed || r->may_hold ||
-        (r->repo_dir == NULL && r->target.up->credentials.type == CONFIG_CRED_GITHUB_APP) ||
-        rgit_packscan_new(&r->scan, req->oid_hexlen,
-                          PACKSCAN_INFLATE_RATIO * r->ctx->cfg->max_body_bytes) < 0)
-        return;
-    keep = calloc(req->nupdates, sizeof(*keep));
-    if (keep == NULL)
-        goto fail;
-    for (size_t i = 0; i < req->nupdates; i++) {
-        ref_cmd *c = &r->cmds[i];
-
-        if (c->plan.needs_ancestry) {
-            c->tentative = policy_plan_may_allow(&c->plan, r->ctx->cfg, r->route.repo);
-        } else {
-            policy_plan_decide(&c->plan, r->ctx->cfg, r->route.repo);
-            c->tentative = c->plan.allowed;
-        }
-        denied |= !c->tentative;
-        if (c->tentative)
-            keep[nkeep++] = i;
-    }
-    /* Nothing worth sending early: the spooled path decides it all. */
-    if (nkeep == 0 || (denied && rgit_push_has_cap(req, "atomic")))
-        goto fail;
-    if (rgit_push_request_write(&header, req, keep, nkeep, "report-status") < 0 ||
-        start_upstream(r, &e) < 0 || send_upstream(r, header.data, header.len, &e) < 0)
-        goto fail;
-    free(keep);
-    rg_buf_free(&header);
-    return;
-fail:
-    free(keep);
-    rg_buf_free(&header);
-    for (size_t i = 0; i < req->nupdates; i++)
-        r->cmds[i].tentative = 0;
-    rgit_packscan_free(r->scan);
-    r->scan = NULL;
-    upstream_push_free(r->upstream);
-    r->upstream = NULL;
-}
-
-/* The next pack bytes, while overlapping: forward what is surely not the
- * trailer. A pack the scanner cannot follow stops the overlap. */
-static void overlap_pack(gateway_receive *r, const char *data, size_t len)
-{
-    rg_error e = RG_ERROR_INIT;
-    uint64_t start = r->pack_bytes, safe;
-
-    if (r->scan == NULL || r->scan_state != 0)
-        return;
-    r->scan_state = rgit_packscan_feed(r->scan, data, len, &e);
-    if (r->scan_state < 0)
-        return;
-    safe = rgit_packscan_safe(r->scan);
-    /* What is safe and unsent lies in this chunk: before the trailer
-     * starts, safe is everything scanned. */
-    if (safe > r->sent && !r->upstream_failed &&
-        send_upstream(r, data + (r->sent - start), (size_t)(safe - r->sent), &e) < 0)
-        upstream_failed(r, &e);
-    r->sent = safe;
-}
-
-/*
- * Whether the overlapped push can be completed: the pack's end was found,
- * upstream took everything so far, and the refs sent early are exactly the
- * refs now allowed. Otherwise it is abandoned (abort_overlap) and the push
- * takes the spooled path.
- */
-static int overlap_holds(const gateway_receive *r)
-{
-    if (r->upstream == NULL || r->scan == NULL || r->scan_state != 1 || r->upstream_failed)
-        return 0;
-    for (size_t i = 0; i < r->req->nupdates; i++)
-        if (r->cmds[i].tentative != (r->cmds[i].plan.allowed && !r->cmds[i].unaudited))
-            return 0;
-    return 1;
-}
-
-/*
- * Give up the overlapped request: its input ends without the trailer, so
- * upstream's index-pack fails on the incomplete pack, receive-pack applies
- * nothing and cleans its own quarantine (a kill would leave it behind).
- */
-static void abort_overlap(gateway_receive *r)
-{
-    rgit_report ignored = {0};
-    rg_error e = RG_ERROR_INIT;
-
-    if (r->upstream == NULL)
-        return;
-    upstream_push_finish(r->upstream, &ignored, NULL, &e);
-    rgit_report_free(&ignored);
-    upstream_push_free(r->upstream);
-    r->upstream = NULL;
-    r->upstream_failed = 0;
-    for (size_t i = 0; i < r->req->nupdates; i++)
-        r->cmds[i].tentative = 0;
-}
-
-/* Complete the overlapped request: send the trailer, read back from the
- * spool where the scanner found it. */
-static void complete_overlap(gateway_receive *r)
-{
-    uint64_t end = rgit_packscan_end(r->scan);
-    char trailer[RGIT_OID_HEX_MAX / 2];
-    size_t n = (size_t)(end - r->sent);
-    rg_error e = RG_ERROR_INIT;
-
-    for (size_t i = 0; i < r->req->nupdates; i++)
-        r->nforward += r->cmds[i].tentative;
-    r->send_pack = 1;
-    if (n > sizeof(trailer) || pread(r->spool_fd, trailer, n, (off_t)r->sent) != (ssize_t)n) {
-        rg_error_set(&e, RG_E_UPSTREAM, "cannot read the pack's trailer back");
-        upstream_failed(r, &e);
-        return;
-    }
-    if (send_upstream(r, trailer, n, &e) < 0)
-        upstream_failed(r, &e);
-    r->sent = end;
 }
 
 /* --------------------------------------------------------------- decide */
@@ -840,7 +358,7 @@ static gateway_approval_push approval_push(const gateway_receive *r, const ref_c
                                    c->u->refname, c->u->old_id, c->u->new_id};
 }
 
-static void decide_all(gateway_receive *r)
+void receive_decide_all(gateway_receive *r)
 {
     const char *denied = NULL;
 
@@ -992,7 +510,7 @@ static int record_decisions(gateway_receive *r)
     recs = calloc(n, sizeof(*recs));
     evals = calloc(n, sizeof(*evals));
     if (recs == NULL || evals == NULL) {
-        rc = fail(r, 500, -ENOMEM, "out of memory");
+        rc = receive_fail(r, 500, -ENOMEM, "out of memory");
         goto done;
     }
     for (size_t i = 0; i < n; i++) {
@@ -1019,7 +537,6 @@ static int record_decisions(gateway_receive *r)
     }
     for (size_t i = 0; i < n && first; i++)
         r->cmds[i].decision_seq = first + i;
-    r->decided = 1;
 done:
     free(recs);
     free(evals);
@@ -1039,7 +556,7 @@ static int start_forward(gateway_receive *r)
 
     keep = calloc(req->nupdates ? req->nupdates : 1, sizeof(*keep));
     if (keep == NULL)
-        return fail(r, 500, -ENOMEM, "out of memory");
+        return receive_fail(r, 500, -ENOMEM, "out of memory");
     r->send_pack = 0;
     for (size_t i = 0; i < req->nupdates; i++) {
         if (!r->cmds[i].result.forwarded)
@@ -1049,7 +566,6 @@ static int start_forward(gateway_receive *r)
         if (!r->cmds[i].plan.new_zero)
             r->send_pack = 1;
     }
-    r->mode = MODE_DISCARD;
     if (r->nforward == 0)
         goto done;
     /* Without report-status upstream says nothing of what it did: always
@@ -1057,55 +573,73 @@ static int start_forward(gateway_receive *r)
     rc = rgit_push_request_write(&header, req, keep, r->nforward, "report-status");
     if (rc < 0) {
         rg_error_set(&e, RG_E_UPSTREAM, "cannot rewrite the command list");
-        upstream_failed(r, &e);
+        receive_upstream_failed(r, &e);
         rc = 0;
         goto done;
     }
-    if (start_upstream(r, &e) < 0 || send_upstream(r, header.data, header.len, &e) < 0)
-        upstream_failed(r, &e);
-    if (r->send_pack && !r->upstream_failed)
-        r->mode = MODE_STREAM;
+    if (receive_start_upstream(r, &e) < 0 ||
+        receive_send_upstream(r, header.data, header.len, &e) < 0)
+        receive_upstream_failed(r, &e);
 done:
     rg_buf_free(&header);
     free(keep);
     return rc;
 }
 
-/* Send the spooled pack upstream once the decision is made. */
-static void send_spool(gateway_receive *r)
-{
-    uint64_t end = r->scan && r->scan_state == 1 ? rgit_packscan_end(r->scan) : 0, done = 0;
-    rg_error e = RG_ERROR_INIT;
-    char *chunk;
-    ssize_t n;
-
-    chunk = malloc(SPOOL_CHUNK);
-    if (chunk == NULL || lseek(r->spool_fd, 0, SEEK_SET) < 0) {
-        rg_error_set(&e, RG_E_UPSTREAM, "cannot read the spooled pack");
-        upstream_failed(r, &e);
-        free(chunk);
-        return;
-    }
-    /* Bounded: the spool holds at most max_body_bytes. Where the pack's
-     * end is known, nothing after it goes upstream. */
-    while ((n = read(r->spool_fd, chunk, SPOOL_CHUNK)) > 0) {
-        if (end && (uint64_t)n > end - done)
-            n = (ssize_t)(end - done);
-        done += (uint64_t)n;
-        if (n > 0 && send_upstream(r, chunk, (size_t)n, &e) < 0) {
-            upstream_failed(r, &e);
-            break;
-        }
-    }
-    free(chunk);
-}
-
-/* Record, then forward: the one path from decided refs to upstream. */
+/*
+ * Record, then forward: the one path from decided refs to upstream, and
+ * the one entry to PUSH_FORWARDING. Overlapped and still exactly right,
+ * only the trailer is left to send once the decisions are durable (unless
+ * the audit log refused the push, which receive_overlap_holds then sees); else
+ * the overlapped request is given up and the allowed commands go anew,
+ * followed by the spooled pack when there is one (on the streamed path the
+ * pack is still to come and on_pack sends it).
+ */
 static int record_and_forward(gateway_receive *r)
 {
-    int rc = record_decisions(r);
+    int overlapped = receive_overlap_holds(r), rc;
 
-    return rc < 0 ? rc : start_forward(r);
+    if (!overlapped)
+        receive_abort_overlap(r);
+    rc = record_decisions(r);
+    if (rc < 0)
+        return rc;
+    receive_phase_forward(r);
+    if (overlapped && receive_overlap_holds(r)) {
+        receive_complete_overlap(r);
+        return 0;
+    }
+    receive_abort_overlap(r);
+    rc = start_forward(r);
+    if (rc == 0 && r->spool_fd >= 0 && r->upstream && r->send_pack && !r->upstream_failed)
+        receive_send_spool(r);
+    return rc;
+}
+
+/*
+ * Decide every ref, then record and forward: the one way a push is
+ * decided, entered when the command list alone decides (the pack then
+ * streams), when the body ends on the spooled path, and when a hold is
+ * over. On the spooled path the content conditions are settled, and a ref
+ * that waits for an approval may hold the push (the first time only).
+ */
+int receive_decide_and_forward(gateway_receive *r)
+{
+    push_phase from = r->phase;
+
+    receive_decide_all(r);
+    if (from == PUSH_COMMANDS) {
+        receive_start_keep(r);
+        return record_and_forward(r);
+    }
+    receive_settle_conditions(r);
+    /* Waiting for an approval: gateway_receive_read goes on from here. */
+    if (from == PUSH_INSPECTING && receive_start_hold(r))
+        return 0;
+    if (r->check_workflows)
+        receive_resolve_workflows(r);
+    receive_end_inspection(r);
+    return record_and_forward(r);
 }
 
 /* --------------------------------------------------------------- finish */
@@ -1125,12 +659,12 @@ static void finish_push(gateway_receive *r)
     char q[RG_LOG_VALUE_MAX];
     int kept;
 
-    if (r->finished || !r->decided)
+    if (r->phase != PUSH_FORWARDING)
         return;
-    r->finished = 1;
+    receive_phase_finish(r);
     if (r->upstream) {
         if (upstream_push_finish(r->upstream, &r->report, &r->progress, &e) < 0) {
-            upstream_failed(r, &e);
+            receive_upstream_failed(r, &e);
         } else {
             r->have_report = 1;
             gateway_metrics_upstream(r->ctx->metrics, gateway_metrics_now() - r->upstream_t0);
@@ -1179,61 +713,6 @@ static void finish_push(gateway_receive *r)
     free(recs);
 }
 
-/* ----------------------------------------------------------------- keep */
-
-/* Whether a ref of this push asked for a new approval, which keeps the pack. */
-static int asked_for_approval(const gateway_receive *r)
-{
-    for (size_t i = 0; i < r->req->nupdates; i++)
-        if (r->cmds[i].approval.created)
-            return 1;
-    return 0;
-}
-
-/* Decided before the pack came: keep the pack bytes still to come. */
-static void start_keep(gateway_receive *r)
-{
-    if (!asked_for_approval(r))
-        return;
-    r->keep_fd = open(r->ctx->tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (r->keep_fd < 0)
-        r->keep_failed = 1;
-}
-
-static void keep_write(gateway_receive *r, const char *data, size_t len)
-{
-    if (r->keep_fd < 0 || r->keep_failed)
-        return;
-    /* Charged like a spool: the budget bounds what a pending push keeps. */
-    if (gateway_spool_take(r->lease, len) < 0 || rg_fs_write_all(r->keep_fd, data, len) < 0) {
-        r->keep_failed = 1;
-        return;
-    }
-    r->keep_bytes += len;
-}
-
-/* The push is over: each approval it asked for keeps a copy of its pack. */
-static void keep_packs(gateway_receive *r)
-{
-    int fd = r->keep_fd >= 0 ? r->keep_fd : r->spool_fd;
-    uint64_t len = r->keep_fd >= 0 ? r->keep_bytes : r->pack_bytes;
-
-    if (r->kept || r->failed || fd < 0 || (len == 0 && !r->keep_failed))
-        return;
-    r->kept = 1;
-    for (size_t i = 0; i < r->req->nupdates; i++) {
-        if (!r->cmds[i].approval.created)
-            continue;
-        if (r->keep_failed)
-            rg_log(RG_LOG_WARNING, "approval_pack_not_kept",
-                   "id=%s reason=\"the spool budget (limits.spool_bytes) is taken, or the pack "
-                   "could not be spooled\"",
-                   r->cmds[i].approval.id);
-        else
-            gateway_approval_keep_pack(r->ctx, r->lease, r->cmds[i].approval.id, fd, len);
-    }
-}
-
 /* ----------------------------------------------------------------- body */
 
 static int header_done(gateway_receive *r)
@@ -1248,22 +727,20 @@ static int header_done(gateway_receive *r)
     r->report_status = rgit_push_has_cap(r->req, "report-status");
     if (r->req->nupdates == 0) {
         /* git's 4-byte probe before a large push: answer 200, do nothing. */
-        r->mode = MODE_DISCARD;
+        receive_phase_probe(r);
         return 0;
     }
     need_pack = plan_push(r);
     if (need_pack < 0)
         return need_pack;
     if (need_pack) {
-        int rc = r->spool_fd >= 0 ? 0 : start_spool(r);
+        int rc = r->spool_fd >= 0 ? 0 : receive_start_spool(r);
 
         if (rc == 0)
-            start_overlap(r);
+            receive_start_overlap(r);
         return rc;
     }
-    decide_all(r);
-    start_keep(r);
-    return record_and_forward(r);
+    return receive_decide_and_forward(r);
 }
 
 static int on_pack(gateway_receive *r, const char *data, size_t len)
@@ -1271,25 +748,26 @@ static int on_pack(gateway_receive *r, const char *data, size_t len)
     rg_error e = RG_ERROR_INIT;
     int rc;
 
-    switch (r->mode) {
-    case MODE_STREAM:
-        if (!r->upstream_failed && send_upstream(r, data, len, &e) < 0)
-            upstream_failed(r, &e);
-        keep_write(r, data, len);
+    switch (r->phase) {
+    case PUSH_FORWARDING:
+        /* Decided on the names: the pack streams to upstream as it comes. */
+        if (r->send_pack && !r->upstream_failed && receive_send_upstream(r, data, len, &e) < 0)
+            receive_upstream_failed(r, &e);
+        receive_keep_write(r, data, len);
         return 0;
-    case MODE_SPOOL:
+    case PUSH_INSPECTING:
         if ((rc = gateway_spool_take(r->lease, len)) < 0)
-            return fail(r, 503, rc, GATEWAY_SPOOL_FULL);
+            return receive_fail(r, 503, rc, GATEWAY_SPOOL_FULL);
         rc = rg_fs_write_all(r->spool_fd, data, len);
         if (rc < 0)
-            return fail(r, 500, rc, "cannot spool the pack to disk");
+            return receive_fail(r, 500, rc, "cannot spool the pack to disk");
         if (r->q && !r->q_failed && rgit_quarantine_write(r->q, data, len, &r->q_err) < 0)
             r->q_failed = 1;
-        overlap_pack(r, data, len);
+        receive_overlap_pack(r, data, len);
         r->pack_bytes += len;
         return 0;
     default:
-        keep_write(r, data, len);
+        receive_keep_write(r, data, len);
         return 0;
     }
 }
@@ -1303,11 +781,12 @@ static int on_decoded(void *arg, const char *data, size_t len)
 
     r->decoded_bytes += len;
     if (r->decoded_bytes > r->ctx->cfg->max_body_bytes)
-        return fail(r, 413, RG_E_TOO_BIG, "push body larger than the configured max_body_bytes");
-    if (r->mode == MODE_HEADER) {
+        return receive_fail(r, 413, RG_E_TOO_BIG,
+                            "push body larger than the configured max_body_bytes");
+    if (r->phase == PUSH_COMMANDS) {
         rc = rgit_push_parser_feed(r->parser, data, len, &consumed, &e);
         if (rc < 0)
-            return fail(r, rc == RG_E_TOO_BIG ? 413 : 400, rc, e.msg);
+            return receive_fail(r, rc == RG_E_TOO_BIG ? 413 : 400, rc, e.msg);
         if (rc == 0)
             return 0;
         rc = header_done(r);
@@ -1328,40 +807,17 @@ int gateway_receive_body(gateway_receive *r, const char *data, size_t len)
         return r->fail_err.code;
     r->raw_bytes += len;
     if (r->raw_bytes > r->ctx->cfg->max_body_bytes)
-        return fail(r, 413, RG_E_TOO_BIG, "push body larger than the configured max_body_bytes");
+        return receive_fail(r, 413, RG_E_TOO_BIG,
+                            "push body larger than the configured max_body_bytes");
     if (!r->z)
         return on_decoded(r, data, len);
     rc = rg_inflate_feed(r->z, data, len, &e);
     if (rc < 0 && !r->failed)
-        return fail(r, rc == RG_E_TOO_BIG ? 413 : 400, rc, e.msg);
+        return receive_fail(r, rc == RG_E_TOO_BIG ? 413 : 400, rc, e.msg);
     return rc;
 }
 
 /* --------------------------------------------------------------- answer */
-
-/* Decided on the spooled pack: record, then forward (completing the overlap
- * when it still holds). 0, or < 0 when the request failed (fail_err). */
-static int forward_spooled(gateway_receive *r)
-{
-    if (r->check_workflows)
-        resolve_workflows(r);
-    end_inspection(r);
-    /* Overlapped and still exactly right: the decisions become durable,
-     * then the trailer may go (unless the audit log refused the push,
-     * which overlap_holds then sees). */
-    if (overlap_holds(r) && record_decisions(r) < 0)
-        return -1;
-    if (r->decided && overlap_holds(r)) {
-        complete_overlap(r);
-        return 0;
-    }
-    abort_overlap(r);
-    if ((r->decided ? start_forward(r) : record_and_forward(r)) < 0)
-        return -1;
-    if (r->upstream && r->send_pack && !r->upstream_failed)
-        send_spool(r);
-    return 0;
-}
 
 static void error_response(rg_buf *response, unsigned *status, const char **ctype, unsigned code,
                            const char *msg)
@@ -1419,11 +875,11 @@ static int any_landed(const gateway_receive *r)
 }
 
 /* The push is decided and forwarded: its outcome, and the answer. */
-static void answer(gateway_receive *r, rg_buf *response, unsigned *status,
-                   const char **content_type)
+void receive_answer(gateway_receive *r, rg_buf *response, unsigned *status,
+                    const char **content_type)
 {
     finish_push(r);
-    keep_packs(r);
+    receive_keep_packs(r);
     /* A request that went wrong after forwarding began is answered with
      * upstream's report when upstream applied anything (the client must not
      * be told an HTTP error for a push that landed), else with the error. */
@@ -1434,112 +890,6 @@ static void answer(gateway_receive *r, rg_buf *response, unsigned *status,
     report_response(r, response);
 }
 
-/* ----------------------------------------------------------------- hold */
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* The refs waiting for an approval that is still pending. */
-static int waiting(const gateway_receive *r)
-{
-    for (size_t i = 0; i < r->req->nupdates; i++) {
-        const ref_cmd *c = &r->cmds[i];
-
-        if (c->approval.id[0] && !c->approval.approved &&
-            gateway_approval_pending(r->ctx, c->approval.id))
-            return 1;
-    }
-    return 0;
-}
-
-/*
- * Decided, and a ref waits for a pending approval whose rule holds: keep
- * the push open (the reviewer sees its kept pack meanwhile). The client
- * hears why on band 2, then keepalives until gateway_receive_read ends it.
- */
-static int start_hold(gateway_receive *r)
-{
-    unsigned hold = 0, h;
-    char msg[300];
-
-    if (!r->may_hold || r->failed)
-        return 0;
-    for (size_t i = 0; i < r->req->nupdates; i++) {
-        ref_cmd *c = &r->cmds[i];
-
-        if (!c->approval.id[0] || c->approval.approved ||
-            !gateway_approval_pending(r->ctx, c->approval.id))
-            continue;
-        h = gateway_approval_hold(&c->plan, r->ctx->cfg, r->route.repo);
-        if (h > hold)
-            hold = h;
-        if (h > 0)
-            snprintf(msg, sizeof(msg),
-                     "refgate: waiting up to %u s for approval %s of %.128s (refgate approve %s)\n",
-                     h, c->approval.id, c->u->refname, c->approval.id);
-    }
-    if (hold == 0)
-        return 0;
-    keep_packs(r);
-    /* Nothing else needs the quarantine unless workflows are asked about. */
-    if (!r->check_workflows)
-        end_inspection(r);
-    r->held = 1;
-    r->hold_until = now_ms() + (int64_t)hold * 1000;
-    r->next_keepalive = now_ms() + HOLD_KEEPALIVE_MS;
-    rgit_sideband_write(&r->held_out, 2, msg, strlen(msg), r->sideband);
-    return 1;
-}
-
-/*
- * One step of a held push: wait until the next keepalive (sent then) or
- * until every awaited approval is decided, the hold is up or the gateway
- * stops; then decide the push again, forward what is allowed and build
- * the answer.
- */
-static void hold_step(gateway_receive *r)
-{
-    unsigned status = 200;
-    const char *ctype = NULL;
-    rg_buf tail = RG_BUF_INIT(UPSTREAM_REPORT_MAX * 2 + UPSTREAM_PROGRESS_MAX * 2);
-    int64_t t;
-
-    /* Bounded: until the next keepalive at most. */
-    while ((t = now_ms()) < r->next_keepalive) {
-        if (t >= r->hold_until || atomic_load(r->ctx->stopping) || !waiting(r))
-            goto decide;
-        usleep((r->ctx->db ? HOLD_POLL_DB_MS : HOLD_POLL_MS) * 1000);
-    }
-    if (t < r->hold_until && !atomic_load(r->ctx->stopping) && waiting(r)) {
-        /* An empty band-1 packet, as receive-pack's keepalive. */
-        rg_buf_append(&r->held_out, "0005\1", 5);
-        r->next_keepalive = t + HOLD_KEEPALIVE_MS;
-        return;
-    }
-decide:
-    r->hold_done = 1;
-    decide_all(r);
-    settle_conditions(r);
-    if (forward_spooled(r) < 0) {
-        char msg[700];
-
-        /* Too late for an HTTP error: side-band's error band says it. */
-        snprintf(msg, sizeof(msg), "refgate: %s\n", r->fail_err.msg);
-        rgit_sideband_write(&r->held_out, 3, msg, strlen(msg), r->sideband);
-        rg_buf_free(&tail);
-        return;
-    }
-    answer(r, &tail, &status, &ctype);
-    if (tail.len)
-        rg_buf_append(&r->held_out, tail.data, tail.len);
-    rg_buf_free(&tail);
-}
-
 void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
                          const char **content_type)
 {
@@ -1548,61 +898,38 @@ void gateway_receive_end(gateway_receive *r, rg_buf *response, unsigned *status,
     *status = 200;
     *content_type = "application/x-git-receive-pack-result";
     if (!r->failed && r->z && rg_inflate_finish(r->z, &e) < 0)
-        fail(r, 400, RG_E_PROTOCOL, e.msg);
-    if (!r->failed && r->mode == MODE_HEADER)
-        fail(r, 400, RG_E_PROTOCOL, "the request ended before its command list did");
+        receive_fail(r, 400, RG_E_PROTOCOL, e.msg);
+    if (!r->failed && r->phase == PUSH_COMMANDS)
+        receive_fail(r, 400, RG_E_PROTOCOL, "the request ended before its command list did");
     /* Before anything was forwarded a bad request is only an HTTP error. */
     if (r->failed && r->nforward == 0) {
         error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
         return;
     }
-    if (r->req->nupdates == 0) {
+    if (r->phase == PUSH_PROBE) {
         rg_buf_reset(response);
         return;
     }
-    if (r->mode == MODE_SPOOL && !r->decided) {
-        finish_inspection(r);
-        resolve_ancestry(r);
-        run_inspection(r);
-        decide_all(r);
-        settle_conditions(r);
-        /* Waiting for an approval: gateway_receive_read goes on from here. */
-        if (start_hold(r))
-            return;
-        if (forward_spooled(r) < 0) {
+    if (r->phase == PUSH_INSPECTING) {
+        receive_finish_inspection(r);
+        receive_resolve_ancestry(r);
+        receive_run_inspection(r);
+        if (receive_decide_and_forward(r) < 0) {
             error_response(response, status, content_type, r->fail_status, r->fail_err.msg);
             return;
         }
+        /* Waiting for an approval: gateway_receive_read goes on from here. */
+        if (r->phase == PUSH_HELD)
+            return;
     }
-    answer(r, response, status, content_type);
-}
-
-int gateway_receive_held(const gateway_receive *r)
-{
-    return r->held;
-}
-
-size_t gateway_receive_read(gateway_receive *r, char *buf, size_t max)
-{
-    size_t n;
-
-    /* Bounded: each round either waits out part of the hold or ends it. */
-    while (r->held_off == r->held_out.len && !r->hold_done)
-        hold_step(r);
-    n = r->held_out.len - r->held_off;
-    if (n > max)
-        n = max;
-    if (n)
-        memcpy(buf, r->held_out.data + r->held_off, n);
-    r->held_off += n;
-    return n;
+    receive_answer(r, response, status, content_type);
 }
 
 /* The metrics of a push that has ended: its refs and itself, once. */
 static void count_push(const gateway_receive *r)
 {
     gateway_metrics *m = r->ctx->metrics;
-    size_t n = r->decided ? r->req->nupdates : 0, nallow = 0, nforward = 0, nfailed = 0;
+    size_t n = receive_decided(r) ? r->req->nupdates : 0, nallow = 0, nforward = 0, nfailed = 0;
 
     if (n == 0) {
         gateway_metrics_push(m, "none", "invalid");
@@ -1645,8 +972,8 @@ void gateway_receive_free(gateway_receive *r)
         count_push(r);
         gateway_metrics_in_flight(r->ctx->metrics, -1);
     }
-    if (!r->decided)
-        abort_overlap(r);
+    if (!receive_decided(r))
+        receive_abort_overlap(r);
     upstream_push_free(r->upstream);
     /* The quarantine reads the mirror's objects: free it first. */
     rgit_quarantine_free(r->q);

@@ -15,7 +15,7 @@
  * process, where pointers into this one's memory mean nothing. */
 typedef struct route_case {
     char method[8];
-    char url[128];
+    char url[160];
     char service[32]; /* "" for none */
     int rc;
     char repo[64]; /* expected on success */
@@ -57,6 +57,33 @@ static route_case cases[] = {
     {"GET", "//acme/app.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
     {"GET", "/../acme/app.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
     {"GET", "/local/-x/app.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    /* Odd shapes: dots and empty segments anywhere, percent-escapes the server
+     * did not decode, trailing slashes, control characters. */
+    {"GET", "/local/acme/%2e%2e/app.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "/local/%2e%2e/app.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "/local/acme/%2Fetc.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "/local/acme/app.git/../info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"POST", "/local/acme/app.git/../git-receive-pack", "", -EINVAL, "", 0, 0},
+    {"GET", "/local/acme/..git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "/local/acme/.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "/local/acme/app.git//info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "/local//acme/app.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"POST", "/local/acme//app.git/git-receive-pack", "", -EINVAL, "", 0, 0},
+    {"GET", "/local/acme/app/.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "/lo cal/acme/app.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "/local/acme/a\x01pp.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "/local/acme/app\n.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"GET", "/local/acme/app.git/git-receive-pack/../info/refs", "git-receive-pack", -EINVAL, "", 0,
+     0},
+    {"GET", "/local/acme/app.git/info/refs/", "git-receive-pack", -ENOENT, "", 0, 0},
+    {"GET", "/local/acme/app.git/info//refs", "git-receive-pack", -ENOENT, "", 0, 0},
+    {"POST", "/local/acme/app.git/git-receive-pack/", "", -ENOENT, "", 0, 0},
+    {"GET", "/local.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    /* Plain names with dots inside are names, not traversal. */
+    {"GET", "/local/acme/a..b.git/info/refs", "git-receive-pack", 0, "local/acme/a..b", 1,
+     GATEWAY_RECEIVE_PACK},
+    {"GET", "/local/acme/app.git.git/info/refs", "git-receive-pack", 0, "local/acme/app.git", 1,
+     GATEWAY_RECEIVE_PACK},
     /* Git LFS's API, which a run's URL rewrite sends here: refused as LFS, whatever the method. */
     {"POST", "/local/acme/app.git/info/lfs/objects/batch", "", -EOPNOTSUPP, "", 0, 0},
     {"POST", "/github.com/o/r/info/lfs/objects/batch", "", -EOPNOTSUPP, "", 0, 0},
@@ -99,6 +126,85 @@ Test(route, long_paths_are_refused_not_truncated)
         strcat(url, "abcdefghij/");
     strcat(url, "x.git/info/refs");
     cr_assert_eq(gateway_route_parse(&r, "GET", url, "git-receive-pack", NULL), -EINVAL);
+}
+
+/* "/local/<path>.git/info/refs" for a path of `nseg` segments of `seglen` bytes. */
+static int parse_path(gateway_route *r, size_t nseg, size_t seglen)
+{
+    char *url = malloc(16 + nseg * (seglen + 1) + 32), *p;
+
+    cr_assert_not_null(url);
+    p = url + sprintf(url, "/local");
+    for (size_t i = 0; i < nseg; i++) {
+        *p++ = '/';
+        memset(p, 'a' + (char)(i % 26), seglen);
+        p += seglen;
+    }
+    strcpy(p, ".git/info/refs");
+    {
+        int rc = gateway_route_parse(r, "GET", url, "git-receive-pack", NULL);
+
+        free(url);
+        return rc;
+    }
+}
+
+Test(route, a_path_of_up_to_16_segments_is_taken_and_17_are_refused)
+{
+    gateway_route r;
+
+    cr_expect_eq(parse_path(&r, 16, 3), 0);
+    cr_expect_eq(strlen(r.path), 16 * 4 - 1);
+    cr_expect_eq(parse_path(&r, 17, 3), -EINVAL);
+}
+
+Test(route, the_longest_path_fits_exactly_and_one_byte_more_is_refused)
+{
+    gateway_route r;
+
+    /* path[512] holds 511 bytes and the NUL; repo ("local/" + path) fits too. */
+    cr_assert_eq(parse_path(&r, 1, sizeof(r.path) - 1), 0);
+    cr_expect_eq(strlen(r.path), sizeof(r.path) - 1);
+    cr_expect_eq(strlen(r.repo), strlen("local/") + sizeof(r.path) - 1);
+    cr_expect_eq(parse_path(&r, 1, sizeof(r.path)), -EINVAL);
+}
+
+Test(route, the_longest_host_fits_exactly_and_one_byte_more_is_refused)
+{
+    char url[512];
+    gateway_route r;
+
+    memset(url, 0, sizeof(url));
+    url[0] = '/';
+    memset(url + 1, 'h', sizeof(r.host) - 1);
+    strcat(url, "/acme/app.git/info/refs");
+    cr_assert_eq(gateway_route_parse(&r, "GET", url, "git-receive-pack", NULL), 0);
+    cr_expect_eq(strlen(r.host), sizeof(r.host) - 1);
+    memset(url, 0, sizeof(url));
+    url[0] = '/';
+    memset(url + 1, 'h', sizeof(r.host));
+    strcat(url, "/acme/app.git/info/refs");
+    cr_expect_eq(gateway_route_parse(&r, "GET", url, "git-receive-pack", NULL), -EINVAL);
+}
+
+Test(route, a_megabyte_long_url_is_refused_without_reading_past_it)
+{
+    size_t n = 1 << 20;
+    char *url = malloc(n + 64);
+    gateway_route r;
+    rg_error err = RG_ERROR_INIT;
+
+    cr_assert_not_null(url);
+    strcpy(url, "/local/");
+    memset(url + 7, 'a', n);
+    strcpy(url + 7 + n, ".git/git-receive-pack");
+    cr_expect_eq(gateway_route_parse(&r, "POST", url, NULL, &err), -EINVAL);
+    cr_expect(err.msg[0] != '\0');
+    /* As many "../" as fit: still no traversal. */
+    for (size_t i = 0; i + 3 <= n; i += 3)
+        memcpy(url + 7 + i, "../", 3);
+    cr_expect_eq(gateway_route_parse(&r, "POST", url, NULL, &err), -EINVAL);
+    free(url);
 }
 
 static char root[PATH_MAX];
