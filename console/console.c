@@ -21,7 +21,7 @@
 #include "console/session.h"
 #include "console/throttle.h"
 #include "gateway/approve.h"
-#include "gateway/listen.h"
+#include "gateway/http.h"
 #include "gateway/reviewers.h"
 #include "util/fs.h"
 #include "util/log.h"
@@ -505,8 +505,8 @@ static int bind_listen(console *con, rg_error *err)
     const config_console *cc = &con->ctx->cfg->console;
     int rc;
 
-    rc = gateway_listen_bind(&con->listen_fd, con->url, sizeof(con->url), "console.listen",
-                             cc->listen_host, cc->listen_port, err);
+    rc = gateway_http_bind(&con->listen_fd, con->url, sizeof(con->url), "console.listen",
+                           cc->listen_host, cc->listen_port, err);
     /* The Host every request must name: the URL without its scheme. */
     if (rc == 0)
         snprintf(con->host, sizeof(con->host), "%s", con->url + strlen("http://"));

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gateway/listen.h"
+#include "gateway/http.h"
 #include "util/fs.h"
 #include "util/log.h"
 
@@ -182,8 +182,8 @@ int gateway_admin_start(gateway_admin **out, const gateway_ctx *ctx, gateway_met
     a->metrics = metrics;
     a->state = state;
     a->state_arg = state_arg;
-    rc = gateway_listen_bind(&a->fd, a->url, sizeof(a->url), "admin.listen", cfg->admin.listen_host,
-                             cfg->admin.listen_port, err);
+    rc = gateway_http_bind(&a->fd, a->url, sizeof(a->url), "admin.listen", cfg->admin.listen_host,
+                           cfg->admin.listen_port, err);
     if (rc < 0)
         goto done;
     a->daemon = MHD_start_daemon(

@@ -23,7 +23,7 @@
 #include "gateway/conns.h"
 #include "gateway/control.h"
 #include "gateway/lease.h"
-#include "gateway/listen.h"
+#include "gateway/http.h"
 #include "gateway/published.h"
 #include "gateway/snapshot.h"
 #include "gateway/spool.h"
@@ -524,8 +524,8 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
      * crash: quarantines, half-made mirror clones. Spools are O_TMPFILE
      * and never have names. */
     clear_tmp(s->ctx.tmp_dir);
-    rc = gateway_listen_bind(&s->listen_fd, s->url, sizeof(s->url), "listen", cfg->listen_host,
-                             cfg->listen_port, err);
+    rc = gateway_http_bind(&s->listen_fd, s->url, sizeof(s->url), "listen", cfg->listen_host,
+                           cfg->listen_port, err);
     if (rc < 0)
         goto done;
     snprintf(detail, sizeof(detail), "%s%s%spid %ld, listening on %s", s->ctx.db ? "gateway " : "",

@@ -1,5 +1,5 @@
-/* Binding a listener; see listen.h. */
-#include "gateway/listen.h"
+/* Binding a listener; see http.h. */
+#include "gateway/http.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -9,8 +9,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-int gateway_listen_bind(int *fd_out, char *url, size_t urlsz, const char *what, const char *host,
-                        unsigned port, rg_error *err)
+int gateway_http_bind(int *fd_out, char *url, size_t urlsz, const char *what, const char *host,
+                      unsigned port, rg_error *err)
 {
     struct addrinfo hints = {0}, *ai = NULL;
     struct sockaddr_storage ss;
@@ -28,7 +28,7 @@ int gateway_listen_bind(int *fd_out, char *url, size_t urlsz, const char *what, 
         return rg_error_set(err, -EINVAL, "%s %s: %s", what, host, gai_strerror(rc));
     fd = socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC, ai->ai_protocol);
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) < 0 ||
-        bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, GATEWAY_LISTEN_BACKLOG) < 0 ||
+        bind(fd, ai->ai_addr, ai->ai_addrlen) < 0 || listen(fd, GATEWAY_HTTP_BACKLOG) < 0 ||
         getsockname(fd, (struct sockaddr *)&ss, &sl) < 0) {
         rc = rg_error_set(err, -errno, "%s %s:%u: %s", what, host, port, strerror(errno));
         if (fd >= 0)
