@@ -31,6 +31,7 @@
 #include "gateway/auth.h"
 #include "gateway/conns.h"
 #include "gateway/context.h"
+#include "gateway/http.h"
 #include "util/inflate.h"
 #include "gateway/receive.h"
 #include "gateway/route.h"
@@ -88,19 +89,12 @@ static const char *const dropped_caps[] = {"push-cert", "report-status-v2", NULL
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *ctype,
                                const char *body, size_t len)
 {
-    struct MHD_Response *resp;
-    enum MHD_Result ret;
+    /* How to authenticate, so git asks its credential helper for the token. */
+    static const gateway_http_header basic = {MHD_HTTP_HEADER_WWW_AUTHENTICATE,
+                                              "Basic realm=\"refgate\""};
 
-    resp = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (resp == NULL)
-        return MHD_NO;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-    if (status == 401)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_WWW_AUTHENTICATE, "Basic realm=\"refgate\"");
-    ret = MHD_queue_response(c, status, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return gateway_http_respond(c, status, ctype, body, len, status == 401 ? &basic : NULL,
+                                status == 401);
 }
 
 /* A plain-text error; git prints its lines as `remote: ...`. */
@@ -210,10 +204,8 @@ static void fetch_reader_free(void *cls)
 static enum MHD_Result fetch_respond(struct MHD_Connection *c, const upstream_target *t,
                                      const upstream_fetch_request *freq)
 {
-    struct MHD_Response *resp;
     upstream_fetch *f = NULL;
     rg_error e = RG_ERROR_INIT;
-    enum MHD_Result ret;
     char msg[600];
 
     if (upstream_fetch_start(&f, t, freq, &e) < 0) {
@@ -222,19 +214,10 @@ static enum MHD_Result fetch_respond(struct MHD_Connection *c, const upstream_ta
         snprintf(msg, sizeof(msg), "the upstream repository could not be read: %s", e.msg);
         return respond_text(c, 502, msg);
     }
-    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, FETCH_BLOCK, fetch_reader, f,
-                                             fetch_reader_free);
-    if (resp == NULL) {
-        upstream_fetch_free(f);
-        return MHD_NO;
-    }
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE,
-                            freq->advertise ? "application/x-git-upload-pack-advertisement"
-                                            : "application/x-git-upload-pack-result");
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-    ret = MHD_queue_response(c, 200, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return gateway_http_stream(c, 200,
+                               freq->advertise ? "application/x-git-upload-pack-advertisement"
+                                               : "application/x-git-upload-pack-result",
+                               FETCH_BLOCK, fetch_reader, f, fetch_reader_free, NULL, 0);
 }
 
 /* A held push's answer, read as it comes (keepalives, then the report). */
@@ -251,17 +234,7 @@ static ssize_t held_reader(void *cls, uint64_t pos, char *buf, size_t max)
 static enum MHD_Result respond_held(struct MHD_Connection *c, gateway_receive *push,
                                     const char *ctype)
 {
-    struct MHD_Response *resp;
-    enum MHD_Result ret;
-
-    resp = MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, held_reader, push, NULL);
-    if (resp == NULL)
-        return MHD_NO;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
-    ret = MHD_queue_response(c, 200, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return gateway_http_stream(c, 200, ctype, 4096, held_reader, push, NULL, NULL, 0);
 }
 
 static int fetch_fail(request *req, unsigned status, int code, const char *msg)

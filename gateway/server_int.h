@@ -14,6 +14,7 @@
 #include "gateway/conns.h"
 #include "gateway/context.h"
 #include "gateway/control.h"
+#include "gateway/http.h"
 #include "gateway/lease.h"
 #include "gateway/published.h"
 #include "gateway/server.h"
@@ -22,7 +23,7 @@
 
 struct gateway_server {
     gateway_ctx ctx;
-    struct MHD_Daemon *daemon;
+    gateway_http_listener *http; /* the push listener; its URL is in <state_dir>/url */
     gateway_conns *conns;
     gateway_spool *spool;
     gateway_control *control; /* the local control socket (refgate run) */
@@ -46,12 +47,9 @@ struct gateway_server {
     char policy_digest[CONFIG_POLICY_DIGEST_SIZE];
     const char *refusal; /* while there is none: why, for every push's ng */
     atomic_int stopping; /* ctx.stopping points here */
-    int listen_fd;
-    char url[128];
     pthread_mutex_t lock;
     unsigned active;   /* requests with a body in flight */
     int curl_ready;    /* curl_global_init succeeded */
-    int url_written;   /* <state_dir>/url is ours to remove */
     int audit_started; /* the start event is in the log: a stop event follows */
 
     gateway_lease *lease; /* this gateway's lease in the database (ctx.db set) */

@@ -377,10 +377,38 @@ static void give_back(void *arg, uint64_t bytes)
     gateway_spool_give_back(arg, bytes);
 }
 
+/*
+ * Bind the push listener (served later, by gateway_server_start's end): a
+ * thread per connection, since a push blocks in its handler on upstream
+ * and index-pack. The idle timeout is the time allowed between bytes; the
+ * header deadline is gateway_conns's.
+ */
+static int listen_push(gateway_server *s, const config_model *cfg, rg_error *err)
+{
+    gateway_http_options o = GATEWAY_HTTP_OPTIONS_INIT;
+    char path[4200];
+
+    snprintf(path, sizeof(path), "%s/url", cfg->state_dir);
+    o.what = "listen";
+    o.host = cfg->listen_host;
+    o.port = cfg->listen_port;
+    o.url_file = path;
+    o.thread_per_connection = 1;
+    o.connections = cfg->limits.connections;
+    o.idle_seconds = cfg->limits.idle_seconds;
+    o.memory_limit = (size_t)(256 * 1024);
+    o.stack_bytes = CONNECTION_STACK_BYTES;
+    o.handle = gateway_server_handle;
+    o.completed = gateway_server_completed;
+    o.notify = gateway_server_connection_event;
+    o.arg = s;
+    return gateway_http_listen(&s->http, &o, err);
+}
+
 int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error *err)
 {
     gateway_server *s;
-    char path[4200], line[160], detail[200];
+    char path[4200], detail[200];
     size_t recovered = 0;
     int rc;
 
@@ -390,7 +418,6 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
         return rg_error_set(err, -ENOMEM, "out of memory");
     s->ctx.cfg = cfg;
     s->ctx.stopping = &s->stopping;
-    s->listen_fd = -1;
     s->dir_lock_fd = -1;
     pthread_mutex_init(&s->lock, NULL);
     pthread_mutex_init(&s->policy_mu, NULL);
@@ -524,12 +551,12 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
      * crash: quarantines, half-made mirror clones. Spools are O_TMPFILE
      * and never have names. */
     clear_tmp(s->ctx.tmp_dir);
-    rc = gateway_http_bind(&s->listen_fd, s->url, sizeof(s->url), "listen", cfg->listen_host,
-                           cfg->listen_port, err);
+    rc = listen_push(s, cfg, err);
     if (rc < 0)
         goto done;
     snprintf(detail, sizeof(detail), "%s%s%spid %ld, listening on %s", s->ctx.db ? "gateway " : "",
-             s->ctx.db ? s->ctx.gateway_id : "", s->ctx.db ? ", " : "", (long)getpid(), s->url);
+             s->ctx.db ? s->ctx.gateway_id : "", s->ctx.db ? ", " : "", (long)getpid(),
+             gateway_http_url(s->http));
     rc = audit_event(s, "start", detail);
     /* A database that cannot be reached at start is no reason not to
      * serve: pushes are refused until it answers (audit_ready). */
@@ -548,7 +575,7 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
         goto done;
     /* After the start event, so every token-mint event follows it. */
     if (cfg->control.socket != NULL) {
-        rc = gateway_control_start(&s->control, &s->ctx, s->url, err);
+        rc = gateway_control_start(&s->control, &s->ctx, gateway_http_url(s->http), err);
         if (rc < 0)
             goto done;
     } else {
@@ -556,31 +583,7 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
                "reason=\"<state_dir>/control.sock is too long for a unix socket; set "
                "control.socket\"");
     }
-
-    /*
-     * A thread per connection (a push blocks in its handler on upstream and
-     * index-pack) polled with poll(2): select(2) would refuse every
-     * descriptor past FD_SETSIZE (1024), so a thousand idle sockets would
-     * lock every pusher out. The connection timeout is the idle time
-     * allowed between bytes; the header deadline is gateway_conns's.
-     */
-    s->daemon = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-            MHD_USE_ITC,
-        0, NULL, NULL, gateway_server_handle, s, MHD_OPTION_LISTEN_SOCKET, s->listen_fd,
-        MHD_OPTION_NOTIFY_COMPLETED, gateway_server_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
-        gateway_server_connection_event, s, MHD_OPTION_CONNECTION_LIMIT, cfg->limits.connections,
-        MHD_OPTION_THREAD_STACK_SIZE, CONNECTION_STACK_BYTES, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)(256 * 1024), MHD_OPTION_CONNECTION_TIMEOUT, cfg->limits.idle_seconds,
-        MHD_OPTION_END);
-    if (s->daemon == NULL) {
-        rc = rg_error_set(err, -EIO, "cannot start the HTTP server");
-        goto done;
-    }
-    snprintf(path, sizeof(path), "%s/url", cfg->state_dir);
-    snprintf(line, sizeof(line), "%s\n", s->url);
-    rc = rg_fs_write_atomic(path, line, strlen(line), 0644, err);
-    s->url_written = rc == 0;
+    rc = gateway_http_serve(s->http, err);
     if (rc == 0 && cfg->admin.listen_host != NULL)
         rc = gateway_admin_start(&s->admin, &s->ctx, s->ctx.metrics, admin_state, s, err);
 done:
@@ -599,7 +602,7 @@ const gateway_ctx *gateway_server_ctx(const gateway_server *s)
 
 const char *gateway_server_url(const gateway_server *s)
 {
-    return s->url;
+    return gateway_http_url(s->http);
 }
 
 int gateway_server_reload(gateway_server *s, config_model *cfg, rg_error *err)
@@ -654,14 +657,13 @@ int gateway_server_reload(gateway_server *s, config_model *cfg, rg_error *err)
 void gateway_server_stop(gateway_server *s)
 {
     unsigned active;
-    int fd = -1;
 
     if (s == NULL)
         return;
-    if (s->daemon) {
+    if (gateway_http_serving(s->http)) {
         /* Held pushes stop waiting and are answered. */
         atomic_store(&s->stopping, 1);
-        fd = MHD_quiesce_daemon(s->daemon);
+        gateway_http_quiesce(s->http);
         for (int i = 0; i < DRAIN_SECONDS * 20; i++) {
             pthread_mutex_lock(&s->lock);
             active = s->active;
@@ -670,22 +672,14 @@ void gateway_server_stop(gateway_server *s)
                 break;
             usleep(50 * 1000);
         }
-        MHD_stop_daemon(s->daemon);
     }
+    /* Removes <state_dir>/url: it must never point scripts at a gateway
+     * that is gone. */
+    gateway_http_stop(s->http);
     /* After the drain, during which /healthz says the gateway is stopping. */
     gateway_admin_stop(s->admin);
-    /* After the daemon: every connection is closed and untracked by now. */
+    /* After the listener: every connection is closed and untracked by now. */
     gateway_conns_free(s->conns);
-    if (fd >= 0)
-        close(fd);
-    else if (s->listen_fd >= 0 && s->daemon == NULL)
-        close(s->listen_fd);
-    /* A url file must never point scripts at a gateway that is gone. */
-    if (s->url_written) {
-        char path[4200];
-        snprintf(path, sizeof(path), "%s/url", s->ctx.cfg->state_dir);
-        unlink(path);
-    }
     head_thread_stop(s);
     /* Before the stop event: a policy event in progress is appended first. */
     gateway_published_free(s->published);
