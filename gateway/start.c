@@ -377,6 +377,168 @@ static void give_back(void *arg, uint64_t bytes)
     gateway_spool_give_back(arg, bytes);
 }
 
+/* Process-wide setup before any thread: libcurl, the metrics, this
+ * gateway's id, and the shared database when config names one. */
+static int open_process(gateway_server *s, const config_model *cfg, rg_error *err)
+{
+    char q[sizeof(err->msg) * 2];
+    int reachable, rc;
+
+    /* Before any thread: libcurl's global state is set up once, here. */
+    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+        return rg_error_set(err, -EIO, "cannot initialise libcurl");
+    s->curl_ready = 1;
+    rc = gateway_metrics_new(&s->ctx.metrics, err);
+    if (rc == 0)
+        rc = db_gateway_id_new(s->ctx.gateway_id, err);
+    if (rc < 0 || cfg->state.postgres == NULL)
+        return rc;
+    rc = db_pool_open(&s->ctx.db, &cfg->state, err);
+    if (rc == 0)
+        rc = db_startup_check(s->ctx.db, &reachable, err);
+    if (rc < 0)
+        return rc;
+    if (!reachable)
+        rg_log(RG_LOG_WARNING, "db_unreachable",
+               "reason=%s until the database answers, pushes are refused",
+               rg_log_quote(q, sizeof(q), err->msg));
+    return 0;
+}
+
+/* <state_dir>/tmp, the token key and the token store, the key published. */
+static int open_keys(gateway_server *s, const config_model *cfg, rg_error *err)
+{
+    char path[4200];
+    int rc;
+
+    snprintf(s->ctx.tmp_dir, sizeof(s->ctx.tmp_dir), "%s/tmp", cfg->state_dir);
+    rc = rg_fs_mkdir_p(s->ctx.tmp_dir, 0700, err);
+    if (rc < 0)
+        return rc;
+    rc = tokens_key_load(&s->ctx.key, cfg->state_dir, err);
+    if (rc == 0)
+        rc = tokens_store_open(&s->ctx.tokens, cfg->state_dir, s->ctx.db, err);
+    if (rc < 0)
+        return rc;
+    snprintf(path, sizeof(path), "%s/token.key", cfg->state_dir);
+    if (access(path, F_OK) == 0)
+        rg_log(RG_LOG_WARNING, "token_key_obsolete",
+               "path=%s reason=\"run tokens are Ed25519 now: rg1 tokens no longer verify and "
+               "this HMAC key is unused; delete it\"",
+               path);
+    /* Every gateway on the store verifies this one's tokens from here on.
+     * A database away now only delays it: each mint publishes first. */
+    rc = tokens_key_publish(s->ctx.key, s->ctx.tokens, s->ctx.gateway_id, err);
+    if (rc == RG_E_STATE) {
+        char q[sizeof(err->msg) * 2];
+        rg_log(RG_LOG_WARNING, "token_key_unpublished", "reason=%s",
+               rg_log_quote(q, sizeof(q), err->msg));
+        rc = 0;
+    }
+    return rc;
+}
+
+/* The snapshot of the config at start, and the one requests begin under. */
+static int make_snapshots(gateway_server *s, const config_model *cfg, rg_error *err)
+{
+    config_model *refusal = NULL;
+    int rc;
+
+    /* The providers are made now, so a bad key or token file refuses
+     * startup rather than a push. */
+    rc = gateway_snapshot_new(&s->base, cfg, 0, err);
+    if (rc < 0)
+        return rc;
+    s->ctx.read_creds = s->base->read_creds;
+    s->ctx.write_creds = s->base->write_creds;
+    if (s->ctx.db == NULL) {
+        s->current = gateway_snapshot_ref(s->base);
+        return 0;
+    }
+    /* On a database only a published policy decides: none until read. */
+    rc = refusal_config(&refusal, cfg, s->refusal, err);
+    if (rc == 0)
+        rc = gateway_snapshot_new(&s->current, refusal, 1, err);
+    return rc;
+}
+
+/* What holds strangers to config's limits: connections and the spool. */
+static int make_limits(gateway_server *s, const config_model *cfg, rg_error *err)
+{
+    int rc;
+
+    raise_fd_limit(&cfg->limits);
+    rc = gateway_conns_new(&s->conns, &cfg->limits, err);
+    if (rc < 0)
+        return rc;
+    if (gateway_spool_new(&s->spool, cfg->limits.spool_bytes) < 0)
+        return rg_error_set(err, -ENOMEM, "out of memory");
+    return 0;
+}
+
+/* The audit log and its outbox, with what a previous gateway left pending completed. */
+static int open_audit(gateway_server *s, const config_model *cfg, rg_error *err)
+{
+    char path[4200];
+    size_t recovered = 0;
+    int rc;
+
+    if (s->ctx.db != NULL) {
+        rc = lock_state_dir(&s->dir_lock_fd, cfg->state_dir, err);
+        if (rc == 0)
+            rc = audit_pg_open(&s->ctx.audit, s->ctx.db, s->ctx.gateway_id, err);
+    } else {
+        snprintf(path, sizeof(path), "%s/audit.jsonl", cfg->state_dir);
+        rc = audit_open(&s->ctx.audit, path, err);
+    }
+    if (rc < 0)
+        return rc;
+    audit_on_append(s->ctx.audit, audit_timed, s->ctx.metrics);
+    rc = gateway_outbox_new(&s->ctx.outbox, s->ctx.audit, GATEWAY_OUTBOX_MAX,
+                            GATEWAY_OUTBOX_MAX_BYTES, err);
+    if (rc < 0)
+        return rc;
+    /* Before serving, and before the start event: a push the last gateway
+     * forwarded without learning its outcome gets one ("unknown"), so
+     * every start event closes what came before it. In the database, the
+     * lease says which gateways are dead, and its thread sweeps again. */
+    if (s->ctx.db != NULL)
+        rc = gateway_lease_start(&s->lease, s->ctx.db, s->ctx.gateway_id, s->ctx.audit,
+                                 s->ctx.outbox, &recovered, err);
+    else
+        rc = audit_complete_pending(s->ctx.audit, &recovered, err);
+    if (rc < 0)
+        return rc;
+    if (recovered > 0)
+        rg_log(RG_LOG_WARNING, "audit_recovered", "completed=%zu", recovered);
+    return 0;
+}
+
+/* The approvals store, with what has expired gone. */
+static int open_approvals(gateway_server *s, const config_model *cfg, rg_error *err)
+{
+    char path[4200];
+    int rc;
+
+    if (s->ctx.db != NULL) {
+        /* Shared with every gateway on the database; kept packs live there. */
+        rc = approvals_pg_open(&s->ctx.approvals, s->ctx.db, cfg->approvals.expire, err);
+        if (rc < 0)
+            return rc;
+    } else {
+        /* Behind the audit log's (or state_dir's) lock, as the only writer of the approvals. */
+        snprintf(path, sizeof(path), "%s/approvals", cfg->state_dir);
+        rc = approvals_file_open(&s->ctx.approvals, path, cfg->approvals.expire, err);
+        if (rc < 0)
+            return rc;
+        /* Kept packs count against the spool budget for as long as they are kept. */
+        gateway_spool_hold(s->spool, approvals_pack_total(s->ctx.approvals));
+        approvals_on_release(s->ctx.approvals, give_back, s->spool);
+    }
+    approvals_expire(s->ctx.approvals, NULL, (int64_t)time(NULL), NULL);
+    return 0;
+}
+
 /*
  * Bind the push listener (served later, by gateway_server_start's end): a
  * thread per connection, since a push blocks in its handler on upstream
@@ -405,11 +567,49 @@ static int listen_push(gateway_server *s, const config_model *cfg, rg_error *err
     return gateway_http_listen(&s->http, &o, err);
 }
 
+/* The start event in the audit log, naming the listener, and the head after it. */
+static int log_start(gateway_server *s, rg_error *err)
+{
+    char detail[200];
+    int rc;
+
+    snprintf(detail, sizeof(detail), "%s%s%spid %ld, listening on %s", s->ctx.db ? "gateway " : "",
+             s->ctx.db ? s->ctx.gateway_id : "", s->ctx.db ? ", " : "", (long)getpid(),
+             gateway_http_url(s->http));
+    rc = audit_event(s, "start", detail);
+    /* A database that cannot be reached at start is no reason not to
+     * serve: pushes are refused until it answers (audit_ready). */
+    if (rc < 0 && s->ctx.db == NULL)
+        return rg_error_set(err, rc, "cannot append the start event to the audit log");
+    s->audit_started = 1;
+    log_audit_head(s);
+    return 0;
+}
+
+/* What runs beside the requests, each after the start event: the policy
+ * follower, the audit head thread and the control socket. */
+static int start_threads(gateway_server *s, const config_model *cfg, rg_error *err)
+{
+    int rc;
+
+    /* After the start event, so the policy event that names it follows. */
+    if (s->ctx.db != NULL && (rc = follow_start(s, err)) < 0)
+        return rc;
+    rc = head_thread_start(s, err);
+    if (rc < 0)
+        return rc;
+    /* After the start event, so every token-mint event follows it. */
+    if (cfg->control.socket != NULL)
+        return gateway_control_start(&s->control, &s->ctx, gateway_http_url(s->http), err);
+    rg_log(RG_LOG_WARNING, "control_disabled",
+           "reason=\"<state_dir>/control.sock is too long for a unix socket; set "
+           "control.socket\"");
+    return 0;
+}
+
 int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error *err)
 {
     gateway_server *s;
-    char path[4200], detail[200];
-    size_t recovered = 0;
     int rc;
 
     *out = NULL;
@@ -423,167 +623,31 @@ int gateway_server_start(gateway_server **out, const config_model *cfg, rg_error
     pthread_mutex_init(&s->policy_mu, NULL);
     s->local = cfg;
     s->refusal = NO_POLICY_READ;
-    /* Before any thread: libcurl's global state is set up once, here. */
-    if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-        rc = rg_error_set(err, -EIO, "cannot initialise libcurl");
-        goto done;
-    }
-    s->curl_ready = 1;
-    rc = gateway_metrics_new(&s->ctx.metrics, err);
-    if (rc < 0)
-        goto done;
-    rc = db_gateway_id_new(s->ctx.gateway_id, err);
-    if (rc < 0)
-        goto done;
-    if (cfg->state.postgres != NULL) {
-        char q[sizeof(err->msg) * 2];
-        int reachable;
-
-        rc = db_pool_open(&s->ctx.db, &cfg->state, err);
-        if (rc == 0)
-            rc = db_startup_check(s->ctx.db, &reachable, err);
-        if (rc < 0)
-            goto done;
-        if (!reachable)
-            rg_log(RG_LOG_WARNING, "db_unreachable",
-                   "reason=%s until the database answers, pushes are refused",
-                   rg_log_quote(q, sizeof(q), err->msg));
-    }
-    snprintf(s->ctx.tmp_dir, sizeof(s->ctx.tmp_dir), "%s/tmp", cfg->state_dir);
-    rc = rg_fs_mkdir_p(s->ctx.tmp_dir, 0700, err);
-    if (rc < 0)
-        goto done;
-    rc = tokens_key_load(&s->ctx.key, cfg->state_dir, err);
+    rc = open_process(s, cfg, err);
     if (rc == 0)
-        rc = tokens_store_open(&s->ctx.tokens, cfg->state_dir, s->ctx.db, err);
+        rc = open_keys(s, cfg, err);
+    if (rc == 0)
+        rc = make_snapshots(s, cfg, err);
+    if (rc == 0)
+        rc = make_limits(s, cfg, err);
+    if (rc == 0)
+        rc = open_audit(s, cfg, err);
+    if (rc == 0)
+        rc = open_approvals(s, cfg, err);
     if (rc < 0)
         goto done;
-    snprintf(path, sizeof(path), "%s/token.key", cfg->state_dir);
-    if (access(path, F_OK) == 0)
-        rg_log(RG_LOG_WARNING, "token_key_obsolete",
-               "path=%s reason=\"run tokens are Ed25519 now: rg1 tokens no longer verify and "
-               "this HMAC key is unused; delete it\"",
-               path);
-    /* Every gateway on the store verifies this one's tokens from here on.
-     * A database away now only delays it: each mint publishes first. */
-    rc = tokens_key_publish(s->ctx.key, s->ctx.tokens, s->ctx.gateway_id, err);
-    if (rc == RG_E_STATE) {
-        char q[sizeof(err->msg) * 2];
-        rg_log(RG_LOG_WARNING, "token_key_unpublished", "reason=%s",
-               rg_log_quote(q, sizeof(q), err->msg));
-        rc = 0;
-    }
-    if (rc < 0)
-        goto done;
-    /* The providers are made now, so a bad key or token file refuses
-     * startup rather than a push. */
-    rc = gateway_snapshot_new(&s->base, cfg, 0, err);
-    if (rc < 0)
-        goto done;
-    s->ctx.read_creds = s->base->read_creds;
-    s->ctx.write_creds = s->base->write_creds;
-    if (s->ctx.db != NULL) {
-        config_model *refusal = NULL;
-
-        /* On a database only a published policy decides: none until read. */
-        rc = refusal_config(&refusal, cfg, s->refusal, err);
-        if (rc == 0)
-            rc = gateway_snapshot_new(&s->current, refusal, 1, err);
-        if (rc < 0)
-            goto done;
-    } else {
-        s->current = gateway_snapshot_ref(s->base);
-    }
-    raise_fd_limit(&cfg->limits);
-    rc = gateway_conns_new(&s->conns, &cfg->limits, err);
-    if (rc < 0)
-        goto done;
-    if (gateway_spool_new(&s->spool, cfg->limits.spool_bytes) < 0) {
-        rc = rg_error_set(err, -ENOMEM, "out of memory");
-        goto done;
-    }
-    if (s->ctx.db != NULL) {
-        rc = lock_state_dir(&s->dir_lock_fd, cfg->state_dir, err);
-        if (rc == 0)
-            rc = audit_pg_open(&s->ctx.audit, s->ctx.db, s->ctx.gateway_id, err);
-    } else {
-        snprintf(path, sizeof(path), "%s/audit.jsonl", cfg->state_dir);
-        rc = audit_open(&s->ctx.audit, path, err);
-    }
-    if (rc < 0)
-        goto done;
-    audit_on_append(s->ctx.audit, audit_timed, s->ctx.metrics);
-    rc = gateway_outbox_new(&s->ctx.outbox, s->ctx.audit, GATEWAY_OUTBOX_MAX,
-                            GATEWAY_OUTBOX_MAX_BYTES, err);
-    if (rc < 0)
-        goto done;
-    /* Before serving, and before the start event: a push the last gateway
-     * forwarded without learning its outcome gets one ("unknown"), so
-     * every start event closes what came before it. In the database, the
-     * lease says which gateways are dead, and its thread sweeps again. */
-    if (s->ctx.db != NULL)
-        rc = gateway_lease_start(&s->lease, s->ctx.db, s->ctx.gateway_id, s->ctx.audit,
-                                 s->ctx.outbox, &recovered, err);
-    else
-        rc = audit_complete_pending(s->ctx.audit, &recovered, err);
-    if (rc < 0)
-        goto done;
-    if (recovered > 0)
-        rg_log(RG_LOG_WARNING, "audit_recovered", "completed=%zu", recovered);
-    if (s->ctx.db != NULL) {
-        /* Shared with every gateway on the database; kept packs live there. */
-        rc = approvals_pg_open(&s->ctx.approvals, s->ctx.db, cfg->approvals.expire, err);
-        if (rc < 0)
-            goto done;
-    } else {
-        /* Behind the audit log's (or state_dir's) lock, as the only writer of the approvals. */
-        snprintf(path, sizeof(path), "%s/approvals", cfg->state_dir);
-        rc = approvals_file_open(&s->ctx.approvals, path, cfg->approvals.expire, err);
-        if (rc < 0)
-            goto done;
-        /* Kept packs count against the spool budget for as long as they are kept. */
-        gateway_spool_hold(s->spool, approvals_pack_total(s->ctx.approvals));
-        approvals_on_release(s->ctx.approvals, give_back, s->spool);
-    }
-    approvals_expire(s->ctx.approvals, NULL, (int64_t)time(NULL), NULL);
     /* The audit log's lock (state_dir's, with the database) makes this the
      * only gateway on state_dir, so whatever tmp/ holds is left from a
      * crash: quarantines, half-made mirror clones. Spools are O_TMPFILE
      * and never have names. */
     clear_tmp(s->ctx.tmp_dir);
     rc = listen_push(s, cfg, err);
-    if (rc < 0)
-        goto done;
-    snprintf(detail, sizeof(detail), "%s%s%spid %ld, listening on %s", s->ctx.db ? "gateway " : "",
-             s->ctx.db ? s->ctx.gateway_id : "", s->ctx.db ? ", " : "", (long)getpid(),
-             gateway_http_url(s->http));
-    rc = audit_event(s, "start", detail);
-    /* A database that cannot be reached at start is no reason not to
-     * serve: pushes are refused until it answers (audit_ready). */
-    if (rc < 0 && s->ctx.db == NULL) {
-        rg_error_set(err, rc, "cannot append the start event to the audit log");
-        goto done;
-    }
-    rc = 0;
-    s->audit_started = 1;
-    log_audit_head(s);
-    /* After the start event, so the policy event that names it follows. */
-    if (s->ctx.db != NULL && (rc = follow_start(s, err)) < 0)
-        goto done;
-    rc = head_thread_start(s, err);
-    if (rc < 0)
-        goto done;
-    /* After the start event, so every token-mint event follows it. */
-    if (cfg->control.socket != NULL) {
-        rc = gateway_control_start(&s->control, &s->ctx, gateway_http_url(s->http), err);
-        if (rc < 0)
-            goto done;
-    } else {
-        rg_log(RG_LOG_WARNING, "control_disabled",
-               "reason=\"<state_dir>/control.sock is too long for a unix socket; set "
-               "control.socket\"");
-    }
-    rc = gateway_http_serve(s->http, err);
+    if (rc == 0)
+        rc = log_start(s, err);
+    if (rc == 0)
+        rc = start_threads(s, cfg, err);
+    if (rc == 0)
+        rc = gateway_http_serve(s->http, err);
     if (rc == 0 && cfg->admin.listen_host != NULL)
         rc = gateway_admin_start(&s->admin, &s->ctx, s->ctx.metrics, admin_state, s, err);
 done:
