@@ -21,9 +21,8 @@
 #include "console/session.h"
 #include "console/throttle.h"
 #include "gateway/approve.h"
-#include "gateway/listen.h"
+#include "gateway/http.h"
 #include "gateway/reviewers.h"
-#include "util/fs.h"
 #include "util/log.h"
 
 #define COOKIE_NAME "refgate_console"
@@ -45,13 +44,11 @@
 
 struct console {
     const gateway_ctx *ctx;
-    struct MHD_Daemon *daemon;
+    gateway_http_listener *http;
     console_sessions *sessions;
     console_throttle *throttle;
-    int listen_fd;
-    char url[128];  /* http://HOST:PORT, also the only Origin a POST may carry */
-    char host[128]; /* HOST:PORT, the only Host a request may name */
-    int url_written;
+    const char *url; /* http://HOST:PORT, also the only Origin a POST may carry */
+    char host[128];  /* HOST:PORT, the only Host a request may name */
 };
 
 typedef struct console_request {
@@ -63,33 +60,31 @@ typedef struct console_request {
  * Responses
  * ------------------------------------------------------------------------ */
 
+/*
+ * Every answer of the console: gateway_http_respond's headers (no-store,
+ * nosniff), then what a browser needs told: no script, no framing, no
+ * cross-origin use.
+ */
 static enum MHD_Result send_response(struct MHD_Connection *c, unsigned status, const char *ctype,
                                      const char *body, size_t len, const char *cookie,
                                      const char *location)
 {
-    struct MHD_Response *resp;
-    enum MHD_Result ret;
+    gateway_http_header h[8] = {
+        {"Content-Security-Policy", CSP},
+        {"X-Frame-Options", "DENY"},
+        /* Not no-referrer: under it browsers post "Origin: null", which the
+         * Origin check must refuse. same-origin keeps URLs from other sites. */
+        {"Referrer-Policy", "same-origin"},
+        {"Cross-Origin-Opener-Policy", "same-origin"},
+        {"Cross-Origin-Resource-Policy", "same-origin"},
+    };
+    size_t n = 5;
 
-    resp = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (resp == NULL)
-        return MHD_NO;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    MHD_add_response_header(resp, "Content-Security-Policy", CSP);
-    MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
-    MHD_add_response_header(resp, "X-Frame-Options", "DENY");
-    /* Not no-referrer: under it browsers post "Origin: null", which the
-     * Origin check must refuse. same-origin keeps URLs from other sites. */
-    MHD_add_response_header(resp, "Referrer-Policy", "same-origin");
-    MHD_add_response_header(resp, "Cross-Origin-Opener-Policy", "same-origin");
-    MHD_add_response_header(resp, "Cross-Origin-Resource-Policy", "same-origin");
     if (cookie != NULL)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_SET_COOKIE, cookie);
+        h[n++] = (gateway_http_header){MHD_HTTP_HEADER_SET_COOKIE, cookie};
     if (location != NULL)
-        MHD_add_response_header(resp, MHD_HTTP_HEADER_LOCATION, location);
-    ret = MHD_queue_response(c, status, resp);
-    MHD_destroy_response(resp);
-    return ret;
+        h[n++] = (gateway_http_header){MHD_HTTP_HEADER_LOCATION, location};
+    return gateway_http_respond(c, status, ctype, body, len, h, n);
 }
 
 static enum MHD_Result send_text(struct MHD_Connection *c, unsigned status, const char *msg)
@@ -500,54 +495,43 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
  * Starting and stopping
  * ------------------------------------------------------------------------ */
 
-static int bind_listen(console *con, rg_error *err)
-{
-    const config_console *cc = &con->ctx->cfg->console;
-    int rc;
-
-    rc = gateway_listen_bind(&con->listen_fd, con->url, sizeof(con->url), "console.listen",
-                             cc->listen_host, cc->listen_port, err);
-    /* The Host every request must name: the URL without its scheme. */
-    if (rc == 0)
-        snprintf(con->host, sizeof(con->host), "%s", con->url + strlen("http://"));
-    return rc;
-}
-
 int console_start(console **out, const gateway_ctx *ctx, rg_error *err)
 {
+    const config_console *cc = &ctx->cfg->console;
+    gateway_http_options o = GATEWAY_HTTP_OPTIONS_INIT;
     console *con;
-    char path[4200], line[160];
+    char path[4200];
     int rc;
 
     *out = NULL;
-    if (ctx->cfg->console.listen_host == NULL)
+    if (cc->listen_host == NULL)
         return rg_error_set(err, -EINVAL, "no console is configured");
     con = calloc(1, sizeof(*con));
     if (con == NULL)
         return rg_error_set(err, -ENOMEM, "out of memory");
     con->ctx = ctx;
-    con->listen_fd = -1;
     if (console_sessions_new(&con->sessions) < 0 || console_throttle_new(&con->throttle) < 0) {
         rc = rg_error_set(err, -ENOMEM, "out of memory");
         goto done;
     }
-    if ((rc = bind_listen(con, err)) < 0)
-        goto done;
-    con->daemon = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
-            MHD_USE_ITC,
-        0, NULL, NULL, handle, con, MHD_OPTION_LISTEN_SOCKET, con->listen_fd,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, con, MHD_OPTION_CONNECTION_LIMIT,
-        (unsigned)CONNECTIONS_MAX, MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(64 * 1024),
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)IDLE_SECONDS, MHD_OPTION_END);
-    if (con->daemon == NULL) {
-        rc = rg_error_set(err, -EIO, "cannot start the console's HTTP server");
-        goto done;
-    }
     snprintf(path, sizeof(path), "%s/console.url", ctx->cfg->state_dir);
-    snprintf(line, sizeof(line), "%s\n", con->url);
-    rc = rg_fs_write_atomic(path, line, strlen(line), 0644, err);
-    con->url_written = rc == 0;
+    o.what = "console.listen";
+    o.host = cc->listen_host;
+    o.port = cc->listen_port;
+    o.url_file = path;
+    o.thread_per_connection = 1;
+    o.connections = CONNECTIONS_MAX;
+    o.idle_seconds = IDLE_SECONDS;
+    o.memory_limit = (size_t)(64 * 1024);
+    o.handle = handle;
+    o.completed = completed;
+    o.arg = con;
+    if ((rc = gateway_http_listen(&con->http, &o, err)) < 0)
+        goto done;
+    con->url = gateway_http_url(con->http);
+    /* The Host every request must name: the URL without its scheme. */
+    snprintf(con->host, sizeof(con->host), "%s", con->url + strlen("http://"));
+    rc = gateway_http_serve(con->http, err);
 done:
     if (rc < 0) {
         console_stop(con);
@@ -566,15 +550,7 @@ void console_stop(console *con)
 {
     if (con == NULL)
         return;
-    if (con->daemon != NULL)
-        MHD_stop_daemon(con->daemon);
-    else if (con->listen_fd >= 0)
-        close(con->listen_fd);
-    if (con->url_written) {
-        char path[4200];
-        snprintf(path, sizeof(path), "%s/console.url", con->ctx->cfg->state_dir);
-        unlink(path);
-    }
+    gateway_http_stop(con->http);
     console_sessions_free(con->sessions);
     console_throttle_free(con->throttle);
     free(con);

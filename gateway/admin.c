@@ -9,8 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gateway/listen.h"
-#include "util/fs.h"
+#include "gateway/http.h"
 #include "util/log.h"
 
 /* A scrape of every family fits in far less; the cap bounds a mistake. */
@@ -28,27 +27,13 @@ struct gateway_admin {
     gateway_metrics *metrics;
     gateway_admin_state_fn state;
     void *state_arg;
-    struct MHD_Daemon *daemon;
-    int fd;
-    char url[128];
-    char url_path[4200];
-    int url_written;
+    gateway_http_listener *http;
 };
 
 static enum MHD_Result respond(struct MHD_Connection *c, unsigned status, const char *ctype,
                                const char *body, size_t len)
 {
-    struct MHD_Response *resp;
-    enum MHD_Result ret;
-
-    resp = MHD_create_response_from_buffer(len, (void *)body, MHD_RESPMEM_MUST_COPY);
-    if (resp == NULL)
-        return MHD_NO;
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, ctype);
-    MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-    ret = MHD_queue_response(c, status, resp);
-    MHD_destroy_response(resp);
-    return ret;
+    return gateway_http_respond(c, status, ctype, body, len, NULL, 0);
 }
 
 static enum MHD_Result respond_text(struct MHD_Connection *c, unsigned status, const char *msg)
@@ -169,39 +154,34 @@ int gateway_admin_start(gateway_admin **out, const gateway_ctx *ctx, gateway_met
                         gateway_admin_state_fn state, void *state_arg, rg_error *err)
 {
     const config_model *cfg = ctx->cfg;
+    gateway_http_options o = GATEWAY_HTTP_OPTIONS_INIT;
     gateway_admin *a;
-    char line[160];
+    char url_path[4200];
     int rc;
 
     *out = NULL;
     a = calloc(1, sizeof(*a));
     if (a == NULL)
         return rg_error_set(err, -ENOMEM, "out of memory");
-    a->fd = -1;
     a->ctx = ctx;
     a->metrics = metrics;
     a->state = state;
     a->state_arg = state_arg;
-    rc = gateway_listen_bind(&a->fd, a->url, sizeof(a->url), "admin.listen", cfg->admin.listen_host,
-                             cfg->admin.listen_port, err);
-    if (rc < 0)
-        goto done;
-    a->daemon = MHD_start_daemon(
-        MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ITC, 0, NULL, NULL, handle, a,
-        MHD_OPTION_LISTEN_SOCKET, a->fd, MHD_OPTION_CONNECTION_LIMIT, (unsigned)ADMIN_CONNECTIONS,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)ADMIN_TIMEOUT, MHD_OPTION_CONNECTION_MEMORY_LIMIT,
-        (size_t)(64 * 1024), MHD_OPTION_END);
-    if (a->daemon == NULL) {
-        rc = rg_error_set(err, -EIO, "cannot start the admin HTTP server");
-        goto done;
-    }
-    snprintf(a->url_path, sizeof(a->url_path), "%s/admin.url", cfg->state_dir);
-    snprintf(line, sizeof(line), "%s\n", a->url);
-    rc = rg_fs_write_atomic(a->url_path, line, strlen(line), 0644, err);
-    a->url_written = rc == 0;
+    snprintf(url_path, sizeof(url_path), "%s/admin.url", cfg->state_dir);
+    o.what = "admin.listen";
+    o.host = cfg->admin.listen_host;
+    o.port = cfg->admin.listen_port;
+    o.url_file = url_path;
+    o.connections = ADMIN_CONNECTIONS;
+    o.idle_seconds = ADMIN_TIMEOUT;
+    o.memory_limit = (size_t)(64 * 1024);
+    o.handle = handle;
+    o.arg = a;
+    rc = gateway_http_listen(&a->http, &o, err);
     if (rc == 0)
-        rg_log(RG_LOG_NOTICE, "admin_listening", "url=%s", a->url);
-done:
+        rc = gateway_http_serve(a->http, err);
+    if (rc == 0)
+        rg_log(RG_LOG_NOTICE, "admin_listening", "url=%s", gateway_http_url(a->http));
     if (rc < 0) {
         gateway_admin_stop(a);
         return rc;
@@ -212,19 +192,13 @@ done:
 
 const char *gateway_admin_url(const gateway_admin *a)
 {
-    return a->url;
+    return gateway_http_url(a->http);
 }
 
 void gateway_admin_stop(gateway_admin *a)
 {
     if (a == NULL)
         return;
-    if (a->url_written)
-        unlink(a->url_path);
-    /* Stopping the daemon closes the socket it was given. */
-    if (a->daemon)
-        MHD_stop_daemon(a->daemon);
-    else if (a->fd >= 0)
-        close(a->fd);
+    gateway_http_stop(a->http);
     free(a);
 }

@@ -10,7 +10,7 @@
  * copied.
  *
  * A push streams both ways: curl runs in its own thread and reads the
- * request body from a pipe that upstream_http_push_write fills (a full pipe
+ * request body from a pipe that http_push_write fills (a full pipe
  * holds the writer back, so memory stays bounded), while upstream's answer
  * is demultiplexed as it arrives, as for a local upstream. A fetch reads
  * its request body from the spooled file it is given and writes the answer
@@ -21,6 +21,8 @@
  * naming where it pointed), a status other than 200 or a content type that
  * is not git's is an error, and every error names what upstream did without
  * anything secret in it.
+ *
+ * upstream.c reaches it through upstream_http_ops (ops.h), its one export.
  */
 #include "upstream/ops.h"
 
@@ -300,7 +302,7 @@ static size_t sink_to_buf(char *data, size_t size, size_t nmemb, void *arg)
  * header), fetched with the read credential: the same refs, in
  * receive-pack's shape (rgit_advert_for_push).
  */
-int upstream_http_advertise(rg_buf *out, const upstream_target *t, rg_error *err)
+static int http_advertise(rg_buf *out, const upstream_target *t, rg_error *err)
 {
     rg_buf raw = RG_BUF_INIT(UPSTREAM_ADVERT_MAX);
     http_call c;
@@ -342,7 +344,14 @@ done:
 
 /* ---------------------------------------------------------------- pushes */
 
+typedef struct upstream_http_push upstream_http_push;
+typedef struct upstream_http_fetch upstream_http_fetch;
+
+static void http_push_free(upstream_push *base);
+static void http_fetch_free(upstream_fetch *base);
+
 struct upstream_http_push {
+    upstream_push base; /* first: upstream.c dispatches on its ops */
     http_call call;
     int body_r, body_w; /* the request body: written by the gateway, read by curl */
     atomic_int ending;  /* set before body_w closes: EOF is the end, not an abort */
@@ -364,7 +373,7 @@ static size_t push_read(char *buf, size_t size, size_t nitems, void *arg)
     while (n < 0 && errno == EINTR);
     if (n > 0)
         return (size_t)n;
-    /* A body that ends without upstream_http_push_finish was cut off: abort
+    /* A body that ends without http_push_finish was cut off: abort
      * rather than let upstream see a complete-looking request. */
     if (n == 0 && atomic_load(&u->ending))
         return 0;
@@ -397,8 +406,8 @@ static void *push_main(void *arg)
     return NULL;
 }
 
-int upstream_http_push_start(upstream_http_push **out, const upstream_target *t,
-                             rgit_sideband_mode mode, unsigned cred_flags, rg_error *err)
+static int http_push_start(upstream_push **out, const upstream_target *t, rgit_sideband_mode mode,
+                           unsigned cred_flags, rg_error *err)
 {
     static const char *const extra[] = {
         "Content-Type: application/x-git-receive-pack-request",
@@ -443,10 +452,11 @@ int upstream_http_push_start(upstream_http_push **out, const upstream_target *t,
         goto done;
     }
     u->thread_started = 1;
-    *out = u;
+    u->base.ops = &upstream_http_ops;
+    *out = &u->base;
     u = NULL;
 done:
-    upstream_http_push_free(u);
+    http_push_free((upstream_push *)u);
     return rc;
 }
 
@@ -473,8 +483,9 @@ static int push_conclude(upstream_http_push *u, rg_error *err)
     return 0;
 }
 
-int upstream_http_push_write(upstream_http_push *u, const void *data, size_t len, rg_error *err)
+static int http_push_write(upstream_push *base, const void *data, size_t len, rg_error *err)
 {
+    upstream_http_push *u = (upstream_http_push *)base;
     int rc;
 
     if (u->body_w < 0)
@@ -490,9 +501,10 @@ int upstream_http_push_write(upstream_http_push *u, const void *data, size_t len
     return 0;
 }
 
-int upstream_http_push_finish(upstream_http_push *u, rgit_report *report, rg_buf *progress,
-                              rg_error *err)
+static int http_push_finish(upstream_push *base, rgit_report *report, rg_buf *progress,
+                            rg_error *err)
 {
+    upstream_http_push *u = (upstream_http_push *)base;
     const rg_buf *rep, *prog;
     int rc;
 
@@ -521,8 +533,10 @@ int upstream_http_push_finish(upstream_http_push *u, rgit_report *report, rg_buf
     return 0;
 }
 
-void upstream_http_push_free(upstream_http_push *u)
+static void http_push_free(upstream_push *base)
 {
+    upstream_http_push *u = (upstream_http_push *)base;
+
     if (u == NULL)
         return;
     /* An unfinished push is aborted: the progress callback stops curl and
@@ -542,6 +556,7 @@ void upstream_http_push_free(upstream_http_push *u)
 /* --------------------------------------------------------------- fetches */
 
 struct upstream_http_fetch {
+    upstream_fetch base; /* first: upstream.c dispatches on its ops */
     http_call call;
     int body_fd;      /* borrowed: the request body, or -1 */
     int out_r, out_w; /* the answer: written by curl, read by the caller */
@@ -605,8 +620,8 @@ static int fetch_end(upstream_http_fetch *f, rg_error *err)
     return 0;
 }
 
-int upstream_http_fetch_start(upstream_http_fetch **out, const upstream_target *t,
-                              const upstream_fetch_request *req, rg_error *err)
+static int http_fetch_start(upstream_fetch **out, const upstream_target *t,
+                            const upstream_fetch_request *req, rg_error *err)
 {
     static const char *const post_headers[] = {
         "Content-Type: application/x-git-upload-pack-request",
@@ -682,16 +697,18 @@ int upstream_http_fetch_start(upstream_http_fetch **out, const upstream_target *
         if (rc < 0)
             goto done;
     }
-    *out = f;
+    f->base.ops = &upstream_http_ops;
+    *out = &f->base;
     f = NULL;
     rc = 0;
 done:
-    upstream_http_fetch_free(f);
+    http_fetch_free((upstream_fetch *)f);
     return rc;
 }
 
-ssize_t upstream_http_fetch_read(upstream_http_fetch *f, char *buf, size_t max, rg_error *err)
+static ssize_t http_fetch_read(upstream_fetch *base, char *buf, size_t max, rg_error *err)
 {
+    upstream_http_fetch *f = (upstream_http_fetch *)base;
     ssize_t n;
     int rc;
 
@@ -714,8 +731,10 @@ ssize_t upstream_http_fetch_read(upstream_http_fetch *f, char *buf, size_t max, 
     return rc < 0 ? rc : 0;
 }
 
-void upstream_http_fetch_free(upstream_http_fetch *f)
+static void http_fetch_free(upstream_fetch *base)
 {
+    upstream_http_fetch *f = (upstream_http_fetch *)base;
+
     if (f == NULL)
         return;
     /* Closing the answer's read end fails curl's next write (EPIPE), and
@@ -730,3 +749,14 @@ void upstream_http_fetch_free(upstream_http_fetch *f)
     call_free(&f->call);
     free(f);
 }
+
+const upstream_ops upstream_http_ops = {
+    .advertise = http_advertise,
+    .push_start = http_push_start,
+    .push_write = http_push_write,
+    .push_finish = http_push_finish,
+    .push_free = http_push_free,
+    .fetch_start = http_fetch_start,
+    .fetch_read = http_fetch_read,
+    .fetch_free = http_fetch_free,
+};

@@ -6,7 +6,8 @@
  * chatty upstream is. Fetches run `git upload-pack --stateless-rpc` the way
  * `git http-backend` does, with the spooled request body as its stdin,
  * pumped by the caller: its reads drive the child, so the answer streams
- * out without being held here.
+ * out without being held here. upstream.c reaches it through
+ * upstream_local_ops (ops.h), its one export.
  */
 #include "upstream/ops.h"
 
@@ -29,7 +30,14 @@
  */
 #define UPSTREAM_LOCAL_STALL_SECONDS 600
 
+typedef struct upstream_local_push upstream_local_push;
+typedef struct upstream_local_fetch upstream_local_fetch;
+
+static void local_push_free(upstream_push *base);
+static void local_fetch_free(upstream_fetch *base);
+
 struct upstream_local_push {
+    upstream_push base; /* first: upstream.c dispatches on its ops */
     rg_proc *proc;
     rgit_sideband_demux *demux;
     int demux_failed;
@@ -72,7 +80,7 @@ static int local_start(rg_proc **out, const char *const *argv, const char *proto
     return rc;
 }
 
-int upstream_local_advertise(rg_buf *out, const upstream_target *t, rg_error *err)
+static int local_advertise(rg_buf *out, const upstream_target *t, rg_error *err)
 {
     const char *argv[] = {"git", "receive-pack", "--stateless-rpc", "--advertise-refs", t->repo_dir,
                           NULL};
@@ -107,13 +115,16 @@ static int push_sink(void *ctx, const char *data, size_t len, rg_error *err)
     return 0;
 }
 
-int upstream_local_push_start(upstream_local_push **out, const upstream_target *t,
-                              rgit_sideband_mode mode, rg_error *err)
+static int local_push_start(upstream_push **out, const upstream_target *t, rgit_sideband_mode mode,
+                            unsigned cred_flags, rg_error *err)
 {
     const char *argv[] = {"git", "receive-pack", "--stateless-rpc", t->repo_dir, NULL};
     upstream_local_push *u = NULL;
     int rc;
 
+    /* The credential flags shape a remote write credential: git on a
+     * local repository needs none. */
+    (void)cred_flags;
     *out = NULL;
     u = calloc(1, sizeof(*u));
     if (u == NULL)
@@ -126,15 +137,17 @@ int upstream_local_push_start(upstream_local_push **out, const upstream_target *
     rc = local_start(&u->proc, argv, NULL, -1, RG_PROC_STDIN, push_sink, u, err);
     if (rc < 0)
         goto done;
-    *out = u;
+    u->base.ops = &upstream_local_ops;
+    *out = &u->base;
     u = NULL;
 done:
-    upstream_local_push_free(u);
+    local_push_free((upstream_push *)u);
     return rc;
 }
 
-int upstream_local_push_write(upstream_local_push *u, const void *data, size_t len, rg_error *err)
+static int local_push_write(upstream_push *base, const void *data, size_t len, rg_error *err)
 {
+    upstream_local_push *u = (upstream_local_push *)base;
     int rc;
 
     rc = rg_proc_write(u->proc, data, len, rg_proc_deadline(UPSTREAM_LOCAL_STALL_SECONDS), err);
@@ -145,9 +158,10 @@ int upstream_local_push_write(upstream_local_push *u, const void *data, size_t l
     return 0;
 }
 
-int upstream_local_push_finish(upstream_local_push *u, rgit_report *report, rg_buf *progress,
-                               rg_error *err)
+static int local_push_finish(upstream_push *base, rgit_report *report, rg_buf *progress,
+                             rg_error *err)
 {
+    upstream_local_push *u = (upstream_local_push *)base;
     const rg_buf *rep, *prog;
     rg_error perr = RG_ERROR_INIT;
     char why[RG_PROC_WHY_MAX];
@@ -181,8 +195,10 @@ int upstream_local_push_finish(upstream_local_push *u, rgit_report *report, rg_b
     return 0;
 }
 
-void upstream_local_push_free(upstream_local_push *u)
+static void local_push_free(upstream_push *base)
 {
+    upstream_local_push *u = (upstream_local_push *)base;
+
     if (u == NULL)
         return;
     /* Ends receive-pack and everything it started when the push was abandoned. */
@@ -200,6 +216,7 @@ void upstream_local_push_free(upstream_local_push *u)
 #define UPSTREAM_LOCAL_FIRST_MAX (64 * 1024)
 
 struct upstream_local_fetch {
+    upstream_fetch base; /* first: upstream.c dispatches on its ops */
     rg_proc *proc;
     char pre[UPSTREAM_LOCAL_PREAMBLE_MAX]; /* the smart-HTTP preamble still to send */
     size_t pre_len, pre_off;
@@ -231,8 +248,8 @@ static ssize_t fetch_next(upstream_local_fetch *f, char *buf, size_t max, rg_err
     return 0;
 }
 
-int upstream_local_fetch_start(upstream_local_fetch **out, const upstream_target *t,
-                               const upstream_fetch_request *req, rg_error *err)
+static int local_fetch_start(upstream_fetch **out, const upstream_target *t,
+                             const upstream_fetch_request *req, rg_error *err)
 {
     const char *argv[6] = {"git", "upload-pack", "--stateless-rpc"};
     upstream_local_fetch *f;
@@ -277,16 +294,18 @@ int upstream_local_fetch_start(upstream_local_fetch **out, const upstream_target
         goto done;
     }
     f->first_len = (size_t)n;
-    *out = f;
+    f->base.ops = &upstream_local_ops;
+    *out = &f->base;
     f = NULL;
     rc = 0;
 done:
-    upstream_local_fetch_free(f);
+    local_fetch_free((upstream_fetch *)f);
     return rc;
 }
 
-ssize_t upstream_local_fetch_read(upstream_local_fetch *f, char *buf, size_t max, rg_error *err)
+static ssize_t local_fetch_read(upstream_fetch *base, char *buf, size_t max, rg_error *err)
 {
+    upstream_local_fetch *f = (upstream_local_fetch *)base;
     size_t n;
 
     if (f->pre_off < f->pre_len) {
@@ -304,8 +323,10 @@ ssize_t upstream_local_fetch_read(upstream_local_fetch *f, char *buf, size_t max
     return fetch_next(f, buf, max, err);
 }
 
-void upstream_local_fetch_free(upstream_local_fetch *f)
+static void local_fetch_free(upstream_fetch *base)
 {
+    upstream_local_fetch *f = (upstream_local_fetch *)base;
+
     if (f == NULL)
         return;
     /* A client that went away leaves upload-pack (and its pack-objects)
@@ -313,3 +334,14 @@ void upstream_local_fetch_free(upstream_local_fetch *f)
     rg_proc_free(f->proc);
     free(f);
 }
+
+const upstream_ops upstream_local_ops = {
+    .advertise = local_advertise,
+    .push_start = local_push_start,
+    .push_write = local_push_write,
+    .push_finish = local_push_finish,
+    .push_free = local_push_free,
+    .fetch_start = local_fetch_start,
+    .fetch_read = local_fetch_read,
+    .fetch_free = local_fetch_free,
+};

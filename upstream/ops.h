@@ -1,42 +1,44 @@
 /*
- * The two upstream implementations behind upstream.h, for upstream.c only:
- * upstream_local_* runs git on a bare repository (local.c),
- * upstream_http_* talks smart HTTP(S) with libcurl (http.c). Each
- * function has the contract of its upstream.h counterpart.
+ * Inside the upstream library: the ops table an upstream implements, for
+ * upstream.c to dispatch on. upstream_local_ops runs git on a bare
+ * repository (local.c); upstream_http_ops talks smart HTTP(S) with
+ * libcurl (http.c). Each op has the contract of its upstream.h
+ * counterpart; upstream.c has checked what that header lets it check (a
+ * free's NULL, the outputs cleared) before calling one. Not for use
+ * outside upstream/.
  */
 #ifndef RG_UPSTREAM_OPS_H
 #define RG_UPSTREAM_OPS_H
 
 #include "upstream/upstream.h"
 
-typedef struct upstream_local_push upstream_local_push;
-typedef struct upstream_local_fetch upstream_local_fetch;
-typedef struct upstream_http_push upstream_http_push;
-typedef struct upstream_http_fetch upstream_http_fetch;
+typedef struct upstream_ops {
+    int (*advertise)(rg_buf *out, const upstream_target *t, rg_error *err);
+    int (*push_start)(upstream_push **out, const upstream_target *t, rgit_sideband_mode mode,
+                      unsigned cred_flags, rg_error *err);
+    int (*push_write)(upstream_push *u, const void *data, size_t len, rg_error *err);
+    int (*push_finish)(upstream_push *u, rgit_report *report, rg_buf *progress, rg_error *err);
+    void (*push_free)(upstream_push *u); /* never NULL */
+    int (*fetch_start)(upstream_fetch **out, const upstream_target *t,
+                       const upstream_fetch_request *req, rg_error *err);
+    ssize_t (*fetch_read)(upstream_fetch *f, char *buf, size_t max, rg_error *err);
+    void (*fetch_free)(upstream_fetch *f); /* never NULL */
+} upstream_ops;
 
-int upstream_local_advertise(rg_buf *out, const upstream_target *t, rg_error *err);
-int upstream_local_push_start(upstream_local_push **out, const upstream_target *t,
-                              rgit_sideband_mode mode, rg_error *err);
-int upstream_local_push_write(upstream_local_push *u, const void *data, size_t len, rg_error *err);
-int upstream_local_push_finish(upstream_local_push *u, rgit_report *report, rg_buf *progress,
-                               rg_error *err);
-void upstream_local_push_free(upstream_local_push *u);
-int upstream_local_fetch_start(upstream_local_fetch **out, const upstream_target *t,
-                               const upstream_fetch_request *req, rg_error *err);
-ssize_t upstream_local_fetch_read(upstream_local_fetch *f, char *buf, size_t max, rg_error *err);
-void upstream_local_fetch_free(upstream_local_fetch *f);
+/* The head of every implementation's push and fetch, which embeds it first. */
+struct upstream_push {
+    const upstream_ops *ops;
+};
 
-int upstream_http_advertise(rg_buf *out, const upstream_target *t, rg_error *err);
-int upstream_http_push_start(upstream_http_push **out, const upstream_target *t,
-                             rgit_sideband_mode mode, unsigned cred_flags, rg_error *err);
-int upstream_http_push_write(upstream_http_push *u, const void *data, size_t len, rg_error *err);
-int upstream_http_push_finish(upstream_http_push *u, rgit_report *report, rg_buf *progress,
-                              rg_error *err);
-void upstream_http_push_free(upstream_http_push *u);
-int upstream_http_fetch_start(upstream_http_fetch **out, const upstream_target *t,
-                              const upstream_fetch_request *req, rg_error *err);
-ssize_t upstream_http_fetch_read(upstream_http_fetch *f, char *buf, size_t max, rg_error *err);
-void upstream_http_fetch_free(upstream_http_fetch *f);
+struct upstream_fetch {
+    const upstream_ops *ops;
+};
+
+/* A target with a repository directory (local.c). */
+extern const upstream_ops upstream_local_ops;
+
+/* Any other target: a smart-HTTP(S) remote (http.c). */
+extern const upstream_ops upstream_http_ops;
 
 /*
  * Is the client asking for protocol v2? As git's own server decides it

@@ -1,6 +1,8 @@
 /*
- * Dispatch of the upstream contract (upstream.h) to its implementation: a
- * target with a repository directory is local, any other is remote HTTP(S).
+ * Dispatch of the upstream contract (upstream.h) to its implementation
+ * through the ops table (ops.h): a target with a repository directory is
+ * local, any other is remote HTTP(S); a push or fetch, once started, goes
+ * back to the ops that made it.
  * Kept apart so that neither implementation knows of the other and the
  * request lifecycle (receive.c, server.c) knows of neither.
  */
@@ -15,15 +17,11 @@
 
 #include "upstream/ops.h"
 
-struct upstream_push {
-    upstream_local_push *local;
-    upstream_http_push *http;
-};
-
-struct upstream_fetch {
-    upstream_local_fetch *local;
-    upstream_http_fetch *http;
-};
+/* The implementation that serves `t`. */
+static const upstream_ops *ops_for(const upstream_target *t)
+{
+    return t->repo_dir != NULL ? &upstream_local_ops : &upstream_http_ops;
+}
 
 int upstream_protocol_is_v2(const char *git_protocol)
 {
@@ -44,92 +42,48 @@ int upstream_protocol_is_v2(const char *git_protocol)
 
 int upstream_advertise(rg_buf *out, const upstream_target *t, rg_error *err)
 {
-    if (t->repo_dir != NULL)
-        return upstream_local_advertise(out, t, err);
-    return upstream_http_advertise(out, t, err);
+    return ops_for(t)->advertise(out, t, err);
 }
 
 int upstream_push_start(upstream_push **out, const upstream_target *t, rgit_sideband_mode mode,
                         unsigned cred_flags, rg_error *err)
 {
-    upstream_push *u;
-    int rc;
-
     *out = NULL;
-    u = calloc(1, sizeof(*u));
-    if (u == NULL)
-        return rg_error_set(err, -ENOMEM, "out of memory");
-    if (t->repo_dir != NULL)
-        rc = upstream_local_push_start(&u->local, t, mode, err);
-    else
-        rc = upstream_http_push_start(&u->http, t, mode, cred_flags, err);
-    if (rc < 0) {
-        free(u);
-        return rc;
-    }
-    *out = u;
-    return 0;
+    return ops_for(t)->push_start(out, t, mode, cred_flags, err);
 }
 
 int upstream_push_write(upstream_push *u, const void *data, size_t len, rg_error *err)
 {
-    if (u->local)
-        return upstream_local_push_write(u->local, data, len, err);
-    return upstream_http_push_write(u->http, data, len, err);
+    return u->ops->push_write(u, data, len, err);
 }
 
 int upstream_push_finish(upstream_push *u, rgit_report *report, rg_buf *progress, rg_error *err)
 {
-    if (u->local)
-        return upstream_local_push_finish(u->local, report, progress, err);
-    return upstream_http_push_finish(u->http, report, progress, err);
+    return u->ops->push_finish(u, report, progress, err);
 }
 
 void upstream_push_free(upstream_push *u)
 {
-    if (u == NULL)
-        return;
-    upstream_local_push_free(u->local);
-    upstream_http_push_free(u->http);
-    free(u);
+    if (u != NULL)
+        u->ops->push_free(u);
 }
 
 int upstream_fetch_start(upstream_fetch **out, const upstream_target *t,
                          const upstream_fetch_request *req, rg_error *err)
 {
-    upstream_fetch *f;
-    int rc;
-
     *out = NULL;
-    f = calloc(1, sizeof(*f));
-    if (f == NULL)
-        return rg_error_set(err, -ENOMEM, "out of memory");
-    if (t->repo_dir != NULL)
-        rc = upstream_local_fetch_start(&f->local, t, req, err);
-    else
-        rc = upstream_http_fetch_start(&f->http, t, req, err);
-    if (rc < 0) {
-        free(f);
-        return rc;
-    }
-    *out = f;
-    return 0;
+    return ops_for(t)->fetch_start(out, t, req, err);
 }
 
 ssize_t upstream_fetch_read(upstream_fetch *f, char *buf, size_t max, rg_error *err)
 {
-    if (f->local)
-        return upstream_local_fetch_read(f->local, buf, max, err);
-    return upstream_http_fetch_read(f->http, buf, max, err);
+    return f->ops->fetch_read(f, buf, max, err);
 }
 
 void upstream_fetch_free(upstream_fetch *f)
 {
-    if (f == NULL)
-        return;
-    upstream_local_fetch_free(f->local);
-    upstream_http_fetch_free(f->http);
-    free(f);
+    if (f != NULL)
+        f->ops->fetch_free(f);
 }
 
 /* Ask a remote upstream's upload-pack (v2) which of the refs are symbolic. */
