@@ -28,7 +28,7 @@
 /* ------------------------------------------------------------------------ */
 
 /* Record "<file>: <key>: <problem>" (no key for whole-file problems). */
-int fail(const parse_ctx *ctx, const char *key, const char *fmt, ...)
+int cfg_fail(const parse_ctx *ctx, const char *key, const char *fmt, ...)
 {
     char problem[400];
     va_list ap;
@@ -41,12 +41,12 @@ int fail(const parse_ctx *ctx, const char *key, const char *fmt, ...)
     return rg_error_set(ctx->err, RG_E_CONFIG, "%s: %s: %s", ctx->file, key, problem);
 }
 
-int fail_oom(const parse_ctx *ctx)
+int cfg_fail_oom(const parse_ctx *ctx)
 {
     return rg_error_set(ctx->err, -ENOMEM, "%s: out of memory", ctx->file);
 }
 
-const char *json_kind(const json_t *v)
+const char *cfg_json_kind(const json_t *v)
 {
     switch (json_typeof(v)) {
     case JSON_OBJECT:
@@ -68,9 +68,9 @@ const char *json_kind(const json_t *v)
     return "something else";
 }
 
-int fail_type(const parse_ctx *ctx, const char *key, const char *want, const json_t *v)
+int cfg_fail_type(const parse_ctx *ctx, const char *key, const char *want, const json_t *v)
 {
-    return fail(ctx, key, "expected %s, got %s", want, json_kind(v));
+    return cfg_fail(ctx, key, "expected %s, got %s", want, cfg_json_kind(v));
 }
 
 /* Key paths are for messages: one too long to hold is cut short, visibly. */
@@ -80,7 +80,7 @@ static void keypath_finish(char *out, int n)
         memcpy(out + KEYPATH_MAX - 4, "...", 4);
 }
 
-void keypath_key(char *out, const char *parent, const char *key)
+void cfg_keypath_key(char *out, const char *parent, const char *key)
 {
     if (parent == NULL || *parent == '\0')
         keypath_finish(out, snprintf(out, KEYPATH_MAX, "%s", key));
@@ -88,7 +88,7 @@ void keypath_key(char *out, const char *parent, const char *key)
         keypath_finish(out, snprintf(out, KEYPATH_MAX, "%s.%s", parent, key));
 }
 
-void keypath_index(char *out, const char *parent, size_t i)
+void cfg_keypath_index(char *out, const char *parent, size_t i)
 {
     keypath_finish(out, snprintf(out, KEYPATH_MAX, "%s[%zu]", parent, i));
 }
@@ -97,8 +97,8 @@ void keypath_index(char *out, const char *parent, size_t i)
  * Refuse keys not in `allowed` (NULL-terminated), so that a misspelt
  * selector is an error rather than a rule that matches more than meant.
  */
-int check_keys(const parse_ctx *ctx, const json_t *obj, const char *parent,
-               const char *const *allowed, const char *expected)
+int cfg_check_keys(const parse_ctx *ctx, const json_t *obj, const char *parent,
+                   const char *const *allowed, const char *expected)
 {
     char kp[KEYPATH_MAX];
     const char *key;
@@ -111,15 +111,15 @@ int check_keys(const parse_ctx *ctx, const json_t *obj, const char *parent,
             if (!strcmp(key, allowed[i]))
                 break;
         if (allowed[i] == NULL) {
-            keypath_key(kp, parent, key);
-            return fail(ctx, kp, "unknown key (expected %s)", expected);
+            cfg_keypath_key(kp, parent, key);
+            return cfg_fail(ctx, kp, "unknown key (expected %s)", expected);
         }
     }
     return 0;
 }
 
 /* 1 when s has no control characters: it may be shown on one line. */
-int is_one_line(const char *s)
+int cfg_is_one_line(const char *s)
 {
     for (; *s; s++)
         if ((unsigned char)*s < 0x20 || *s == 0x7f)
@@ -127,15 +127,16 @@ int is_one_line(const char *s)
     return 1;
 }
 
-int check_text(const parse_ctx *ctx, const char *parent, const char *key, const char *s, size_t max)
+int cfg_check_text(const parse_ctx *ctx, const char *parent, const char *key, const char *s,
+                   size_t max)
 {
     char kp[KEYPATH_MAX];
 
-    keypath_key(kp, parent, key);
+    cfg_keypath_key(kp, parent, key);
     if (strlen(s) > max)
-        return fail(ctx, kp, "longer than %zu characters", max);
-    if (!is_one_line(s))
-        return fail(ctx, kp, "must be one line of text without control characters");
+        return cfg_fail(ctx, kp, "longer than %zu characters", max);
+    if (!cfg_is_one_line(s))
+        return cfg_fail(ctx, kp, "must be one line of text without control characters");
     return 0;
 }
 
@@ -144,31 +145,32 @@ int check_text(const parse_ctx *ctx, const char *parent, const char *key, const 
  * and not required. Empty strings are refused: every string key names
  * something, and "" is always a mistake.
  */
-int get_string(const char **out, const parse_ctx *ctx, const json_t *obj, const char *parent,
-               const char *key, int required, const char *hint)
+int cfg_get_string(const char **out, const parse_ctx *ctx, const json_t *obj, const char *parent,
+                   const char *key, int required, const char *hint)
 {
     char kp[KEYPATH_MAX];
     json_t *v = json_object_get(obj, key);
 
     *out = NULL;
-    keypath_key(kp, parent, key);
+    cfg_keypath_key(kp, parent, key);
     if (v == NULL) {
         if (required)
-            return fail(ctx, kp, "required key is missing%s%s", hint ? " " : "", hint ? hint : "");
+            return cfg_fail(ctx, kp, "required key is missing%s%s", hint ? " " : "",
+                            hint ? hint : "");
         return 0;
     }
     if (!json_is_string(v))
-        return fail_type(ctx, kp, "a string", v);
+        return cfg_fail_type(ctx, kp, "a string", v);
     if (json_string_length(v) == 0)
-        return fail(ctx, kp, "must not be empty");
+        return cfg_fail(ctx, kp, "must not be empty");
     *out = json_string_value(v);
     return 0;
 }
 
-int dup_string(char **out, const parse_ctx *ctx, const char *s)
+int cfg_dup_string(char **out, const parse_ctx *ctx, const char *s)
 {
     *out = strdup(s);
-    return *out ? 0 : fail_oom(ctx);
+    return *out ? 0 : cfg_fail_oom(ctx);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -180,7 +182,7 @@ int dup_string(char **out, const parse_ctx *ctx, const char *s)
  * output never passes the input: each segment is written with its leading
  * slash over bytes already read.
  */
-void path_normalize(char *p)
+void cfg_path_normalize(char *p)
 {
     char *out = p; /* end of the output so far: "" or "/a/b" */
     const char *in = p, *seg;
@@ -210,7 +212,7 @@ void path_normalize(char *p)
 }
 
 /* `rel` joined onto absolute `base` unless it is absolute itself; malloc'd. */
-char *path_join(const char *base, const char *rel)
+char *cfg_path_join(const char *base, const char *rel)
 {
     size_t blen = strlen(base), rlen = strlen(rel);
     char *p;
@@ -232,9 +234,9 @@ char *path_join(const char *base, const char *rel)
  * lexically when it does not yet (a state directory is created later).
  * *out is malloc'd; returns 0 or -ENOMEM.
  */
-int path_absolute(char **out, const char *base, const char *rel)
+int cfg_path_absolute(char **out, const char *base, const char *rel)
 {
-    char *joined = path_join(base, rel);
+    char *joined = cfg_path_join(base, rel);
     char *real;
 
     *out = NULL;
@@ -246,7 +248,7 @@ int path_absolute(char **out, const char *base, const char *rel)
         *out = real;
         return 0;
     }
-    path_normalize(joined);
+    cfg_path_normalize(joined);
     *out = joined;
     return 0;
 }
@@ -277,7 +279,7 @@ int config_locate(char **out_path, char **out_dir, const char *path, rg_error *e
         dirpart = strndup(path, slash == path ? 1 : (size_t)(slash - path));
         base = slash + 1;
     }
-    if (dirpart == NULL || path_absolute(&dir, cwd, dirpart) < 0)
+    if (dirpart == NULL || cfg_path_absolute(&dir, cwd, dirpart) < 0)
         goto oom;
     abs = malloc(strlen(dir) + strlen(base) + 2);
     if (abs == NULL)

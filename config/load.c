@@ -52,8 +52,8 @@ static int parse_port(unsigned *out, const char *s)
  * localhost are refused: they may resolve to several addresses, and which
  * one the gateway binds should not depend on the resolver.
  */
-int parse_listen(char **out_host, unsigned *out_port, const parse_ctx *ctx, const char *key,
-                 const char *s)
+int cfg_parse_listen(char **out_host, unsigned *out_port, const parse_ctx *ctx, const char *key,
+                     const char *s)
 {
     const char *colon, *hstart;
     unsigned char addr[16];
@@ -64,52 +64,53 @@ int parse_listen(char **out_host, unsigned *out_port, const parse_ctx *ctx, cons
         const char *close = strchr(s, ']');
 
         if (close == NULL || close[1] != ':')
-            return fail(ctx, key, "\"%s\" is not host:port (write [::1]:8470)", s);
+            return cfg_fail(ctx, key, "\"%s\" is not host:port (write [::1]:8470)", s);
         hstart = s + 1;
         hlen = (size_t)(close - hstart);
         colon = close + 1;
         if (hlen >= sizeof(host))
-            return fail(ctx, key, "\"%s\": not an IPv6 address", s);
+            return cfg_fail(ctx, key, "\"%s\": not an IPv6 address", s);
         memcpy(host, hstart, hlen);
         host[hlen] = '\0';
         if (inet_pton(AF_INET6, host, addr) != 1)
-            return fail(ctx, key, "\"%s\": \"%s\" is not an IPv6 address", s, host);
+            return cfg_fail(ctx, key, "\"%s\": \"%s\" is not an IPv6 address", s, host);
     } else {
         colon = strrchr(s, ':');
         if (colon == NULL)
-            return fail(ctx, key, "\"%s\" is not host:port (write 127.0.0.1:8470)", s);
+            return cfg_fail(ctx, key, "\"%s\" is not host:port (write 127.0.0.1:8470)", s);
         hlen = (size_t)(colon - s);
         if (memchr(s, ':', hlen) != NULL)
-            return fail(ctx, key, "\"%s\": put an IPv6 address in brackets, as in [::1]:8470", s);
+            return cfg_fail(ctx, key, "\"%s\": put an IPv6 address in brackets, as in [::1]:8470",
+                            s);
         if (hlen == 0 || hlen >= sizeof(host))
-            return fail(ctx, key, "\"%s\": missing or bad host (write 127.0.0.1:8470)", s);
+            return cfg_fail(ctx, key, "\"%s\": missing or bad host (write 127.0.0.1:8470)", s);
         memcpy(host, s, hlen);
         host[hlen] = '\0';
         if (inet_pton(AF_INET, host, addr) != 1)
-            return fail(ctx, key,
-                        "\"%s\": \"%s\" is not an IPv4 address (write 127.0.0.1:8470 or "
-                        "[::1]:8470)",
-                        s, host);
+            return cfg_fail(ctx, key,
+                            "\"%s\": \"%s\" is not an IPv4 address (write 127.0.0.1:8470 or "
+                            "[::1]:8470)",
+                            s, host);
     }
     if (parse_port(out_port, colon + 1) < 0)
-        return fail(ctx, key, "\"%s\": port must be a number from 0 to 65535", s);
-    return dup_string(out_host, ctx, host);
+        return cfg_fail(ctx, key, "\"%s\": port must be a number from 0 to 65535", s);
+    return cfg_dup_string(out_host, ctx, host);
 }
 
-int parse_effect(config_effect *out, const parse_ctx *ctx, const char *key, const char *s)
+int cfg_parse_effect(config_effect *out, const parse_ctx *ctx, const char *key, const char *s)
 {
-    if (effect_from_name(out, s) < 0)
-        return fail(ctx, key, "unknown effect \"%s\" (expected allow, deny or ask)", s);
+    if (cfg_effect_from_name(out, s) < 0)
+        return cfg_fail(ctx, key, "unknown effect \"%s\" (expected allow, deny or ask)", s);
     return 0;
 }
 
 static int parse_max_body(config_model *cfg, const parse_ctx *ctx, const json_t *v)
 {
     if (!json_is_integer(v))
-        return fail_type(ctx, "max_body_bytes", "an integer (bytes)", v);
+        return cfg_fail_type(ctx, "max_body_bytes", "an integer (bytes)", v);
     if (json_integer_value(v) <= 0)
-        return fail(ctx, "max_body_bytes", "must be a positive number of bytes, got %lld",
-                    (long long)json_integer_value(v));
+        return cfg_fail(ctx, "max_body_bytes", "must be a positive number of bytes, got %lld",
+                        (long long)json_integer_value(v));
     cfg->max_body_bytes = (uint64_t)json_integer_value(v);
     return 0;
 }
@@ -153,13 +154,13 @@ static int get_limit(uint64_t *out, const parse_ctx *ctx, const json_t *obj, con
     *out = dflt;
     if (v == NULL)
         return 0;
-    keypath_key(kp, "limits", key);
+    cfg_keypath_key(kp, "limits", key);
     if (!json_is_integer(v))
-        return fail_type(ctx, kp, "an integer", v);
+        return cfg_fail_type(ctx, kp, "an integer", v);
     if (json_integer_value(v) < 0 || (uint64_t)json_integer_value(v) < min ||
         (uint64_t)json_integer_value(v) > max)
-        return fail(ctx, kp, "must be from %llu to %llu, got %lld", (unsigned long long)min,
-                    (unsigned long long)max, (long long)json_integer_value(v));
+        return cfg_fail(ctx, kp, "must be from %llu to %llu, got %lld", (unsigned long long)min,
+                        (unsigned long long)max, (long long)json_integer_value(v));
     *out = (uint64_t)json_integer_value(v);
     return 0;
 }
@@ -170,8 +171,8 @@ static int parse_limits(config_limits *out, const parse_ctx *ctx, const json_t *
     int rc;
 
     if (obj != NULL && !json_is_object(obj))
-        return fail_type(ctx, "limits", "an object", obj);
-    if (obj != NULL && (rc = check_keys(ctx, obj, "limits", limits_keys, LIMITS_KEYS_TEXT)) < 0)
+        return cfg_fail_type(ctx, "limits", "an object", obj);
+    if (obj != NULL && (rc = cfg_check_keys(ctx, obj, "limits", limits_keys, LIMITS_KEYS_TEXT)) < 0)
         return rc;
     /* A thread and a descriptor each: past a million the kernel is the limit. */
     rc = get_limit(&conns, ctx, obj, "connections", 2, 1 << 20, DEFAULT_CONNECTIONS);
@@ -181,9 +182,9 @@ static int parse_limits(config_limits *out, const parse_ctx *ctx, const json_t *
                                                        : conns - conns / 4);
     /* Without headroom an authenticated pusher could be locked out. */
     if (rc == 0 && unauth >= conns)
-        rc = fail(ctx, "limits.unauthenticated",
-                  "must be below limits.connections (%llu) so pushers always get in, got %llu",
-                  (unsigned long long)conns, (unsigned long long)unauth);
+        rc = cfg_fail(ctx, "limits.unauthenticated",
+                      "must be below limits.connections (%llu) so pushers always get in, got %llu",
+                      (unsigned long long)conns, (unsigned long long)unauth);
     if (rc == 0)
         rc = get_limit(&per_token, ctx, obj, "per_token", 1, 1 << 20, DEFAULT_PER_TOKEN);
     if (rc == 0)
@@ -250,33 +251,34 @@ static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *roo
     int rc;
 
     if (!json_is_object(root))
-        return fail(ctx, NULL, "expected a JSON object at the top level, got %s", json_kind(root));
-    rc = check_keys(ctx, root, NULL, top_keys, TOP_KEYS_TEXT);
+        return cfg_fail(ctx, NULL, "expected a JSON object at the top level, got %s",
+                        cfg_json_kind(root));
+    rc = cfg_check_keys(ctx, root, NULL, top_keys, TOP_KEYS_TEXT);
     if (rc < 0)
         return rc;
 
-    rc = get_string(&s, ctx, root, NULL, "listen", 0, NULL);
+    rc = cfg_get_string(&s, ctx, root, NULL, "listen", 0, NULL);
     if (rc == 0 && s != NULL)
-        rc = parse_listen(&cfg->listen_host, &cfg->listen_port, ctx, "listen", s);
+        rc = cfg_parse_listen(&cfg->listen_host, &cfg->listen_port, ctx, "listen", s);
     if (rc == 0 && s == NULL) {
         cfg->listen_port = DEFAULT_LISTEN_PORT;
-        rc = dup_string(&cfg->listen_host, ctx, DEFAULT_LISTEN_HOST);
+        rc = cfg_dup_string(&cfg->listen_host, ctx, DEFAULT_LISTEN_HOST);
     }
     if (rc < 0)
         return rc;
 
-    rc = get_string(&s, ctx, root, NULL, "state_dir", 1,
-                    "(the directory for keys, the audit log and the url file)");
-    if (rc == 0 && path_absolute(&cfg->state_dir, ctx->dir, s) < 0)
-        rc = fail_oom(ctx);
+    rc = cfg_get_string(&s, ctx, root, NULL, "state_dir", 1,
+                        "(the directory for keys, the audit log and the url file)");
+    if (rc == 0 && cfg_path_absolute(&cfg->state_dir, ctx->dir, s) < 0)
+        rc = cfg_fail_oom(ctx);
     if (rc < 0)
         return rc;
 
     /* Fail closed: with no default, what no rule allows is refused. */
     cfg->default_effect = CONFIG_DENY;
-    rc = get_string(&s, ctx, root, NULL, "default", 0, NULL);
+    rc = cfg_get_string(&s, ctx, root, NULL, "default", 0, NULL);
     if (rc == 0 && s != NULL)
-        rc = parse_effect(&cfg->default_effect, ctx, "default", s);
+        rc = cfg_parse_effect(&cfg->default_effect, ctx, "default", s);
     if (rc < 0)
         return rc;
 
@@ -290,27 +292,27 @@ static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *roo
         return rc;
 
     v = json_object_get(root, "control");
-    if ((rc = parse_control(&cfg->control, cfg, ctx, v)) < 0)
+    if ((rc = cfg_parse_control(&cfg->control, cfg, ctx, v)) < 0)
         return rc;
 
     v = json_object_get(root, "approvals");
-    if ((rc = parse_approvals(&cfg->approvals, ctx, v)) < 0)
+    if ((rc = cfg_parse_approvals(&cfg->approvals, ctx, v)) < 0)
         return rc;
 
     v = json_object_get(root, "admin");
-    if ((rc = parse_admin(&cfg->admin, cfg, ctx, v)) < 0)
+    if ((rc = cfg_parse_admin(&cfg->admin, cfg, ctx, v)) < 0)
         return rc;
 
     v = json_object_get(root, "console");
-    if ((rc = parse_console(&cfg->console, cfg, ctx, v)) < 0)
+    if ((rc = cfg_parse_console(&cfg->console, cfg, ctx, v)) < 0)
         return rc;
 
     /* Upstreams first: rules check their repo patterns against the hosts. */
     v = json_object_get(root, "upstreams");
-    if (v != NULL && (rc = parse_upstreams(cfg, ctx, v)) < 0)
+    if (v != NULL && (rc = cfg_parse_upstreams(cfg, ctx, v)) < 0)
         return rc;
     v = json_object_get(root, "rules");
-    if (v != NULL && (rc = parse_rules(cfg, ctx, v)) < 0)
+    if (v != NULL && (rc = cfg_parse_rules(cfg, ctx, v)) < 0)
         return rc;
     rc = config_state_parse(&cfg->state, json_object_get(root, "state"), ctx->file, ctx->dir,
                             ctx->err);
@@ -328,9 +330,9 @@ static int parse_root(config_model *cfg, const parse_ctx *ctx, const json_t *roo
             cfg->signing.gpg_keyring)
             continue;
         snprintf(kp, sizeof(kp), "rules[%zu].unsigned", i);
-        rc = fail(ctx, kp,
-                  "no key to verify signatures against: set signing.allowed_signers or "
-                  "signing.gpg_keyring");
+        rc = cfg_fail(ctx, kp,
+                      "no key to verify signatures against: set signing.allowed_signers or "
+                      "signing.gpg_keyring");
     }
     return rc;
 }
@@ -354,7 +356,7 @@ static int parse_tree(config_model **out, json_t *root, const char *path, const 
     ctx.err = err;
     cfg = calloc(1, sizeof(*cfg));
     if (cfg == NULL) {
-        rc = fail_oom(&ctx);
+        rc = cfg_fail_oom(&ctx);
         goto done;
     }
     rc = config_locate(&cfg->path, &dir, path, err);
@@ -450,7 +452,7 @@ int config_load(config_model **out, const char *path, rg_error *err)
     return rc;
 }
 
-void free_strings(char **v, size_t n)
+void cfg_free_strings(char **v, size_t n)
 {
     size_t i;
 
@@ -471,16 +473,16 @@ void config_free(config_model *cfg)
         free(cfg->upstreams[i].host);
         free(cfg->upstreams[i].url);
         free(cfg->upstreams[i].root);
-        free_credentials(&cfg->upstreams[i].credentials);
-        free_credentials(&cfg->upstreams[i].read_credentials);
+        cfg_free_credentials(&cfg->upstreams[i].credentials);
+        cfg_free_credentials(&cfg->upstreams[i].read_credentials);
         free(cfg->upstreams[i].ca_file);
     }
     free(cfg->upstreams);
     for (i = 0; i < cfg->nrules; i++) {
         free(cfg->rules[i].name);
-        free_strings(cfg->rules[i].repos, cfg->rules[i].nrepos);
-        free_strings(cfg->rules[i].refs, cfg->rules[i].nrefs);
-        free_strings(cfg->rules[i].runs, cfg->rules[i].nruns);
+        cfg_free_strings(cfg->rules[i].repos, cfg->rules[i].nrepos);
+        cfg_free_strings(cfg->rules[i].refs, cfg->rules[i].nrefs);
+        cfg_free_strings(cfg->rules[i].runs, cfg->rules[i].nruns);
         free(cfg->rules[i].repos_ends);
         free(cfg->rules[i].refs_ends);
         free(cfg->rules[i].runs_ends);
@@ -492,8 +494,8 @@ void config_free(config_model *cfg)
     config_signing_free(&cfg->signing);
     config_state_free(&cfg->state);
     free(cfg->control.socket);
-    free_strings(cfg->control.users, cfg->control.nusers);
-    free_strings(cfg->control.groups, cfg->control.ngroups);
+    cfg_free_strings(cfg->control.users, cfg->control.nusers);
+    cfg_free_strings(cfg->control.groups, cfg->control.ngroups);
     free(cfg->control.url);
     free(cfg->console.listen_host);
     free(cfg->path);

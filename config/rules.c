@@ -59,7 +59,7 @@ const char *config_effect_name(config_effect e)
     return "unknown";
 }
 
-int effect_from_name(config_effect *out, const char *s)
+int cfg_effect_from_name(config_effect *out, const char *s)
 {
     if (!strcmp(s, "allow"))
         *out = CONFIG_ALLOW;
@@ -97,8 +97,8 @@ static int check_rule_keys(const parse_ctx *ctx, const json_t *obj, const char *
         for (j = 0; config_condition_keys[j] != NULL && strcmp(key, config_condition_keys[j]); j++)
             ;
         if (rule_keys[i] == NULL && config_condition_keys[j] == NULL) {
-            keypath_key(sub, kp, key);
-            return fail(ctx, sub, "unknown key (expected %s)", RULE_KEYS_TEXT);
+            cfg_keypath_key(sub, kp, key);
+            return cfg_fail(ctx, sub, "unknown key (expected %s)", RULE_KEYS_TEXT);
         }
     }
     return 0;
@@ -128,26 +128,27 @@ static int check_pattern(const config_model *cfg, const parse_ctx *ctx, const ch
     size_t len, flen = strcspn(pat, "/");
     size_t i;
 
-    if (!is_one_line(pat))
-        return fail(ctx, kp, "pattern contains a control character");
+    if (!cfg_is_one_line(pat))
+        return cfg_fail(ctx, kp, "pattern contains a control character");
     if (strstr(pat, "***") != NULL)
-        return fail(ctx, kp,
-                    "\"%s\": *** is not a pattern (use * within a segment, ** across segments)",
-                    pat);
+        return cfg_fail(ctx, kp,
+                        "\"%s\": *** is not a pattern (use * within a segment, ** across segments)",
+                        pat);
     if (strpbrk(pat, "[\\") != NULL)
-        return fail(ctx, kp, "\"%s\": character classes and escapes are not supported", pat);
+        return cfg_fail(ctx, kp, "\"%s\": character classes and escapes are not supported", pat);
     /* Run names are printable ASCII without spaces (tokens/token.h). */
     for (p = pat; kind == PATTERN_RUN && *p; p++)
         if ((unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
-            return fail(ctx, kp,
-                        "\"%s\" never matches: run names are printable ASCII without spaces", pat);
+            return cfg_fail(
+                ctx, kp, "\"%s\" never matches: run names are printable ASCII without spaces", pat);
     for (p = pat;; p += len + 1) {
         seg = p;
         len = strcspn(p, "/");
         if (len == 0)
-            return fail(ctx, kp, "\"%s\" has an empty path segment", pat);
+            return cfg_fail(ctx, kp, "\"%s\" has an empty path segment", pat);
         if (len != 2 && memmem(seg, len, "**", 2) != NULL)
-            return fail(ctx, kp, "\"%s\": ** must be a whole segment, as in refs/heads/**", pat);
+            return cfg_fail(ctx, kp, "\"%s\": ** must be a whole segment, as in refs/heads/**",
+                            pat);
         if (seg[len] == '\0')
             break;
     }
@@ -159,22 +160,22 @@ static int check_pattern(const config_model *cfg, const parse_ctx *ctx, const ch
         return 0;
     if (kind == PATTERN_REF) {
         if (!rg_glob_match(first, "refs"))
-            return fail(ctx, kp,
-                        "\"%s\" never matches: refs are full names such as refs/heads/main", pat);
+            return cfg_fail(
+                ctx, kp, "\"%s\" never matches: refs are full names such as refs/heads/main", pat);
         return 0;
     }
     len = strlen(pat);
     if (len >= 4 && !strcmp(pat + len - 4, ".git"))
-        return fail(ctx, kp, "\"%s\" never matches: repos are named <host>/<path> without .git",
-                    pat);
+        return cfg_fail(ctx, kp, "\"%s\" never matches: repos are named <host>/<path> without .git",
+                        pat);
     if (strchr(pat, '/') == NULL && strcmp(pat, "**") != 0)
-        return fail(ctx, kp, "\"%s\" never matches: repos are named <host>/<path>", pat);
+        return cfg_fail(ctx, kp, "\"%s\" never matches: repos are named <host>/<path>", pat);
     /* Only a literal host can be checked; a wildcard may match hosts added later. */
     if (strpbrk(first, "*?") == NULL) {
         for (i = 0; i < cfg->nupstreams; i++)
             if (!strcmp(cfg->upstreams[i].host, first))
                 return 0;
-        return fail(ctx, kp, "\"%s\" never matches: no upstream has host \"%s\"", pat, first);
+        return cfg_fail(ctx, kp, "\"%s\" never matches: no upstream has host \"%s\"", pat, first);
     }
     return 0;
 }
@@ -188,15 +189,15 @@ static int parse_patterns(char ***out, rg_glob_ends **ends, size_t *nout, const 
     size_t i, n;
     int rc;
 
-    keypath_key(kp, parent, key);
+    cfg_keypath_key(kp, parent, key);
     if (arr == NULL)
         return 0;
     if (!json_is_array(arr))
-        return fail_type(ctx, kp, "an array of patterns", arr);
+        return cfg_fail_type(ctx, kp, "an array of patterns", arr);
     n = json_array_size(arr);
     if (n == 0)
-        return fail(ctx, kp, "empty list matches nothing (omit the key to match any %s)",
-                    pattern_what[kind]);
+        return cfg_fail(ctx, kp, "empty list matches nothing (omit the key to match any %s)",
+                        pattern_what[kind]);
     *out = calloc(n, sizeof(**out));
     *ends = calloc(n, sizeof(**ends));
     if (*out == NULL || *ends == NULL) {
@@ -204,19 +205,19 @@ static int parse_patterns(char ***out, rg_glob_ends **ends, size_t *nout, const 
         free(*ends);
         *out = NULL;
         *ends = NULL;
-        return fail_oom(ctx);
+        return cfg_fail_oom(ctx);
     }
     *nout = n;
     for (i = 0; i < n; i++) {
         v = json_array_get(arr, i);
-        keypath_index(ekp, kp, i);
+        cfg_keypath_index(ekp, kp, i);
         if (!json_is_string(v))
-            return fail_type(ctx, ekp, "a string", v);
+            return cfg_fail_type(ctx, ekp, "a string", v);
         if (json_string_length(v) == 0)
-            return fail(ctx, ekp, "empty pattern");
+            return cfg_fail(ctx, ekp, "empty pattern");
         rc = check_pattern(cfg, ctx, ekp, kind, json_string_value(v));
         if (rc == 0)
-            rc = dup_string(&(*out)[i], ctx, json_string_value(v));
+            rc = cfg_dup_string(&(*out)[i], ctx, json_string_value(v));
         if (rc < 0)
             return rc;
         rg_glob_literal_ends(&(*ends)[i], (*out)[i]);
@@ -232,26 +233,26 @@ static int parse_actions(unsigned *out, const parse_ctx *ctx, const json_t *rule
     size_t i, j;
 
     *out = CONFIG_ACTION_ALL;
-    keypath_key(kp, parent, "actions");
+    cfg_keypath_key(kp, parent, "actions");
     if (arr == NULL)
         return 0;
     if (!json_is_array(arr))
-        return fail_type(ctx, kp, "an array of actions", arr);
+        return cfg_fail_type(ctx, kp, "an array of actions", arr);
     if (json_array_size(arr) == 0)
-        return fail(ctx, kp, "empty list matches nothing (omit the key to match every action)");
+        return cfg_fail(ctx, kp, "empty list matches nothing (omit the key to match every action)");
     *out = 0;
     json_array_foreach(arr, i, v)
     {
-        keypath_index(ekp, kp, i);
+        cfg_keypath_index(ekp, kp, i);
         if (!json_is_string(v))
-            return fail_type(ctx, ekp, "a string", v);
+            return cfg_fail_type(ctx, ekp, "a string", v);
         for (j = 0; j < sizeof(actions) / sizeof(actions[0]); j++)
             if (!strcmp(json_string_value(v), actions[j].name))
                 break;
         if (j == sizeof(actions) / sizeof(actions[0]))
-            return fail(ctx, ekp,
-                        "unknown action \"%s\" (expected create, update, force or delete)",
-                        json_string_value(v));
+            return cfg_fail(ctx, ekp,
+                            "unknown action \"%s\" (expected create, update, force or delete)",
+                            json_string_value(v));
         *out |= actions[j].action;
     }
     return 0;
@@ -263,17 +264,17 @@ static int parse_hold(config_rule *r, const parse_ctx *ctx, const json_t *v, con
     char sub[KEYPATH_MAX];
     long long secs = -1;
 
-    keypath_key(sub, kp, "hold");
+    cfg_keypath_key(sub, kp, "hold");
     if (r->effect != CONFIG_ASK)
-        return fail(ctx, sub, "only a rule with \"effect\": \"ask\" can hold a push");
+        return cfg_fail(ctx, sub, "only a rule with \"effect\": \"ask\" can hold a push");
     if (json_is_integer(v))
         secs = json_integer_value(v);
     else if (json_is_string(v))
         secs = rg_duration_parse(json_string_value(v));
     else
-        return fail_type(ctx, sub, "a duration (60, \"90s\", \"10m\")", v);
+        return cfg_fail_type(ctx, sub, "a duration (60, \"90s\", \"10m\")", v);
     if (secs < 1 || secs > HOLD_MAX_SECONDS)
-        return fail(ctx, sub, "expected 1 second to 1 hour (e.g. 60, \"90s\", \"10m\")");
+        return cfg_fail(ctx, sub, "expected 1 second to 1 hour (e.g. 60, \"90s\", \"10m\")");
     r->hold = (unsigned)secs;
     return 0;
 }
@@ -285,20 +286,20 @@ static int parse_rule(config_rule *r, const config_model *cfg, const parse_ctx *
     const char *name = NULL, *effect = NULL, *reason = NULL, *mode = NULL;
     int rc;
 
-    keypath_index(kp, "rules", index);
+    cfg_keypath_index(kp, "rules", index);
     if (!json_is_object(obj))
-        return fail_type(ctx, kp, "an object", obj);
+        return cfg_fail_type(ctx, kp, "an object", obj);
     rc = check_rule_keys(ctx, obj, kp);
     if (rc == 0)
-        rc = get_string(&name, ctx, obj, kp, "name", 0, NULL);
+        rc = cfg_get_string(&name, ctx, obj, kp, "name", 0, NULL);
     if (rc == 0 && name != NULL)
-        rc = check_text(ctx, kp, "name", name, NAME_MAX_LEN);
+        rc = cfg_check_text(ctx, kp, "name", name, NAME_MAX_LEN);
     if (rc == 0 && name != NULL && !strcmp(name, "default")) {
-        keypath_key(sub, kp, "name");
-        rc = fail(ctx, sub, "\"default\" is reserved for the configured default");
+        cfg_keypath_key(sub, kp, "name");
+        rc = cfg_fail(ctx, sub, "\"default\" is reserved for the configured default");
     }
     if (rc == 0)
-        rc = name ? dup_string(&r->name, ctx, name) : dup_string(&r->name, ctx, kp);
+        rc = name ? cfg_dup_string(&r->name, ctx, name) : cfg_dup_string(&r->name, ctx, kp);
     if (rc == 0)
         rc = parse_patterns(&r->repos, &r->repos_ends, &r->nrepos, cfg, ctx, obj, kp, "repos",
                             PATTERN_REPO);
@@ -311,25 +312,25 @@ static int parse_rule(config_rule *r, const config_model *cfg, const parse_ctx *
     if (rc == 0)
         rc = parse_actions(&r->actions, ctx, obj, kp);
     if (rc == 0)
-        rc = get_string(&effect, ctx, obj, kp, "effect", 1, "(expected allow, deny or ask)");
+        rc = cfg_get_string(&effect, ctx, obj, kp, "effect", 1, "(expected allow, deny or ask)");
     if (rc == 0) {
-        keypath_key(sub, kp, "effect");
-        rc = parse_effect(&r->effect, ctx, sub, effect);
+        cfg_keypath_key(sub, kp, "effect");
+        rc = cfg_parse_effect(&r->effect, ctx, sub, effect);
     }
     if (rc == 0)
-        rc = get_string(&reason, ctx, obj, kp, "reason", 0, NULL);
+        rc = cfg_get_string(&reason, ctx, obj, kp, "reason", 0, NULL);
     if (rc == 0 && reason != NULL)
-        rc = check_text(ctx, kp, "reason", reason, REASON_MAX_LEN);
+        rc = cfg_check_text(ctx, kp, "reason", reason, REASON_MAX_LEN);
     if (rc == 0 && reason != NULL)
-        rc = dup_string(&r->reason, ctx, reason);
+        rc = cfg_dup_string(&r->reason, ctx, reason);
     if (rc == 0)
-        rc = get_string(&mode, ctx, obj, kp, "mode", 0, NULL);
+        rc = cfg_get_string(&mode, ctx, obj, kp, "mode", 0, NULL);
     if (rc == 0 && mode != NULL) {
-        keypath_key(sub, kp, "mode");
+        cfg_keypath_key(sub, kp, "mode");
         if (!strcmp(mode, "evaluate"))
             r->evaluate_only = 1;
         else if (strcmp(mode, "enforce"))
-            rc = fail(ctx, sub, "unknown mode \"%s\" (expected enforce or evaluate)", mode);
+            rc = cfg_fail(ctx, sub, "unknown mode \"%s\" (expected enforce or evaluate)", mode);
     }
     if (rc == 0)
         rc = config_conditions_parse(&r->cond, obj, ctx->file, kp, ctx->err);
@@ -338,19 +339,19 @@ static int parse_rule(config_rule *r, const config_model *cfg, const parse_ctx *
     return rc;
 }
 
-int parse_rules(config_model *cfg, const parse_ctx *ctx, const json_t *arr)
+int cfg_parse_rules(config_model *cfg, const parse_ctx *ctx, const json_t *arr)
 {
     char kp[KEYPATH_MAX];
     size_t i, j;
     int rc;
 
     if (!json_is_array(arr))
-        return fail_type(ctx, "rules", "an array", arr);
+        return cfg_fail_type(ctx, "rules", "an array", arr);
     if (json_array_size(arr) == 0)
         return 0;
     cfg->rules = calloc(json_array_size(arr), sizeof(*cfg->rules));
     if (cfg->rules == NULL)
-        return fail_oom(ctx);
+        return cfg_fail_oom(ctx);
     cfg->nrules = json_array_size(arr);
     for (i = 0; i < cfg->nrules; i++) {
         rc = parse_rule(&cfg->rules[i], cfg, ctx, json_array_get(arr, i), i);
@@ -363,8 +364,8 @@ int parse_rules(config_model *cfg, const parse_ctx *ctx, const json_t *arr)
             if (strcmp(cfg->rules[i].name, cfg->rules[j].name))
                 continue;
             snprintf(kp, sizeof(kp), "rules[%zu].name", i);
-            return fail(ctx, kp, "duplicate rule name \"%s\" (also rules[%zu])", cfg->rules[i].name,
-                        j);
+            return cfg_fail(ctx, kp, "duplicate rule name \"%s\" (also rules[%zu])",
+                            cfg->rules[i].name, j);
         }
     }
     return 0;

@@ -61,15 +61,15 @@ static int check_host(const parse_ctx *ctx, const char *kp, const char *host)
     const char *p;
 
     if (strlen(host) > HOST_MAX_LEN)
-        return fail(ctx, kp, "longer than %d characters", HOST_MAX_LEN);
+        return cfg_fail(ctx, kp, "longer than %d characters", HOST_MAX_LEN);
     if (host[0] == '.')
-        return fail(ctx, kp, "\"%s\" must not start with a dot", host);
+        return cfg_fail(ctx, kp, "\"%s\" must not start with a dot", host);
     for (p = host; *p; p++) {
         if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
             *p == '.' || *p == '_' || *p == '-')
             continue;
-        return fail(ctx, kp, "\"%s\" must be one path segment of letters, digits, '.', '_' or '-'",
-                    host);
+        return cfg_fail(
+            ctx, kp, "\"%s\" must be one path segment of letters, digits, '.', '_' or '-'", host);
     }
     return 0;
 }
@@ -82,7 +82,7 @@ static int url_decode_path(char **out, const parse_ctx *ctx, const char *kp, con
 
     *out = NULL;
     if (d == NULL)
-        return fail_oom(ctx);
+        return cfg_fail_oom(ctx);
     for (; *s; s++) {
         if (*s != '%') {
             *w++ = *s;
@@ -92,7 +92,7 @@ static int url_decode_path(char **out, const parse_ctx *ctx, const char *kp, con
         lo = hi < 0 ? -1 : rg_hex_digit(s[2]);
         if (lo < 0 || (hi == 0 && lo == 0)) {
             free(d);
-            return fail(ctx, kp, "bad %%-escape in file URL");
+            return cfg_fail(ctx, kp, "bad %%-escape in file URL");
         }
         *w++ = (char)(hi * 16 + lo);
         s += 2;
@@ -109,29 +109,29 @@ static int url_decode_path(char **out, const parse_ctx *ctx, const char *kp, con
 static int resolve_local_root(config_upstream *up, const parse_ctx *ctx, const char *kp,
                               const char *path)
 {
-    char *joined = path_join(ctx->dir, path);
+    char *joined = cfg_path_join(ctx->dir, path);
     struct stat st;
     int rc = 0;
 
     if (joined == NULL)
-        return fail_oom(ctx);
+        return cfg_fail_oom(ctx);
     up->root = realpath(joined, NULL);
     if (up->root == NULL) {
-        path_normalize(joined);
+        cfg_path_normalize(joined);
         if (errno == ENOENT)
-            rc = fail(ctx, kp, "upstream directory %s does not exist", joined);
+            rc = cfg_fail(ctx, kp, "upstream directory %s does not exist", joined);
         else if (errno == ENOMEM)
-            rc = fail_oom(ctx);
+            rc = cfg_fail_oom(ctx);
         else
-            rc = fail(ctx, kp, "upstream directory %s: %s", joined, strerror(errno));
+            rc = cfg_fail(ctx, kp, "upstream directory %s: %s", joined, strerror(errno));
         goto done;
     }
     if (stat(up->root, &st) < 0) {
-        rc = fail(ctx, kp, "upstream directory %s: %s", up->root, strerror(errno));
+        rc = cfg_fail(ctx, kp, "upstream directory %s: %s", up->root, strerror(errno));
         goto done;
     }
     if (!S_ISDIR(st.st_mode))
-        rc = fail(ctx, kp, "upstream %s is not a directory", up->root);
+        rc = cfg_fail(ctx, kp, "upstream %s is not a directory", up->root);
 done:
     free(joined);
     return rc;
@@ -152,16 +152,16 @@ static int parse_upstream_url(config_upstream *up, int *remote, const parse_ctx 
     *remote = 0;
     if (!strncasecmp(url, "http://", 7) || !strncasecmp(url, "https://", 8)) {
         if (sep[3] == '\0' || sep[3] == '/')
-            return fail(ctx, kp, "\"%s\" has no host name", url);
+            return cfg_fail(ctx, kp, "\"%s\" has no host name", url);
         *remote = 1;
         return 0;
     }
     if (!strncasecmp(url, "file://", 7)) {
         if (url[7] != '/')
-            return fail(ctx, kp,
-                        "\"%s\": a file URL needs an absolute path (file:///srv/git); write a "
-                        "relative directory without file://",
-                        url);
+            return cfg_fail(ctx, kp,
+                            "\"%s\": a file URL needs an absolute path (file:///srv/git); write a "
+                            "relative directory without file://",
+                            url);
         rc = url_decode_path(&path, ctx, kp, url + 7);
         if (rc == 0)
             rc = resolve_local_root(up, ctx, kp, path);
@@ -169,16 +169,16 @@ static int parse_upstream_url(config_upstream *up, int *remote, const parse_ctx 
         return rc;
     }
     if (sep != NULL)
-        return fail(ctx, kp,
-                    "unsupported URL scheme \"%.*s\" (expected file://, http://, https:// or a "
-                    "directory path)",
-                    (int)(sep - url), url);
+        return cfg_fail(ctx, kp,
+                        "unsupported URL scheme \"%.*s\" (expected file://, http://, https:// or a "
+                        "directory path)",
+                        (int)(sep - url), url);
     /* "git@host:path" would otherwise be read as a relative directory. */
     if (strchr(url, ':') != NULL && strchr(url, ':') < strchrnul(url, '/'))
-        return fail(ctx, kp,
-                    "\"%s\" looks like an scp-style address; only directories, file://, "
-                    "http:// and https:// URLs are supported",
-                    url);
+        return cfg_fail(ctx, kp,
+                        "\"%s\" looks like an scp-style address; only directories, file://, "
+                        "http:// and https:// URLs are supported",
+                        url);
     return resolve_local_root(up, ctx, kp, url);
 }
 
@@ -199,10 +199,10 @@ static const char *const cred_app_keys[] = {
  */
 static int secret_path(char **out, const parse_ctx *ctx, const char *rel)
 {
-    *out = path_join(ctx->dir, rel);
+    *out = cfg_path_join(ctx->dir, rel);
     if (*out == NULL)
-        return fail_oom(ctx);
-    path_normalize(*out);
+        return cfg_fail_oom(ctx);
+    cfg_path_normalize(*out);
     return 0;
 }
 
@@ -214,14 +214,14 @@ static int get_positive_id(long long *out, const parse_ctx *ctx, const json_t *o
     json_t *v = json_object_get(obj, key);
 
     *out = 0;
-    keypath_key(kp, parent, key);
+    cfg_keypath_key(kp, parent, key);
     if (v == NULL)
-        return required ? fail(ctx, kp, "required key is missing %s", hint) : 0;
+        return required ? cfg_fail(ctx, kp, "required key is missing %s", hint) : 0;
     if (!json_is_integer(v))
-        return fail_type(ctx, kp, "a positive integer", v);
+        return cfg_fail_type(ctx, kp, "a positive integer", v);
     if (json_integer_value(v) <= 0)
-        return fail(ctx, kp, "must be a positive integer, got %lld",
-                    (long long)json_integer_value(v));
+        return cfg_fail(ctx, kp, "must be a positive integer, got %lld",
+                        (long long)json_integer_value(v));
     *out = (long long)json_integer_value(v);
     return 0;
 }
@@ -238,25 +238,25 @@ static int parse_http_url(char **out, const parse_ctx *ctx, const char *kp, cons
 
     *out = NULL;
     if (strncasecmp(url, "http://", 7) && strncasecmp(url, "https://", 8))
-        return fail(ctx, kp, "\"%s\" is not an http:// or https:// URL", url);
+        return cfg_fail(ctx, kp, "\"%s\" is not an http:// or https:// URL", url);
     if (strlen(url) > URL_MAX_LEN)
-        return fail(ctx, kp, "longer than %d characters", URL_MAX_LEN);
-    if (!is_one_line(url) || strchr(url, ' ') != NULL)
-        return fail(ctx, kp, "must not contain spaces or control characters");
+        return cfg_fail(ctx, kp, "longer than %d characters", URL_MAX_LEN);
+    if (!cfg_is_one_line(url) || strchr(url, ' ') != NULL)
+        return cfg_fail(ctx, kp, "must not contain spaces or control characters");
     host = sep + 3;
     hostlen = strcspn(host, "/");
     if (hostlen == 0)
-        return fail(ctx, kp, "\"%s\" has no host name", url);
+        return cfg_fail(ctx, kp, "\"%s\" has no host name", url);
     if (memchr(host, '@', hostlen) != NULL)
-        return fail(ctx, kp,
-                    "a URL must not carry a user name or password (put them in \"credentials\")");
+        return cfg_fail(
+            ctx, kp, "a URL must not carry a user name or password (put them in \"credentials\")");
     if (strpbrk(host, "?#") != NULL)
-        return fail(ctx, kp, "\"%s\": a query or fragment has no place here", url);
+        return cfg_fail(ctx, kp, "\"%s\": a query or fragment has no place here", url);
     len = strlen(url);
     while (len > (size_t)(host - url) + hostlen && url[len - 1] == '/')
         len--;
     *out = strndup(url, len);
-    return *out ? 0 : fail_oom(ctx);
+    return *out ? 0 : cfg_fail_oom(ctx);
 }
 
 static int parse_cred_static(config_credentials *c, const parse_ctx *ctx, const json_t *obj,
@@ -267,22 +267,22 @@ static int parse_cred_static(config_credentials *c, const parse_ctx *ctx, const 
     int rc;
 
     c->type = CONFIG_CRED_STATIC;
-    rc = check_keys(ctx, obj, kp, cred_static_keys, "type, username or token_file");
+    rc = cfg_check_keys(ctx, obj, kp, cred_static_keys, "type, username or token_file");
     if (rc == 0)
-        rc = get_string(&user, ctx, obj, kp, "username", 0, NULL);
+        rc = cfg_get_string(&user, ctx, obj, kp, "username", 0, NULL);
     if (rc == 0 && user != NULL) {
-        rc = check_text(ctx, kp, "username", user, CRED_USER_MAX_LEN);
+        rc = cfg_check_text(ctx, kp, "username", user, CRED_USER_MAX_LEN);
         /* HTTP Basic splits user from password at the first colon. */
         if (rc == 0 && strchr(user, ':') != NULL) {
-            keypath_key(sub, kp, "username");
-            rc = fail(ctx, sub, "must not contain ':' (HTTP Basic cannot carry it)");
+            cfg_keypath_key(sub, kp, "username");
+            rc = cfg_fail(ctx, sub, "must not contain ':' (HTTP Basic cannot carry it)");
         }
     }
     if (rc == 0)
-        rc = dup_string(&c->username, ctx, user ? user : DEFAULT_CRED_USER);
+        rc = cfg_dup_string(&c->username, ctx, user ? user : DEFAULT_CRED_USER);
     if (rc == 0)
-        rc = get_string(&file, ctx, obj, kp, "token_file", 1,
-                        "(the file holding the token; keep it chmod 600)");
+        rc = cfg_get_string(&file, ctx, obj, kp, "token_file", 1,
+                            "(the file holding the token; keep it chmod 600)");
     if (rc == 0)
         rc = secret_path(&c->token_file, ctx, file);
     return rc;
@@ -296,20 +296,20 @@ static int parse_cred_github_app(config_credentials *c, const parse_ctx *ctx, co
     int rc;
 
     c->type = CONFIG_CRED_GITHUB_APP;
-    rc = check_keys(ctx, obj, kp, cred_app_keys,
-                    "type, app_id, private_key_file, api_url or installation_id");
+    rc = cfg_check_keys(ctx, obj, kp, cred_app_keys,
+                        "type, app_id, private_key_file, api_url or installation_id");
     if (rc == 0)
         rc = get_positive_id(&c->app_id, ctx, obj, kp, "app_id", 1,
                              "(the GitHub App's numeric id, from its settings page)");
     if (rc == 0)
-        rc = get_string(&file, ctx, obj, kp, "private_key_file", 1,
-                        "(the App's PEM private key; keep it chmod 600)");
+        rc = cfg_get_string(&file, ctx, obj, kp, "private_key_file", 1,
+                            "(the App's PEM private key; keep it chmod 600)");
     if (rc == 0)
         rc = secret_path(&c->private_key_file, ctx, file);
     if (rc == 0)
-        rc = get_string(&api, ctx, obj, kp, "api_url", 0, NULL);
+        rc = cfg_get_string(&api, ctx, obj, kp, "api_url", 0, NULL);
     if (rc == 0) {
-        keypath_key(sub, kp, "api_url");
+        cfg_keypath_key(sub, kp, "api_url");
         rc = parse_http_url(&c->api_url, ctx, sub, api ? api : DEFAULT_API_URL);
     }
     if (rc == 0)
@@ -333,29 +333,29 @@ static int parse_credentials(config_credentials *c, const parse_ctx *ctx, const 
     if (json_is_string(v)) {
         if (!strcmp(json_string_value(v), "none"))
             return 0;
-        return fail(ctx, kp,
-                    "a string here can only be \"none\"; write an object such as "
-                    "{\"type\": \"static\", \"token_file\": \"...\"} (secrets belong in files, "
-                    "not in the config)");
+        return cfg_fail(ctx, kp,
+                        "a string here can only be \"none\"; write an object such as "
+                        "{\"type\": \"static\", \"token_file\": \"...\"} (secrets belong in files, "
+                        "not in the config)");
     }
     if (!json_is_object(v))
-        return fail_type(ctx, kp, "an object or a string", v);
-    rc = get_string(&type, ctx, v, kp, "type", 1, "(expected none, static or github-app)");
+        return cfg_fail_type(ctx, kp, "an object or a string", v);
+    rc = cfg_get_string(&type, ctx, v, kp, "type", 1, "(expected none, static or github-app)");
     if (rc < 0)
         return rc;
     if (!strcmp(type, "none")) {
         c->type = CONFIG_CRED_NONE;
-        return check_keys(ctx, v, kp, cred_none_keys, "only type");
+        return cfg_check_keys(ctx, v, kp, cred_none_keys, "only type");
     }
     if (!strcmp(type, "static"))
         return parse_cred_static(c, ctx, v, kp);
     if (!strcmp(type, "github-app"))
         return parse_cred_github_app(c, ctx, v, kp);
-    keypath_key(sub, kp, "type");
-    return fail(ctx, sub, "unknown type \"%s\" (expected none, static or github-app)", type);
+    cfg_keypath_key(sub, kp, "type");
+    return cfg_fail(ctx, sub, "unknown type \"%s\" (expected none, static or github-app)", type);
 }
 
-void free_credentials(config_credentials *c)
+void cfg_free_credentials(config_credentials *c)
 {
     free(c->username);
     free(c->token_file);
@@ -377,7 +377,7 @@ static int copy_credentials(config_credentials *dst, const parse_ctx *ctx,
         (src->token_file && !(dst->token_file = strdup(src->token_file))) ||
         (src->private_key_file && !(dst->private_key_file = strdup(src->private_key_file))) ||
         (src->api_url && !(dst->api_url = strdup(src->api_url))))
-        return fail_oom(ctx);
+        return cfg_fail_oom(ctx);
     return 0;
 }
 
@@ -390,13 +390,13 @@ static int get_seconds(long *out, const parse_ctx *ctx, const json_t *obj, const
     *out = dflt;
     if (v == NULL)
         return 0;
-    keypath_key(kp, parent, key);
+    cfg_keypath_key(kp, parent, key);
     if (!json_is_integer(v))
-        return fail_type(ctx, kp, "a whole number of seconds", v);
+        return cfg_fail_type(ctx, kp, "a whole number of seconds", v);
     if (json_integer_value(v) <= 0)
-        return fail(ctx, kp, "must be a positive number of seconds");
+        return cfg_fail(ctx, kp, "must be a positive number of seconds");
     if (json_integer_value(v) > TIMEOUT_MAX)
-        return fail(ctx, kp, "at most %d seconds", TIMEOUT_MAX);
+        return cfg_fail(ctx, kp, "at most %d seconds", TIMEOUT_MAX);
     *out = (long)json_integer_value(v);
     return 0;
 }
@@ -412,23 +412,23 @@ static int parse_remote(config_upstream *up, const parse_ctx *ctx, const json_t 
 
     v = json_object_get(obj, "credentials");
     if (v != NULL) {
-        keypath_key(kp, parent, "credentials");
+        cfg_keypath_key(kp, parent, "credentials");
         rc = parse_credentials(&up->credentials, ctx, v, kp);
     }
     if (rc < 0)
         return rc;
     v = json_object_get(obj, "read_credentials");
     if (v != NULL) {
-        keypath_key(kp, parent, "read_credentials");
+        cfg_keypath_key(kp, parent, "read_credentials");
         up->has_read_credentials = 1;
         rc = parse_credentials(&up->read_credentials, ctx, v, kp);
     } else {
         rc = copy_credentials(&up->read_credentials, ctx, &up->credentials);
     }
     if (rc == 0)
-        rc = get_string(&ca, ctx, obj, parent, "ca_file", 0, NULL);
-    if (rc == 0 && ca != NULL && path_absolute(&up->ca_file, ctx->dir, ca) < 0)
-        rc = fail_oom(ctx);
+        rc = cfg_get_string(&ca, ctx, obj, parent, "ca_file", 0, NULL);
+    if (rc == 0 && ca != NULL && cfg_path_absolute(&up->ca_file, ctx->dir, ca) < 0)
+        rc = cfg_fail_oom(ctx);
     if (rc == 0)
         rc = get_seconds(&up->connect_timeout, ctx, obj, parent, "connect_timeout",
                          DEFAULT_CONNECT_TIMEOUT);
@@ -446,21 +446,21 @@ static int parse_upstream(config_upstream *up, const parse_ctx *ctx, const json_
     int rc, remote;
 
     if (!json_is_object(obj))
-        return fail_type(ctx, kp, "an object with host and url", obj);
-    rc = check_keys(ctx, obj, kp, upstream_keys, UPSTREAM_KEYS_TEXT);
+        return cfg_fail_type(ctx, kp, "an object with host and url", obj);
+    rc = cfg_check_keys(ctx, obj, kp, upstream_keys, UPSTREAM_KEYS_TEXT);
     if (rc == 0)
-        rc = get_string(&host, ctx, obj, kp, "host", 1, NULL);
+        rc = cfg_get_string(&host, ctx, obj, kp, "host", 1, NULL);
     if (rc == 0)
-        rc = get_string(&url, ctx, obj, kp, "url", 1, NULL);
+        rc = cfg_get_string(&url, ctx, obj, kp, "url", 1, NULL);
     if (rc < 0)
         return rc;
-    keypath_key(sub, kp, "host");
+    cfg_keypath_key(sub, kp, "host");
     rc = check_host(ctx, sub, host);
     if (rc == 0)
-        rc = dup_string(&up->host, ctx, host);
+        rc = cfg_dup_string(&up->host, ctx, host);
     if (rc < 0)
         return rc;
-    keypath_key(sub, kp, "url");
+    cfg_keypath_key(sub, kp, "url");
     rc = parse_upstream_url(up, &remote, ctx, sub, url);
     if (rc < 0)
         return rc;
@@ -473,29 +473,29 @@ static int parse_upstream(config_upstream *up, const parse_ctx *ctx, const json_
     for (i = 0; remote_only_keys[i] != NULL; i++) {
         if (json_object_get(obj, remote_only_keys[i]) == NULL)
             continue;
-        keypath_key(sub, kp, remote_only_keys[i]);
-        return fail(ctx, sub, "only http(s) upstreams take this key");
+        cfg_keypath_key(sub, kp, remote_only_keys[i]);
+        return cfg_fail(ctx, sub, "only http(s) upstreams take this key");
     }
-    return dup_string(&up->url, ctx, url);
+    return cfg_dup_string(&up->url, ctx, url);
 }
 
-int parse_upstreams(config_model *cfg, const parse_ctx *ctx, const json_t *arr)
+int cfg_parse_upstreams(config_model *cfg, const parse_ctx *ctx, const json_t *arr)
 {
     char kp[KEYPATH_MAX];
     size_t i, j;
     int rc;
 
     if (!json_is_array(arr))
-        return fail_type(ctx, "upstreams", "an array", arr);
+        return cfg_fail_type(ctx, "upstreams", "an array", arr);
     if (json_array_size(arr) == 0)
         return 0;
     cfg->upstreams = calloc(json_array_size(arr), sizeof(*cfg->upstreams));
     if (cfg->upstreams == NULL)
-        return fail_oom(ctx);
+        return cfg_fail_oom(ctx);
     /* Counted before filling, so a half-built config frees cleanly. */
     cfg->nupstreams = json_array_size(arr);
     for (i = 0; i < cfg->nupstreams; i++) {
-        keypath_index(kp, "upstreams", i);
+        cfg_keypath_index(kp, "upstreams", i);
         rc = parse_upstream(&cfg->upstreams[i], ctx, json_array_get(arr, i), kp);
         if (rc < 0)
             return rc;
@@ -503,8 +503,8 @@ int parse_upstreams(config_model *cfg, const parse_ctx *ctx, const json_t *arr)
             if (strcmp(cfg->upstreams[j].host, cfg->upstreams[i].host))
                 continue;
             snprintf(kp, sizeof(kp), "upstreams[%zu].host", i);
-            return fail(ctx, kp, "duplicate host \"%s\" (also upstreams[%zu])",
-                        cfg->upstreams[i].host, j);
+            return cfg_fail(ctx, kp, "duplicate host \"%s\" (also upstreams[%zu])",
+                            cfg->upstreams[i].host, j);
         }
     }
     return 0;
