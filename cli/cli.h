@@ -117,6 +117,12 @@ const char *cli_help_text(const char *words);
 /* Every subcommand's cli_cmd, NULL-terminated: what tests check against refgate(1). */
 extern const cli_cmd *const cli_cmds[];
 
+/*
+ * An argument as it may be echoed in an error: a mistyped command line
+ * often holds a token in the wrong place, and a token is never printed.
+ */
+const char *cli_safe_arg(const char *arg);
+
 /* 1 for --help, -h and help. */
 int cli_is_help(const char *arg);
 

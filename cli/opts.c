@@ -43,6 +43,15 @@ int cli_opt_value(const char **value, int argc, char **argv, int *i, const char 
     return 1;
 }
 
+const char *cli_safe_arg(const char *arg)
+{
+    /* Tokens start with rg2. (rg1. before Ed25519) and, being base64url, hold no '/'. */
+    if (!strncmp(arg, "rg2.", 4) || !strncmp(arg, "rg1.", 4) ||
+        (strlen(arg) > 64 && strchr(arg, '/') == NULL))
+        return "(not shown: it may be a token)";
+    return arg;
+}
+
 const char *cli_help_text(const char *words)
 {
     size_t i;
@@ -191,7 +200,7 @@ int cli_opts_parse(const cli_cmd *cmd, void *dst, cli_args *args, int argc, char
         if (rc < 0)
             return CLI_PARSE_USAGE;
         if (rc == 0) {
-            cli_usage_error(cmd, "unknown option '%s'", arg);
+            cli_usage_error(cmd, "unknown option '%s'", cli_safe_arg(arg));
             return CLI_PARSE_USAGE;
         }
     }
