@@ -36,6 +36,7 @@
 #include <jansson.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,37 +45,6 @@
 
 #define EXIT_USAGE 2
 #define AUDIT_FILE "audit.jsonl"
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: refgate audit --config FILE [--run RUN] [--repo REPO] [--ref REF]\n"
-               "                     [--decision allow|deny] [--since TIME] [--json]\n"
-               "       refgate audit --config FILE --events [--since TIME] [--json]\n"
-               "       refgate audit verify --config FILE [--head SEQ:HASH]\n"
-               "       refgate audit head --config FILE\n"
-               "\n"
-               "List the ref updates in the audit log, oldest first, one row each with its\n"
-               "decision and outcome (pending while upstream has not answered), as a table,\n"
-               "or with --json as JSON lines. The log is read from the database when the\n"
-               "config has \"state.postgres\", else from <state_dir>/" AUDIT_FILE ".\n"
-               "  --config FILE       the gateway's configuration\n"
-               "  --run RUN           only this run\n"
-               "  --repo REPO         only this repository (HOST/PATH; may be a glob)\n"
-               "  --ref REF           only this ref: refs/heads/main, or main for a branch or tag\n"
-               "                      (may be a glob)\n"
-               "  --decision D        only allow or only deny\n"
-               "  --since TIME        only records at or after TIME: 2026-11-30T12:00:00Z,\n"
-               "                      2026-11-30 (midnight UTC), or an age: 90s, 10m, 2h, 3d, 1w\n"
-               "  --json              print JSON lines: a complete record as stored; a forwarded\n"
-               "                      ref as its decision with \"outcome\" filled in and the\n"
-               "                      outcome record as \"outcome_record\" (null while pending)\n"
-               "  --events            list the gateway's events (start, stop, recovered, ...)\n"
-               "\n"
-               "verify   recompute the hash chain; exit 0 when intact, 1 when broken\n"
-               "         --head SEQ:HASH  also fail when the log does not reach this head (one\n"
-               "                          the gateway logged): records cut from its end\n"
-               "head     print the log's head as SEQ:HASH, to keep apart from the log\n");
-}
 
 /* ------------------------------------------------------------------------
  * Times
@@ -827,54 +797,51 @@ static int list_log(const audit_source *src, scan_opts *o, int json)
     return fflush(stdout) != 0 ? 1 : 0;
 }
 
+/* refgate audit's options (refgate(1) says what they do). */
+typedef struct list_args {
+    const char *config, *run, *repo, *ref, *decision, *since;
+    int json, events;
+} list_args;
+
+static const cli_opt list_opts[] = {
+    {"--config", CLI_OPT_VALUE, offsetof(list_args, config), "FILE"},
+    {"--run", CLI_OPT_VALUE, offsetof(list_args, run), "RUN"},
+    {"--repo", CLI_OPT_VALUE, offsetof(list_args, repo), "REPO"},
+    {"--ref", CLI_OPT_VALUE, offsetof(list_args, ref), "REF"},
+    {"--decision", CLI_OPT_VALUE, offsetof(list_args, decision), "allow|deny"},
+    {"--since", CLI_OPT_VALUE, offsetof(list_args, since), "TIME"},
+    {"--json", CLI_OPT_FLAG, offsetof(list_args, json), NULL},
+    {"--events", CLI_OPT_FLAG, offsetof(list_args, events), NULL},
+};
+const cli_cmd cli_cmd_audit = {"audit", CLI_OPTS(list_opts), 0, NULL};
+
 static int audit_list(int argc, char **argv)
 {
-    const char *config_path = NULL, *since = NULL, *value = NULL;
+    const char *config_path = NULL, *since = NULL;
+    list_args a = {0};
+    cli_args args;
     filters f = {0};
     char path[PATH_MAX];
     audit_source src;
     db_pool *pool = NULL;
     scan_opts o = {&f, 0, 1, 0};
-    int json = 0, m, argi, status;
+    int json = 0, m, status;
 
-    for (argi = 1; argi < argc; argi++) {
-        if (cli_is_help(argv[argi])) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(argv[argi], "--json")) {
-            json = 1;
-            continue;
-        }
-        if (!strcmp(argv[argi], "--events")) {
-            o.events = 1;
-            continue;
-        }
-        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate audit")) != 0)
-            config_path = value;
-        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--run", "refgate audit")) != 0)
-            f.run = value;
-        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--repo", "refgate audit")) != 0)
-            f.repo = value;
-        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--ref", "refgate audit")) != 0)
-            f.ref = value;
-        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--decision", "refgate audit")) != 0)
-            f.decision = value;
-        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--since", "refgate audit")) != 0)
-            since = value;
-        else {
-            fprintf(stderr, "refgate audit: unexpected argument '%s'\n\n", argv[argi]);
-            usage(stderr);
-            return EXIT_USAGE;
-        }
-        if (m < 0)
-            return EXIT_USAGE;
-    }
-    if (config_path == NULL) {
-        fprintf(stderr, "refgate audit: --config is required\n\n");
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    m = cli_opts_parse(&cli_cmd_audit, &a, &args, argc, argv);
+    if (m != 0)
+        return cli_opts_exit(m);
+    if (args.n > 0)
+        return cli_usage_error(&cli_cmd_audit, "unexpected argument '%s'", args.v[0]);
+    if (a.config == NULL)
+        return cli_usage_error(&cli_cmd_audit, "--config is required");
+    config_path = a.config;
+    since = a.since;
+    json = a.json;
+    o.events = a.events;
+    f.run = a.run;
+    f.repo = a.repo;
+    f.ref = a.ref;
+    f.decision = a.decision;
     if (f.decision && strcmp(f.decision, "allow") != 0 && strcmp(f.decision, "deny") != 0) {
         fprintf(stderr, "refgate audit: --decision must be allow or deny\n");
         return EXIT_USAGE;
@@ -929,39 +896,41 @@ static int parse_head(uint64_t *seq, char hash[65], const char *s)
     return 0;
 }
 
+typedef struct sub_opts {
+    const char *config, *head;
+} sub_opts;
+
+static const cli_opt verify_opts[] = {
+    {"--config", CLI_OPT_VALUE, offsetof(sub_opts, config), "FILE"},
+    {"--head", CLI_OPT_VALUE, offsetof(sub_opts, head), "SEQ:HASH"},
+};
+static const cli_opt head_opts[] = {
+    {"--config", CLI_OPT_VALUE, offsetof(sub_opts, config), "FILE"},
+};
+const cli_cmd cli_cmd_audit_verify = {"audit verify", CLI_OPTS(verify_opts), 0, NULL};
+const cli_cmd cli_cmd_audit_head = {"audit head", CLI_OPTS(head_opts), 0, NULL};
+
 /*
  * Parse `--config FILE` (and `--head SEQ:HASH` when head is not NULL) for
- * cmd. Returns -1 to go on, or the exit status when done (help, usage).
+ * verify or head. Returns -1 to go on, or the exit status when done (help,
+ * usage).
  */
-static int sub_args(const char **config_path, const char **head, int argc, char **argv,
-                    const char *cmd)
+static int sub_args(const char **config_path, const char **head, int argc, char **argv)
 {
-    const char *value = NULL;
-    int m, argi;
+    const cli_cmd *cmd = head != NULL ? &cli_cmd_audit_verify : &cli_cmd_audit_head;
+    sub_opts o = {0};
+    cli_args args;
+    int rc = cli_opts_parse(cmd, &o, &args, argc, argv);
 
-    *config_path = NULL;
-    for (argi = 1; argi < argc; argi++) {
-        if (cli_is_help(argv[argi])) {
-            usage(stdout);
-            return 0;
-        }
-        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", cmd)) != 0)
-            *config_path = value;
-        else if (head != NULL && (m = cli_opt_value(&value, argc, argv, &argi, "--head", cmd)) != 0)
-            *head = value;
-        else {
-            fprintf(stderr, "%s: unexpected argument '%s'\n\n", cmd, argv[argi]);
-            usage(stderr);
-            return EXIT_USAGE;
-        }
-        if (m < 0)
-            return EXIT_USAGE;
-    }
-    if (*config_path == NULL) {
-        fprintf(stderr, "%s: --config is required\n\n", cmd);
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    if (rc != 0)
+        return cli_opts_exit(rc);
+    if (args.n > 0)
+        return cli_usage_error(cmd, "unexpected argument '%s'", args.v[0]);
+    if (o.config == NULL)
+        return cli_usage_error(cmd, "--config is required");
+    *config_path = o.config;
+    if (head != NULL)
+        *head = o.head;
     return -1;
 }
 
@@ -1023,7 +992,7 @@ static int audit_verify_cmd(int argc, char **argv)
     uint64_t head_seq = 0;
     int rc;
 
-    rc = sub_args(&config_path, &head, argc, argv, cmd);
+    rc = sub_args(&config_path, &head, argc, argv);
     if (rc >= 0)
         return rc;
     if (head != NULL && parse_head(&head_seq, head_hash, head) < 0) {
@@ -1048,7 +1017,7 @@ static int audit_head_cmd(int argc, char **argv)
     uint64_t seq;
     int rc;
 
-    rc = sub_args(&config_path, NULL, argc, argv, cmd);
+    rc = sub_args(&config_path, NULL, argc, argv);
     if (rc >= 0)
         return rc;
     rc = 1;
