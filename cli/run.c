@@ -856,11 +856,19 @@ int cli_run(int argc, char **argv)
         status = rc;
         goto done;
     }
-    call = (run_call){cfg,           used,   (const char *const *)repos,
-                      nrepos,        token,  ans,
-                      o.gateway_url, runner, &pl,
-                      args.rest,     prof,   o.fork_opts,
-                      o.quiet};
+    call = (run_call){.cfg = cfg,
+                      .used = used,
+                      .repos = (const char *const *)repos,
+                      .nrepos = nrepos,
+                      .token = token,
+                      .ans = ans,
+                      .gw_arg = o.gateway_url,
+                      .runner = runner,
+                      .pl = &pl,
+                      .cmd = args.rest,
+                      .prof = prof,
+                      .fork_opts = o.fork_opts,
+                      .quiet = o.quiet};
     status = run_with_token(&wst, &fork_n, &call);
     if (run_revoke(cfg->control.socket, token) == 0 && !o.quiet)
         fprintf(stderr, "refgate run: the run token is revoked\n");
