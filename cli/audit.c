@@ -51,7 +51,7 @@
  * ------------------------------------------------------------------------ */
 
 /* Read exactly n digits at *p into *out and advance; 0 when they are not there. */
-int digits(const char **p, int n, int *out)
+int cli_audit_digits(const char **p, int n, int *out)
 {
     int v = 0, i;
 
@@ -77,16 +77,16 @@ static int parse_time(int64_t *out, const char *s)
     struct tm tm;
     time_t t;
 
-    if (!digits(&p, 4, &y) || *p++ != '-' || !digits(&p, 2, &mo) || *p++ != '-' ||
-        !digits(&p, 2, &d))
+    if (!cli_audit_digits(&p, 4, &y) || *p++ != '-' || !cli_audit_digits(&p, 2, &mo) ||
+        *p++ != '-' || !cli_audit_digits(&p, 2, &d))
         return -1;
     if (*p == 'T' || *p == 't' || *p == ' ') {
         p++;
-        if (!digits(&p, 2, &h) || *p++ != ':' || !digits(&p, 2, &mi))
+        if (!cli_audit_digits(&p, 2, &h) || *p++ != ':' || !cli_audit_digits(&p, 2, &mi))
             return -1;
         if (*p == ':') {
             p++;
-            if (!digits(&p, 2, &sec))
+            if (!cli_audit_digits(&p, 2, &sec))
                 return -1;
             if (*p == '.') {
                 p++;
@@ -100,11 +100,11 @@ static int parse_time(int64_t *out, const char *s)
             p++;
         } else if (*p == '+' || *p == '-') {
             sign = *p++ == '-' ? -1 : 1;
-            if (!digits(&p, 2, &oh))
+            if (!cli_audit_digits(&p, 2, &oh))
                 return -1;
             if (*p == ':')
                 p++;
-            if (!digits(&p, 2, &om))
+            if (!cli_audit_digits(&p, 2, &om))
                 return -1;
         }
     }
@@ -704,8 +704,8 @@ static int print_event(void *ctx, const audit_line *line, json_t *rec)
  * (*pool, for the caller to close; nothing is connected yet), else the
  * file <state_dir>/audit.jsonl, written into path.
  */
-int load_source(audit_source *src, db_pool **pool, char path[PATH_MAX], const char *config_path,
-                const char *cmd)
+int cli_audit_load_source(audit_source *src, db_pool **pool, char path[PATH_MAX],
+                          const char *config_path, const char *cmd)
 {
     rg_error err = RG_ERROR_INIT;
     config_model *cfg = NULL;
@@ -738,7 +738,7 @@ int load_source(audit_source *src, db_pool **pool, char path[PATH_MAX], const ch
  * be told. The database's log always exists: reading it says whether it
  * can be reached.
  */
-int log_exists(const audit_source *src, const char *cmd)
+int cli_audit_log_exists(const audit_source *src, const char *cmd)
 {
     const char *path = src->path;
     struct stat st;
@@ -760,7 +760,7 @@ static int list_log(const audit_source *src, scan_opts *o, int json)
     uint64_t last = 0;
     int c, exists;
 
-    exists = log_exists(src, "refgate audit");
+    exists = cli_audit_log_exists(src, "refgate audit");
     if (exists <= 0) {
         if (exists == 0)
             fprintf(json ? stderr : stdout, "no audit log yet\n");
@@ -860,7 +860,7 @@ static int audit_list(int argc, char **argv)
         }
         f.has_since = 1;
     }
-    status = load_source(&src, &pool, path, config_path, "refgate audit") < 0
+    status = cli_audit_load_source(&src, &pool, path, config_path, "refgate audit") < 0
                  ? 1
                  : list_log(&src, &o, json);
     db_pool_close(pool);
@@ -870,8 +870,8 @@ static int audit_list(int argc, char **argv)
 int cli_audit(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "verify"))
-        return audit_verify_cmd(argc - 1, argv + 1);
+        return cli_audit_verify_cmd(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "head"))
-        return audit_head_cmd(argc - 1, argv + 1);
+        return cli_audit_head_cmd(argc - 1, argv + 1);
     return audit_list(argc, argv);
 }

@@ -13,13 +13,13 @@
 #define EXIT_USAGE 2
 
 /* audit.c */
-int digits(const char **p, int n, int *out);
-int load_source(audit_source *src, db_pool **pool, char path[PATH_MAX], const char *config_path,
-                const char *cmd);
-int log_exists(const audit_source *src, const char *cmd);
+int cli_audit_digits(const char **p, int n, int *out);
+int cli_audit_load_source(audit_source *src, db_pool **pool, char path[PATH_MAX],
+                          const char *config_path, const char *cmd);
+int cli_audit_log_exists(const audit_source *src, const char *cmd);
 
 /* audit_verify.c */
-int audit_verify_cmd(int argc, char **argv);
-int audit_head_cmd(int argc, char **argv);
+int cli_audit_verify_cmd(int argc, char **argv);
+int cli_audit_head_cmd(int argc, char **argv);
 
 #endif

@@ -94,7 +94,7 @@ static int verify_log(const audit_source *src, const char *head, uint64_t head_s
     rg_error err = RG_ERROR_INIT;
     int rc, exists;
 
-    exists = log_exists(src, cmd);
+    exists = cli_audit_log_exists(src, cmd);
     if (exists < 0)
         return 1;
     if (exists == 0) {
@@ -135,7 +135,7 @@ static int verify_log(const audit_source *src, const char *head, uint64_t head_s
     return fflush(stdout) != 0 ? 1 : 0;
 }
 
-int audit_verify_cmd(int argc, char **argv)
+int cli_audit_verify_cmd(int argc, char **argv)
 {
     const char *config_path = NULL, *head = NULL, *cmd = "refgate audit verify";
     char path[PATH_MAX], head_hash[65];
@@ -152,14 +152,14 @@ int audit_verify_cmd(int argc, char **argv)
                 cmd, head);
         return EXIT_USAGE;
     }
-    rc = load_source(&src, &pool, path, config_path, cmd) < 0
+    rc = cli_audit_load_source(&src, &pool, path, config_path, cmd) < 0
              ? 1
              : verify_log(&src, head, head_seq, head_hash, cmd);
     db_pool_close(pool);
     return rc;
 }
 
-int audit_head_cmd(int argc, char **argv)
+int cli_audit_head_cmd(int argc, char **argv)
 {
     const char *config_path = NULL, *cmd = "refgate audit head";
     rg_error err = RG_ERROR_INIT;
@@ -173,7 +173,7 @@ int audit_head_cmd(int argc, char **argv)
     if (rc >= 0)
         return rc;
     rc = 1;
-    if (load_source(&src, &pool, path, config_path, cmd) < 0)
+    if (cli_audit_load_source(&src, &pool, path, config_path, cmd) < 0)
         goto done;
     if (audit_read_head(&seq, hash, &src, &err) < 0) {
         fprintf(stderr, "%s: %s\n", cmd, err.msg);
