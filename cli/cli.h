@@ -114,7 +114,28 @@ int cli_help_print(FILE *f, const char *words);
 /* The rendered refgate(1) entry of exactly `words`, or NULL. */
 const char *cli_help_text(const char *words);
 
-/* Every subcommand's cli_cmd, NULL-terminated: what tests check against refgate(1). */
+/* Each subcommand's options, and all of them (NULL-terminated) for tests. */
+extern const cli_cmd cli_cmd_approvals;
+extern const cli_cmd cli_cmd_approvals_show;
+extern const cli_cmd cli_cmd_approve;
+extern const cli_cmd cli_cmd_audit;
+extern const cli_cmd cli_cmd_audit_head;
+extern const cli_cmd cli_cmd_audit_verify;
+extern const cli_cmd cli_cmd_console_user_add;
+extern const cli_cmd cli_cmd_db_import;
+extern const cli_cmd cli_cmd_db_migrate;
+extern const cli_cmd cli_cmd_demo;
+extern const cli_cmd cli_cmd_deny;
+extern const cli_cmd cli_cmd_diff;
+extern const cli_cmd cli_cmd_policy_check;
+extern const cli_cmd cli_cmd_policy_current;
+extern const cli_cmd cli_cmd_policy_lint;
+extern const cli_cmd cli_cmd_policy_publish;
+extern const cli_cmd cli_cmd_run;
+extern const cli_cmd cli_cmd_serve;
+extern const cli_cmd cli_cmd_token_key_rotate;
+extern const cli_cmd cli_cmd_token_mint;
+extern const cli_cmd cli_cmd_token_revoke;
 extern const cli_cmd *const cli_cmds[];
 
 /*

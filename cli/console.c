@@ -31,7 +31,8 @@ typedef struct console_opts {
 static const cli_opt console_opts_table[] = {
     {"--config", CLI_OPT_VALUE, offsetof(console_opts, config), "FILE"},
 };
-static const cli_cmd console_cmd = {"console user add", CLI_OPTS(console_opts_table), 0, NULL};
+const cli_cmd cli_cmd_console_user_add = {"console user add", CLI_OPTS(console_opts_table), 0,
+                                          NULL};
 
 /* One line of stdin into buf (without its newline); -1 when none or too long. */
 static int read_password(char *buf, size_t bufsz)
@@ -143,17 +144,18 @@ int cli_console(int argc, char **argv)
         return 0;
     }
     if (argc < 3 || strcmp(argv[1], "user") != 0 || strcmp(argv[2], "add") != 0)
-        return cli_usage_error(&console_cmd, "expected: refgate console user add NAME");
-    rc = cli_opts_parse(&console_cmd, &o, &args, argc - 2, argv + 2);
+        return cli_usage_error(&cli_cmd_console_user_add,
+                               "expected: refgate console user add NAME");
+    rc = cli_opts_parse(&cli_cmd_console_user_add, &o, &args, argc - 2, argv + 2);
     if (rc != 0)
         return cli_opts_exit(rc);
     if (o.config != NULL)
         config = o.config;
     if (args.n > 1)
-        return cli_usage_error(&console_cmd, "unexpected argument '%s'", args.v[1]);
+        return cli_usage_error(&cli_cmd_console_user_add, "unexpected argument '%s'", args.v[1]);
     name = args.n ? args.v[0] : NULL;
     if (name == NULL || !gateway_reviewer_name_ok(name))
-        return cli_usage_error(&console_cmd, "NAME: 1 to %d of A-Z a-z 0-9 . _ -",
+        return cli_usage_error(&cli_cmd_console_user_add, "NAME: 1 to %d of A-Z a-z 0-9 . _ -",
                                GATEWAY_REVIEWER_NAME_MAX);
     return user_add(config, name);
 }

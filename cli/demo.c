@@ -343,7 +343,7 @@ done:
 static const cli_opt demo_opts[] = {
     {"--keep", CLI_OPT_FLAG, 0, NULL},
 };
-static const cli_cmd demo_cmd = {"demo", CLI_OPTS(demo_opts), 0, NULL};
+const cli_cmd cli_cmd_demo = {"demo", CLI_OPTS(demo_opts), 0, NULL};
 
 int cli_demo(int argc, char **argv)
 {
@@ -352,11 +352,11 @@ int cli_demo(int argc, char **argv)
     int keep = 0, rc;
     const char *tmp = getenv("TMPDIR");
 
-    rc = cli_opts_parse(&demo_cmd, &keep, &args, argc, argv);
+    rc = cli_opts_parse(&cli_cmd_demo, &keep, &args, argc, argv);
     if (rc != 0)
         return cli_opts_exit(rc);
     if (args.n > 0)
-        return cli_usage_error(&demo_cmd, "unexpected argument '%s'", args.v[0]);
+        return cli_usage_error(&cli_cmd_demo, "unexpected argument '%s'", args.v[0]);
     snprintf(d.dir, sizeof(d.dir), "%s/refgate-demo.XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (mkdtemp(d.dir) == NULL) {
         perror("refgate demo: mkdtemp");

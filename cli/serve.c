@@ -31,7 +31,7 @@ static const cli_opt serve_opts_table[] = {
     {"--config", CLI_OPT_VALUE, offsetof(serve_opts, config), "FILE"},
     {"--check-config", CLI_OPT_FLAG, offsetof(serve_opts, check), NULL},
 };
-static const cli_cmd serve_cmd = {"serve", CLI_OPTS(serve_opts_table), 0, NULL};
+const cli_cmd cli_cmd_serve = {"serve", CLI_OPTS(serve_opts_table), 0, NULL};
 
 /* What serving would refuse at start, without binding or opening the state. */
 static int check_config(const config_model *cfg, rg_error *err)
@@ -89,13 +89,13 @@ int cli_serve(int argc, char **argv)
     int sig = 0, check = 0;
     char q[RG_LOG_VALUE_MAX];
 
-    rc = cli_opts_parse(&serve_cmd, &o, &args, argc, argv);
+    rc = cli_opts_parse(&cli_cmd_serve, &o, &args, argc, argv);
     if (rc != 0)
         return cli_opts_exit(rc);
     if (args.n > 0)
-        return cli_usage_error(&serve_cmd, "unexpected argument '%s'", args.v[0]);
+        return cli_usage_error(&cli_cmd_serve, "unexpected argument '%s'", args.v[0]);
     if (o.config == NULL)
-        return cli_usage_error(&serve_cmd, "--config FILE is required");
+        return cli_usage_error(&cli_cmd_serve, "--config FILE is required");
     config = o.config;
     check = o.check;
     if (config_load(&cfg, config, &err) < 0 || (check && check_config(cfg, &err) < 0)) {
