@@ -12,46 +12,13 @@
 #include "cli/cli.h"
 #include "config/config.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define EXIT_FAILED 1
 #define EXIT_USAGE  2
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: refgate approvals [--config FILE] [--all] [--json]\n"
-               "       refgate approvals show [--config FILE] [--json] ID\n"
-               "       refgate approve [--config FILE] ID\n"
-               "       refgate deny [--config FILE] [--reason TEXT] ID\n"
-               "\n"
-               "A push to a ref a rule asks about (\"effect\": \"ask\") is refused with an\n"
-               "approval id. Approving it lets exactly that update (repo, ref, old and new\n"
-               "commit) through once, when it is pushed again before the approval expires\n"
-               "(approvals.expire in the config, default 24h); another commit needs another\n"
-               "approval. Denying it refuses that update until the denial expires. With\n"
-               "\"hold\" on the rule the push waits instead, and lands as soon as it is\n"
-               "approved.\n"
-               "\n"
-               "approvals       list the pending approvals, oldest first\n"
-               "  --all         also the approved and denied ones not yet used or expired\n"
-               "  --json        one JSON object a line: id, state, repo, ref, old, new, run,\n"
-               "                rule, reason, by, note, created, decided, expires\n"
-               "approvals show  one approval, whatever its state, and what its push would land:\n"
-               "                the commits of the pack it kept (--json: \"commits\", each with\n"
-               "                id, date, author and subject)\n"
-               "approve         approve a pending approval\n"
-               "deny            deny a pending approval, or revoke an approved one\n"
-               "  --reason TEXT the pusher is told it when the update is pushed again\n"
-               "\n"
-               "  --config FILE the gateway's configuration (default $REFGATE_CONFIG, else\n"
-               "                /etc/refgate/refgate.json); only read, for the control socket\n"
-               "\n"
-               "These talk to the running gateway over its control socket, which decides\n"
-               "who may (control.users and control.groups); every decision is recorded in\n"
-               "the audit log with the caller's uid.\n");
-}
 
 /* Print s with control characters as '?': names and texts come from pushes. */
 static void put_text(const char *s)
@@ -196,7 +163,7 @@ done:
     return status;
 }
 
-/* The options of the three commands; `id` is the positional ID. */
+/* The options of the four commands; `id` is the positional ID. */
 typedef struct opts {
     const char *config;
     const char *reason;
@@ -204,46 +171,51 @@ typedef struct opts {
     int json, all, show;
 } opts;
 
-static int parse(opts *o, int argc, char **argv, const char *prog, int takes_reason, int takes_list)
-{
-    const char *value;
-    int m;
+static const cli_opt list_opts[] = {
+    {"--config", CLI_OPT_VALUE, offsetof(opts, config), "FILE"},
+    {"--all", CLI_OPT_FLAG, offsetof(opts, all), NULL},
+    {"--json", CLI_OPT_FLAG, offsetof(opts, json), NULL},
+};
+static const cli_opt show_opts[] = {
+    {"--config", CLI_OPT_VALUE, offsetof(opts, config), "FILE"},
+    {"--json", CLI_OPT_FLAG, offsetof(opts, json), NULL},
+};
+static const cli_opt approve_opts[] = {
+    {"--config", CLI_OPT_VALUE, offsetof(opts, config), "FILE"},
+};
+static const cli_opt deny_opts[] = {
+    {"--config", CLI_OPT_VALUE, offsetof(opts, config), "FILE"},
+    {"--reason", CLI_OPT_VALUE, offsetof(opts, reason), "TEXT"},
+};
+const cli_cmd cli_cmd_approvals = {"approvals", CLI_OPTS(list_opts), 0, NULL};
+const cli_cmd cli_cmd_approvals_show = {"approvals show", CLI_OPTS(show_opts), 0, NULL};
+const cli_cmd cli_cmd_approve = {"approve", CLI_OPTS(approve_opts), 0, NULL};
+const cli_cmd cli_cmd_deny = {"deny", CLI_OPTS(deny_opts), 0, NULL};
 
-    o->config = getenv("REFGATE_CONFIG");
+/* Parse by cmd into *o: 0, 1 when help was printed, -1 on a mistake (said). */
+static int parse(opts *o, const cli_cmd *cmd, int argc, char **argv)
+{
+    cli_args args;
+    int rc = cli_opts_parse(cmd, o, &args, argc, argv);
+
+    if (rc != 0)
+        return cli_opts_exit(rc) == 0 ? 1 : -1;
+    if (o->config == NULL)
+        o->config = getenv("REFGATE_CONFIG");
     if (o->config == NULL || *o->config == '\0')
         o->config = "/etc/refgate/refgate.json";
-    for (int i = 1; i < argc; i++) {
-        m = 0;
-        if (cli_is_help(argv[i])) {
-            usage(stdout);
-            return 1;
-        }
-        if ((m = cli_opt_value(&value, argc, argv, &i, "--config", prog)) != 0) {
-            o->config = value;
-        } else if (takes_reason &&
-                   (m = cli_opt_value(&value, argc, argv, &i, "--reason", prog)) != 0) {
-            o->reason = value;
-        } else if (takes_list && !strcmp(argv[i], "--json")) {
-            o->json = 1;
-        } else if (takes_list && !o->show && !strcmp(argv[i], "--all")) {
-            o->all = 1;
-        } else if (takes_list && !o->show && o->id == NULL && !strcmp(argv[i], "show")) {
-            o->show = 1;
-        } else if (argv[i][0] == '-' || o->id != NULL || (takes_list && !o->show)) {
-            fprintf(stderr, "%s: unexpected argument '%s'\n\n", prog, argv[i]);
-            usage(stderr);
-            return -1;
-        } else {
-            o->id = argv[i];
-        }
-        if (m < 0)
-            return -1;
-    }
-    if (o->id == NULL && (!takes_list || o->show)) {
-        fprintf(stderr, "%s: an approval ID is required (see refgate approvals)\n\n", prog);
-        usage(stderr);
+    if (cmd == &cli_cmd_approvals && args.n > 0) {
+        cli_usage_error(cmd, "unexpected argument '%s'", args.v[0]);
         return -1;
     }
+    if (cmd != &cli_cmd_approvals && args.n != 1) {
+        if (args.n == 0)
+            cli_usage_error(cmd, "an approval ID is required (see refgate approvals)");
+        else
+            cli_usage_error(cmd, "unexpected argument '%s'", args.v[1]);
+        return -1;
+    }
+    o->id = args.n ? args.v[0] : NULL;
     return 0;
 }
 
@@ -286,10 +258,13 @@ int cli_approvals(int argc, char **argv)
 {
     opts o = {0};
     json_t *ans = NULL;
-    int rc = parse(&o, argc, argv, "refgate approvals", 0, 1), status;
+    int show = argc > 1 && !strcmp(argv[1], "show"), status;
+    int rc = show ? parse(&o, &cli_cmd_approvals_show, argc - 1, argv + 1)
+                  : parse(&o, &cli_cmd_approvals, argc, argv);
 
     if (rc != 0)
         return rc > 0 ? 0 : EXIT_USAGE;
+    o.show = show;
     if (!o.show)
         return list(&o);
     status = call(&ans, "refgate approvals show", o.config,
@@ -311,7 +286,7 @@ static int decide(int argc, char **argv, int deny)
     opts o = {0};
     json_t *ans = NULL, *req;
     const json_t *a;
-    int rc = parse(&o, argc, argv, prog, deny, 0), status;
+    int rc = parse(&o, deny ? &cli_cmd_deny : &cli_cmd_approve, argc, argv), status;
 
     if (rc != 0)
         return rc > 0 ? 0 : EXIT_USAGE;

@@ -26,6 +26,7 @@
  * Exit status: 0 done (verify: intact), 1 failed (verify: broken), 2 usage.
  */
 #include "audit/audit.h"
+#include "cli/audit_int.h"
 #include "cli/cli.h"
 #include "config/config.h"
 #include "db/pool.h"
@@ -36,52 +37,21 @@
 #include <jansson.h>
 #include <limits.h>
 #include <stdint.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 
-#define EXIT_USAGE 2
 #define AUDIT_FILE "audit.jsonl"
-
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: refgate audit --config FILE [--run RUN] [--repo REPO] [--ref REF]\n"
-               "                     [--decision allow|deny] [--since TIME] [--json]\n"
-               "       refgate audit --config FILE --events [--since TIME] [--json]\n"
-               "       refgate audit verify --config FILE [--head SEQ:HASH]\n"
-               "       refgate audit head --config FILE\n"
-               "\n"
-               "List the ref updates in the audit log, oldest first, one row each with its\n"
-               "decision and outcome (pending while upstream has not answered), as a table,\n"
-               "or with --json as JSON lines. The log is read from the database when the\n"
-               "config has \"state.postgres\", else from <state_dir>/" AUDIT_FILE ".\n"
-               "  --config FILE       the gateway's configuration\n"
-               "  --run RUN           only this run\n"
-               "  --repo REPO         only this repository (HOST/PATH; may be a glob)\n"
-               "  --ref REF           only this ref: refs/heads/main, or main for a branch or tag\n"
-               "                      (may be a glob)\n"
-               "  --decision D        only allow or only deny\n"
-               "  --since TIME        only records at or after TIME: 2026-11-30T12:00:00Z,\n"
-               "                      2026-11-30 (midnight UTC), or an age: 90s, 10m, 2h, 3d, 1w\n"
-               "  --json              print JSON lines: a complete record as stored; a forwarded\n"
-               "                      ref as its decision with \"outcome\" filled in and the\n"
-               "                      outcome record as \"outcome_record\" (null while pending)\n"
-               "  --events            list the gateway's events (start, stop, recovered, ...)\n"
-               "\n"
-               "verify   recompute the hash chain; exit 0 when intact, 1 when broken\n"
-               "         --head SEQ:HASH  also fail when the log does not reach this head (one\n"
-               "                          the gateway logged): records cut from its end\n"
-               "head     print the log's head as SEQ:HASH, to keep apart from the log\n");
-}
 
 /* ------------------------------------------------------------------------
  * Times
  * ------------------------------------------------------------------------ */
 
 /* Read exactly n digits at *p into *out and advance; 0 when they are not there. */
-static int digits(const char **p, int n, int *out)
+int cli_audit_digits(const char **p, int n, int *out)
 {
     int v = 0, i;
 
@@ -107,16 +77,16 @@ static int parse_time(int64_t *out, const char *s)
     struct tm tm;
     time_t t;
 
-    if (!digits(&p, 4, &y) || *p++ != '-' || !digits(&p, 2, &mo) || *p++ != '-' ||
-        !digits(&p, 2, &d))
+    if (!cli_audit_digits(&p, 4, &y) || *p++ != '-' || !cli_audit_digits(&p, 2, &mo) ||
+        *p++ != '-' || !cli_audit_digits(&p, 2, &d))
         return -1;
     if (*p == 'T' || *p == 't' || *p == ' ') {
         p++;
-        if (!digits(&p, 2, &h) || *p++ != ':' || !digits(&p, 2, &mi))
+        if (!cli_audit_digits(&p, 2, &h) || *p++ != ':' || !cli_audit_digits(&p, 2, &mi))
             return -1;
         if (*p == ':') {
             p++;
-            if (!digits(&p, 2, &sec))
+            if (!cli_audit_digits(&p, 2, &sec))
                 return -1;
             if (*p == '.') {
                 p++;
@@ -130,11 +100,11 @@ static int parse_time(int64_t *out, const char *s)
             p++;
         } else if (*p == '+' || *p == '-') {
             sign = *p++ == '-' ? -1 : 1;
-            if (!digits(&p, 2, &oh))
+            if (!cli_audit_digits(&p, 2, &oh))
                 return -1;
             if (*p == ':')
                 p++;
-            if (!digits(&p, 2, &om))
+            if (!cli_audit_digits(&p, 2, &om))
                 return -1;
         }
     }
@@ -734,8 +704,8 @@ static int print_event(void *ctx, const audit_line *line, json_t *rec)
  * (*pool, for the caller to close; nothing is connected yet), else the
  * file <state_dir>/audit.jsonl, written into path.
  */
-static int load_source(audit_source *src, db_pool **pool, char path[PATH_MAX],
-                       const char *config_path, const char *cmd)
+int cli_audit_load_source(audit_source *src, db_pool **pool, char path[PATH_MAX],
+                          const char *config_path, const char *cmd)
 {
     rg_error err = RG_ERROR_INIT;
     config_model *cfg = NULL;
@@ -768,7 +738,7 @@ static int load_source(audit_source *src, db_pool **pool, char path[PATH_MAX],
  * be told. The database's log always exists: reading it says whether it
  * can be reached.
  */
-static int log_exists(const audit_source *src, const char *cmd)
+int cli_audit_log_exists(const audit_source *src, const char *cmd)
 {
     const char *path = src->path;
     struct stat st;
@@ -790,7 +760,7 @@ static int list_log(const audit_source *src, scan_opts *o, int json)
     uint64_t last = 0;
     int c, exists;
 
-    exists = log_exists(src, "refgate audit");
+    exists = cli_audit_log_exists(src, "refgate audit");
     if (exists <= 0) {
         if (exists == 0)
             fprintf(json ? stderr : stdout, "no audit log yet\n");
@@ -827,54 +797,51 @@ static int list_log(const audit_source *src, scan_opts *o, int json)
     return fflush(stdout) != 0 ? 1 : 0;
 }
 
+/* refgate audit's options (refgate(1) says what they do). */
+typedef struct list_args {
+    const char *config, *run, *repo, *ref, *decision, *since;
+    int json, events;
+} list_args;
+
+static const cli_opt list_opts[] = {
+    {"--config", CLI_OPT_VALUE, offsetof(list_args, config), "FILE"},
+    {"--run", CLI_OPT_VALUE, offsetof(list_args, run), "RUN"},
+    {"--repo", CLI_OPT_VALUE, offsetof(list_args, repo), "REPO"},
+    {"--ref", CLI_OPT_VALUE, offsetof(list_args, ref), "REF"},
+    {"--decision", CLI_OPT_VALUE, offsetof(list_args, decision), "allow|deny"},
+    {"--since", CLI_OPT_VALUE, offsetof(list_args, since), "TIME"},
+    {"--json", CLI_OPT_FLAG, offsetof(list_args, json), NULL},
+    {"--events", CLI_OPT_FLAG, offsetof(list_args, events), NULL},
+};
+const cli_cmd cli_cmd_audit = {"audit", CLI_OPTS(list_opts), 0, NULL};
+
 static int audit_list(int argc, char **argv)
 {
-    const char *config_path = NULL, *since = NULL, *value = NULL;
+    const char *config_path = NULL, *since = NULL;
+    list_args a = {0};
+    cli_args args;
     filters f = {0};
     char path[PATH_MAX];
     audit_source src;
     db_pool *pool = NULL;
     scan_opts o = {&f, 0, 1, 0};
-    int json = 0, m, argi, status;
+    int json = 0, m, status;
 
-    for (argi = 1; argi < argc; argi++) {
-        if (cli_is_help(argv[argi])) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(argv[argi], "--json")) {
-            json = 1;
-            continue;
-        }
-        if (!strcmp(argv[argi], "--events")) {
-            o.events = 1;
-            continue;
-        }
-        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate audit")) != 0)
-            config_path = value;
-        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--run", "refgate audit")) != 0)
-            f.run = value;
-        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--repo", "refgate audit")) != 0)
-            f.repo = value;
-        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--ref", "refgate audit")) != 0)
-            f.ref = value;
-        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--decision", "refgate audit")) != 0)
-            f.decision = value;
-        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--since", "refgate audit")) != 0)
-            since = value;
-        else {
-            fprintf(stderr, "refgate audit: unexpected argument '%s'\n\n", argv[argi]);
-            usage(stderr);
-            return EXIT_USAGE;
-        }
-        if (m < 0)
-            return EXIT_USAGE;
-    }
-    if (config_path == NULL) {
-        fprintf(stderr, "refgate audit: --config is required\n\n");
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    m = cli_opts_parse(&cli_cmd_audit, &a, &args, argc, argv);
+    if (m != 0)
+        return cli_opts_exit(m);
+    if (args.n > 0)
+        return cli_usage_error(&cli_cmd_audit, "unexpected argument '%s'", args.v[0]);
+    if (a.config == NULL)
+        return cli_usage_error(&cli_cmd_audit, "--config is required");
+    config_path = a.config;
+    since = a.since;
+    json = a.json;
+    o.events = a.events;
+    f.run = a.run;
+    f.repo = a.repo;
+    f.ref = a.ref;
+    f.decision = a.decision;
     if (f.decision && strcmp(f.decision, "allow") != 0 && strcmp(f.decision, "deny") != 0) {
         fprintf(stderr, "refgate audit: --decision must be allow or deny\n");
         return EXIT_USAGE;
@@ -893,183 +860,18 @@ static int audit_list(int argc, char **argv)
         }
         f.has_since = 1;
     }
-    status = load_source(&src, &pool, path, config_path, "refgate audit") < 0
+    status = cli_audit_load_source(&src, &pool, path, config_path, "refgate audit") < 0
                  ? 1
                  : list_log(&src, &o, json);
     db_pool_close(pool);
     return status;
 }
 
-/* ------------------------------------------------------------------------
- * verify
- * ------------------------------------------------------------------------ */
-
-/* SEQ:HASH as `refgate audit head` prints it and the gateway logs it. */
-static int parse_head(uint64_t *seq, char hash[65], const char *s)
-{
-    unsigned long long v;
-    const char *colon = strchr(s, ':');
-    char *end;
-    size_t i;
-
-    if (colon == NULL || colon == s || *s < '0' || *s > '9')
-        return -1;
-    errno = 0;
-    v = strtoull(s, &end, 10);
-    if (errno != 0 || end != colon || strlen(colon + 1) != 64)
-        return -1;
-    for (i = 0; i < 64; i++) {
-        char c = colon[1 + i];
-        if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F')))
-            return -1;
-        hash[i] = (char)(c >= 'A' && c <= 'F' ? c - 'A' + 'a' : c);
-    }
-    hash[64] = '\0';
-    *seq = v;
-    return 0;
-}
-
-/*
- * Parse `--config FILE` (and `--head SEQ:HASH` when head is not NULL) for
- * cmd. Returns -1 to go on, or the exit status when done (help, usage).
- */
-static int sub_args(const char **config_path, const char **head, int argc, char **argv,
-                    const char *cmd)
-{
-    const char *value = NULL;
-    int m, argi;
-
-    *config_path = NULL;
-    for (argi = 1; argi < argc; argi++) {
-        if (cli_is_help(argv[argi])) {
-            usage(stdout);
-            return 0;
-        }
-        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", cmd)) != 0)
-            *config_path = value;
-        else if (head != NULL && (m = cli_opt_value(&value, argc, argv, &argi, "--head", cmd)) != 0)
-            *head = value;
-        else {
-            fprintf(stderr, "%s: unexpected argument '%s'\n\n", cmd, argv[argi]);
-            usage(stderr);
-            return EXIT_USAGE;
-        }
-        if (m < 0)
-            return EXIT_USAGE;
-    }
-    if (*config_path == NULL) {
-        fprintf(stderr, "%s: --config is required\n\n", cmd);
-        usage(stderr);
-        return EXIT_USAGE;
-    }
-    return -1;
-}
-
-/* verify of the log at src, against the head head_seq:head_hash when head is set. */
-static int verify_log(const audit_source *src, const char *head, uint64_t head_seq,
-                      const char *head_hash, const char *cmd)
-{
-    audit_verify_result res;
-    rg_error err = RG_ERROR_INIT;
-    int rc, exists;
-
-    exists = log_exists(src, cmd);
-    if (exists < 0)
-        return 1;
-    if (exists == 0) {
-        if (head != NULL && head_seq > 0) {
-            printf("audit log missing, but the head names seq %llu: it was removed\n",
-                   (unsigned long long)head_seq);
-            fflush(stdout);
-            return 1;
-        }
-        printf("no audit log yet\n");
-        return 0;
-    }
-    rc = head != NULL ? audit_verify_head(&res, src, head_seq, head_hash, &err)
-                      : audit_verify(&res, src, &err);
-    if (rc < 0) {
-        fprintf(stderr, "%s: %s\n", cmd, err.msg);
-        return 1;
-    }
-    if (res.bad_line != 0) {
-        printf("audit log broken at line %llu: %s\n", (unsigned long long)res.bad_line, res.why);
-        fflush(stdout);
-        return 1;
-    }
-    if (res.head_bad) {
-        printf("audit log does not match head %llu: %s\n", (unsigned long long)head_seq, res.why);
-        fflush(stdout);
-        return 1;
-    }
-    if (res.db_head_bad) {
-        printf("audit log does not match the database's head: %s\n", res.why);
-        fflush(stdout);
-        return 1;
-    }
-    printf("audit log intact: %llu records", (unsigned long long)res.lines);
-    if (head != NULL)
-        printf(", reaching head %llu", (unsigned long long)head_seq);
-    printf("\n");
-    return fflush(stdout) != 0 ? 1 : 0;
-}
-
-static int audit_verify_cmd(int argc, char **argv)
-{
-    const char *config_path = NULL, *head = NULL, *cmd = "refgate audit verify";
-    char path[PATH_MAX], head_hash[65];
-    audit_source src;
-    db_pool *pool = NULL;
-    uint64_t head_seq = 0;
-    int rc;
-
-    rc = sub_args(&config_path, &head, argc, argv, cmd);
-    if (rc >= 0)
-        return rc;
-    if (head != NULL && parse_head(&head_seq, head_hash, head) < 0) {
-        fprintf(stderr, "%s: --head %s: expected SEQ:HASH (a number, a colon, 64 hex digits)\n",
-                cmd, head);
-        return EXIT_USAGE;
-    }
-    rc = load_source(&src, &pool, path, config_path, cmd) < 0
-             ? 1
-             : verify_log(&src, head, head_seq, head_hash, cmd);
-    db_pool_close(pool);
-    return rc;
-}
-
-static int audit_head_cmd(int argc, char **argv)
-{
-    const char *config_path = NULL, *cmd = "refgate audit head";
-    rg_error err = RG_ERROR_INIT;
-    char path[PATH_MAX], hash[65];
-    audit_source src;
-    db_pool *pool = NULL;
-    uint64_t seq;
-    int rc;
-
-    rc = sub_args(&config_path, NULL, argc, argv, cmd);
-    if (rc >= 0)
-        return rc;
-    rc = 1;
-    if (load_source(&src, &pool, path, config_path, cmd) < 0)
-        goto done;
-    if (audit_read_head(&seq, hash, &src, &err) < 0) {
-        fprintf(stderr, "%s: %s\n", cmd, err.msg);
-        goto done;
-    }
-    printf("%llu:%s\n", (unsigned long long)seq, hash);
-    rc = fflush(stdout) != 0 ? 1 : 0;
-done:
-    db_pool_close(pool);
-    return rc;
-}
-
 int cli_audit(int argc, char **argv)
 {
     if (argc >= 2 && !strcmp(argv[1], "verify"))
-        return audit_verify_cmd(argc - 1, argv + 1);
+        return cli_audit_verify_cmd(argc - 1, argv + 1);
     if (argc >= 2 && !strcmp(argv[1], "head"))
-        return audit_head_cmd(argc - 1, argv + 1);
+        return cli_audit_head_cmd(argc - 1, argv + 1);
     return audit_list(argc, argv);
 }

@@ -12,6 +12,7 @@
 #include "config/config.h"
 #include "gateway/reviewers.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,25 +23,16 @@
 #define EXIT_USAGE  2
 #define PROG        "refgate console user add"
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: refgate console user add [--config FILE] NAME\n"
-            "\n"
-            "Make a reviewer account for the review console (config \"console\"), or set\n"
-            "the password of an existing one. The password is read from stdin, one line\n"
-            "of %d to %d bytes (from a terminal, without echo). NAME is 1 to %d of\n"
-            "A-Z a-z 0-9 . _ -.\n"
-            "\n"
-            "  --config FILE the gateway's configuration (default $REFGATE_CONFIG, else\n"
-            "                /etc/refgate/refgate.json); only read, for the control socket\n"
-            "\n"
-            "The running gateway stores the account, hashed with yescrypt, in\n"
-            "<state_dir>/console-users and records the change in the audit log; the\n"
-            "control socket decides who may (control.users and control.groups).\n",
-            GATEWAY_REVIEWER_PASSWORD_MIN, GATEWAY_REVIEWER_PASSWORD_MAX,
-            GATEWAY_REVIEWER_NAME_MAX);
-}
+/* refgate console user add's options (refgate(1) says what they do). */
+typedef struct console_opts {
+    const char *config;
+} console_opts;
+
+static const cli_opt console_opts_table[] = {
+    {"--config", CLI_OPT_VALUE, offsetof(console_opts, config), "FILE"},
+};
+const cli_cmd cli_cmd_console_user_add = {"console user add", CLI_OPTS(console_opts_table), 0,
+                                          NULL};
 
 /* One line of stdin into buf (without its newline); -1 when none or too long. */
 static int read_password(char *buf, size_t bufsz)
@@ -140,40 +132,30 @@ done:
 
 int cli_console(int argc, char **argv)
 {
-    const char *config = getenv("REFGATE_CONFIG"), *name = NULL, *value;
-    int m;
+    const char *config = getenv("REFGATE_CONFIG"), *name;
+    console_opts o = {0};
+    cli_args args;
+    int rc;
 
     if (config == NULL || *config == '\0')
         config = "/etc/refgate/refgate.json";
     if (argc >= 2 && cli_is_help(argv[1])) {
-        usage(stdout);
+        cli_help_print(stdout, "console");
         return 0;
     }
-    if (argc < 3 || strcmp(argv[1], "user") != 0 || strcmp(argv[2], "add") != 0) {
-        usage(stderr);
-        return EXIT_USAGE;
-    }
-    for (int i = 3; i < argc; i++) {
-        if (cli_is_help(argv[i])) {
-            usage(stdout);
-            return 0;
-        }
-        if ((m = cli_opt_value(&value, argc, argv, &i, "--config", PROG)) != 0) {
-            if (m < 0)
-                return EXIT_USAGE;
-            config = value;
-        } else if (argv[i][0] == '-' || name != NULL) {
-            fprintf(stderr, PROG ": unexpected argument '%s'\n\n", argv[i]);
-            usage(stderr);
-            return EXIT_USAGE;
-        } else {
-            name = argv[i];
-        }
-    }
-    if (name == NULL || !gateway_reviewer_name_ok(name)) {
-        fprintf(stderr, PROG ": NAME: 1 to %d of A-Z a-z 0-9 . _ -\n\n", GATEWAY_REVIEWER_NAME_MAX);
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    if (argc < 3 || strcmp(argv[1], "user") != 0 || strcmp(argv[2], "add") != 0)
+        return cli_usage_error(&cli_cmd_console_user_add,
+                               "expected: refgate console user add NAME");
+    rc = cli_opts_parse(&cli_cmd_console_user_add, &o, &args, argc - 2, argv + 2);
+    if (rc != 0)
+        return cli_opts_exit(rc);
+    if (o.config != NULL)
+        config = o.config;
+    if (args.n > 1)
+        return cli_usage_error(&cli_cmd_console_user_add, "unexpected argument '%s'", args.v[1]);
+    name = args.n ? args.v[0] : NULL;
+    if (name == NULL || !gateway_reviewer_name_ok(name))
+        return cli_usage_error(&cli_cmd_console_user_add, "NAME: 1 to %d of A-Z a-z 0-9 . _ -",
+                               GATEWAY_REVIEWER_NAME_MAX);
     return user_add(config, name);
 }

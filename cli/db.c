@@ -27,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <stddef.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -34,30 +35,20 @@
 #define EXIT_USAGE  2
 #define PROG        "refgate db"
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: refgate db migrate [--config FILE]\n"
-            "       refgate db import [--config FILE] [--only STEP[,STEP...]]\n"
-            "\n"
-            "  migrate        create the schema of the database config \"state.postgres\"\n"
-            "                 names, or bring it up to this refgate's version (%d);\n"
-            "                 safe to repeat and to run from several hosts at once\n"
-            "  import         copy the state a gateway on files kept under state_dir\n"
-            "                 into that database: the audit log (its chain intact,\n"
-            "                 into an empty chain), then the live approvals (what the\n"
-            "                 database has already is refused, not replaced), then\n"
-            "                 the run tokens' keys and revocations; stop the gateway\n"
-            "                 first\n"
-            "\n"
-            "  --only STEPS   import only these steps (audit, approvals, tokens), e.g. to\n"
-            "                 add a second gateway's approvals and tokens to a\n"
-            "                 database whose audit chain is already in use\n"
+/* refgate db migrate's and import's options (refgate(1) says what they do). */
+typedef struct db_opts {
+    const char *config, *only;
+} db_opts;
 
-            "  --config FILE  the gateway's configuration (default $REFGATE_CONFIG, else\n"
-            "                 /etc/refgate/refgate.json)\n",
-            DB_SCHEMA_VERSION);
-}
+static const cli_opt migrate_opts[] = {
+    {"--config", CLI_OPT_VALUE, offsetof(db_opts, config), "FILE"},
+};
+static const cli_opt import_opts[] = {
+    {"--config", CLI_OPT_VALUE, offsetof(db_opts, config), "FILE"},
+    {"--only", CLI_OPT_VALUE, offsetof(db_opts, only), "STEPS"},
+};
+const cli_cmd cli_cmd_db_migrate = {"db migrate", CLI_OPTS(migrate_opts), 0, NULL};
+const cli_cmd cli_cmd_db_import = {"db import", CLI_OPTS(import_opts), 0, NULL};
 
 /* The config, or NULL after saying why (and that it needs "state"). */
 static config_model *load(const char *path)
@@ -291,40 +282,31 @@ done:
 
 int cli_db(int argc, char **argv)
 {
-    const char *config = getenv("REFGATE_CONFIG"), *value, *only = NULL;
-    int m, importing;
+    const char *config = getenv("REFGATE_CONFIG");
+    const cli_cmd *cmd;
+    db_opts o = {0};
+    cli_args args;
+    int rc;
 
     if (config == NULL || *config == '\0')
         config = "/etc/refgate/refgate.json";
     if (argc >= 2 && cli_is_help(argv[1])) {
-        usage(stdout);
+        cli_help_print(stdout, "db");
         return 0;
     }
     if (argc < 2 || (strcmp(argv[1], "migrate") != 0 && strcmp(argv[1], "import") != 0)) {
-        usage(stderr);
+        fprintf(stderr, PROG ": expected migrate or import (see refgate db --help)\n");
         return EXIT_USAGE;
     }
-    importing = strcmp(argv[1], "import") == 0;
-    for (int i = 2; i < argc; i++) {
-        if (cli_is_help(argv[i])) {
-            usage(stdout);
-            return 0;
-        }
-        if ((m = cli_opt_value(&value, argc, argv, &i, "--config", PROG)) != 0) {
-            if (m < 0)
-                return EXIT_USAGE;
-            config = value;
-        } else if (importing && (m = cli_opt_value(&value, argc, argv, &i, "--only", PROG)) != 0) {
-            if (m < 0 || !steps_known(value)) {
-                usage(stderr);
-                return EXIT_USAGE;
-            }
-            only = value;
-        } else {
-            fprintf(stderr, PROG ": unexpected argument '%s'\n\n", argv[i]);
-            usage(stderr);
-            return EXIT_USAGE;
-        }
-    }
-    return importing ? import(config, only) : migrate(config);
+    cmd = strcmp(argv[1], "import") == 0 ? &cli_cmd_db_import : &cli_cmd_db_migrate;
+    rc = cli_opts_parse(cmd, &o, &args, argc - 1, argv + 1);
+    if (rc != 0)
+        return cli_opts_exit(rc);
+    if (args.n > 0)
+        return cli_usage_error(cmd, "unexpected argument '%s'", args.v[0]);
+    if (o.only != NULL && !steps_known(o.only))
+        return EXIT_USAGE;
+    if (o.config != NULL)
+        config = o.config;
+    return cmd == &cli_cmd_db_import ? import(config, o.only) : migrate(config);
 }

@@ -339,29 +339,24 @@ done:
     return rc;
 }
 
+/* refgate demo's one option, --keep: leave the directory for a look. */
+static const cli_opt demo_opts[] = {
+    {"--keep", CLI_OPT_FLAG, 0, NULL},
+};
+const cli_cmd cli_cmd_demo = {"demo", CLI_OPTS(demo_opts), 0, NULL};
+
 int cli_demo(int argc, char **argv)
 {
     demo d = {0};
-    int keep = 0;
+    cli_args args;
+    int keep = 0, rc;
     const char *tmp = getenv("TMPDIR");
 
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: refgate demo [--keep]\n\n"
-                   "Push through a gateway to a throwaway local upstream with the real git\n"
-                   "client: a feature branch lands; a push to main, a force push and a\n"
-                   "branch whose history holds a token are rejected in git's own output; a\n"
-                   "release branch waits for a reviewer's approval, then lands. The audit\n"
-                   "log shows it all.\n"
-                   "--keep leaves the directory (upstream, config, state) for a look.\n");
-            return 0;
-        } else if (!strcmp(argv[i], "--keep")) {
-            keep = 1;
-        } else {
-            fprintf(stderr, "refgate demo: unexpected argument '%s'\n", argv[i]);
-            return 2;
-        }
-    }
+    rc = cli_opts_parse(&cli_cmd_demo, &keep, &args, argc, argv);
+    if (rc != 0)
+        return cli_opts_exit(rc);
+    if (args.n > 0)
+        return cli_usage_error(&cli_cmd_demo, "unexpected argument '%s'", args.v[0]);
     snprintf(d.dir, sizeof(d.dir), "%s/refgate-demo.XXXXXX", tmp && *tmp ? tmp : "/tmp");
     if (mkdtemp(d.dir) == NULL) {
         perror("refgate demo: mkdtemp");

@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,44 +22,23 @@
 #define DIFF_EXIT_ERROR   2
 #define DIFF_EXCLUDED_MAX ((size_t)8 << 20)
 
-static void diff_usage(FILE *f)
-{
-    fprintf(f, "usage: refgate diff [--stat | --apply --digest SHA256 | --apply --unreviewed]\n"
-               "                    [--max-file-size BYTES] [--base DIR] [--original DIR]\n"
-               "                    FORK [BASE]\n"
-               "\n"
-               "Show what a sandboxed run changed in FORK as a patch against BASE, the\n"
-               "directory as it was when refgate-run made the fork. `git apply` applies\n"
-               "the patch to the original directory. The patch and --stat end with a line\n"
-               "`refgate-diff-digest: sha256:...` on stderr: pass it to --apply --digest\n"
-               "to apply exactly what you reviewed.\n"
-               "\n"
-               "  --stat          print a summary (git diff --stat --summary) instead\n"
-               "  --apply         write the changes into the original directory, path by\n"
-               "                  path, refusing any path the original changed since the fork;\n"
-               "                  refused while the run that made FORK is still alive\n"
-               "  --digest SHA256 with --apply: refuse unless the fork's diff still has this\n"
-               "                  digest (the one printed when you reviewed it)\n"
-               "  --unreviewed    with --apply: apply without a digest\n"
-               "  --max-file-size BYTES\n"
-               "                  files larger than this (apparent size; K, M, G suffixes)\n"
-               "                  are not read but listed as skipped, and never applied\n"
-               "                  (default 64M)\n"
-               "  --base DIR      the base (default: <dir of FORK>/.<name of FORK>.base)\n"
-               "  --original DIR  where --apply writes (default: FORK without its .<N>)\n"
-               "  -h, --help      show this help\n"
-               "\n"
-               "FORK and BASE are read as plain directories: git never runs in them and the\n"
-               "fork's .git (config, hooks, anything) is never read. .git is left out at every\n"
-               "level; paths the base's .gitignore files (and .git/info/exclude) ignore are\n"
-               "left out of both sides, unless the base's index tracks them. Paths refgate-run\n"
-               "--exclude left out of the fork (recorded in .<name of FORK>.excluded beside\n"
-               "it) are left out of both sides and never applied. Symlinks are\n"
-               "shown as links and never followed; binary files as git binary patches.\n"
-               "\n"
-               "Exit status: 0 no changes (--apply: all applied), 1 changes (--apply: some\n"
-               "refused), 2 error.\n");
-}
+/* refgate diff's options and operands (refgate(1) says what they do). */
+typedef struct diff_args {
+    const char *base, *original, *digest, *max_file_size;
+    int stat, apply, unreviewed;
+    const char *fork;
+} diff_args;
+
+static const cli_opt diff_opts_table[] = {
+    {"--stat", CLI_OPT_FLAG, offsetof(diff_args, stat), NULL},
+    {"--apply", CLI_OPT_FLAG, offsetof(diff_args, apply), NULL},
+    {"--unreviewed", CLI_OPT_FLAG, offsetof(diff_args, unreviewed), NULL},
+    {"--digest", CLI_OPT_VALUE, offsetof(diff_args, digest), "SHA256"},
+    {"--max-file-size", CLI_OPT_VALUE, offsetof(diff_args, max_file_size), "BYTES"},
+    {"--base", CLI_OPT_VALUE, offsetof(diff_args, base), "DIR"},
+    {"--original", CLI_OPT_VALUE, offsetof(diff_args, original), "DIR"},
+};
+const cli_cmd cli_cmd_diff = {"diff", CLI_OPTS(diff_opts_table), 0, NULL};
 
 /*
  * Write a path for a message on one line, quoted the way git quotes it
@@ -132,25 +112,6 @@ static void diff_report(const char *path, review_dirdiff_outcome outcome, const 
     }
 }
 
-/* Take an option's value from "--opt=value" or the next argument. */
-static int diff_optarg(const char **out, int argc, char **argv, int *i, const char *opt)
-{
-    size_t n = strlen(opt);
-
-    if (!strncmp(argv[*i], opt, n) && argv[*i][n] == '=') {
-        *out = argv[*i] + n + 1;
-        return 1;
-    }
-    if (strcmp(argv[*i], opt) != 0)
-        return 0;
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "refgate diff: %s needs a value\n", opt);
-        return -1;
-    }
-    *out = argv[++*i];
-    return 1;
-}
-
 /* "123", "64M", "1G": bytes, 0 on a malformed or zero size. */
 static unsigned long long diff_parse_size(const char *s)
 {
@@ -216,87 +177,74 @@ static void diff_put_excluded(const rg_buf *excluded)
         fputc('\n', stderr);
 }
 
+/*
+ * Parse and check refgate diff's arguments into *a and opts: -1 to go on,
+ * else the exit status (0 after help, 2 after a mistake, said).
+ */
+static int diff_parse(diff_args *a, review_dirdiff_opts *opts, int argc, char **argv)
+{
+    cli_args args;
+    int rc = cli_opts_parse(&cli_cmd_diff, a, &args, argc, argv);
+
+    if (rc != 0)
+        return rc == CLI_PARSE_HELP ? DIFF_EXIT_SAME : DIFF_EXIT_ERROR;
+    if (args.n == 0 || args.n > 2) {
+        cli_usage_error(&cli_cmd_diff, args.n ? "too many arguments" : "FORK is required");
+        return DIFF_EXIT_ERROR;
+    }
+    a->fork = args.v[0];
+    if (args.n == 2)
+        a->base = args.v[1];
+    if (a->stat && a->apply) {
+        fprintf(stderr, "refgate diff: --stat and --apply do not go together\n");
+        return DIFF_EXIT_ERROR;
+    }
+    if ((a->digest != NULL || a->unreviewed) && !a->apply) {
+        fprintf(stderr, "refgate diff: --digest and --unreviewed go with --apply\n");
+        return DIFF_EXIT_ERROR;
+    }
+    /* Applying what nobody looked at would apply whatever the fork holds
+     * now, including what a process left running changed after review. */
+    if (a->apply && (a->digest == NULL) == !a->unreviewed) {
+        fprintf(stderr, "refgate diff: --apply needs --digest SHA256 (printed by `refgate diff` "
+                        "or `refgate diff --stat` as refgate-diff-digest) or --unreviewed\n");
+        return DIFF_EXIT_ERROR;
+    }
+    if (a->max_file_size != NULL &&
+        (opts->max_file_size = diff_parse_size(a->max_file_size)) == 0) {
+        fprintf(stderr, "refgate diff: --max-file-size: '%s' is not a size in bytes\n",
+                a->max_file_size);
+        return DIFF_EXIT_ERROR;
+    }
+    if (opts->max_file_size == 0)
+        opts->max_file_size = REVIEW_DIRDIFF_MAX_FILE_SIZE;
+    return -1;
+}
+
 int cli_diff(int argc, char **argv)
 {
-    const char *fork = NULL, *base = NULL, *original = NULL, *want_digest = NULL, *size_arg = NULL;
+    const char *fork, *base, *original, *want_digest;
     review_dirdiff_opts opts = REVIEW_DIRDIFF_OPTS_INIT;
     char digest[REVIEW_DIRDIFF_DIGEST_SIZE];
-    bool unreviewed = false;
+    diff_args a = {0};
     rg_buf base_buf = RG_BUF_INIT(DIFF_PATH_MAX), orig_buf = RG_BUF_INIT(DIFF_PATH_MAX);
     rg_buf stat = RG_BUF_INIT(DIFF_STAT_MAX);
     rg_buf excluded = RG_BUF_INIT(DIFF_EXCLUDED_MAX);
     rg_error err = RG_ERROR_INIT;
     review_dirdiff *d = NULL;
-    bool want_stat = false, want_apply = false, dashdash = false;
+    bool want_stat, want_apply;
     size_t refused = 0;
-    int i, r, status = DIFF_EXIT_ERROR;
+    int r, status = DIFF_EXIT_ERROR;
 
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!dashdash && (!strcmp(a, "-h") || !strcmp(a, "--help"))) {
-            diff_usage(stdout);
-            status = DIFF_EXIT_SAME;
-            goto done;
-        } else if (!dashdash && !strcmp(a, "--stat")) {
-            want_stat = true;
-        } else if (!dashdash && !strcmp(a, "--apply")) {
-            want_apply = true;
-        } else if (!dashdash && !strcmp(a, "--unreviewed")) {
-            unreviewed = true;
-        } else if (!dashdash && (r = diff_optarg(&want_digest, argc, argv, &i, "--digest")) != 0) {
-            if (r < 0)
-                goto done;
-        } else if (!dashdash &&
-                   (r = diff_optarg(&size_arg, argc, argv, &i, "--max-file-size")) != 0) {
-            if (r < 0)
-                goto done;
-        } else if (!dashdash && !strcmp(a, "--")) {
-            dashdash = true;
-        } else if (!dashdash && (r = diff_optarg(&base, argc, argv, &i, "--base")) != 0) {
-            if (r < 0)
-                goto done;
-        } else if (!dashdash && (r = diff_optarg(&original, argc, argv, &i, "--original")) != 0) {
-            if (r < 0)
-                goto done;
-        } else if (!dashdash && a[0] == '-' && a[1] != '\0') {
-            fprintf(stderr, "refgate diff: unknown option '%s'\n\n", a);
-            diff_usage(stderr);
-            goto done;
-        } else if (fork == NULL) {
-            fork = a;
-        } else if (base == NULL) {
-            base = a;
-        } else {
-            fprintf(stderr, "refgate diff: too many arguments\n\n");
-            diff_usage(stderr);
-            goto done;
-        }
-    }
-    if (fork == NULL) {
-        diff_usage(stderr);
-        goto done;
-    }
-    if (want_stat && want_apply) {
-        fprintf(stderr, "refgate diff: --stat and --apply do not go together\n");
-        goto done;
-    }
-    if ((want_digest != NULL || unreviewed) && !want_apply) {
-        fprintf(stderr, "refgate diff: --digest and --unreviewed go with --apply\n");
-        goto done;
-    }
-    /* Applying what nobody looked at would apply whatever the fork holds
-     * now, including what a process left running changed after review. */
-    if (want_apply && (want_digest == NULL) == !unreviewed) {
-        fprintf(stderr, "refgate diff: --apply needs --digest SHA256 (printed by `refgate diff` "
-                        "or `refgate diff --stat` as refgate-diff-digest) or --unreviewed\n");
-        goto done;
-    }
-    if (size_arg != NULL && (opts.max_file_size = diff_parse_size(size_arg)) == 0) {
-        fprintf(stderr, "refgate diff: --max-file-size: '%s' is not a size in bytes\n", size_arg);
-        goto done;
-    }
-    if (opts.max_file_size == 0)
-        opts.max_file_size = REVIEW_DIRDIFF_MAX_FILE_SIZE;
+    r = diff_parse(&a, &opts, argc, argv);
+    if (r >= 0)
+        return r;
+    fork = a.fork;
+    base = a.base;
+    original = a.original;
+    want_digest = a.digest;
+    want_stat = a.stat;
+    want_apply = a.apply;
     /* From here on every failure is in `err`, reported once below. */
     if (base == NULL) {
         if (review_dirdiff_default_base(&base_buf, fork, &err) < 0)

@@ -12,32 +12,18 @@
 static const struct {
     const char *name;
     int (*run)(int argc, char **argv);
-    const char *summary;
 } commands[] = {
-    {"serve", cli_serve, "run the gateway in the foreground"},
-    {"token", cli_token, "mint or revoke run tokens"},
-    {"audit", cli_audit, "read or verify the audit log"},
-    {"policy", cli_policy, "explain a decision (check), find dead rules (lint), publish"},
-    {"approvals", cli_approvals, "list approvals a push asked for, or show one"},
-    {"approve", cli_approve, "let a pending push's exact update through, once"},
-    {"deny", cli_deny, "refuse a pending push's update (or revoke its approval)"},
-    {"console", cli_console, "manage the review console's reviewer accounts"},
-    {"db", cli_db, "create or migrate the shared PostgreSQL database"},
-    {"run", cli_run, "run a command in a sandbox with a run token that dies with it"},
-    {"diff", cli_diff, "show what a sandboxed run changed in its fork"},
-    {"demo", cli_demo, "push through a gateway to a throwaway upstream"},
+    {"serve", cli_serve},   {"token", cli_token},         {"audit", cli_audit},
+    {"policy", cli_policy}, {"approvals", cli_approvals}, {"approve", cli_approve},
+    {"deny", cli_deny},     {"console", cli_console},     {"db", cli_db},
+    {"run", cli_run},       {"diff", cli_diff},           {"demo", cli_demo},
 };
 
+/* The SYNOPSIS of refgate(1): the help text is the page's (cli/opts.c). */
 static void usage(FILE *f)
 {
-    size_t i;
-
-    fprintf(f, "usage: refgate <command> [options]\n\n"
-               "A loopback smart-HTTP git gateway that enforces branch rules on pushes.\n\n"
-               "Commands:\n");
-    for (i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
-        fprintf(f, "  %-9s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\nRun `refgate <command> --help` for a command's options.\n");
+    cli_help_print(f, NULL);
+    fprintf(f, "Run `refgate <command> --help` for a command's entry.\n");
 }
 
 int main(int argc, char **argv)

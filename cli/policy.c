@@ -27,6 +27,7 @@
 #include <git2.h>
 #include <jansson.h>
 #include <pwd.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,50 +52,6 @@
 #define LINT_CLEAN    0
 #define LINT_FINDINGS 1
 #define LINT_USAGE    2
-
-static void usage(FILE *f)
-{
-    fprintf(
-        f, "usage: refgate policy check --config FILE --repo HOST/PATH --ref REF\n"
-           "                            (--action ACTION | --old ID --new ID --git-dir DIR)\n"
-           "                            [--run NAME] [--json]\n"
-           "       refgate policy lint --config FILE [--fail-on warning|error] [--json]\n"
-           "       refgate policy publish --config FILE [--policy POLICYFILE]\n"
-           "       refgate policy current --config FILE [--json]\n"
-           "\n"
-           "check    decide one ref update as the gateway would, and explain it: every rule,\n"
-           "         whether it matched or which selectors did not (repo, ref, action, run),\n"
-           "         and which rule decided. Exit 0 allow, 1 deny, 2 ask, 3 error.\n"
-           "  --repo HOST/PATH  the repository as rules name it (a trailing .git is dropped)\n"
-           "  --ref REF         the full ref name pushed, e.g. refs/heads/main\n"
-           "  --action ACTION   create, update (fast-forward), force or delete\n"
-           "  --old ID --new ID the ref's old and new ids instead (all zeros: none), classified\n"
-           "                    as the gateway does: create, delete, update when old is an\n"
-           "                    ancestor of new, else force; revisions such as main~1 work too\n"
-           "  --git-dir DIR     the repository holding those commits; a symbolic --ref in it is\n"
-           "                    decided on the ref it moves too, as the gateway does upstream\n"
-           "  --run NAME        the run name the pushing token carries; without it rules with\n"
-           "                    \"runs\" do not match\n"
-           "  --json            one JSON object instead of text\n"
-           "\n"
-           "lint     report rules that can never take effect (errors: never-matches, shadowed)\n"
-           "         or are probably not what was meant (warnings: dead-pattern, duplicate,\n"
-           "         redundant, no-reason). Exit 0 clean, 1 findings, 2 usage or bad config.\n"
-           "  --fail-on LEVEL   exit 1 only for findings at this level or above (default warning)\n"
-           "  --json            a JSON array of findings instead of text\n"
-           "\n"
-           "publish  store the policy (\"default\", \"rules\", \"secrets\") in the database that\n"
-           "         FILE's \"state.postgres\" names, as the next version, once it loads over\n"
-           "         FILE as a gateway would load it; prints the version and its digest.\n"
-           "         The current digest again publishes nothing. Exit 0 done, 1 failed.\n"
-           "  --policy POLICYFILE  publish this JSON object of policy keys instead of\n"
-           "                    FILE's own policy part\n"
-           "\n"
-           "current  the policy in force: the database's current version and digest, or\n"
-           "         for a config without \"state\" the digest of its own policy part.\n"
-           "         Exit 0, or 1 when none has been published or it cannot be read.\n"
-           "  --json            one JSON object instead of text\n");
-}
 
 /* ------------------------------------------------------------------------ */
 /* The rules that decide                                                    */
@@ -554,10 +511,23 @@ static int parse_action(config_action *out, const char *s)
     return -1;
 }
 
+static const cli_opt check_opts[] = {
+    {"--config", CLI_OPT_VALUE, offsetof(check_args, config), "FILE"},
+    {"--repo", CLI_OPT_VALUE, offsetof(check_args, repo), "HOST/PATH"},
+    {"--ref", CLI_OPT_VALUE, offsetof(check_args, ref), "REF"},
+    {"--action", CLI_OPT_VALUE, offsetof(check_args, action), "ACTION"},
+    {"--old", CLI_OPT_VALUE, offsetof(check_args, old_id), "ID"},
+    {"--new", CLI_OPT_VALUE, offsetof(check_args, new_id), "ID"},
+    {"--git-dir", CLI_OPT_VALUE, offsetof(check_args, git_dir), "DIR"},
+    {"--run", CLI_OPT_VALUE, offsetof(check_args, run), "NAME"},
+    {"--json", CLI_OPT_FLAG, offsetof(check_args, json), NULL},
+};
+const cli_cmd cli_cmd_policy_check = {"policy check", CLI_OPTS(check_opts), 0, NULL};
+
+/* A usage mistake of policy check: its own exit status, not 2. */
 static int check_usage(const char *msg)
 {
-    fprintf(stderr, "refgate policy check: %s\n\n", msg);
-    usage(stderr);
+    cli_usage_error(&cli_cmd_policy_check, "%s", msg);
     return CHECK_ERROR;
 }
 
@@ -568,44 +538,18 @@ static int policy_check(int argc, char **argv)
     rg_error err = RG_ERROR_INIT;
     policy_plan_ref pr = {0};
     char repo[512], why[300] = "", host[128];
-    const char *value, *slash;
+    const char *slash;
     json_t *root = NULL;
+    cli_args args;
     size_t len;
-    int argi, m, git_started = 0, status = CHECK_ERROR;
+    int m, git_started = 0, status = CHECK_ERROR;
 
-    for (argi = 1; argi < argc; argi++) {
-        const char *p = "refgate policy check";
-        if (cli_is_help(argv[argi])) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(argv[argi], "--json")) {
-            a.json = 1;
-            continue;
-        }
-        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", p)) != 0)
-            a.config = value;
-        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--repo", p)) != 0)
-            a.repo = value;
-        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--ref", p)) != 0)
-            a.ref = value;
-        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--action", p)) != 0)
-            a.action = value;
-        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--old", p)) != 0)
-            a.old_id = value;
-        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--new", p)) != 0)
-            a.new_id = value;
-        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--git-dir", p)) != 0)
-            a.git_dir = value;
-        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--run", p)) != 0)
-            a.run = value;
-        else {
-            fprintf(stderr, "refgate policy check: unexpected argument '%s'\n\n", argv[argi]);
-            usage(stderr);
-            return CHECK_ERROR;
-        }
-        if (m < 0)
-            return CHECK_ERROR;
+    m = cli_opts_parse(&cli_cmd_policy_check, &a, &args, argc, argv);
+    if (m != 0)
+        return m == CLI_PARSE_HELP ? 0 : CHECK_ERROR;
+    if (args.n > 0) {
+        cli_usage_error(&cli_cmd_policy_check, "unexpected argument '%s'", args.v[0]);
+        return CHECK_ERROR;
     }
     if (a.config == NULL || a.repo == NULL || a.ref == NULL)
         return check_usage("--config, --repo and --ref are required");
@@ -725,41 +669,38 @@ static void on_finding(const policy_lint_finding *f, void *arg)
     json_array_append_new(o->json, j);
 }
 
+typedef struct lint_opts {
+    const char *config, *fail_on;
+    int json;
+} lint_opts;
+
+static const cli_opt lint_opts_table[] = {
+    {"--config", CLI_OPT_VALUE, offsetof(lint_opts, config), "FILE"},
+    {"--fail-on", CLI_OPT_VALUE, offsetof(lint_opts, fail_on), "LEVEL"},
+    {"--json", CLI_OPT_FLAG, offsetof(lint_opts, json), NULL},
+};
+const cli_cmd cli_cmd_policy_lint = {"policy lint", CLI_OPTS(lint_opts_table), 0, NULL};
+
 static int policy_lint_cmd(int argc, char **argv)
 {
-    const char *config_path = NULL, *fail_on = NULL, *value;
+    const char *config_path = NULL, *fail_on = NULL;
+    lint_opts o = {0};
+    cli_args args;
     config_model *cfg = NULL;
     rg_error err = RG_ERROR_INIT;
     lint_out out = {0};
-    int argi, m, json = 0, status = LINT_USAGE;
+    int m, json = 0, status = LINT_USAGE;
 
-    for (argi = 1; argi < argc; argi++) {
-        if (cli_is_help(argv[argi])) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(argv[argi], "--json")) {
-            json = 1;
-            continue;
-        }
-        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate policy lint")) != 0)
-            config_path = value;
-        else if ((m = cli_opt_value(&value, argc, argv, &argi, "--fail-on",
-                                    "refgate policy lint")) != 0)
-            fail_on = value;
-        else {
-            fprintf(stderr, "refgate policy lint: unexpected argument '%s'\n\n", argv[argi]);
-            usage(stderr);
-            return LINT_USAGE;
-        }
-        if (m < 0)
-            return LINT_USAGE;
-    }
-    if (config_path == NULL) {
-        fprintf(stderr, "refgate policy lint: --config is required\n\n");
-        usage(stderr);
-        return LINT_USAGE;
-    }
+    m = cli_opts_parse(&cli_cmd_policy_lint, &o, &args, argc, argv);
+    if (m != 0)
+        return cli_opts_exit(m);
+    if (args.n > 0)
+        return cli_usage_error(&cli_cmd_policy_lint, "unexpected argument '%s'", args.v[0]);
+    config_path = o.config;
+    fail_on = o.fail_on;
+    json = o.json;
+    if (config_path == NULL)
+        return cli_usage_error(&cli_cmd_policy_lint, "--config is required");
     if (fail_on != NULL && strcmp(fail_on, "warning") && strcmp(fail_on, "error")) {
         fprintf(stderr, "refgate policy lint: --fail-on %s: expected warning or error\n", fail_on);
         return LINT_USAGE;
@@ -805,36 +746,32 @@ typedef struct shared_args {
     int json;
 } shared_args;
 
-/* --config, --policy (publish only) and --json (current only). */
-static int shared_parse(shared_args *a, int argc, char **argv, const char *prog, int publish)
-{
-    const char *value;
-    int m;
+static const cli_opt publish_opts[] = {
+    {"--config", CLI_OPT_VALUE, offsetof(shared_args, config), "FILE"},
+    {"--policy", CLI_OPT_VALUE, offsetof(shared_args, policy), "POLICYFILE"},
+};
+static const cli_opt current_opts[] = {
+    {"--config", CLI_OPT_VALUE, offsetof(shared_args, config), "FILE"},
+    {"--json", CLI_OPT_FLAG, offsetof(shared_args, json), NULL},
+};
+const cli_cmd cli_cmd_policy_publish = {"policy publish", CLI_OPTS(publish_opts), 0, NULL};
+const cli_cmd cli_cmd_policy_current = {"policy current", CLI_OPTS(current_opts), 0, NULL};
 
-    for (int argi = 1; argi < argc; argi++) {
-        if (cli_is_help(argv[argi])) {
-            usage(stdout);
-            return 1;
-        }
-        if (!publish && !strcmp(argv[argi], "--json")) {
-            a->json = 1;
-            continue;
-        }
-        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", prog)) != 0)
-            a->config = value;
-        else if (publish && (m = cli_opt_value(&value, argc, argv, &argi, "--policy", prog)) != 0)
-            a->policy = value;
-        else {
-            fprintf(stderr, "%s: unexpected argument '%s'\n\n", prog, argv[argi]);
-            usage(stderr);
-            return -1;
-        }
-        if (m < 0)
-            return -1;
+/* publish's or current's options: 0, 1 after help, -1 after a mistake (said). */
+static int shared_parse(shared_args *a, int argc, char **argv, int publish)
+{
+    const cli_cmd *cmd = publish ? &cli_cmd_policy_publish : &cli_cmd_policy_current;
+    cli_args args;
+    int rc = cli_opts_parse(cmd, a, &args, argc, argv);
+
+    if (rc != 0)
+        return rc == CLI_PARSE_HELP ? 1 : -1;
+    if (args.n > 0) {
+        cli_usage_error(cmd, "unexpected argument '%s'", args.v[0]);
+        return -1;
     }
     if (a->config == NULL) {
-        fprintf(stderr, "%s: --config is required\n\n", prog);
-        usage(stderr);
+        cli_usage_error(cmd, "--config is required");
         return -1;
     }
     return 0;
@@ -881,7 +818,7 @@ static int policy_publish(int argc, char **argv)
     size_t len;
     int rc, unchanged = 0, status = PUBLISH_FAILED;
 
-    if ((rc = shared_parse(&a, argc, argv, prog, 1)) != 0)
+    if ((rc = shared_parse(&a, argc, argv, 1)) != 0)
         return rc > 0 ? 0 : LINT_USAGE;
     if (config_load(&cfg, a.config, &err) < 0) {
         fprintf(stderr, "%s: %s\n", prog, err.msg);
@@ -939,7 +876,7 @@ static int policy_current(int argc, char **argv)
     json_t *j = NULL;
     int rc, status = PUBLISH_FAILED;
 
-    if ((rc = shared_parse(&a, argc, argv, prog, 0)) != 0)
+    if ((rc = shared_parse(&a, argc, argv, 0)) != 0)
         return rc > 0 ? 0 : LINT_USAGE;
     if (config_load(&cfg, a.config, &err) < 0) {
         fprintf(stderr, "%s: %s\n", prog, err.msg);
@@ -990,23 +927,23 @@ done:
 
 int cli_policy(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
-        return LINT_USAGE;
-    }
-    if (cli_is_help(argv[1])) {
-        usage(stdout);
+    if (argc >= 2 && cli_is_help(argv[1])) {
+        cli_help_print(stdout, "policy");
         return 0;
     }
-    if (!strcmp(argv[1], "check"))
+    if (argc >= 2 && !strcmp(argv[1], "check"))
         return policy_check(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "lint"))
+    if (argc >= 2 && !strcmp(argv[1], "lint"))
         return policy_lint_cmd(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "publish"))
+    if (argc >= 2 && !strcmp(argv[1], "publish"))
         return policy_publish(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "current"))
+    if (argc >= 2 && !strcmp(argv[1], "current"))
         return policy_current(argc - 1, argv + 1);
-    fprintf(stderr, "refgate policy: unknown subcommand '%s'\n\n", argv[1]);
-    usage(stderr);
+    if (argc < 2)
+        fprintf(stderr, "refgate policy: expected check, lint, publish or current (see refgate "
+                        "policy --help)\n");
+    else
+        fprintf(stderr, "refgate policy: unknown subcommand '%s' (see refgate policy --help)\n",
+                argv[1]);
     return LINT_USAGE;
 }

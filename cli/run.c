@@ -20,6 +20,7 @@
 #include "cli/cli.h"
 #include "cli/profile.h"
 #include "cli/runplace.h"
+#include "cli/run_int.h"
 #include "config/config.h"
 #include "runner/options.h"
 #include "tokens/token.h"
@@ -36,6 +37,7 @@
 #include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,115 +49,11 @@
 #define EXIT_SETUP     1
 #define EXIT_USAGE     2
 #define DEFAULT_CONFIG "/etc/refgate/refgate.json"
-/* GIT_CONFIG_* entries at most: two per rewritten prefix, three per upstream, two for the helper.
- */
-#define GIT_ENV_MAX 128
-/* Remote URLs looked at, at most (a .git/config is the user's, but bounded anyway). */
-#define REMOTES_MAX 256
 /* Forks (DIR.N) remembered before the run, to tell which one it made. */
 #define FORKS_MAX 4096
 /* refgate-run options passed on (words), at most. */
 #define RUN_FORK_OPTS_MAX 64
 
-/* What git needs to reach the gateway: see run_git_env. */
-#define CREDENTIAL_HELPER                                                                          \
-    "!f() { test \"$1\" = get || exit 0; echo username=run; "                                      \
-    "echo \"password=$REFGATE_RUN_TOKEN\"; }; f"
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: refgate run [--config FILE] [--repo HOST/PATH]... [--ttl DURATION]\n"
-            "                   [--run NAME] [--gateway-url URL] [--profile NAME]\n"
-            "                   [--continue [FORK]] [refgate-run options] [--] CMD [ARGS...]\n"
-            "\n"
-            "Run CMD (an agent) under refgate-run in a fork of the current directory's work\n"
-            "tree (its top, shown inside at its own path; CMD starts in the subdirectory\n"
-            "you are in), with a run token for its repositories and its git pushes going\n"
-            "through the gateway.\n"
-            "\n"
-            "  --config FILE     the gateway's configuration (default: $REFGATE_CONFIG,\n"
-            "                    else " DEFAULT_CONFIG "); only read, for the control\n"
-            "                    socket, the upstreams and the gateway's URL\n"
-            "  --repo HOST/PATH  a repository the run may push to (repeatable, at most %d);\n"
-            "                    default: every remote of the current directory's git\n"
-            "                    repository (remote.*.url and remote.*.pushurl) on a\n"
-            "                    configured upstream: https://HOST/PATH, git@HOST:PATH and\n"
-            "                    ssh://git@HOST/PATH for an http(s) upstream on HOST or a\n"
-            "                    local upstream whose host is HOST, or a file:// URL or\n"
-            "                    path under a local upstream's directory\n"
-            "  --ttl DURATION    the token's lifetime (default 2h; at most the gateway's\n"
-            "                    control.max_ttl): it bounds the token should refgate run\n"
-            "                    itself be killed before it can revoke it\n"
-            "  --run NAME        the run's name in the audit log (default: run-<random>)\n"
-            "  --gateway-url URL the gateway's URL as the run reaches it (default: the\n"
-            "                    config's control.url, else what the gateway tells)\n"
-            "  --profile NAME    the agent profile: claude, codex, or none (default: the\n"
-            "                    one named like CMD's basename, else none); see below\n"
-            "  --continue [FORK] run in the fork FORK of an earlier run (the next argument\n"
-            "                    when it is a directory; default: the fork the current\n"
-            "                    directory is in), with the repositories of its remotes;\n"
-            "                    run from inside a fork, refgate run continues it anyway\n"
-            "                    (refgate-run never forks a fork)\n"
-            "  -q, -v, --rm, --keep-tmp, --no-caches, --mkdir, --exclude-ignored,\n"
-            "  -r PATH, -w PATH, -e NAME[=VALUE], --exclude PATTERN, --cache-dir DIR,\n"
-            "  --bind SRC:DST, --ro-bind SRC:DST, --hide PATH\n"
-            "                    refgate-run's options, passed on (see refgate-run --help);\n"
-            "                    -q also keeps refgate run's own lines to warnings and\n"
-            "                    errors. The network, the namespaces and -d, --force,\n"
-            "                    --allow-unconfined are refgate run's to decide: refused\n"
-            "\n"
-            "How: the running gateway mints the token over its control socket\n"
-            "(control.socket, default <state_dir>/control.sock; the gateway checks who you\n"
-            "are, see control.users and control.groups), so you need no access to\n"
-            "state_dir. With no gateway answering there refgate run exits 2 and says how to\n"
-            "start one (refgate serve --config FILE).\n"
-            "CMD runs through refgate-run (next to refgate, or $REFGATE_RUN) with, in its\n"
-            "environment only (nothing is written to any git config):\n"
-            "  REFGATE_RUN_TOKEN   the token (never in a URL, argv or a file)\n"
-            "  GIT_CONFIG_COUNT, GIT_CONFIG_KEY_n, GIT_CONFIG_VALUE_n:\n"
-            "    url.<gateway>/<host>/.insteadOf and .pushInsteadOf for https://<host>/,\n"
-            "      git@<host>: and ssh://git@<host>/ (and file://<root>/ and <root>/ for\n"
-            "      a local upstream), for each upstream the run's repositories are on;\n"
-            "    credential.<gateway>.helper: first emptied (no other helper answers\n"
-            "      for the gateway), then a helper that prints the token.\n"
-            "When CMD ends, however it ends (refgate run forwards SIGINT, SIGTERM and\n"
-            "SIGHUP sent to it, and waits), the token is revoked, and the fork's path is\n"
-            "printed with the refgate diff command that reviews it and the refgate run\n"
-            "--continue command that runs in it again (refgate by its absolute path).\n"
-            "\n"
-            "Agent profiles give an agent what it needs to reach its model's API; the run\n"
-            "says at start which of them it holds (names, never values):\n"
-            "  claude  hosts api.anthropic.com:443, console.anthropic.com:443 (login refresh);\n"
-            "          env ANTHROPIC_*, CLAUDE_CODE_*, DISABLE_TELEMETRY,\n"
-            "          DISABLE_ERROR_REPORTING, DISABLE_AUTOUPDATER, NODE_EXTRA_CA_CERTS (a\n"
-            "          CA for a TLS-inspecting proxy); config: a copy of\n"
-            "          ~/.claude (without projects, history.jsonl, shell-snapshots, todos,\n"
-            "          file-history, session-env, statsig, ide, debug) and of\n"
-            "          ~/.claude.json ({} when there is none), at those paths\n"
-            "  codex   hosts api.openai.com:443, chatgpt.com:443, auth.openai.com:443;\n"
-            "          env OPENAI_*, CODEX_*; config: a copy of ~/.codex (without sessions,\n"
-            "          archived_sessions, history.jsonl, log), at that path\n"
-            "The hosts (and ANTHROPIC_BASE_URL's or OPENAI_BASE_URL's when it is https)\n"
-            "go to refgate-run's allow-list (--net allow=..., beside the gateway); the\n"
-            "variables set in your environment pass with -e NAME; the copy (of\n"
-            "$CLAUDE_CONFIG_DIR or $CODEX_HOME when set, which then pass too) is made in\n"
-            "$XDG_STATE_HOME/refgate/runs/ (default ~/.local/state), shown by refgate-run\n"
-            "at the real paths (--bind: where the agent looks, and where the paths it\n"
-            "records still mean the same), is the run's to write and is removed when the\n"
-            "run ends: nothing reaches your own. (A $CLAUDE_CONFIG_DIR or $CODEX_HOME\n"
-            "outside the home directory that does not exist is pointed at the copy.)\n"
-            "Git LFS: the rewrite sends git-lfs's API to the gateway, which forwards no\n"
-            "LFS objects and answers 501 in LFS's error format (git-lfs prints why).\n"
-            "\n"
-            "Exit status: CMD's (CMD killed by a signal: the same signal); 1 the run could\n"
-            "not be set up; 2 usage, or no gateway running.\n"
-            "\n"
-            "Examples:\n"
-            "  cd ~/src/app && refgate run -- claude\n"
-            "  refgate run --continue ~/src/app.1 -- claude\n",
-            TOKENS_REPOS_MAX);
-}
 
 /* ------------------------------------------------------------------------ */
 /* Signals                                                                  */
@@ -190,440 +88,6 @@ static void run_signals_install(void)
     sigemptyset(&sa.sa_mask);
     for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
         sigaction(sigs[i], &sa, NULL);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Repositories from the git remotes                                        */
-/* ------------------------------------------------------------------------ */
-
-/* An upstream's URL cut into what remotes are compared with. */
-typedef struct run_upstream_url {
-    char authority[256]; /* host[:port] of an http(s) upstream */
-    char hostname[256];  /* the same without the port (for ssh forms) */
-    char prefix[1024];   /* the URL's path, without a trailing '/' ("" for none) */
-} run_upstream_url;
-
-static int run_split_upstream(run_upstream_url *out, const config_upstream *up)
-{
-    const char *p = up->url, *slash, *at;
-    size_t alen;
-
-    memset(out, 0, sizeof(*out));
-    if (!strncmp(p, "https://", 8))
-        p += 8;
-    else if (!strncmp(p, "http://", 7))
-        p += 7;
-    else
-        return -1;
-    slash = strchr(p, '/');
-    alen = slash ? (size_t)(slash - p) : strlen(p);
-    at = memchr(p, '@', alen);
-    if (at != NULL) {
-        alen -= (size_t)(at + 1 - p);
-        p = at + 1;
-    }
-    if (alen == 0 || alen >= sizeof(out->authority))
-        return -1;
-    memcpy(out->authority, p, alen);
-    memcpy(out->hostname, p, alen);
-    if (out->hostname[0] != '[' && strchr(out->hostname, ':'))
-        *strchr(out->hostname, ':') = '\0';
-    snprintf(out->prefix, sizeof(out->prefix), "%s", slash ? slash : "");
-    while (strlen(out->prefix) > 0 && out->prefix[strlen(out->prefix) - 1] == '/')
-        out->prefix[strlen(out->prefix) - 1] = '\0';
-    return 0;
-}
-
-/*
- * The repository `rest` (a path under an upstream, e.g. "acme/app.git/")
- * names, as "<host>/acme/app"; NULL when empty.
- */
-static char *run_repo_name(const char *host, const char *rest)
-{
-    char *out;
-    size_t len;
-
-    while (*rest == '/')
-        rest++;
-    len = strlen(rest);
-    while (len > 0 && rest[len - 1] == '/')
-        len--;
-    if (len >= 4 && !strncmp(rest + len - 4, ".git", 4))
-        len -= 4;
-    if (len == 0 || memchr(rest, '/', len) == NULL)
-        return NULL;
-    if (asprintf(&out, "%s/%.*s", host, (int)len, rest) < 0)
-        return NULL;
-    return out;
-}
-
-/* `rest` after `prefix` + "/" in `path` (or the whole path when prefix is ""). */
-static const char *run_under(const char *path, const char *prefix)
-{
-    size_t n = strlen(prefix);
-
-    if (n == 0)
-        return path[0] == '/' ? path : NULL;
-    if (strncmp(path, prefix, n) != 0 || path[n] != '/')
-        return NULL;
-    return path + n;
-}
-
-/*
- * Map one remote URL to `<configured host>/<path>`: https://H/P, git@H:P
- * and ssh://git@H/P where an http(s) upstream's URL is on H (and P under
- * its path), file:///R/P or /R/P under a local upstream's root R. *up_index
- * gets the upstream. Returns NULL when the URL is on no configured upstream.
- */
-static char *run_map_remote(size_t *up_index, const config_model *cfg, const char *url)
-{
-    char authority[256] = "", hostname[256] = "", path[2048] = "";
-    const char *p, *slash, *colon, *at, *rest;
-    int is_http = 0, is_ssh = 0, is_local = 0;
-    run_upstream_url u;
-    size_t i, n;
-
-    if (!strncmp(url, "https://", 8) || !strncmp(url, "http://", 7)) {
-        is_http = 1;
-        p = strstr(url, "://") + 3;
-    } else if (!strncmp(url, "ssh://", 6)) {
-        is_ssh = 1;
-        p = url + 6;
-    } else if (!strncmp(url, "file://", 7)) {
-        is_local = 1;
-        snprintf(path, sizeof(path), "%s", url + 7);
-    } else if (url[0] == '/') {
-        is_local = 1;
-        snprintf(path, sizeof(path), "%s", url);
-    } else if ((colon = strchr(url, ':')) != NULL &&
-               ((slash = strchr(url, '/')) == NULL || colon < slash)) {
-        /* scp-like [user@]host:path, as git reads it. */
-        at = memchr(url, '@', (size_t)(colon - url));
-        p = at ? at + 1 : url;
-        n = (size_t)(colon - p);
-        if (n == 0 || n >= sizeof(hostname))
-            return NULL;
-        memcpy(hostname, p, n);
-        snprintf(path, sizeof(path), "/%s", colon + 1);
-        is_ssh = 2;
-    } else {
-        return NULL;
-    }
-    if (is_http || is_ssh == 1) {
-        slash = strchr(p, '/');
-        if (slash == NULL)
-            return NULL;
-        n = (size_t)(slash - p);
-        at = memchr(p, '@', n);
-        if (at != NULL) {
-            n -= (size_t)(at + 1 - p);
-            p = at + 1;
-        }
-        if (n == 0 || n >= sizeof(authority))
-            return NULL;
-        memcpy(authority, p, n);
-        memcpy(hostname, p, n);
-        if (hostname[0] != '[' && strchr(hostname, ':'))
-            *strchr(hostname, ':') = '\0';
-        snprintf(path, sizeof(path), "%s", slash);
-    }
-    for (i = 0; i < cfg->nupstreams; i++) {
-        const config_upstream *up = &cfg->upstreams[i];
-
-        if (up->root != NULL) {
-            /* A local upstream also stands for its host name's https and
-             * ssh URLs, so a clone of a forge's repository can push to a
-             * local copy of it. */
-            if (is_local)
-                rest = run_under(path, up->root);
-            else
-                rest = strcmp(is_http ? authority : hostname, up->host) == 0 ? run_under(path, "")
-                                                                             : NULL;
-            if (rest == NULL)
-                continue;
-        } else {
-            if (is_local || run_split_upstream(&u, up) < 0)
-                continue;
-            /* http(s) compares host and port; ssh has its own port. */
-            if (is_http ? strcmp(authority, u.authority) != 0 : strcmp(hostname, u.hostname) != 0)
-                continue;
-            if ((rest = run_under(path, u.prefix)) == NULL)
-                continue;
-        }
-        *up_index = i;
-        return run_repo_name(up->host, rest);
-    }
-    return NULL;
-}
-
-/*
- * The remotes in the git config `path` (the repository's, runplace.h),
- * mapped (into repos/nrepos, deduplicated; used[] marks their upstreams).
- * The config is read as a file: nothing in it is run.
- */
-static int run_infer_repos(char **repos, size_t *nrepos, unsigned char *used,
-                           const config_model *cfg, const char *path)
-{
-    git_config *gc = NULL;
-    git_config_iterator *it = NULL;
-    git_config_entry *e;
-    char seen[2048] = "";
-    size_t seen_len = 0, count = 0, up = 0, j;
-    int rc = -1;
-
-    if (path[0] == '\0') {
-        fprintf(stderr, "refgate run: the current directory is not in a git repository; name the "
-                        "repositories with --repo HOST/PATH\n");
-        goto done;
-    }
-    /* A plain iterator filtered here: libgit2's regex glob leaks pcre2's match data. */
-    if (git_config_open_ondisk(&gc, path) < 0 || git_config_iterator_new(&it, gc) < 0) {
-        fprintf(stderr, "refgate run: cannot read %s: %s\n", path,
-                git_error_last() ? git_error_last()->message : "unknown error");
-        goto done;
-    }
-    /* Bounded: at most REMOTES_MAX entries are looked at. */
-    while (count < REMOTES_MAX && git_config_next(&e, it) == 0) {
-        size_t nl = strlen(e->name);
-        char *repo;
-
-        if (strncmp(e->name, "remote.", 7) != 0 ||
-            !((nl > 4 && !strcmp(e->name + nl - 4, ".url")) ||
-              (nl > 8 && !strcmp(e->name + nl - 8, ".pushurl"))))
-            continue;
-        count++;
-        repo = run_map_remote(&up, cfg, e->value);
-
-        if (repo == NULL) {
-            if (seen_len < sizeof(seen))
-                seen_len += (size_t)snprintf(seen + seen_len, sizeof(seen) - seen_len, "%s%s",
-                                             seen_len ? ", " : "", e->value);
-            continue;
-        }
-        for (j = 0; j < *nrepos && strcmp(repos[j], repo) != 0; j++)
-            ;
-        if (j < *nrepos || *nrepos == TOKENS_REPOS_MAX) {
-            free(repo);
-            continue;
-        }
-        repos[(*nrepos)++] = repo;
-        used[up] = 1;
-    }
-    if (*nrepos == 0) {
-        fprintf(stderr,
-                "refgate run: no remote in %s is on an upstream of %s (remotes: %s; "
-                "upstreams:",
-                path, cfg->path, seen_len ? seen : "none");
-        for (j = 0; j < cfg->nupstreams; j++)
-            fprintf(stderr, " %s=%s", cfg->upstreams[j].host, cfg->upstreams[j].url);
-        fprintf(stderr, "); name the repositories with --repo HOST/PATH\n");
-        goto done;
-    }
-    rc = 0;
-done:
-    git_config_iterator_free(it);
-    git_config_free(gc);
-    return rc;
-}
-
-/* ------------------------------------------------------------------------ */
-/* The run's environment                                                    */
-/* ------------------------------------------------------------------------ */
-
-typedef struct run_env {
-    char *keys[GIT_ENV_MAX], *values[GIT_ENV_MAX];
-    size_t n;
-} run_env;
-
-static int run_env_add(run_env *e, char *key, char *value)
-{
-    if (key == NULL || value == NULL || e->n == GIT_ENV_MAX) {
-        free(key);
-        free(value);
-        return -1;
-    }
-    e->keys[e->n] = key;
-    e->values[e->n++] = value;
-    return 0;
-}
-
-static void run_env_free(run_env *e)
-{
-    size_t i;
-
-    for (i = 0; i < e->n; i++) {
-        free(e->keys[i]);
-        free(e->values[i]);
-    }
-    e->n = 0;
-}
-
-/* url.<gw>/<host>/.insteadOf and .pushInsteadOf = `from`. */
-static int run_env_rewrite(run_env *e, const char *gw, const char *host, const char *from)
-{
-    char *k1 = NULL, *k2 = NULL;
-
-    if (asprintf(&k1, "url.%s/%s/.insteadOf", gw, host) < 0)
-        k1 = NULL;
-    if (asprintf(&k2, "url.%s/%s/.pushInsteadOf", gw, host) < 0)
-        k2 = NULL;
-    if (run_env_add(e, k1, strdup(from)) < 0) {
-        free(k2);
-        return -1;
-    }
-    return run_env_add(e, k2, strdup(from));
-}
-
-/*
- * The git configuration a run needs, as GIT_CONFIG_KEY_n/VALUE_n pairs:
- * every URL form of each used upstream rewritten to the gateway (for
- * fetches too: inside the run the gateway is the only way out), and a
- * credential helper for the gateway that prints the token from the
- * environment. The empty helper first resets the list, so a helper from
- * the user's own git config is never asked for (or told) the gateway's
- * credential.
- */
-static int run_git_env(run_env *e, const config_model *cfg, const unsigned char *used,
-                       const char *gw)
-{
-    char from[2048];
-    run_upstream_url u;
-    size_t i;
-    int rc = 0;
-
-    for (i = 0; rc == 0 && i < cfg->nupstreams; i++) {
-        const config_upstream *up = &cfg->upstreams[i];
-
-        if (!used[i])
-            continue;
-        if (up->root != NULL) {
-            snprintf(from, sizeof(from), "file://%s/", up->root);
-            rc = run_env_rewrite(e, gw, up->host, from);
-            snprintf(from, sizeof(from), "%s/", up->root);
-            if (rc == 0)
-                rc = run_env_rewrite(e, gw, up->host, from);
-            snprintf(from, sizeof(from), "https://%s/", up->host);
-            if (rc == 0)
-                rc = run_env_rewrite(e, gw, up->host, from);
-            snprintf(from, sizeof(from), "git@%s:", up->host);
-            if (rc == 0)
-                rc = run_env_rewrite(e, gw, up->host, from);
-            snprintf(from, sizeof(from), "ssh://git@%s/", up->host);
-            if (rc == 0)
-                rc = run_env_rewrite(e, gw, up->host, from);
-            continue;
-        }
-        if (run_split_upstream(&u, up) < 0)
-            continue;
-        snprintf(from, sizeof(from), "%s/", up->url);
-        rc = run_env_rewrite(e, gw, up->host, from);
-        snprintf(from, sizeof(from), "git@%s:%s%s", u.hostname, u.prefix[0] ? u.prefix + 1 : "",
-                 u.prefix[0] ? "/" : "");
-        if (rc == 0)
-            rc = run_env_rewrite(e, gw, up->host, from);
-        snprintf(from, sizeof(from), "ssh://git@%s%s/", u.hostname, u.prefix);
-        if (rc == 0)
-            rc = run_env_rewrite(e, gw, up->host, from);
-    }
-    if (rc == 0) {
-        char *k = NULL;
-
-        if (asprintf(&k, "credential.%s.helper", gw) < 0)
-            k = NULL;
-        rc = run_env_add(e, k, strdup(""));
-        if (asprintf(&k, "credential.%s.helper", gw) < 0)
-            k = NULL;
-        if (rc == 0)
-            rc = run_env_add(e, k, strdup(CREDENTIAL_HELPER));
-    }
-    return rc;
-}
-
-/* 1 when NAME=... in `entry` is one of ours (so the caller's is dropped). */
-static int run_env_ours(const char *entry)
-{
-    return !strncmp(entry, "GIT_CONFIG_COUNT=", 17) || !strncmp(entry, "GIT_CONFIG_KEY_", 15) ||
-           !strncmp(entry, "GIT_CONFIG_VALUE_", 17) ||
-           !strncmp(entry, "GIT_CONFIG_PARAMETERS=", 22) ||
-           !strncmp(entry, "REFGATE_RUN_TOKEN=", 18);
-}
-
-/*
- * The runner's environment (ours, without the caller's GIT_CONFIG_* and
- * REFGATE_RUN_TOKEN, plus the run's) and the `-e NAME` options that let
- * those through refgate-run's allow-list. refgate-run denies GIT_CONFIG_*
- * and names that look like credentials unless named with --env: naming
- * them (not NAME=VALUE) keeps the values, the token above all, out of
- * argv. The strings are allocated into `owned`.
- */
-/* A formatted string recorded in owned[] (freed, wiped, by the caller); NULL when out of memory. */
-static char *run_own(char **owned, size_t *nowned, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static char *run_own(char **owned, size_t *nowned, const char *fmt, ...)
-{
-    va_list ap;
-    char *s = NULL;
-
-    va_start(ap, fmt);
-    if (vasprintf(&s, fmt, ap) < 0)
-        s = NULL;
-    va_end(ap);
-    if (s != NULL)
-        owned[(*nowned)++] = s;
-    return s;
-}
-
-static int run_runner_env(char ***envp_out, const char **args, size_t *nargs, char **owned,
-                          size_t *nowned, const run_env *e, const char *token)
-{
-    extern char **environ;
-    size_t n = 0, i, k = 0;
-    char **envp, *s, *name;
-    int rc = -1;
-
-    for (i = 0; environ[i]; i++)
-        n++;
-    envp = calloc(n + 2 * e->n + 3, sizeof(*envp));
-    if (envp == NULL)
-        goto done;
-    for (i = 0; environ[i]; i++)
-        if (!run_env_ours(environ[i]))
-            envp[k++] = environ[i];
-    if ((s = run_own(owned, nowned, "REFGATE_RUN_TOKEN=%s", token)) == NULL)
-        goto done;
-    envp[k++] = s;
-    args[(*nargs)++] = "-e";
-    args[(*nargs)++] = "REFGATE_RUN_TOKEN";
-    if ((s = run_own(owned, nowned, "GIT_CONFIG_COUNT=%zu", e->n)) == NULL)
-        goto done;
-    envp[k++] = s;
-    args[(*nargs)++] = "-e";
-    args[(*nargs)++] = "GIT_CONFIG_COUNT";
-    for (i = 0; i < e->n; i++) {
-        if ((s = run_own(owned, nowned, "GIT_CONFIG_KEY_%zu=%s", i, e->keys[i])) == NULL)
-            goto done;
-        envp[k++] = s;
-        if ((s = run_own(owned, nowned, "GIT_CONFIG_VALUE_%zu=%s", i, e->values[i])) == NULL)
-            goto done;
-        envp[k++] = s;
-        if ((name = run_own(owned, nowned, "GIT_CONFIG_KEY_%zu", i)) == NULL)
-            goto done;
-        args[(*nargs)++] = "-e";
-        args[(*nargs)++] = name;
-        if ((name = run_own(owned, nowned, "GIT_CONFIG_VALUE_%zu", i)) == NULL)
-            goto done;
-        args[(*nargs)++] = "-e";
-        args[(*nargs)++] = name;
-    }
-    rc = 0;
-done:
-    if (rc < 0) {
-        free(envp);
-        envp = NULL;
-    }
-    *envp_out = envp;
-    return rc;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -924,12 +388,30 @@ static int run_revoke(const char *sock, const char *token)
  * runner made (*fork_n: its N in DIR.N, -1 when none is seen). *wst gets the runner's wait status
  * (a signal that came before it started counts as killing it). Returns the exit status.
  */
-static int run_with_token(int *wst, long *fork_n, const config_model *cfg,
-                          const unsigned char *used, const char *const *repos, size_t nrepos,
-                          const char *token, const json_t *ans, const char *gw_arg,
-                          const char *runner, const cli_runplace *pl, char **cmd,
-                          const cli_profile *prof, const char *const *fork_opts, int quiet)
+/* What run_with_token runs with. */
+typedef struct run_call {
+    const config_model *cfg;
+    const unsigned char *used; /* used[i]: the run's repositories are on cfg's upstream i */
+    const char *const *repos;
+    size_t nrepos;
+    const char *token;
+    const json_t *ans;  /* the gateway's answer to the mint (its run name, its URL) */
+    const char *gw_arg; /* --gateway-url, or NULL */
+    const char *runner; /* refgate-run's path */
+    const cli_runplace *pl;
+    char **cmd; /* NULL-terminated */
+    const cli_profile *prof;
+    const char *const *fork_opts; /* refgate-run's options passed on, NULL-terminated */
+    int quiet;
+} run_call;
+
+static int run_with_token(int *wst, long *fork_n, const run_call *c)
 {
+    const config_model *cfg = c->cfg;
+    const char *const *repos = c->repos, *runner = c->runner;
+    const cli_runplace *pl = c->pl;
+    char **cmd = c->cmd;
+    size_t nrepos = c->nrepos;
     extern char **environ;
     const char *value, **args = NULL;
     char **owned = NULL, **envp = NULL, *gw = NULL;
@@ -945,9 +427,9 @@ static int run_with_token(int *wst, long *fork_n, const config_model *cfg,
     ps.dir[0] = '\0';
     /* The URL the run reaches the gateway at: said on the command line, in
      * the config, or by the gateway itself. */
-    value = gw_arg             ? gw_arg
+    value = c->gw_arg          ? c->gw_arg
             : cfg->control.url ? cfg->control.url
-                               : json_string_value(json_object_get(ans, "url"));
+                               : json_string_value(json_object_get(c->ans, "url"));
     if (value == NULL || strncmp(value, "http://", 7) != 0) {
         fprintf(stderr, "refgate run: the gateway's URL is unknown: set --gateway-url or "
                         "control.url\n");
@@ -958,15 +440,15 @@ static int run_with_token(int *wst, long *fork_n, const config_model *cfg,
         goto done;
     while (strlen(gw) > 7 && gw[strlen(gw) - 1] == '/')
         gw[strlen(gw) - 1] = '\0';
-    if (!quiet) {
+    if (!c->quiet) {
         fprintf(stderr, "refgate run: run %s, token for",
-                json_string_value(json_object_get(ans, "run")));
+                json_string_value(json_object_get(c->ans, "run")));
         for (i = 0; i < nrepos; i++)
             fprintf(stderr, " %s", repos[i]);
         fprintf(stderr, " through %s\n", gw);
     }
 
-    if (run_git_env(&genv, cfg, used, gw) < 0) {
+    if (run_git_env(&genv, cfg, c->used, gw) < 0) {
         fprintf(stderr, "refgate run: too many git settings for the run\n");
         goto done;
     }
@@ -983,11 +465,12 @@ static int run_with_token(int *wst, long *fork_n, const config_model *cfg,
     if (args == NULL || owned == NULL)
         goto done;
     args[nargs++] = runner;
-    if (run_runner_env(&envp, args, &nargs, owned, &nowned, &genv, token) < 0)
+    if (run_runner_env(&envp, args, &nargs, owned, &nowned, &genv, c->token) < 0)
         goto done;
     if (run_hide_args(args, &nargs, cap - 4, cfg) < 0)
         goto done;
-    if (prof != NULL && run_profile_args(&ps, args, &nargs, cap - 4, owned, &nowned, prof) < 0)
+    if (c->prof != NULL &&
+        run_profile_args(&ps, args, &nargs, cap - 4, owned, &nowned, c->prof) < 0)
         goto done;
     /* The run's only network: the gateway, at the URL its git uses. */
     args[nargs++] = "--gateway";
@@ -996,8 +479,8 @@ static int run_with_token(int *wst, long *fork_n, const config_model *cfg,
         args[nargs++] = "--continue";
         args[nargs++] = pl->fork;
     }
-    for (i = 0; fork_opts[i] != NULL; i++)
-        args[nargs++] = fork_opts[i];
+    for (i = 0; c->fork_opts[i] != NULL; i++)
+        args[nargs++] = c->fork_opts[i];
     args[nargs++] = "--";
     for (i = 0; i < ncmd; i++)
         args[nargs++] = cmd[i];
@@ -1101,102 +584,200 @@ static int run_pass_option(const char **opts, size_t *n, int *quiet, int argc, c
     return 1;
 }
 
-int cli_run(int argc, char **argv)
+/* refgate run's own options (refgate(1) says what they do). */
+typedef struct run_opts {
+    const char *config, *ttl, *run, *gateway_url, *profile;
+    cli_opt_list repos;
+    int cont;              /* --continue */
+    const char *cont_fork; /* its FORK, or NULL */
+    const char *fork_opts[RUN_FORK_OPTS_MAX + 1];
+    size_t nfork_opts;
+    int quiet;
+} run_opts;
+
+static const cli_opt run_opts_table[] = {
+    {"--config", CLI_OPT_VALUE, offsetof(run_opts, config), "FILE"},
+    {"--repo", CLI_OPT_LIST, offsetof(run_opts, repos), "HOST/PATH"},
+    {"--ttl", CLI_OPT_VALUE, offsetof(run_opts, ttl), "DURATION"},
+    {"--run", CLI_OPT_VALUE, offsetof(run_opts, run), "NAME"},
+    {"--gateway-url", CLI_OPT_VALUE, offsetof(run_opts, gateway_url), "URL"},
+    {"--profile", CLI_OPT_VALUE, offsetof(run_opts, profile), "NAME"},
+};
+
+/*
+ * What the table cannot say: `--continue [FORK]`, whose value is optional
+ * (the next argument when it is a directory), and refgate-run's options
+ * passed on.
+ */
+static int run_other_option(void *dst, int argc, char **argv, int *argi)
 {
-    const char *config_path = NULL, *ttl_arg = NULL, *run = NULL, *gw_arg = NULL, *value;
-    const char *profile_arg = NULL;
-    const cli_profile *prof = NULL;
-    const char *repo_args[TOKENS_REPOS_MAX];
-    char *repos[TOKENS_REPOS_MAX] = {0}, *token = NULL, runner[PATH_MAX], cwd[PATH_MAX];
-    char self[PATH_MAX];
-    const char *cont_fork = NULL, *fork_opts[RUN_FORK_OPTS_MAX + 1] = {0};
-    size_t nfork_opts = 0;
-    cli_runplace pl;
-    int cont = 0;
-    size_t nrepo_args = 0, nrepos = 0, i;
-    unsigned char used[256] = {0};
-    config_model *cfg = NULL;
+    run_opts *o = dst;
+    struct stat st;
+
+    if (strcmp(argv[*argi], "--continue") != 0 && strncmp(argv[*argi], "--continue=", 11) != 0)
+        return run_pass_option(o->fork_opts, &o->nfork_opts, &o->quiet, argc, argv, argi);
+    o->cont = 1;
+    if (argv[*argi][10] == '=')
+        o->cont_fork = argv[*argi] + 11;
+    else if (*argi + 1 < argc && argv[*argi + 1][0] != '-' && stat(argv[*argi + 1], &st) == 0 &&
+             S_ISDIR(st.st_mode))
+        o->cont_fork = argv[++*argi];
+    return 1;
+}
+
+const cli_cmd cli_cmd_run = {"run", CLI_OPTS(run_opts_table), CLI_CMD_STOP, run_other_option};
+
+/* The options checked on their own: -1 to go on, else the exit status (said). */
+static int run_check_opts(const run_opts *o, const cli_args *args, const cli_profile **prof)
+{
     rg_error err = RG_ERROR_INIT;
-    json_t *req = NULL, *ans = NULL;
-    int status = EXIT_SETUP, m, argi, cmd_at = -1, wst = 0;
-    long fork_n = -1;
-    int quiet = 0;
 
-    for (argi = 1; argi < argc; argi++) {
-        if (!strcmp(argv[argi], "--")) {
-            cmd_at = argi + 1;
-            break;
-        }
-        if (argv[argi][0] != '-') {
-            cmd_at = argi;
-            break;
-        }
-        if (cli_is_help(argv[argi])) {
-            usage(stdout);
-            return 0;
-        }
-        if (!strcmp(argv[argi], "--continue") || !strncmp(argv[argi], "--continue=", 11)) {
-            struct stat st;
-
-            cont = 1;
-            if (argv[argi][10] == '=')
-                cont_fork = argv[argi] + 11;
-            /* `--continue FORK`: the next argument, when it is a directory. */
-            else if (argi + 1 < argc && argv[argi + 1][0] != '-' &&
-                     stat(argv[argi + 1], &st) == 0 && S_ISDIR(st.st_mode))
-                cont_fork = argv[++argi];
-            continue;
-        }
-        if ((m = run_pass_option(fork_opts, &nfork_opts, &quiet, argc, argv, &argi)) != 0) {
-            if (m < 0)
-                return EXIT_USAGE;
-            continue;
-        }
-        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate run")) != 0) {
-            config_path = value;
-        } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--repo", "refgate run")) != 0) {
-            if (m > 0 && nrepo_args == TOKENS_REPOS_MAX) {
-                fprintf(stderr, "refgate run: at most %d --repo options\n", TOKENS_REPOS_MAX);
-                return EXIT_USAGE;
-            }
-            if (m > 0)
-                repo_args[nrepo_args++] = value;
-        } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--ttl", "refgate run")) != 0) {
-            ttl_arg = value;
-        } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--run", "refgate run")) != 0) {
-            run = value;
-        } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--gateway-url", "refgate run")) !=
-                   0) {
-            gw_arg = value;
-        } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--profile", "refgate run")) !=
-                   0) {
-            profile_arg = value;
-        } else {
-            fprintf(stderr, "refgate run: unknown option '%s'\n\n", argv[argi]);
-            usage(stderr);
-            return EXIT_USAGE;
-        }
-        if (m < 0)
-            return EXIT_USAGE;
-    }
-    if (cmd_at < 0 || cmd_at >= argc) {
-        fprintf(stderr, "refgate run: no command given\n\n");
-        usage(stderr);
-        return EXIT_USAGE;
-    }
-    if (ttl_arg != NULL && rg_duration_parse(ttl_arg) <= 0) {
+    if (args->rest == NULL)
+        return cli_usage_error(&cli_cmd_run, "no command given");
+    if (o->repos.n > TOKENS_REPOS_MAX)
+        return cli_usage_error(&cli_cmd_run, "at most %d --repo options", TOKENS_REPOS_MAX);
+    if (o->ttl != NULL && rg_duration_parse(o->ttl) <= 0) {
         fprintf(stderr, "refgate run: --ttl %s: expected a duration such as 3600, 30m or 2h\n",
-                ttl_arg);
+                o->ttl);
         return EXIT_USAGE;
     }
-    if (cli_profile_select(&prof, profile_arg, argv[cmd_at], &err) < 0) {
+    if (cli_profile_select(prof, o->profile, args->rest[0], &err) < 0) {
         fprintf(stderr, "refgate run: %s\n", err.msg);
         return EXIT_USAGE;
     }
-    if (gw_arg != NULL && strncmp(gw_arg, "http://", 7) != 0) {
-        fprintf(stderr, "refgate run: --gateway-url %s: expected http://HOST:PORT\n", gw_arg);
+    if (o->gateway_url != NULL && strncmp(o->gateway_url, "http://", 7) != 0) {
+        fprintf(stderr, "refgate run: --gateway-url %s: expected http://HOST:PORT\n",
+                o->gateway_url);
         return EXIT_USAGE;
     }
+    return -1;
+}
+
+/*
+ * The repositories the token is for: the --repo ones, each on an upstream
+ * of cfg, else those the remotes of the git config at git_config name.
+ * used[i] is set for each upstream i they are on. 0, or the exit status (said).
+ */
+static int run_pick_repos(char **repos, size_t *nrepos, unsigned char *used,
+                          const config_model *cfg, const cli_opt_list *args, const char *git_config)
+{
+    size_t i;
+
+    if (args->n == 0)
+        return run_infer_repos(repos, nrepos, used, cfg, git_config) < 0 ? EXIT_USAGE : 0;
+    for (i = 0; i < args->n; i++) {
+        const char *slash = strchr(args->v[i], '/');
+        const config_upstream *up = NULL;
+        char host[128];
+
+        if (slash != NULL && (size_t)(slash - args->v[i]) < sizeof(host)) {
+            memcpy(host, args->v[i], (size_t)(slash - args->v[i]));
+            host[slash - args->v[i]] = '\0';
+            up = config_find_upstream(cfg, host);
+        }
+        if (up == NULL) {
+            fprintf(stderr,
+                    "refgate run: --repo %s: expected HOST/PATH with HOST an upstream of %s\n",
+                    args->v[i], cfg->path);
+            return EXIT_USAGE;
+        }
+        used[up - cfg->upstreams] = 1;
+        repos[*nrepos] = strdup(args->v[i]);
+        if (repos[(*nrepos)++] == NULL)
+            return EXIT_SETUP;
+    }
+    return 0;
+}
+
+/*
+ * Ask the gateway for the token: *out gets it (free with
+ * tokens_secret_free), *ans the gateway's answer. 0, or the exit status (said).
+ */
+static int run_mint(char **out, json_t **ans, const config_model *cfg, const run_opts *o,
+                    char *const *repos, size_t nrepos)
+{
+    rg_error err = RG_ERROR_INIT;
+    json_t *req;
+    size_t i;
+    int status = EXIT_SETUP;
+
+    *out = NULL;
+    /* Without --ttl the gateway picks: 2h, or its control.max_ttl when shorter. */
+    req = json_pack("{s:s, s:[], s:s*, s:s*}", "op", "mint", "repos", "ttl", o->ttl, "run", o->run);
+    for (i = 0; req != NULL && i < nrepos; i++)
+        json_array_append_new(json_object_get(req, "repos"), json_string(repos[i]));
+    if (req == NULL)
+        return EXIT_SETUP;
+    if (cli_control_call(ans, cfg->control.socket, req, &err) < 0) {
+        if (err.code == -ENOENT || err.code == -ECONNREFUSED) {
+            fprintf(stderr,
+                    "refgate run: no gateway is running for %s (nothing answers on %s).\n"
+                    "Start one with: refgate serve --config %s\n",
+                    cfg->path, cfg->control.socket, cfg->path);
+            status = EXIT_USAGE;
+        } else {
+            fprintf(stderr, "refgate run: %s\n", err.msg);
+        }
+        goto done;
+    }
+    if (!json_is_true(json_object_get(*ans, "ok")) ||
+        !json_is_string(json_object_get(*ans, "token"))) {
+        const char *why = json_string_value(json_object_get(*ans, "error"));
+
+        fprintf(stderr, "refgate run: the gateway refused to mint a token: %s\n",
+                why ? why : "(no reason given)");
+        goto done;
+    }
+    *out = strdup(json_string_value(json_object_get(*ans, "token")));
+    if (*out == NULL) {
+        /* Cannot even keep it to revoke: its TTL bounds it. */
+        fprintf(stderr, "refgate run: out of memory\n");
+        goto done;
+    }
+    status = 0;
+done:
+    json_decref(req);
+    return status;
+}
+
+/* After the run: where its fork is, and the commands that review and continue it. */
+static void run_say_fork(const cli_runplace *pl)
+{
+    char self[PATH_MAX];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+    /* By its absolute path: refgate may not be on PATH (a build tree, /opt). */
+    self[n > 0 ? n : 0] = '\0';
+    fprintf(stderr,
+            "refgate run: the fork: %s\n"
+            "refgate run: review it with: %s diff --stat %s\n"
+            "refgate run: run in it again with: %s run --continue %s -- CMD\n",
+            pl->fork, self[0] ? self : "refgate", pl->fork, self[0] ? self : "refgate", pl->fork);
+}
+
+int cli_run(int argc, char **argv)
+{
+    const char *config_path;
+    const cli_profile *prof = NULL;
+    char *repos[TOKENS_REPOS_MAX] = {0}, *token = NULL, runner[PATH_MAX], cwd[PATH_MAX];
+    run_opts o = {0};
+    cli_args args;
+    cli_runplace pl;
+    run_call call;
+    size_t nrepos = 0, i;
+    unsigned char used[256] = {0};
+    config_model *cfg = NULL;
+    rg_error err = RG_ERROR_INIT;
+    json_t *ans = NULL;
+    int status = EXIT_SETUP, rc, wst = 0;
+    long fork_n = -1;
+
+    rc = cli_opts_parse(&cli_cmd_run, &o, &args, argc, argv);
+    if (rc != 0)
+        return cli_opts_exit(rc);
+    if ((rc = run_check_opts(&o, &args, &prof)) >= 0)
+        return rc;
+    config_path = o.config;
     if (config_path == NULL)
         config_path = getenv("REFGATE_CONFIG");
     if (config_path == NULL || *config_path == '\0')
@@ -1222,99 +803,47 @@ int cli_run(int argc, char **argv)
         goto done;
     }
     git_libgit2_init();
-    if (cli_runplace_find(&pl, cwd, cont, cont_fork, &err) < 0) {
+    if (cli_runplace_find(&pl, cwd, o.cont, o.cont_fork, &err) < 0) {
         fprintf(stderr, "refgate run: %s\n", err.msg);
         status = EXIT_USAGE;
         goto done;
     }
-    if (pl.implicit && !quiet)
+    if (pl.implicit && !o.quiet)
         fprintf(stderr, "refgate run: %s is a fork: the run continues it\n", pl.fork);
     if (run_find_runner(runner, sizeof(runner)) < 0) {
         fprintf(stderr, "refgate run: cannot find refgate-run beside refgate; set REFGATE_RUN\n");
         goto done;
     }
-
-    if (nrepo_args == 0) {
-        if (run_infer_repos(repos, &nrepos, used, cfg, pl.config) < 0) {
-            status = EXIT_USAGE;
-            goto done;
-        }
-    } else {
-        for (i = 0; i < nrepo_args; i++) {
-            const char *slash = strchr(repo_args[i], '/');
-            const config_upstream *up = NULL;
-            char host[128];
-
-            if (slash != NULL && (size_t)(slash - repo_args[i]) < sizeof(host)) {
-                memcpy(host, repo_args[i], (size_t)(slash - repo_args[i]));
-                host[slash - repo_args[i]] = '\0';
-                up = config_find_upstream(cfg, host);
-            }
-            if (up == NULL) {
-                fprintf(stderr,
-                        "refgate run: --repo %s: expected HOST/PATH with HOST an upstream of %s\n",
-                        repo_args[i], cfg->path);
-                status = EXIT_USAGE;
-                goto done;
-            }
-            used[up - cfg->upstreams] = 1;
-            repos[nrepos] = strdup(repo_args[i]);
-            if (repos[nrepos++] == NULL)
-                goto done;
-        }
+    if ((rc = run_pick_repos(repos, &nrepos, used, cfg, &o.repos, pl.config)) != 0) {
+        status = rc;
+        goto done;
     }
-
     /* Before the token exists: a signal now ends the run before it starts. */
     run_signals_install();
-    /* Without --ttl the gateway picks: 2h, or its control.max_ttl when shorter. */
-    req = json_pack("{s:s, s:[], s:s*, s:s*}", "op", "mint", "repos", "ttl", ttl_arg, "run", run);
-    for (i = 0; req != NULL && i < nrepos; i++)
-        json_array_append_new(json_object_get(req, "repos"), json_string(repos[i]));
-    if (req == NULL)
-        goto done;
-    if (cli_control_call(&ans, cfg->control.socket, req, &err) < 0) {
-        if (err.code == -ENOENT || err.code == -ECONNREFUSED) {
-            fprintf(stderr,
-                    "refgate run: no gateway is running for %s (nothing answers on %s).\n"
-                    "Start one with: refgate serve --config %s\n",
-                    cfg->path, cfg->control.socket, cfg->path);
-            status = EXIT_USAGE;
-        } else {
-            fprintf(stderr, "refgate run: %s\n", err.msg);
-        }
+    if ((rc = run_mint(&token, &ans, cfg, &o, repos, nrepos)) != 0) {
+        status = rc;
         goto done;
     }
-    if (!json_is_true(json_object_get(ans, "ok")) ||
-        !json_is_string(json_object_get(ans, "token"))) {
-        const char *why = json_string_value(json_object_get(ans, "error"));
-
-        fprintf(stderr, "refgate run: the gateway refused to mint a token: %s\n",
-                why ? why : "(no reason given)");
-        goto done;
-    }
-    token = strdup(json_string_value(json_object_get(ans, "token")));
-    if (token == NULL) {
-        /* Cannot even keep it to revoke: its TTL bounds it. */
-        fprintf(stderr, "refgate run: out of memory\n");
-        goto done;
-    }
-    status = run_with_token(&wst, &fork_n, cfg, used, (const char *const *)repos, nrepos, token,
-                            ans, gw_arg, runner, &pl, argv + cmd_at, prof, fork_opts, quiet);
-    if (run_revoke(cfg->control.socket, token) == 0 && !quiet)
+    call = (run_call){.cfg = cfg,
+                      .used = used,
+                      .repos = (const char *const *)repos,
+                      .nrepos = nrepos,
+                      .token = token,
+                      .ans = ans,
+                      .gw_arg = o.gateway_url,
+                      .runner = runner,
+                      .pl = &pl,
+                      .cmd = args.rest,
+                      .prof = prof,
+                      .fork_opts = o.fork_opts,
+                      .quiet = o.quiet};
+    status = run_with_token(&wst, &fork_n, &call);
+    if (run_revoke(cfg->control.socket, token) == 0 && !o.quiet)
         fprintf(stderr, "refgate run: the run token is revoked\n");
     if (fork_n >= 0)
         snprintf(pl.fork, sizeof(pl.fork), "%s.%ld", pl.top, fork_n);
-    if (pl.fork[0] != '\0' && !quiet) {
-        ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
-
-        /* By its absolute path: refgate may not be on PATH (a build tree, /opt). */
-        self[n > 0 ? n : 0] = '\0';
-        fprintf(stderr,
-                "refgate run: the fork: %s\n"
-                "refgate run: review it with: %s diff --stat %s\n"
-                "refgate run: run in it again with: %s run --continue %s -- CMD\n",
-                pl.fork, self[0] ? self : "refgate", pl.fork, self[0] ? self : "refgate", pl.fork);
-    }
+    if (pl.fork[0] != '\0' && !o.quiet)
+        run_say_fork(&pl);
     if (WIFSIGNALED(wst)) {
         /* End the way the command ended, as a shell expects. */
         json_decref(ans);
@@ -1325,7 +854,6 @@ int cli_run(int argc, char **argv)
         raise(WTERMSIG(wst));
     }
 done:
-    json_decref(req);
     json_decref(ans);
     tokens_secret_free(token);
     for (i = 0; i < nrepos; i++)

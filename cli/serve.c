@@ -7,6 +7,7 @@
  * as serving would, says what is wrong and exits (for CI).
  */
 #include <git2.h>
+#include <stddef.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -20,23 +21,17 @@
 #include "config/config.h"
 #include "tokens/credentials.h"
 
-static void usage(FILE *f)
-{
-    fprintf(f, "usage: refgate serve --config FILE [--check-config]\n\n"
-               "Serve git pushes on the config's \"listen\" address (default 127.0.0.1:8470;\n"
-               "port 0 picks a free port) and enforce its rules. Once it accepts connections\n"
-               "the base URL is written to <state_dir>/url (and, with \"admin\", the admin\n"
-               "listener's to <state_dir>/admin.url). SIGTERM or SIGINT stops it after\n"
-               "in-flight pushes finish. SIGHUP reloads the config: new pushes use it,\n"
-               "pushes in flight finish under the old one, a file that does not load\n"
-               "changes nothing (the log says why), and keys only a restart applies\n"
-               "(listen, admin, limits on connections and spool, control, approvals) are\n"
-               "named in the log; state_dir cannot change. With a \"console\" key the\n"
-               "review console is served too, on its own address (its URL in\n"
-               "<state_dir>/console.url).\n\n"
-               "  --check-config  load the config and the upstream credentials it names as\n"
-               "                  serving would, print what is wrong and exit 1, or exit 0\n");
-}
+/* refgate serve's options (refgate(1) says what they do). */
+typedef struct serve_opts {
+    const char *config;
+    int check;
+} serve_opts;
+
+static const cli_opt serve_opts_table[] = {
+    {"--config", CLI_OPT_VALUE, offsetof(serve_opts, config), "FILE"},
+    {"--check-config", CLI_OPT_FLAG, offsetof(serve_opts, check), NULL},
+};
+const cli_cmd cli_cmd_serve = {"serve", CLI_OPTS(serve_opts_table), 0, NULL};
 
 /* What serving would refuse at start, without binding or opening the state. */
 static int check_config(const config_model *cfg, rg_error *err)
@@ -82,6 +77,9 @@ static void reload(gateway_server *srv, const char *path)
 int cli_serve(int argc, char **argv)
 {
     const char *config = NULL;
+    serve_opts o = {0};
+    cli_args args;
+    int rc;
     config_model *cfg = NULL;
     gateway_server *srv = NULL;
     console *con = NULL;
@@ -91,24 +89,15 @@ int cli_serve(int argc, char **argv)
     int sig = 0, check = 0;
     char q[RG_LOG_VALUE_MAX];
 
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            usage(stdout);
-            return 0;
-        } else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
-            config = argv[++i];
-        } else if (!strcmp(argv[i], "--check-config")) {
-            check = 1;
-        } else {
-            fprintf(stderr, "refgate serve: unexpected argument '%s'\n", argv[i]);
-            usage(stderr);
-            return 2;
-        }
-    }
-    if (config == NULL) {
-        usage(stderr);
-        return 2;
-    }
+    rc = cli_opts_parse(&cli_cmd_serve, &o, &args, argc, argv);
+    if (rc != 0)
+        return cli_opts_exit(rc);
+    if (args.n > 0)
+        return cli_usage_error(&cli_cmd_serve, "unexpected argument '%s'", args.v[0]);
+    if (o.config == NULL)
+        return cli_usage_error(&cli_cmd_serve, "--config FILE is required");
+    config = o.config;
+    check = o.check;
     if (config_load(&cfg, config, &err) < 0 || (check && check_config(cfg, &err) < 0)) {
         fprintf(stderr, "refgate serve: %s\n", err.msg);
         config_free(cfg);

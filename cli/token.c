@@ -24,6 +24,7 @@
 
 #include <errno.h>
 #include <openssl/rand.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,45 +33,24 @@
 
 #define EXIT_USAGE 2
 
-static void usage(FILE *f)
-{
-    fprintf(f,
-            "usage: refgate token mint --config FILE --repo HOST/PATH [--repo HOST/PATH ...]\n"
-            "                          [--ttl DURATION] [--run NAME]\n"
-            "       refgate token revoke --config FILE TOKEN|-\n"
-            "       refgate token key rotate [--config FILE]\n"
-            "\n"
-            "mint     print a new run token (and nothing else) on stdout\n"
-            "  --config FILE     the gateway's configuration (its state_dir holds the key)\n"
-            "  --repo HOST/PATH  a repository the token may push to, e.g. local/acme/widgets;\n"
-            "                    HOST must be a configured upstream; a trailing .git is dropped;\n"
-            "                    repeat for more (at most %d)\n"
-            "  --ttl DURATION    lifetime in seconds, or with a unit: 90s, 30m, 2h, 7d\n"
-            "                    (default 3600, at most 7 days)\n"
-            "  --run NAME        the run's name in the audit log (default: run-<random>)\n"
-            "\n"
-            "revoke   revoke a token so that no gateway sharing this token store accepts it\n"
-            "         (through the running gateway's control socket, else in the store)\n"
-            "  TOKEN             the token, or - to read it from stdin (keeps it out of ps)\n"
-            "\n"
-            "key rotate   the running gateway makes a new signing key and publishes it;\n"
-            "             tokens signed with the old one verify until they expire\n"
-            "  --config FILE     default $REFGATE_CONFIG, else /etc/refgate/refgate.json\n",
-            TOKENS_REPOS_MAX);
-}
+/* The options of token mint, revoke and key rotate (refgate(1) says what they do). */
+typedef struct token_opts {
+    const char *config, *ttl, *run;
+    cli_opt_list repos;
+} token_opts;
 
-/*
- * An argument as it may be echoed in an error: a mistyped command line
- * often holds a token in the wrong place, and a token is never printed.
- */
-static const char *safe_arg(const char *arg)
-{
-    /* Tokens start with rg2. (rg1. before Ed25519) and, being base64url, hold no '/'. */
-    if (!strncmp(arg, "rg2.", 4) || !strncmp(arg, "rg1.", 4) ||
-        (strlen(arg) > 64 && strchr(arg, '/') == NULL))
-        return "(not shown: it may be a token)";
-    return arg;
-}
+static const cli_opt mint_opts[] = {
+    {"--config", CLI_OPT_VALUE, offsetof(token_opts, config), "FILE"},
+    {"--repo", CLI_OPT_LIST, offsetof(token_opts, repos), "HOST/PATH"},
+    {"--ttl", CLI_OPT_VALUE, offsetof(token_opts, ttl), "DURATION"},
+    {"--run", CLI_OPT_VALUE, offsetof(token_opts, run), "NAME"},
+};
+static const cli_opt config_opts[] = {
+    {"--config", CLI_OPT_VALUE, offsetof(token_opts, config), "FILE"},
+};
+const cli_cmd cli_cmd_token_mint = {"token mint", CLI_OPTS(mint_opts), 0, NULL};
+const cli_cmd cli_cmd_token_revoke = {"token revoke", CLI_OPTS(config_opts), 0, NULL};
+const cli_cmd cli_cmd_token_key_rotate = {"token key rotate", CLI_OPTS(config_opts), 0, NULL};
 
 /* The token store the config names: its database when "state" has one. */
 static int store_open(tokens_store **out, db_pool **pool, const config_model *cfg, rg_error *err)
@@ -113,33 +93,34 @@ static int repo_arg(char **out, const config_model *cfg, const char *arg)
         len -= 4;
     if (len == 0 || arg[0] == '/') {
         fprintf(stderr, "refgate token mint: --repo %s: name it HOST/PATH, without a leading '/'\n",
-                safe_arg(arg));
+                cli_safe_arg(arg));
         return -1;
     }
     slash = memchr(arg, '/', len);
     if (slash == NULL || slash + 1 == arg + len) {
         fprintf(stderr,
                 "refgate token mint: --repo %s: expected HOST/PATH, e.g. local/acme/widgets\n",
-                safe_arg(arg));
+                cli_safe_arg(arg));
         return -1;
     }
     for (i = 0; i + 1 < len; i++) {
         if (arg[i] == '.' && arg[i + 1] == '.' && (i == 0 || arg[i - 1] == '/') &&
             (i + 2 == len || arg[i + 2] == '/')) {
             fprintf(stderr, "refgate token mint: --repo %s: '..' is not allowed in a path\n",
-                    safe_arg(arg));
+                    cli_safe_arg(arg));
             return -1;
         }
     }
     if ((size_t)(slash - arg) >= sizeof(host)) {
-        fprintf(stderr, "refgate token mint: --repo %s: host name is too long\n", safe_arg(arg));
+        fprintf(stderr, "refgate token mint: --repo %s: host name is too long\n",
+                cli_safe_arg(arg));
         return -1;
     }
     memcpy(host, arg, (size_t)(slash - arg));
     host[slash - arg] = '\0';
     if (config_find_upstream(cfg, host) == NULL) {
         fprintf(stderr, "refgate token mint: --repo %s: '%s' is not an upstream host in %s (",
-                safe_arg(arg), host, cfg->path);
+                cli_safe_arg(arg), host, cfg->path);
         for (i = 0; i < cfg->nupstreams; i++)
             fprintf(stderr, "%s%s", i ? ", " : "configured: ", cfg->upstreams[i].host);
         fprintf(stderr, "%s)\n", cfg->nupstreams ? "" : "none configured");
@@ -156,51 +137,37 @@ static int repo_arg(char **out, const config_model *cfg, const char *arg)
 
 static int token_mint(int argc, char **argv)
 {
-    const char *config_path = NULL, *ttl_arg = NULL, *run = NULL, *value = NULL;
+    const char *config_path = NULL, *ttl_arg = NULL, *run = NULL;
     char *repos[TOKENS_REPOS_MAX], *token = NULL, gen_run[32];
+    token_opts o = {0};
+    cli_args args;
     config_model *cfg = NULL;
     tokens_key *key = NULL;
     tokens_store *store = NULL;
     db_pool *pool = NULL;
     rg_error err = RG_ERROR_INIT;
-    const char *repo_args[TOKENS_REPOS_MAX];
+    const char *const *repo_args;
     size_t nrepo_args = 0, nrepos = 0, i, j;
     long long ttl = 3600;
-    int status = 1, m, argi;
+    int status = 1, rc;
     unsigned char rnd[4];
 
-    for (argi = 1; argi < argc; argi++) {
-        if (cli_is_help(argv[argi])) {
-            usage(stdout);
-            return 0;
-        }
-        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate token")) != 0) {
-            config_path = value;
-        } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--repo", "refgate token")) != 0) {
-            if (m > 0 && nrepo_args == TOKENS_REPOS_MAX) {
-                fprintf(stderr, "refgate token: at most %d --repo options\n", TOKENS_REPOS_MAX);
-                return EXIT_USAGE;
-            }
-            if (m > 0)
-                repo_args[nrepo_args++] = value;
-        } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--ttl", "refgate token")) != 0) {
-            ttl_arg = value;
-        } else if ((m = cli_opt_value(&value, argc, argv, &argi, "--run", "refgate token")) != 0) {
-            run = value;
-        } else {
-            fprintf(stderr, "refgate token mint: unexpected argument '%s'\n\n",
-                    safe_arg(argv[argi]));
-            usage(stderr);
-            return EXIT_USAGE;
-        }
-        if (m < 0)
-            return EXIT_USAGE;
-    }
-    if (config_path == NULL || nrepo_args == 0) {
-        fprintf(stderr, "refgate token mint: --config and at least one --repo are required\n\n");
-        usage(stderr);
-        return EXIT_USAGE;
-    }
+    rc = cli_opts_parse(&cli_cmd_token_mint, &o, &args, argc, argv);
+    if (rc != 0)
+        return cli_opts_exit(rc);
+    if (args.n > 0)
+        return cli_usage_error(&cli_cmd_token_mint, "unexpected argument '%s'",
+                               cli_safe_arg(args.v[0]));
+    if (o.repos.n > TOKENS_REPOS_MAX)
+        return cli_usage_error(&cli_cmd_token_mint, "at most %d --repo options", TOKENS_REPOS_MAX);
+    config_path = o.config;
+    ttl_arg = o.ttl;
+    run = o.run;
+    nrepo_args = o.repos.n;
+    repo_args = o.repos.v;
+    if (config_path == NULL || nrepo_args == 0)
+        return cli_usage_error(&cli_cmd_token_mint,
+                               "--config and at least one --repo are required");
     if (ttl_arg != NULL) {
         ttl = rg_duration_parse(ttl_arg);
         if (ttl <= 0 || ttl > TOKENS_TTL_MAX) {
@@ -326,41 +293,29 @@ static int revoke_through_gateway(const config_model *cfg, const char *token, rg
 
 static int token_revoke(int argc, char **argv)
 {
-    const char *config_path = NULL, *token_arg = NULL, *value = NULL;
+    const char *config_path = NULL, *token_arg = NULL;
     char buf[TOKENS_MAX_LEN + 2], prefix[TOKENS_HASH_PREFIX_SIZE];
+    token_opts o = {0};
+    cli_args args;
     config_model *cfg = NULL;
     tokens_store *store = NULL;
     db_pool *pool = NULL;
     rg_error err = RG_ERROR_INIT;
-    int status = 1, m, argi, rc;
+    int status = 1, rc;
     const char *token;
 
-    for (argi = 1; argi < argc; argi++) {
-        if (cli_is_help(argv[argi])) {
-            usage(stdout);
-            return 0;
-        }
-        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate token")) != 0) {
-            if (m < 0)
-                return EXIT_USAGE;
-            config_path = value;
-        } else if (argv[argi][0] == '-' && strcmp(argv[argi], "-") != 0) {
-            fprintf(stderr, "refgate token revoke: unknown option '%s'\n\n", safe_arg(argv[argi]));
-            usage(stderr);
-            return EXIT_USAGE;
-        } else if (token_arg != NULL) {
-            /* Do not echo it: the extra argument may well be a token. */
-            fprintf(stderr, "refgate token revoke: one token at a time\n");
-            return EXIT_USAGE;
-        } else {
-            token_arg = argv[argi];
-        }
-    }
-    if (config_path == NULL || token_arg == NULL) {
-        fprintf(stderr, "refgate token revoke: --config and a TOKEN (or -) are required\n\n");
-        usage(stderr);
+    rc = cli_opts_parse(&cli_cmd_token_revoke, &o, &args, argc, argv);
+    if (rc != 0)
+        return cli_opts_exit(rc);
+    if (args.n > 1) {
+        /* Do not echo it: the extra argument may well be a token. */
+        fprintf(stderr, "refgate token revoke: one token at a time\n");
         return EXIT_USAGE;
     }
+    config_path = o.config;
+    token_arg = args.n ? args.v[0] : NULL;
+    if (config_path == NULL || token_arg == NULL)
+        return cli_usage_error(&cli_cmd_token_revoke, "--config and a TOKEN (or -) are required");
     token = token_arg;
     if (!strcmp(token_arg, "-")) {
         if (read_stdin_token(buf, sizeof(buf)) < 0)
@@ -396,39 +351,30 @@ done:
 /* `key rotate`: only the running gateway can, since it holds the key in memory. */
 static int token_key(int argc, char **argv)
 {
-    const char *config_path = getenv("REFGATE_CONFIG"), *value = NULL;
+    const char *config_path = getenv("REFGATE_CONFIG");
     config_model *cfg = NULL;
     rg_error err = RG_ERROR_INIT;
     json_t *req = NULL, *ans = NULL;
-    int status = 1, m, argi;
+    token_opts o = {0};
+    cli_args args;
+    int status = 1, rc;
 
     if (config_path == NULL || *config_path == '\0')
         config_path = "/etc/refgate/refgate.json";
     if (argc >= 2 && cli_is_help(argv[1])) {
-        usage(stdout);
+        cli_help_print(stdout, "token key");
         return 0;
     }
-    if (argc < 2 || strcmp(argv[1], "rotate") != 0) {
-        fprintf(stderr, "refgate token key: expected 'rotate'\n\n");
-        usage(stderr);
-        return EXIT_USAGE;
-    }
-    for (argi = 2; argi < argc; argi++) {
-        if (cli_is_help(argv[argi])) {
-            usage(stdout);
-            return 0;
-        }
-        if ((m = cli_opt_value(&value, argc, argv, &argi, "--config", "refgate token")) != 0) {
-            if (m < 0)
-                return EXIT_USAGE;
-            config_path = value;
-        } else {
-            fprintf(stderr, "refgate token key rotate: unexpected argument '%s'\n\n",
-                    safe_arg(argv[argi]));
-            usage(stderr);
-            return EXIT_USAGE;
-        }
-    }
+    if (argc < 2 || strcmp(argv[1], "rotate") != 0)
+        return cli_usage_error(&cli_cmd_token_key_rotate, "expected 'rotate'");
+    rc = cli_opts_parse(&cli_cmd_token_key_rotate, &o, &args, argc - 1, argv + 1);
+    if (rc != 0)
+        return cli_opts_exit(rc);
+    if (args.n > 0)
+        return cli_usage_error(&cli_cmd_token_key_rotate, "unexpected argument '%s'",
+                               cli_safe_arg(args.v[0]));
+    if (o.config != NULL)
+        config_path = o.config;
     if (config_load(&cfg, config_path, &err) < 0) {
         fprintf(stderr, "refgate token: %s\n", err.msg);
         goto done;
@@ -466,21 +412,21 @@ done:
 
 int cli_token(int argc, char **argv)
 {
-    if (argc < 2) {
-        usage(stderr);
-        return EXIT_USAGE;
-    }
-    if (cli_is_help(argv[1])) {
-        usage(stdout);
+    if (argc >= 2 && cli_is_help(argv[1])) {
+        cli_help_print(stdout, "token");
         return 0;
     }
-    if (!strcmp(argv[1], "mint"))
+    if (argc >= 2 && !strcmp(argv[1], "mint"))
         return token_mint(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "revoke"))
+    if (argc >= 2 && !strcmp(argv[1], "revoke"))
         return token_revoke(argc - 1, argv + 1);
-    if (!strcmp(argv[1], "key"))
+    if (argc >= 2 && !strcmp(argv[1], "key"))
         return token_key(argc - 1, argv + 1);
-    fprintf(stderr, "refgate token: unknown subcommand '%s'\n\n", safe_arg(argv[1]));
-    usage(stderr);
+    if (argc < 2)
+        fprintf(stderr, "refgate token: expected mint, revoke or key rotate (see refgate token "
+                        "--help)\n");
+    else
+        fprintf(stderr, "refgate token: unknown subcommand '%s' (see refgate token --help)\n",
+                cli_safe_arg(argv[1]));
     return EXIT_USAGE;
 }
