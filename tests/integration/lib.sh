@@ -75,11 +75,13 @@ start_gateway() {
   rm -f "$T/state/url"
   "$REFGATE" serve --config "$T/refgate.json" 2>>"$T/gateway.log" &
   GW_PID=$!
-  for _ in $(seq 1 200); do
+  # Bounded (a busy machine under the sanitizers can take long), not timed.
+  for _ in $(seq 1 2400); do
     [ -s "$T/state/url" ] && break
     kill -0 "$GW_PID" 2>/dev/null || { cat "$T/gateway.log"; fail "gateway exited"; return 1; }
     sleep 0.05
   done
+  [ -s "$T/state/url" ] || { cat "$T/gateway.log"; fail "waited 120 s for the gateway to write $T/state/url"; return 1; }
   GW=$(cat "$T/state/url")
 }
 
