@@ -215,7 +215,7 @@ int main(int argc, char **argv)
 {
     struct sigaction sa;
     int status, code;
-    pid_t pid;
+    pid_t pid, parent;
     size_t left;
 
     if (argc < 2) {
@@ -232,12 +232,17 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sigaction(SIGHUP, &sa, NULL);
     fflush(NULL);
+    parent = getpid();
     pid = fork();
     if (pid < 0) {
         perror("reap: fork");
         return 2;
     }
     if (pid == 0) {
+        /* A reap killed outright (SIGKILL at ctest's timeout) takes the
+         * test with it; what the test started is then beyond reach. */
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+            _exit(127);
         execvp(argv[1], argv + 1);
         fprintf(stderr, "reap: cannot run %s: %s\n", argv[1], strerror(errno));
         _exit(127);
