@@ -62,7 +62,7 @@ int gateway_route_parse(gateway_route *out, const char *method, const char *url,
 
     /* url[1..tail) is "<host>/<path>[.git]". */
     p = url + 1;
-    slash = memchr(p, '/', (size_t)(tail - p));
+    slash = tail > p ? memchr(p, '/', (size_t)(tail - p)) : NULL; /* "/info/refs" alone */
     if (slash == NULL || slash == p || (size_t)(slash - p) >= sizeof(out->host))
         return rg_error_set(err, -EINVAL, "invalid repository path: expected /<host>/<repo>");
     memcpy(out->host, p, (size_t)(slash - p));

@@ -8,6 +8,8 @@ PACKAGES=(
   build-essential cmake pkg-config git curl ca-certificates
   libgit2-dev libmicrohttpd-dev libcurl4-openssl-dev libjansson-dev libssl-dev zlib1g-dev
   libcriterion-dev clang libclang-rt-14-dev
+  # CI checks every C file against .clang-format (check_format).
+  clang-format
   xfsprogs e2fsprogs util-linux mount bubblewrap hyperfine procps python3 jq
   libseccomp-dev keyutils attr git-lfs
   nginx fcgiwrap openssl
@@ -69,6 +71,24 @@ install_agents() {
   "${sudo[@]}" npm install -g --no-fund --no-audit --loglevel=error \
     "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" ||
     echo "==> could not install Claude Code: its test will skip"
+}
+
+# Fail, naming the files, when a tracked .c/.h is not as clang-format
+# (the repo's .clang-format) would write it; `clang-format -i FILE` fixes one.
+check_format() {
+  local out rc=0 files
+  mapfile -t files < <(git -C "$REPO" ls-files -- '*.c' '*.h')
+  [ ${#files[@]} -gt 0 ] || return 0
+  # Several files per clang-format, two at a time: the check takes seconds.
+  out=$(cd "$REPO" && printf '%s\0' "${files[@]}" |
+    xargs -0 -n 40 -P 2 clang-format --dry-run --Werror 2>&1) || rc=$?
+  if [ $rc -ne 0 ]; then
+    echo "==> not formatted (fix with clang-format -i FILE..., the repo's .clang-format):" >&2
+    sed -n 's/^\([^:]*\.[ch]\):[0-9]*:[0-9]*: error: .*/  \1/p' <<<"$out" | sort -u >&2
+    grep -q ': error: code should be clang-formatted' <<<"$out" || echo "$out" >&2
+    return 1
+  fi
+  echo "==> formatting: ${#files[@]} C files as .clang-format says"
 }
 
 # build DIR [cmake options...]

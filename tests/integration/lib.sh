@@ -18,7 +18,27 @@ git config --global advice.detachedHead false
 
 cleanup() {
   stop_gateway
+  stop_started_gateways
   rm -rf "$T"
+}
+
+# run_tests runs each test in a subshell, so a gateway a test started is not
+# in this shell's GW_PID: start_gateway lists every one in $T/gateway.pids,
+# and this stops those still running (still ours: their command line names
+# $T), waiting (bounded) until they are gone.
+stop_started_gateways() {
+  local p i
+  [ -f "$T/gateway.pids" ] || return 0
+  for p in $(cat "$T/gateway.pids"); do
+    grep -qaF -- "$T/" "/proc/$p/cmdline" 2>/dev/null && kill -TERM "$p" 2>/dev/null || true
+  done
+  for p in $(cat "$T/gateway.pids"); do
+    for i in $(seq 1 600); do
+      grep -qaF -- "$T/" "/proc/$p/cmdline" 2>/dev/null || break
+      grep -q '^State:.*Z' "/proc/$p/status" 2>/dev/null && break
+      sleep 0.05
+    done
+  done
 }
 trap cleanup EXIT
 
@@ -75,11 +95,14 @@ start_gateway() {
   rm -f "$T/state/url"
   "$REFGATE" serve --config "$T/refgate.json" 2>>"$T/gateway.log" &
   GW_PID=$!
-  for _ in $(seq 1 200); do
+  echo "$GW_PID" >>"$T/gateway.pids"
+  # Bounded (a busy machine under the sanitizers can take long), not timed.
+  for _ in $(seq 1 2400); do
     [ -s "$T/state/url" ] && break
     kill -0 "$GW_PID" 2>/dev/null || { cat "$T/gateway.log"; fail "gateway exited"; return 1; }
     sleep 0.05
   done
+  [ -s "$T/state/url" ] || { cat "$T/gateway.log"; fail "waited 120 s for the gateway to write $T/state/url"; return 1; }
   GW=$(cat "$T/state/url")
 }
 

@@ -82,6 +82,12 @@ proj() {
 own() { [ "${RUNNER[0]:-}" = as_box ] && chown -R "$RG_TEST_USER:" "$BOX" || true; }
 
 RUNNER=(as_box)
+# Outside the sandbox /tmp and /dev/shm are shared with every other test
+# (this one runs twice at once under ctest -j: here and through
+# integration/test_run_toolchains), so what a case writes there outside is
+# named after this test's directory.
+ID=$(basename "$T")
+
 GITID='export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t
 export GIT_AUTHOR_DATE=2020-01-01T00:00:00Z GIT_COMMITTER_DATE=2020-01-01T00:00:00Z'
 
@@ -132,6 +138,7 @@ if [ -n "$PY" ] && have python3 python3 -c 'import multiprocessing, unittest'; t
     echo 'def add(a, b): return a + b' >"$P/rgpkg/__init__.py"
     cat >"$P/test_add.py" <<'PYEOF'
 import multiprocessing as mp
+import queue
 import unittest
 import rgpkg
 
@@ -151,7 +158,13 @@ class T(unittest.TestCase):
         with lock:
             p = mp.Process(target=q.put, args=(42,))
             p.start()
-            self.assertEqual(q.get(timeout=10), 42)
+            # Bounded for a hung child, not timed: a busy machine may
+            # take long to start one.
+            try:
+                got = q.get(timeout=600)
+            except queue.Empty:
+                self.fail("waited 600 s for the child process's value on the Queue")
+            self.assertEqual(got, 42)
             p.join()
 
 if __name__ == "__main__":
@@ -162,19 +175,19 @@ PYEOF
     if "${RUNNER[@]}" python3 -c 'import pytest' 2>/dev/null; then
         TESTER='python3 -m pytest -q -p no:cacheprovider test_add.py 2>&1 | tail -1 | sed "s/ in .*//"'
     fi
-    # A hard-coded /tmp path (unique: outside, /tmp is shared).
-    FIXED=/tmp/rg-toolchains-fixed.$(basename "$T")
+    # A hard-coded /tmp path.
+    FIXED=/tmp/rg-toolchains-fixed.$ID
     compare "python: multiprocessing, /dev/shm, /tmp, tests" "$P" "
-echo shm >/dev/shm/rg-test && cat /dev/shm/rg-test && rm /dev/shm/rg-test
+echo shm >/dev/shm/rg-test.$ID && cat /dev/shm/rg-test.$ID && rm /dev/shm/rg-test.$ID
 echo fixed-path >$FIXED && cat $FIXED && rm $FIXED
 $TESTER"
     contains "python: the tests passed" "$INSIDE" "OK"
     if have "pip install -e" sh -c 'python3 -c "import setuptools, venv" && python3 -m pip --version'; then
-        compare "python: pip install -e (offline), sdist" "$P" '
-rm -rf /tmp/rg-venv && python3 -m venv --without-pip --system-site-packages /tmp/rg-venv &&
-/tmp/rg-venv/bin/python -m pip install -q --no-build-isolation --no-index -e . 2>&1 | grep -v "^\s*$" | grep -iv warning
-cd / && /tmp/rg-venv/bin/python -c "import rgpkg; print(rgpkg.add(1, 1))" && cd "$OLDPWD" &&
-rm -rf /tmp/rg-venv && python3 setup.py -q sdist >/dev/null 2>&1 && tar tzf dist/rgpkg-1.0.tar.gz | sort'
+        compare "python: pip install -e (offline), sdist" "$P" "V=/tmp/rg-venv.$ID"'
+rm -rf $V && python3 -m venv --without-pip --system-site-packages $V &&
+$V/bin/python -m pip install -q --no-build-isolation --no-index -e . 2>&1 | grep -v "^\s*$" | grep -iv warning
+cd / && $V/bin/python -c "import rgpkg; print(rgpkg.add(1, 1))" && cd "$OLDPWD" &&
+rm -rf $V && python3 setup.py -q sdist >/dev/null 2>&1 && tar tzf dist/rgpkg-1.0.tar.gz | sort'
     fi
 fi
 
@@ -211,7 +224,8 @@ if have go go version; then
     # A fresh home: no build or module cache of the user's to lean on.
     rm -rf "$BOX_HOME/.cache/go-build" "$BOX_HOME/go" "$BOX_HOME/.cache/refgate"
     export GOFLAGS=-mod=mod GOPROXY=off
-    compare "go" "$P" 'cd app && go build -o /tmp/app . && /tmp/app && go vet ./... &&
+    compare "go" "$P" "A=/tmp/rg-go-app.$ID"'
+cd app && go build -o $A . && $A && rm $A && go vet ./... &&
 go test -count=1 ./... | sed "s/[[:space:]]*[0-9.]*s$//" && go mod tidy && cat go.mod'
     contains "go: the program built and ran" "$INSIDE" "5"
     contains "go: its test passed" "$(echo "$INSIDE" | grep '^ok')" "example.com/app"
