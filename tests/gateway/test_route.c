@@ -54,6 +54,10 @@ static route_case cases[] = {
     {"GET", "/local/acme/a\\b.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
     {"GET", "/local/.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
     {"GET", "/local/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    /* The endpoint alone, no repository before it (found by fuzz_route). */
+    {"GET", "/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
+    {"POST", "/git-receive-pack", "", -EINVAL, "", 0, 0},
+    {"POST", "/git-upload-pack", "", -EINVAL, "", 0, 0},
     {"GET", "//acme/app.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
     {"GET", "/../acme/app.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
     {"GET", "/local/-x/app.git/info/refs", "git-receive-pack", -EINVAL, "", 0, 0},
