@@ -1,17 +1,17 @@
-#A real PostgreSQL for the tests(Debian's postgresql package): a fresh
-#cluster in a temporary directory, listening only on a unix socket there,
-#with trust authentication for local connections.initdb refuses to run as
-#root, so as root the cluster belongs to the `postgres` account.
+# A real PostgreSQL for the tests (Debian's postgresql package): a fresh
+# cluster in a temporary directory, listening only on a unix socket there,
+# with trust authentication for local connections. initdb refuses to run as
+# root, so as root the cluster belongs to the `postgres` account.
 #
-#."$REFGATE_SRC/tests/support/pg.sh"
-#pg_start start one in a new / tmp / rgpg.*(its own, so the postgres
-#account can reach it); sets PG_URL, PG_DIR, PG_BIN
-#pg_stop stop it at once and remove it(trap it on EXIT)
-#pg_restart stop and start the same cluster
-#pg_psql SQL... run psql on it, tuples only, unaligned
+#   . "$REFGATE_SRC/tests/support/pg.sh"
+#   pg_start         start one in a new /tmp/rgpg.* (its own, so the postgres
+#                    account can reach it); sets PG_URL, PG_DIR, PG_BIN
+#   pg_stop          stop it at once and remove it (trap it on EXIT)
+#   pg_restart       stop and start the same cluster
+#   pg_psql SQL...   run psql on it, tuples only, unaligned
 #
-#pg_start returns 77 after printing why when PostgreSQL cannot run here,
-#which script tests pass on as ctest's skip code.
+# pg_start returns 77 after printing why when PostgreSQL cannot run here,
+# which script tests pass on as ctest's skip code.
 
 pg_bin_dir()
 {
