@@ -17,6 +17,7 @@
 
 #include "config/config.h"
 #include "gateway/approve.h"
+#include "support/gwctx.h"
 #include "util/buf.h"
 #include "util/fs.h"
 
@@ -40,36 +41,20 @@ static const char *rules_json =
 
 static void setup(void)
 {
-    char json[PATH_MAX * 2 + 1024], path[PATH_MAX + 32];
+    char path[PATH_MAX + 32];
     rg_error err = RG_ERROR_INIT;
 
     snprintf(dir, sizeof(dir), "/tmp/rg-approve-XXXXXX");
     cr_assert_not_null(mkdtemp(dir));
-    snprintf(json, sizeof(json),
-             "{\"state_dir\": \"%s/state\", \"upstreams\": [{\"host\": \"local\", \"url\": "
-             "\"file://%s\"}], \"rules\": %s}",
-             dir, dir, rules_json);
-    snprintf(path, sizeof(path), "%s/refgate.json", dir);
-    cr_assert_eq(config_parse(&cfg, json, strlen(json), path, &err), 0, "%s", err.msg);
-    cr_assert_eq(rg_fs_mkdir_p(cfg->state_dir, 0700, &err), 0, "%s", err.msg);
-    snprintf(path, sizeof(path), "%s/audit.jsonl", cfg->state_dir);
-    cr_assert_eq(audit_open(&ctx.audit, path, &err), 0, "%s", err.msg);
+    cfg = test_gw_config(&ctx, dir, rules_json);
+    test_gw_audit(&ctx);
     snprintf(path, sizeof(path), "%s/approvals", cfg->state_dir);
     cr_assert_eq(approvals_file_open(&ctx.approvals, path, 3600, &err), 0, "%s", err.msg);
-    snprintf(ctx.gateway_id, sizeof(ctx.gateway_id), "0123456789abcdef");
-    ctx.cfg = cfg;
 }
 
 static void teardown(void)
 {
-    char cmd[PATH_MAX + 16];
-
-    approvals_close(ctx.approvals);
-    audit_close(ctx.audit);
-    config_free(cfg);
-    memset(&ctx, 0, sizeof(ctx));
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    cr_expect_eq(system(cmd), 0);
+    test_gw_free(&ctx, cfg, dir);
 }
 
 TestSuite(approve, .init = setup, .fini = teardown);

@@ -15,6 +15,7 @@
 
 #include "config/config.h"
 #include "gateway/auth.h"
+#include "support/gwctx.h"
 #include "tokens/key.h"
 #include "tokens/token.h"
 #include "util/fs.h"
@@ -28,39 +29,21 @@ static char *token; /* a valid token for REPO */
 
 static void setup(void)
 {
-    char json[PATH_MAX + 256], path[PATH_MAX + 32];
     const char *repos[] = {REPO};
     rg_error err = RG_ERROR_INIT;
 
     snprintf(dir, sizeof(dir), "/tmp/rg-auth-XXXXXX");
     cr_assert_not_null(mkdtemp(dir));
-    snprintf(json, sizeof(json),
-             "{\"state_dir\": \"%s/state\", \"upstreams\": [{\"host\": \"local\", \"url\": "
-             "\"file://%s\"}]}",
-             dir, dir);
-    snprintf(path, sizeof(path), "%s/refgate.json", dir);
-    cr_assert_eq(config_parse(&cfg, json, strlen(json), path, &err), 0, "%s", err.msg);
-    cr_assert_eq(rg_fs_mkdir_p(cfg->state_dir, 0700, &err), 0, "%s", err.msg);
-    cr_assert_eq(tokens_key_load(&ctx.key, cfg->state_dir, &err), 0, "%s", err.msg);
-    cr_assert_eq(tokens_store_file_open(&ctx.tokens, cfg->state_dir, &err), 0, "%s", err.msg);
-    cr_assert_eq(tokens_key_publish(ctx.key, ctx.tokens, "0123456789abcdef", &err), 0, "%s",
-                 err.msg);
-    ctx.cfg = cfg;
+    cfg = test_gw_config(&ctx, dir, NULL);
+    test_gw_tokens(&ctx);
     cr_assert_eq(tokens_mint(&token, ctx.key, "unit", repos, 1, 600, time(NULL), &err), 0, "%s",
                  err.msg);
 }
 
 static void teardown(void)
 {
-    char cmd[PATH_MAX + 16];
-
     tokens_secret_free(token);
-    tokens_store_free(ctx.tokens);
-    tokens_key_free(ctx.key);
-    config_free(cfg);
-    memset(&ctx, 0, sizeof(ctx));
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    cr_expect_eq(system(cmd), 0);
+    test_gw_free(&ctx, cfg, dir);
 }
 
 TestSuite(auth, .init = setup, .fini = teardown);

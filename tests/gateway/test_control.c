@@ -22,6 +22,7 @@
 #include "audit/audit.h"
 #include "config/config.h"
 #include "gateway/control.h"
+#include "support/gwctx.h"
 #include "tokens/token.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -32,37 +33,16 @@ static gateway_ctx ctx;
 
 static void setup(void)
 {
-    char json[PATH_MAX + 256], path[PATH_MAX + 32];
-    rg_error err = RG_ERROR_INIT;
-
     snprintf(dir, sizeof(dir), "/tmp/rg-control-XXXXXX");
     cr_assert_not_null(mkdtemp(dir));
-    snprintf(json, sizeof(json),
-             "{\"state_dir\": \"%s/state\", \"upstreams\": [{\"host\": \"local\", \"url\": "
-             "\"file://%s\"}]}",
-             dir, dir);
-    snprintf(path, sizeof(path), "%s/refgate.json", dir);
-    cr_assert_eq(config_parse(&cfg, json, strlen(json), path, &err), 0, "%s", err.msg);
-    cr_assert_eq(rg_fs_mkdir_p(cfg->state_dir, 0700, &err), 0, "%s", err.msg);
-    cr_assert_eq(tokens_key_load(&ctx.key, cfg->state_dir, &err), 0, "%s", err.msg);
-    cr_assert_eq(tokens_store_file_open(&ctx.tokens, cfg->state_dir, &err), 0, "%s", err.msg);
-    snprintf(ctx.gateway_id, sizeof(ctx.gateway_id), "0123456789abcdef");
-    snprintf(path, sizeof(path), "%s/audit.jsonl", cfg->state_dir);
-    cr_assert_eq(audit_open(&ctx.audit, path, &err), 0, "%s", err.msg);
-    ctx.cfg = cfg;
+    cfg = test_gw_config(&ctx, dir, NULL);
+    test_gw_tokens(&ctx);
+    test_gw_audit(&ctx);
 }
 
 static void teardown(void)
 {
-    char cmd[PATH_MAX + 16];
-
-    audit_close(ctx.audit);
-    tokens_store_free(ctx.tokens);
-    tokens_key_free(ctx.key);
-    config_free(cfg);
-    memset(&ctx, 0, sizeof(ctx));
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
-    cr_expect_eq(system(cmd), 0);
+    test_gw_free(&ctx, cfg, dir);
 }
 
 TestSuite(control, .init = setup, .fini = teardown);

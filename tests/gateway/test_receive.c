@@ -20,6 +20,7 @@
 #include "gateway/receive_int.h"
 #include "gateway/route.h"
 #include "support/gitfix.h"
+#include "support/gwctx.h"
 #include "support/shell.h"
 #include "util/buf.h"
 #include "util/fs.h"
@@ -52,21 +53,12 @@ static const char *rules_json =
 
 static void setup(void)
 {
-    char json[PATH_MAX * 2 + 1024], path[PATH_MAX + 32];
     rg_error err = RG_ERROR_INIT;
 
     snprintf(base, sizeof(base), "/tmp/rg-receive-XXXXXX");
     test_gitfix_setup(base, upstream, work, tmp, sizeof(upstream), "echo one >a");
-    snprintf(json, sizeof(json),
-             "{\"state_dir\": \"%s/state\", \"upstreams\": [{\"host\": \"local\", \"url\": "
-             "\"file://%s\"}], \"rules\": %s}",
-             base, base, rules_json);
-    snprintf(path, sizeof(path), "%s/refgate.json", base);
-    cr_assert_eq(config_parse(&cfg, json, strlen(json), path, &err), 0, "%s", err.msg);
-    cr_assert_eq(rg_fs_mkdir_p(cfg->state_dir, 0700, &err), 0, "%s", err.msg);
-    snprintf(path, sizeof(path), "%s/audit.jsonl", cfg->state_dir);
-    cr_assert_eq(audit_open(&ctx.audit, path, &err), 0, "%s", err.msg);
-    ctx.cfg = cfg;
+    cfg = test_gw_config(&ctx, base, rules_json);
+    test_gw_audit(&ctx);
     ctx.stopping = &stopping;
     snprintf(ctx.tmp_dir, sizeof(ctx.tmp_dir), "%s", tmp);
     cr_assert_eq(
@@ -80,15 +72,9 @@ static void setup(void)
 
 static void teardown(void)
 {
-    char cmd[PATH_MAX + 16];
-
-    audit_close(ctx.audit);
-    config_free(cfg);
     free(repo_dir);
     repo_dir = NULL;
-    memset(&ctx, 0, sizeof(ctx));
-    snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
-    cr_expect_eq(system(cmd), 0);
+    test_gw_free(&ctx, cfg, base);
 }
 
 /* ------------------------------------------------------------- helpers */
@@ -575,7 +561,6 @@ Test(receive, a_held_push_whose_hold_runs_out_is_refused_and_nothing_lands)
     cr_expect_str_eq(after, "");
     cr_expect_not(upstream_has(c1));
     gateway_receive_free(r);
-    approvals_close(ctx.approvals);
     rg_buf_free(&held);
     rg_buf_free(&o.response);
     free(after);
@@ -605,7 +590,6 @@ Test(receive, a_held_push_approved_meanwhile_is_forwarded_when_it_resumes)
     after = upstream_ref("refs/heads/held/x");
     cr_expect_str_eq(after, c1);
     gateway_receive_free(r);
-    approvals_close(ctx.approvals);
     rg_buf_free(&held);
     rg_buf_free(&o.response);
     free(after);
