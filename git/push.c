@@ -10,6 +10,7 @@
  * keeps is capped by rgit_push_limits, and it never takes a byte of the pack.
  */
 #include "git/push.h"
+#include "git/refname.h"
 #include "git/pktline.h"
 
 #include <stdint.h>
@@ -110,51 +111,6 @@ int rgit_push_has_cap(const rgit_push_request *req, const char *name)
             return 1;
     }
     return 0;
-}
-
-/*
- * Ref names as git's check-ref-format accepts them (without
- * --allow-onelevel or --refspec-pattern), plus a `refs/` prefix: the gateway
- * matches rules on these names, so a name git would treat differently from
- * how it reads (`refs/heads/main.lock`, `refs/heads//main`) must not pass.
- * Returns NULL when valid, else why not.
- */
-static const char *refname_problem(const char *s, size_t n)
-{
-    size_t i, comp = 0; /* start of the current component */
-
-    if (n == 0)
-        return "it is empty";
-    if (n < 5 || memcmp(s, "refs/", 5) != 0)
-        return "it does not start with refs/";
-    for (i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-
-        if (c < 0x20 || c == 0x7f)
-            return "it contains a control character";
-        if (strchr(" ~^:?*[\\", c) != NULL)
-            return "it contains one of space ~ ^ : ? * [ \\";
-        if (c == '.' && i + 1 < n && s[i + 1] == '.')
-            return "it contains ..";
-        if (c == '@' && i + 1 < n && s[i + 1] == '{')
-            return "it contains @{";
-        if (c == '/' || i + 1 == n) {
-            size_t end = c == '/' ? i : n; /* component is s[comp..end) */
-
-            if (end == comp)
-                return c == '/' ? "it contains an empty component" : "it ends with /";
-            if (s[comp] == '.')
-                return "a component starts with .";
-            if (end - comp >= 5 && memcmp(s + end - 5, ".lock", 5) == 0)
-                return "a component ends with .lock";
-            comp = i + 1;
-        }
-    }
-    if (s[n - 1] == '/')
-        return "it ends with /";
-    if (s[n - 1] == '.')
-        return "it ends with .";
-    return NULL;
 }
 
 /* ---------------------------------------------------------------------------
@@ -289,7 +245,7 @@ static int add_command(rgit_push_parser *p, const char *s, size_t n, rg_error *e
     rc = check_hexlen(p, idlen, "a command's id", err);
     if (rc < 0)
         return rc;
-    why = refname_problem(s + 2 * idlen + 2, n - 2 * idlen - 2);
+    why = rgit_refname_problem(s + 2 * idlen + 2, n - 2 * idlen - 2);
     if (why != NULL)
         return rg_error_set(err, RG_E_PROTOCOL, "bad ref name \"%s\": %s",
                             quote(q, sizeof(q), s + 2 * idlen + 2, n - 2 * idlen - 2), why);
