@@ -16,6 +16,7 @@
  */
 #include "git/advert.h"
 #include "git/pktline.h"
+#include "git/refname.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -402,10 +403,13 @@ int rgit_advert_for_push(rg_buf *out, const char *in, size_t len, const char *ag
         /*
          * receive-pack shows neither HEAD nor peeled tags: neither is a
          * ref a push can update. `capabilities^{}` (an empty repository,
-         * newer git) ends in ^{} as well.
+         * newer git) ends in ^{} as well. Nor a name git would refuse
+         * (`refs/tags/v1^{}R` from a broken upstream): no push may name
+         * it (push.c refuses it), so the client is not shown it.
          */
         if ((name_len == 4 && memcmp(name, "HEAD", 4) == 0) ||
-            (name_len >= 3 && memcmp(name + name_len - 3, "^{}", 3) == 0))
+            (name_len >= 3 && memcmp(name + name_len - 3, "^{}", 3) == 0) ||
+            rgit_refname_problem(name, name_len) != NULL)
             continue;
         if (!caps_sent)
             rc = rgit_pktline_printf(out, "%.*s%c%s\n", (int)end, pkt.data, 0, caps.data);
