@@ -6,9 +6,6 @@
 #   const char *const PREFIX_words[];      the command words of each top-level
 #   const char *const PREFIX_texts[];        `.It Nm Cm WORDS` item of SECTION,
 #                                            and its rendered text (NULL-ended)
-#   const char PREFIX_section[];           the whole of SECTION
-# With WHOLE (a program without commands, refgate-run) SECTION's items are
-# not split: PREFIX_words is empty and PREFIX_section is what it prints.
 # (see cmake/man_help.c). Nothing generated is committed.
 include_guard(GLOBAL)
 
@@ -22,7 +19,7 @@ endif()
 set(REFGATE_MAN_HELP_TOOL_SRC ${CMAKE_CURRENT_LIST_DIR}/man_help.c)
 
 function(refgate_man_help target)
-  cmake_parse_arguments(ARG "WHOLE" "PAGE;SECTION;PREFIX" "" ${ARGN})
+  cmake_parse_arguments(ARG "" "PAGE;SECTION;PREFIX" "" ${ARGN})
   if(NOT ARG_PAGE OR NOT ARG_PREFIX)
     message(FATAL_ERROR "refgate_man_help(${target}): PAGE and PREFIX are required")
   endif()
@@ -33,12 +30,8 @@ function(refgate_man_help target)
     add_executable(refgate_man_help_tool ${REFGATE_MAN_HELP_TOOL_SRC})
   endif()
   set(out ${CMAKE_CURRENT_BINARY_DIR}/${ARG_PREFIX}_man.c)
-  set(whole)
-  if(ARG_WHOLE)
-    set(whole --whole)
-  endif()
   add_custom_command(OUTPUT ${out}
-    COMMAND refgate_man_help_tool ${MANDOC} ${ARG_PAGE} ${ARG_SECTION} ${ARG_PREFIX} ${out} ${whole}
+    COMMAND refgate_man_help_tool ${MANDOC} ${ARG_PAGE} ${ARG_SECTION} ${ARG_PREFIX} ${out}
     DEPENDS ${ARG_PAGE} refgate_man_help_tool
     COMMENT "Rendering the --help texts of ${target} from ${ARG_PAGE}")
   target_sources(${target} PRIVATE ${out})

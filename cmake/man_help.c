@@ -190,11 +190,11 @@ int main(int argc, char **argv)
 {
     char *words[ITEMS_MAX], *src, *text, *synopsis, *items, *tmp;
     size_t starts[ITEMS_MAX], i, end, len;
-    int nwords, nitems, whole;
+    int nwords, nitems;
     FILE *f;
 
-    if (argc != 6 && !(argc == 7 && !strcmp(argv[6], "--whole"))) {
-        fprintf(stderr, "usage: man_help MANDOC PAGE SECTION PREFIX OUT [--whole]\n");
+    if (argc != 6) {
+        fprintf(stderr, "usage: man_help MANDOC PAGE SECTION PREFIX OUT\n");
         return 2;
     }
     f = fopen(argv[2], "r");
@@ -206,11 +206,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "man_help: cannot read or render %s\n", argv[2]);
         return 1;
     }
-    /* --whole: a program with no commands (refgate-run) prints its SYNOPSIS
-     * and the whole SECTION, whatever its items are. */
-    whole = argc == 7;
-    nwords = whole ? 0 : item_words(words, ITEMS_MAX, src, argv[3]);
-    nitems = section_text(&items, whole ? NULL : starts, ITEMS_MAX, text, argv[3]);
+    nwords = item_words(words, ITEMS_MAX, src, argv[3]);
+    nitems = section_text(&items, starts, ITEMS_MAX, text, argv[3]);
     if (section_text(&synopsis, NULL, 0, text, "SYNOPSIS") < 0)
         return 1;
     if (nwords < 0 || nitems < 0 || nwords != nitems) {
@@ -228,11 +225,7 @@ int main(int argc, char **argv)
             argv[2]);
     fprintf(f, "extern const char %s_synopsis[];\n", argv[4]);
     fprintf(f, "extern const char *const %s_words[];\n", argv[4]);
-    fprintf(f, "extern const char *const %s_texts[];\n", argv[4]);
-    fprintf(f, "extern const char %s_section[];\n\n", argv[4]);
-    fprintf(f, "const char %s_section[] =\n    ", argv[4]);
-    put_c_string(f, items, strlen(items));
-    fputs(";\n\n", f);
+    fprintf(f, "extern const char *const %s_texts[];\n\n", argv[4]);
     fprintf(f, "const char %s_synopsis[] =\n    ", argv[4]);
     put_c_string(f, synopsis, strlen(synopsis));
     fprintf(f, ";\n\nconst char *const %s_words[] = {\n", argv[4]);

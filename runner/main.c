@@ -455,7 +455,7 @@ int main(int argc, char **argv)
     run_guard_stdio();
     rc = run_parse(&s.o, argc, argv, &err);
     if (rc == RUN_PARSE_HELP)
-        run_opts_help(stdout);
+        fputs(run_opts_help(), stdout);
     else if (rc == RUN_PARSE_VERSION)
         printf("refgate-run %s (Landlock ABI up to %d)\n", RUN_VERSION, SANDBOX_LANDLOCK_ABI_LAST);
     else if (rc < 0)

@@ -147,7 +147,7 @@ void run_trace_rule(void *ctx, const char *path, const char *what);
 #define RUN_PARSE_VERSION 2 /* run_parse: --version was given */
 
 /* refgate-run's whole --help text. */
-void run_opts_help(FILE *f);
+const char *run_opts_help(void);
 
 /*
  * The command line into `o` (whose lists the caller frees): 0 to run,
