@@ -31,7 +31,8 @@ static int parse(run_opts *o, const char *const *words, rg_error *err)
     int argc = 1;
 
     argv[0] = (char *)"refgate-run";
-    for (; words[argc - 1] != NULL; argc++)
+    /* Bounded: a case may fill all ARGS_MAX words, with no NULL after them. */
+    for (; argc - 1 < ARGS_MAX && words[argc - 1] != NULL; argc++)
         argv[argc] = (char *)words[argc - 1];
     argv[argc] = NULL;
     memset(o, 0, sizeof(*o));
