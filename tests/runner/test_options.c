@@ -27,13 +27,14 @@ static void free_opts(run_opts *o)
 /* run_parse over a NULL-ended list of words (argv[0] added). */
 static int parse(run_opts *o, const char *const *words, rg_error *err)
 {
-    static char *argv[ARGS_MAX + 2];
+    static char *argv[32];
     int argc = 1;
 
     argv[0] = (char *)"refgate-run";
-    /* Bounded: a case may fill all ARGS_MAX words, with no NULL after them. */
-    for (; argc - 1 < ARGS_MAX && words[argc - 1] != NULL; argc++)
+    for (; words[argc - 1] != NULL; argc++) {
+        cr_assert_lt(argc, 31, "too many words for parse()");
         argv[argc] = (char *)words[argc - 1];
+    }
     argv[argc] = NULL;
     memset(o, 0, sizeof(*o));
     return run_parse(o, argc, argv, err);
